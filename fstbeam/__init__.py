@@ -1,0 +1,33 @@
+"""fstbeam: finite-state constrained beam search.
+
+    cc = fstbeam.compile_constraints(cefr="A1", tokenizer="default")
+    m = cc.matcher(); m.allowed_token_ids()
+
+Heavy parts load lazily, so ``import fstbeam`` needs neither torch nor pynini.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "compile_constraints": ("fstbeam.compiler.compile", "compile_constraints"),
+    "with_request": ("fstbeam.compiler.compile", "with_request"),
+    "CompiledConstraints": ("fstbeam.compiler.compiled", "CompiledConstraints"),
+    "Phrase": ("fstbeam.compiler.spec", "Phrase"),
+    "load_constraints": ("fstbeam.compiler.artifact", "load_constraints"),
+    "Vocab": ("fstbeam.compiler.vocab", "Vocab"),
+    "load_vocab": ("fstbeam.compiler.vocab", "load_vocab"),
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        mod, attr = _LAZY[name]
+        value = getattr(importlib.import_module(mod), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'fstbeam' has no attribute {name!r}")

@@ -1,0 +1,324 @@
+"""`compile_constraints`: spec -> character automaton -> token automaton -> tables.
+
+Word lists and grammars form the *hard* automaton (compiled ahead of time, once per word list).
+Phrases, avoid phrases and the prefix are small automata compiled per request in milliseconds
+against a per-tokenizer index; their consistency with the hard language is checked here at the
+character level so a contradiction is an error at compile time, not an empty beam later.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Iterable
+
+import numpy as np
+import pynini
+
+from ..errors import SpecError, UnsatisfiableConstraintError
+from ..fst.optimize import optimize, sigma_star
+from ..grammars.lib.wordlist import word_list_fst
+from .cefr import cefr_words, parse_level
+from .char_dfa import fst_to_dfa
+from .compiled import CompiledConstraints
+from .spec import ConstraintSpec, Phrase, WordList, as_phrases, read_word_file
+from .tables import build_tables
+from .token_fsa import lift
+from .token_trie import token_trie
+from .vocab import Vocab, load_vocab
+
+log = logging.getLogger(__name__)
+
+NONWORD_BYTES = bytes(b for b in range(1, 128) if not chr(b).isalnum())
+
+
+class _Stages:
+    """Per-stage timings, and a progress bar on long compiles when asked."""
+
+    def __init__(self, progress: bool):
+        self.timings: dict[str, float] = {}
+        self.bar = None
+        if progress:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=0, bar_format="{desc}", leave=False)
+
+    @contextmanager
+    def __call__(self, name: str):
+        if self.bar is not None:
+            self.bar.set_description_str(f"fstbeam: {name}...")
+        t = time.perf_counter()
+        yield
+        self.timings[name] = round(time.perf_counter() - t, 4)
+        log.info("stage %s: %.3f s", name, self.timings[name])
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _words_spec(words, cefr) -> WordList | None:
+    if words is not None and cefr is not None:
+        raise SpecError("give either words= or cefr=, not both (a CEFR level is a word list)")
+    if cefr is not None:
+        parse_level(cefr)
+        return WordList(tuple(cefr_words(cefr)), f"cefr:{str(cefr).upper()}")
+    if words is None:
+        return None
+    if isinstance(words, WordList):
+        return words
+    if isinstance(words, (str, os.PathLike)):
+        return read_word_file(words)
+    items = tuple(str(w).strip() for w in words if str(w).strip())
+    if not items:
+        raise SpecError("words= is empty: give at least one word")
+    return WordList(items, "argument")
+
+
+def _grammar_language(grammar, grammar_params):
+    """(language fst | None, phrases, avoid, description, source hash) for ``grammar``."""
+    if grammar is None:
+        return None, (), (), None, None
+    if isinstance(grammar, pynini.Fst):
+        h = hashlib.sha256(_fst_bytes(grammar)).hexdigest()
+        return grammar, (), (), f"custom:{h[:12]}", h
+    from .. import grammars
+
+    build = grammars.get(str(grammar)).build(**(grammar_params or {}))
+    desc = f"{grammar}({', '.join(f'{k}={v}' for k, v in sorted((grammar_params or {}).items()))})"
+    return build.language, tuple(build.phrases), tuple(build.avoid), desc, build.source_hash
+
+
+def _fst_bytes(fst: pynini.Fst) -> bytes:
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".fst") as tmp:
+        fst.write(tmp.name)
+        return open(tmp.name, "rb").read()
+
+
+def _byte_union(chars: bytes) -> pynini.Fst:
+    f = pynini.Fst()
+    s, e = f.add_state(), f.add_state()
+    f.set_start(s)
+    f.set_final(e)
+    one = pynini.Weight.one(f.weight_type())
+    for b in sorted(set(chars)):
+        f.add_arc(s, pynini.Arc(b, b, one, e))
+    return f
+
+
+def _literal(text: str, case_sensitive: bool) -> pynini.Fst:
+    data = text.encode("utf-8")
+    if case_sensitive:
+        return pynini.accep(pynini.escape(text), token_type="byte")
+    return pynini.concat(*(_byte_union(bytes({b, ord(chr(b).lower()), ord(chr(b).upper())}) if b < 128 else bytes([b])) for b in data))
+
+
+def contains_fst(p: Phrase) -> pynini.Fst:
+    """Character language of texts containing ``p`` (boundaries as in DESIGN.md)."""
+    data = p.text.encode("utf-8")
+    sig = sigma_star()
+    lit = _literal(p.text, p.case_sensitive)
+    left = right = sig
+    if p.word_boundary:
+        nonword = _byte_union(NONWORD_BYTES)
+        if data[0] not in NONWORD_BYTES:
+            left = pynini.union("", sig + nonword)
+        if data[-1] not in NONWORD_BYTES:
+            right = pynini.union("", nonword + sig)
+    return (left + lit + right).optimize()
+
+
+def _is_empty(fst: pynini.Fst) -> bool:
+    f = pynini.connect(fst.copy())
+    return f.num_states() == 0
+
+
+def _check_request(hard_fst, parts_desc, phrases, avoid, prefix) -> None:
+    """Raise UnsatisfiableConstraintError naming the parts that conflict."""
+    base = hard_fst if hard_fst is not None else sigma_star()
+    base_name = parts_desc or "the output"
+    if prefix is not None:
+        pfx = pynini.accep(pynini.escape(prefix), token_type="byte") + sigma_star()
+        if _is_empty(pynini.intersect(base, pfx)):
+            raise UnsatisfiableConstraintError(
+                f"no text allowed by {base_name} starts with the prefix {prefix!r}: "
+                "check the prefix's spelling or add its words to the list",
+                ("prefix", base_name),
+            )
+        base = pynini.intersect(base, pfx)
+    for p in phrases:
+        if _is_empty(pynini.intersect(base, contains_fst(p))):
+            raise UnsatisfiableConstraintError(
+                f"phrase {p.text!r} ({p.source}) cannot appear in any text allowed by {base_name}"
+                f"{' with the prefix' if prefix else ''}: add its words to the list or drop the phrase",
+                (f"phrase {p.text!r}", base_name),
+            )
+    if avoid:
+        banned = pynini.union(*(contains_fst(a) for a in avoid)).optimize()
+        allowed = pynini.difference(base.copy().optimize(), banned)
+        if _is_empty(allowed):
+            raise UnsatisfiableConstraintError(
+                f"the avoid list {[a.text for a in avoid]} blocks every text allowed by {base_name}",
+                ("avoid", base_name),
+            )
+        for p in phrases:
+            if _is_empty(pynini.intersect(allowed, contains_fst(p))):
+                raise UnsatisfiableConstraintError(
+                    f"phrase {p.text!r} cannot appear without an avoided phrase "
+                    f"({[a.text for a in avoid]})", (f"phrase {p.text!r}", "avoid"),
+                )
+
+
+def compile_constraints(
+    *,
+    words: str | os.PathLike | Iterable[str] | None = None,
+    cefr: str | None = None,
+    phrases: Iterable[str | Phrase] = (),
+    avoid: Iterable[str | Phrase] = (),
+    prefix: str | None = None,
+    grammar: str | pynini.Fst | None = None,
+    grammar_params: dict | None = None,
+    tokenizer="default",
+    canonical: bool = False,
+    case_variants: bool = True,
+    progress: bool = False,
+) -> CompiledConstraints:
+    """Compile constraints for ``tokenizer`` (a HF tokenizer, a path, ``"default"`` or a Vocab).
+
+    ``words``: a file (one entry per line) or an iterable of words; ``cefr``: a level such as
+    ``"A1"`` (every word at or below it); ``phrases``: must appear; ``avoid``: must never appear;
+    ``prefix``: the output must start with it (it may end inside a token); ``grammar``: a
+    registered grammar name (with ``grammar_params``) or a pynini acceptor over bytes.
+    ``canonical=True`` keeps only tokens the tokenizer itself uses to spell the listed words.
+    """
+    stages = _Stages(progress)
+    try:
+        with stages("tokenizer"):
+            vocab = load_vocab(tokenizer)
+        wl = _words_spec(words, cefr)
+        g_lang, g_phr, g_avoid, g_desc, g_hash = _grammar_language(grammar, grammar_params)
+        phr = as_phrases(phrases, "phrases") + as_phrases(g_phr, f"grammar {grammar}")
+        avd = as_phrases(avoid, "avoid") + as_phrases(g_avoid, f"grammar {grammar}")
+        if prefix is not None and (not isinstance(prefix, str) or prefix == ""):
+            raise SpecError("prefix= must be non-empty text (or None for no prefix)")
+        spec = ConstraintSpec(
+            words=wl, cefr=str(cefr).upper() if cefr else None, phrases=phr, avoid=avd, prefix=prefix,
+            grammar=g_desc, grammar_hash=g_hash, canonical=canonical,
+        )
+        hard_fst, hard_desc = None, None
+        if wl is not None:
+            with stages("word list"):
+                hard_fst = word_list_fst(wl.words, case_variants=case_variants)
+            hard_desc = f"the word list ({wl.source})"
+        if g_lang is not None:
+            with stages("grammar"):
+                g = optimize(g_lang, stage=f"grammar {g_desc}")
+                if _is_empty(g):
+                    raise UnsatisfiableConstraintError(f"grammar {g_desc} accepts no text", (f"grammar {g_desc}",))
+                if hard_fst is None:
+                    hard_fst, hard_desc = g, f"grammar {g_desc}"
+                else:
+                    hard_fst = optimize(pynini.intersect(hard_fst, g), stage="words & grammar")
+                    if _is_empty(hard_fst):
+                        raise UnsatisfiableConstraintError(
+                            f"{hard_desc} and grammar {g_desc} have no text in common",
+                            (hard_desc, f"grammar {g_desc}"),
+                        )
+                    hard_desc = f"{hard_desc} and grammar {g_desc}"
+        hard = token_fst = char_fst = char_state = None
+        if hard_fst is not None:
+            with stages("lift"):
+                dfa = fst_to_dfa(hard_fst)
+                allowed = _canonical_tokens(tokenizer, vocab, wl) if canonical else None
+                fsa = lift(dfa, token_trie(vocab), vocab.width, allowed_tokens=allowed)
+            if not fsa.final.any():
+                raise UnsatisfiableConstraintError(
+                    f"no token sequence of {vocab.describe()} spells any text allowed by {hard_desc}",
+                    (hard_desc, "tokenizer"),
+                )
+            with stages("tables"):
+                hard = build_tables(fsa, vocab)
+                from .artifact import token_fst_bytes
+
+                token_fst = token_fst_bytes(fsa)
+                char_fst = _fst_bytes(hard_fst)
+                char_state = fsa.char_state
+        with stages("check"):
+            _check_request(hard_fst, hard_desc, phr, avd, prefix)
+        cc = CompiledConstraints(
+            vocab=vocab, hard=hard, spec=spec.describe(), spec_hash=spec.spec_hash(),
+            token_fst=token_fst, char_fst=char_fst, char_state=char_state,
+        )
+        with stages("phrases"):
+            cc = _attach_light(cc, phr, avd, prefix)
+        return replace(cc, stats={"seconds": stages.timings})
+    finally:
+        stages.close()
+
+
+def _attach_light(cc: CompiledConstraints, phrases, avoid, prefix) -> CompiledConstraints:
+    if not phrases and not avoid and prefix is None:
+        return cc
+    from .light import compile_avoid, compile_phrase, compile_prefix
+    from .token_index import TokenIndex
+
+    index = TokenIndex.for_vocab(cc.vocab)
+    opts = lambda p: dict(word_boundary=p.word_boundary, case_sensitive=p.case_sensitive)  # noqa: E731
+    return replace(
+        cc,
+        phrases=tuple(compile_phrase(p.text, index, **opts(p)) for p in phrases),
+        avoid=tuple(compile_avoid(p.text, index, **opts(p)) for p in avoid),
+        prefix=compile_prefix(prefix, index) if prefix is not None else None,
+    )
+
+
+def with_request(
+    cc: CompiledConstraints, *, phrases=(), avoid=(), prefix: str | None = None, check: bool = True
+) -> CompiledConstraints:
+    """Per-request constraints on top of a compiled word list/grammar (shares its tables)."""
+    phr, avd = as_phrases(phrases, "phrases"), as_phrases(avoid, "avoid")
+    if check:
+        hard_fst = pynini.Fst.read_from_string(cc.char_fst) if cc.char_fst else None
+        _check_request(hard_fst, "the compiled constraints" if hard_fst else None, phr, avd, prefix)
+    spec = dict(cc.spec, phrases=[p.text for p in phr], avoid=[p.text for p in avd], prefix=prefix)
+    h = hashlib.sha256((cc.spec_hash + repr((spec["phrases"], spec["avoid"], prefix))).encode()).hexdigest()
+    base = replace(cc, phrases=(), avoid=(), prefix=None, spec=spec, spec_hash=h)
+    return _attach_light(base, phr, avd, prefix)
+
+
+def _canonical_tokens(tokenizer, vocab: Vocab, wl: WordList | None) -> np.ndarray:
+    """Tokens the tokenizer itself uses for the listed words (with and without a leading space),
+    for punctuation, digits and spaces."""
+    from .vocab import Vocab as _V
+
+    if isinstance(tokenizer, _V) or wl is None:
+        raise SpecError("canonical=True needs a real tokenizer (not a Vocab) and a word list")
+    from tokenizers import Tokenizer
+
+    if isinstance(tokenizer, (str, os.PathLike)):
+        from pathlib import Path
+
+        if tokenizer == "default":
+            from ..default_model import default_tokenizer_dir
+
+            tokenizer = default_tokenizer_dir()
+        p = Path(tokenizer)
+        tok = Tokenizer.from_file(str(p / "tokenizer.json" if p.is_dir() else p))
+    else:
+        tok = tokenizer.backend_tokenizer
+    from ..grammars.lib.wordlist import cased_forms
+
+    texts = []
+    for w in wl.words:
+        for f in cased_forms(w):
+            texts += [f, " " + f]
+    texts += list(".,!?;:)\"'(-0123456789 \n") + [" " + c for c in "(\"'0123456789"]
+    ids = set()
+    for enc in tok.encode_batch(texts, add_special_tokens=False):
+        ids.update(enc.ids)
+    return np.array(sorted(i for i in ids if i < vocab.width and vocab.token_bytes[i]), dtype=np.int64)

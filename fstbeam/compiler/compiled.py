@@ -1,0 +1,146 @@
+"""The compiled object a user holds, and a host-side walker over it for tests and debugging."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import DisallowedTokenError
+from .tables import HardTables
+from .vocab import Vocab
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledConstraints:
+    """Immutable, shareable result of :func:`fstbeam.compile_constraints`.
+
+    ``hard`` is the token automaton of word lists and grammars (``None``: no such constraint);
+    ``phrases`` / ``avoid`` / ``prefix`` are small per-request automata (docs/tables.md).
+    """
+
+    vocab: Vocab
+    hard: HardTables | None
+    phrases: tuple = ()
+    avoid: tuple = ()
+    prefix: Any = None
+    spec: dict = field(default_factory=dict)
+    spec_hash: str = ""
+    stats: dict = field(default_factory=dict)
+    token_fst: bytes | None = None  # OpenFst binary of the hard token automaton
+    char_fst: bytes | None = None  # OpenFst binary of the hard character automaton
+    char_state: np.ndarray | None = None  # token state -> character state
+
+    @property
+    def width(self) -> int:
+        return self.vocab.width
+
+    @property
+    def eos_ids(self) -> tuple[int, ...]:
+        return self.vocab.eos_ids
+
+    @property
+    def light(self) -> tuple:
+        return tuple(self.phrases) + tuple(self.avoid) + ((self.prefix,) if self.prefix is not None else ())
+
+    def matcher(self) -> "Matcher":
+        return Matcher(self)
+
+    def save(self, path) -> None:
+        from .artifact import save_artifact
+
+        save_artifact(self, path)
+
+    def summary(self) -> dict:
+        out = {"tokenizer": self.vocab.describe(), "fingerprint": self.vocab.fingerprint[:16]}
+        if self.hard is not None:
+            h = self.hard
+            out.update(
+                states=h.num_states,
+                blocks=len(h.block_ptr) - 1,
+                token_arcs_stored=len(h.block_key),
+                dense_rows=len(h.dense_masks),
+                table_bytes=h.nbytes,
+            )
+        out["phrases"] = [p.text for p in self.phrases]
+        out["avoid"] = [p.text for p in self.avoid]
+        out["prefix"] = None if self.prefix is None else self.prefix.text
+        return out
+
+
+class Matcher:
+    """Walks one hypothesis through all constraints on the host (not the decoder's fast path)."""
+
+    def __init__(self, cc: CompiledConstraints):
+        self.cc = cc
+        self.hard_state = cc.hard.start if cc.hard is not None else None
+        self.light_states = [a.start for a in cc.light]
+        self.finished = False
+        self.history: list[int] = []
+
+    def _text_allowed(self) -> np.ndarray:
+        cc = self.cc
+        if cc.hard is not None:
+            ids = cc.hard.allowed_text_tokens(self.hard_state).astype(np.int64)
+        else:
+            ids = cc.vocab.text_ids
+        for a, s in zip(cc.light, self.light_states):
+            if len(ids) == 0:
+                break
+            ok = np.fromiter((a.next_state(s, int(t)) >= 0 for t in ids), bool, count=len(ids))
+            ids = ids[ok]
+        return ids
+
+    def eos_allowed(self) -> bool:
+        return not self.finished and self.is_final()
+
+    def allowed_token_ids(self) -> np.ndarray:
+        """Sorted ids of every token allowed next (EOS included where the output may end)."""
+        if self.finished:
+            return np.zeros(0, np.int64)
+        ids = self._text_allowed()
+        if self.eos_allowed():
+            ids = np.union1d(ids, np.asarray(self.cc.eos_ids, np.int64))
+        return ids
+
+    def is_final(self) -> bool:
+        """True when the output may end here: hard automaton final and every light automaton final."""
+        cc = self.cc
+        if cc.hard is not None and not cc.hard.final[self.hard_state]:
+            return False
+        return all(a.is_final(s) for a, s in zip(cc.light, self.light_states))
+
+    def phrases_met(self) -> list[bool]:
+        return [bool(a.is_final(s)) for a, s in zip(self.cc.phrases, self.light_states)]
+
+    def advance(self, token_id: int) -> None:
+        token_id = int(token_id)
+        if self.finished:
+            raise DisallowedTokenError(f"token {token_id} after EOS: the hypothesis already ended")
+        if token_id in self.cc.eos_ids:
+            if not self.is_final():
+                raise DisallowedTokenError(
+                    f"EOS ({token_id}) not allowed here: the constraints are not satisfied yet "
+                    f"(phrases met: {self.phrases_met()})"
+                )
+            self.finished = True
+            self.history.append(token_id)
+            return
+        cc = self.cc
+        new_hard = self.hard_state
+        if cc.hard is not None:
+            new_hard = cc.hard.next_state(self.hard_state, token_id)
+            if new_hard < 0:
+                raise DisallowedTokenError(self._why(token_id, "the word list / grammar"))
+        new_light = []
+        for a, s in zip(cc.light, self.light_states):
+            n = a.next_state(s, token_id)
+            if n < 0:
+                raise DisallowedTokenError(self._why(token_id, f"{a.kind} {a.text!r}"))
+            new_light.append(n)
+        self.hard_state, self.light_states = new_hard, new_light
+        self.history.append(token_id)
+
+    def _why(self, token_id: int, what: str) -> str:
+        tb = self.cc.vocab.token_bytes[token_id] if 0 <= token_id < self.cc.width else None
+        return f"token {token_id} ({tb!r}) is not allowed by {what} after {len(self.history)} tokens"

@@ -1,0 +1,96 @@
+"""Constraint specifications: frozen, hashable, and remembering where each item came from."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from ..errors import SpecError
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """A phrase that must appear (or, in ``avoid``, must never appear) in the output.
+
+    ``word_boundary``: match only where the phrase is not glued to letters/digits on either side.
+    ``case_sensitive=False`` folds ASCII case.
+    """
+
+    text: str
+    word_boundary: bool = True
+    case_sensitive: bool = True
+    source: str = "argument"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str) or not self.text.strip():
+            raise SpecError(f"empty phrase ({self.source}): give the text that must appear")
+        if "\x00" in self.text:
+            raise SpecError(f"phrase {self.text!r} ({self.source}) contains a NUL byte, which no token can spell")
+
+
+def as_phrases(items: Iterable[str | Phrase] | str | None, what: str) -> tuple[Phrase, ...]:
+    if items is None:
+        return ()
+    if isinstance(items, (str, Phrase)):
+        items = [items]
+    out = []
+    for i, p in enumerate(items):
+        out.append(p if isinstance(p, Phrase) else Phrase(str(p), source=f"{what}[{i}]"))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class WordList:
+    words: tuple[str, ...]
+    source: str  # file path, "cefr:A1", or "argument"
+
+
+def read_word_file(path: str | os.PathLike) -> WordList:
+    """One entry per line, UTF-8; blank lines and ``#`` comments skipped."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise SpecError(f"word list {p} does not exist: give a UTF-8 text file with one word per line") from None
+    except IsADirectoryError:
+        raise SpecError(f"word list {p} is a directory: give a UTF-8 text file with one word per line") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SpecError(
+            f"word list {p} is not UTF-8 (line {line}, byte offset {exc.start}): re-save it as UTF-8"
+        ) from None
+    words = tuple(w.strip() for w in text.splitlines() if w.strip() and not w.strip().startswith("#"))
+    if not words:
+        raise SpecError(f"word list {p} has no words: give at least one entry, one per line")
+    return WordList(words, str(p))
+
+
+@dataclass(frozen=True)
+class ConstraintSpec:
+    words: WordList | None = None
+    cefr: str | None = None
+    phrases: tuple[Phrase, ...] = ()
+    avoid: tuple[Phrase, ...] = ()
+    prefix: str | None = None
+    grammar: str | None = None  # description: registered name + params, or "custom:<hash>"
+    grammar_hash: str | None = None
+    canonical: bool = False
+    extra: dict = field(default_factory=dict, hash=False, compare=False)
+
+    def describe(self) -> dict:
+        d = asdict(self)
+        if self.words is not None:
+            d["words"] = {"source": self.words.source, "count": len(self.words.words)}
+        d.pop("extra", None)
+        return d
+
+    def spec_hash(self) -> str:
+        h = hashlib.sha256(json.dumps(self.describe(), sort_keys=True, default=str).encode())
+        if self.words is not None:
+            h.update("\n".join(self.words.words).encode())
+        return h.hexdigest()

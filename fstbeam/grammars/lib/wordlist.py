@@ -1,0 +1,126 @@
+"""Word lists as character automata: words from the list separated by spaces and punctuation.
+
+The language, over bytes:
+
+    text  = OPEN{0,2} word (gap word)* CLOSE{0,3}
+    gap   = CLOSE{0,3} SPACE OPEN{0,2}  |  JOINER
+    word  = listed form (lower / Title / UPPER) ['s] | contraction | number
+
+Contractions are allowed when their parts are: "don't" needs "do" and "not", "I'm" needs
+"i" and "am". Numbers are digits with optional inner separators (3.5, 1,000).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Iterable
+
+import pynini
+
+from ...errors import SpecError
+from . import text as T
+
+log = logging.getLogger("fstbeam.fst")
+
+
+def _chars(chars: str) -> pynini.Fst:
+    return pynini.union(*(pynini.accep(pynini.escape(c), token_type="byte") for c in chars)).optimize()
+
+
+def _strings(strings: Iterable[str]) -> pynini.Fst:
+    items = sorted(set(strings))
+    if not items:
+        return pynini.Fst()  # the empty language
+    fst = pynini.string_map([pynini.escape(s) for s in items], input_token_type="byte", output_token_type="byte")
+    return fst.project("input").optimize()
+
+
+def _repeat(fst: pynini.Fst, max_times: int) -> pynini.Fst:
+    return pynini.closure(fst, 0, max_times).optimize()
+
+
+def cased_forms(word: str) -> set[str]:
+    """lower, Title and UPPER forms; a form written with capitals (a name) keeps its own casing."""
+    if word != word.lower():
+        return {word, word.upper()}
+    return {word, word[:1].upper() + word[1:], word.upper()}
+
+
+def contraction_forms(words: set[str]) -> set[str]:
+    """Contracted forms whose parts are all in ``words`` (lowercase), e.g. don't, I'm, we'll."""
+    forms: set[str] = set()
+    for apo in T.APOSTROPHES:
+        for suffix, (full, hosts) in T.CONTRACTIONS.items():
+            if full not in words or hosts is None:
+                continue
+            for host in hosts:
+                if host in words:
+                    forms.add(f"{host}{apo}{suffix}")
+        if "not" in words:
+            for host in T.NEGATABLE:
+                if T.IRREGULAR_NEGATIVE_HOSTS.get(host, host) in words:
+                    forms.add(f"{host}n{apo}t")
+    return forms
+
+
+def normalize_entries(entries: Iterable[str], *, source: str = "word list") -> list[str]:
+    """Strip and validate entries; an empty result is an error naming the source."""
+    words = []
+    for n, raw in enumerate(entries, 1):
+        w = raw.strip()
+        if not w or w.startswith("#"):
+            continue
+        if "\x00" in w:
+            raise SpecError(f"{source}:{n}: entry contains a NUL byte, which no text can spell")
+        words.append(w)
+    if not words:
+        raise SpecError(f"{source} has no words: give at least one entry (one per line)")
+    return words
+
+
+def word_list_fst(
+    words: Iterable[str],
+    *,
+    case_variants: bool = True,
+    punctuation: bool = True,
+    contractions: bool = True,
+    digits: bool = True,
+) -> pynini.Fst:
+    """Minimal DFA over bytes for running text made of ``words`` (see the module docstring)."""
+    t0 = time.perf_counter()
+    entries = normalize_entries(words)
+    lower = {w.lower() for w in entries}
+    base_forms: set[str] = set()
+    for w in entries:
+        base_forms |= cased_forms(w) if case_variants else {w}
+    contracted: set[str] = set()
+    if contractions:
+        for form in contraction_forms(lower):
+            contracted |= cased_forms(form) if case_variants else {form}
+    word = _strings(base_forms)
+    if contractions and "is" in lower:  # possessive / "it's": 's after any word
+        apos = pynini.union(*(pynini.accep(a, token_type="byte") for a in T.APOSTROPHES))
+        s = _chars("sS")
+        word = pynini.concat(word, pynini.closure(pynini.concat(apos, s), 0, 1))
+    pieces = [word]
+    if contracted:
+        pieces.append(_strings(contracted))
+    if digits:
+        d = pynini.closure(_chars(T.DIGITS), 1)
+        pieces.append(pynini.concat(d, pynini.closure(pynini.concat(_chars(T.NUMBER_INNER), d))).optimize())
+    word = pynini.union(*pieces).optimize()
+
+    space = _chars(T.SPACES)
+    if punctuation:
+        close = _repeat(_chars(T.CLOSING), T.MAX_CLOSING)
+        open_ = _repeat(_chars(T.OPENING), T.MAX_OPENING)
+        gap = pynini.union(pynini.concat(pynini.concat(close, space), open_), _chars(T.JOINERS))
+        text = open_ + word + pynini.closure(gap + word) + close
+    else:
+        text = word + pynini.closure(space + word)
+    text = text.optimize()
+    log.info(
+        "word list: %d entries, %d forms -> %d states in %.3f s",
+        len(entries), len(base_forms) + len(contracted), text.num_states(), time.perf_counter() - t0,
+    )
+    return text
