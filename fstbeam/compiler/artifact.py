@@ -119,6 +119,9 @@ def save_artifact(cc: CompiledConstraints, path) -> None:
             zf.writestr("manifest.json", json.dumps(manifest, indent=1, default=str))
             for name, data in members.items():
                 zf.writestr(name, data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; an artifact is an ordinary file
         os.replace(tmp, path)
     except OSError as exc:
         raise ArtifactError(f"cannot write {path}: {exc}; choose a writable output path") from exc

@@ -76,7 +76,8 @@ def lift(dfa: CharDFA, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarra
     node = trie.depth1[blk_byte]
     state = blk_state
     block = np.arange(nb, dtype=np.int64)
-    out_block, out_node, out_state = [], [], []
+    empty = np.zeros(0, np.int64)
+    out_block, out_node, out_state = [empty], [empty], [empty]
     while len(node):
         has = trie.tok_ptr[node + 1] > trie.tok_ptr[node]
         out_block.append(block[has]); out_node.append(node[has]); out_state.append(state[has])

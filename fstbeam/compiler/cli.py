@@ -1,0 +1,171 @@
+"""The ``compile-constraints`` command: ``compile`` an artifact, ``inspect`` one.
+
+Exit codes: 0 success, 1 a constraint/artifact/tokenizer error (message on stderr), 2 bad usage.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import Error
+
+
+def _params(items: list[str]) -> dict[str, str]:
+    out = {}
+    for it in items or []:
+        k, sep, v = it.partition("=")
+        if not sep or not k:
+            raise argparse.ArgumentTypeError(f"--param {it!r}: write key=value")
+        out[k] = v
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="compile-constraints", description="Compile fstbeam constraints into an artifact, or inspect one.")
+    sub = p.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("compile", help="compile constraints for a tokenizer into one artifact file")
+    src = c.add_mutually_exclusive_group()
+    src.add_argument("--words", metavar="FILE", help="word list: UTF-8, one entry per line")
+    src.add_argument("--cefr", metavar="LEVEL", help="every English word form at or below a CEFR level (A1..C2)")
+    c.add_argument("--phrase", action="append", default=[], metavar="TEXT", help="phrase that must appear (repeatable)")
+    c.add_argument("--avoid", action="append", default=[], metavar="TEXT", help="phrase that must never appear (repeatable)")
+    c.add_argument("--prefix", metavar="TEXT", help="the output must start with this text")
+    c.add_argument("--grammar", metavar="NAME", help="a registered grammar (see --list-grammars)")
+    c.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="grammar parameter (repeatable)")
+    c.add_argument("--tokenizer", default="default", metavar="PATH|default", help="tokenizer folder / tokenizer.json (default: Gemma 3)")
+    c.add_argument("--canonical", action="store_true", help="only tokens the tokenizer itself uses for the listed words")
+    c.add_argument("-o", "--output", required=True, metavar="OUT", help="artifact file to write")
+    c.add_argument("-v", "--verbose", action="store_true", help="per-stage timings and sizes")
+    c.add_argument("--no-progress", action="store_true", help="no progress display")
+
+    i = sub.add_parser("inspect", help="print an artifact's sizes, tokenizer and the tokens allowed after a text")
+    i.add_argument("artifact", metavar="OUT")
+    i.add_argument("--tokenizer", default=None, metavar="PATH|default", help="tokenizer to check the artifact against")
+    i.add_argument("--after", metavar="TEXT", help="show the tokens allowed after this text")
+    i.add_argument("--limit", type=int, default=30, help="how many allowed tokens to list (default 30)")
+    i.add_argument("--draw", metavar="FILE", help="render the character automaton (.svg/.png/.dot) if small enough")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    verbose = getattr(args, "verbose", False)
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s", stream=sys.stderr)
+    try:
+        if args.command == "compile":
+            return _compile(args)
+        return _inspect(args)
+    except Error as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except argparse.ArgumentTypeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _compile(args) -> int:
+    from .compile import compile_constraints
+
+    out = Path(args.output)
+    t0 = time.perf_counter()
+    cc = compile_constraints(
+        words=args.words, cefr=args.cefr, phrases=args.phrase, avoid=args.avoid, prefix=args.prefix,
+        grammar=args.grammar, grammar_params=_params(args.param) or None, tokenizer=args.tokenizer,
+        canonical=args.canonical, progress=not args.no_progress and sys.stderr.isatty(),
+    )
+    cc.save(out)
+    total = time.perf_counter() - t0
+    s = cc.summary()
+    if cc.hard is not None:
+        print(f"wrote {out}: {s['states']} states, {s['token_arcs_stored']} token arcs, "
+              f"{s['table_bytes'] / 1e6:.1f} MB tables, {total:.2f} s")
+    else:
+        print(f"wrote {out}: {len(cc.phrases)} phrases, {len(cc.avoid)} avoid, prefix={cc.prefix is not None}, {total:.2f} s")
+    if args.verbose:
+        for stage, sec in cc.stats.get("seconds", {}).items():
+            print(f"  {stage:<10} {sec * 1000:8.1f} ms", file=sys.stderr)
+    return 0
+
+
+def _token_text(vocab, t: int) -> str:
+    if t in vocab.eos_ids:
+        return "<EOS>"
+    b = vocab.token_bytes[t]
+    return repr(b.decode("utf-8", "backslashreplace")) if b else f"<{t}>"
+
+
+def _encode(vocab, tokenizer, text: str) -> list[int]:
+    from tokenizers import Tokenizer
+
+    if tokenizer in (None, "default"):
+        from ..default_model import default_tokenizer_dir
+
+        tokenizer = default_tokenizer_dir()
+    p = Path(tokenizer)
+    tok = Tokenizer.from_file(str(p / "tokenizer.json" if p.is_dir() else p))
+    return tok.encode(text, add_special_tokens=False).ids
+
+
+def _inspect(args) -> int:
+    from .artifact import load_constraints, read_manifest
+
+    manifest = read_manifest(args.artifact)
+    tokenizer = args.tokenizer
+    cc = load_constraints(args.artifact, tokenizer=tokenizer)
+    print(f"artifact    {args.artifact} (format {manifest['format_version']}, fstbeam {manifest['package_version']})")
+    print(f"tokenizer   {cc.vocab.describe()}, fingerprint {cc.vocab.fingerprint[:16]}")
+    spec = manifest["spec"]
+    print(f"spec        words={spec.get('words')} cefr={spec.get('cefr')} grammar={spec.get('grammar')}")
+    if cc.hard is not None:
+        h = cc.hard
+        print(f"states      {h.num_states}")
+        print(f"arcs        {len(h.block_key)} token arcs in {len(h.block_ptr) - 1} shared blocks "
+              f"(+{len(h.state_block_id)} state->block links)")
+        print(f"table bytes {h.nbytes:,} ({len(h.dense_masks)} dense mask rows, {len(h.state_sparse_tokens)} sparse entries)")
+    for a in cc.phrases:
+        print(f"phrase      {a.text!r}")
+    for a in cc.avoid:
+        print(f"avoid       {a.text!r}")
+    if cc.prefix is not None:
+        print(f"prefix      {cc.prefix.text!r}")
+    if args.after is not None:
+        m = cc.matcher()
+        ids = _encode(cc.vocab, tokenizer, args.after)
+        for k, t in enumerate(ids):
+            try:
+                m.advance(t)
+            except Error as exc:
+                print(f"after {args.after!r}: blocked at token {k} {_token_text(cc.vocab, t)}: {exc}")
+                return 1
+        allowed = m.allowed_token_ids()
+        shown = ", ".join(_token_text(cc.vocab, int(t)) for t in allowed[: args.limit])
+        more = f" ... (+{len(allowed) - args.limit})" if len(allowed) > args.limit else ""
+        print(f"after {args.after!r}: {len(allowed)} tokens allowed, final={m.is_final()}")
+        print(f"  {shown}{more}")
+    if args.draw:
+        import pynini
+
+        from ..fst.draw import draw
+
+        if cc.char_fst is None:
+            print("nothing to draw: this artifact has no word list or grammar automaton", file=sys.stderr)
+            return 1
+        draw(pynini.Fst.read_from_string(cc.char_fst), args.draw)
+        print(f"drew {args.draw}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""Artifact round trip, the OpenFst automaton inside, and one specific error per load failure."""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pynini
+import pytest
+
+import fstbeam
+from fstbeam.compiler.artifact import FORMAT_VERSION, load_constraints
+from fstbeam.compiler.vocab import Vocab
+from fstbeam.errors import ArtifactCorruptError, ArtifactError, ArtifactFormatError, TokenizerMismatchError
+
+DATA = Path(__file__).parent.parent / "data"
+PIECES = ["a", "b", "c", " ", "ab", " a", " b", "ca", ".", "b.", "ab "]
+
+
+def small_vocab() -> Vocab:
+    return Vocab.from_dict({i: p.encode() for i, p in enumerate(PIECES)}, eos_ids=[len(PIECES)], name="test-vocab")
+
+
+def compile_small():
+    return fstbeam.compile_constraints(words=["ab", "ca", "b"], tokenizer=small_vocab(), case_variants=False)
+
+
+def test_round_trip_keeps_every_array_and_behaviour(tmp_path):
+    cc = compile_small()
+    path = tmp_path / "c.fstbeam"
+    cc.save(path)
+    back = load_constraints(path, tokenizer=small_vocab())
+    for name, arr in cc.hard.arrays().items():
+        assert np.array_equal(arr, back.hard.arrays()[name]), name
+    for seq in itertools.product(range(len(PIECES)), repeat=3):
+        a, b = cc.matcher(), back.matcher()
+        for t in seq:
+            ok_a = t in set(a.allowed_token_ids().tolist())
+            ok_b = t in set(b.allowed_token_ids().tolist())
+            assert ok_a == ok_b
+            if not ok_a:
+                break
+            a.advance(t), b.advance(t)
+        assert a.is_final() == b.is_final()
+
+
+def test_openfst_token_automaton_has_the_same_language(tmp_path):
+    cc = compile_small()
+    fst_path = tmp_path / "token.fst"
+    fst_path.write_bytes(cc.token_fst)
+    fst = pynini.Fst.read(str(fst_path))
+    assert fst.verify()
+    for seq in itertools.product(range(len(PIECES)), repeat=3):
+        m = cc.matcher()
+        ok = True
+        for t in seq:
+            if t not in set(m.allowed_token_ids().tolist()):
+                ok = False
+                break
+            m.advance(t)
+        accepted_tables = ok and m.is_final()
+        labels = pynini.Fst()
+        s = labels.add_state()
+        labels.set_start(s)
+        for t in seq:
+            n = labels.add_state()
+            labels.add_arc(s, pynini.Arc(t + 1, t + 1, 0, n))
+            s = n
+        labels.set_final(s)
+        accepted_fst = pynini.compose(labels, fst).num_states() > 0 and pynini.connect(pynini.compose(labels, fst)).num_states() > 0
+        assert accepted_tables == accepted_fst, seq
+
+
+def test_wrong_tokenizer_is_refused(tmp_path):
+    path = tmp_path / "c.fstbeam"
+    compile_small().save(path)
+    other = Vocab.from_dict({i: p.encode() for i, p in enumerate(PIECES[:-1] + ["zz"])}, eos_ids=[len(PIECES)])
+    with pytest.raises(TokenizerMismatchError, match="recompile it for this tokenizer"):
+        load_constraints(path, tokenizer=other)
+
+
+def _rewrite(src: Path, dst: Path, edit):
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for item in zin.infolist():
+            zout.writestr(item, edit(item.filename, zin.read(item.filename)))
+
+
+def test_format_version_mismatch(tmp_path):
+    path = tmp_path / "c.fstbeam"
+    compile_small().save(path)
+
+    def bump(name, data):
+        if name != "manifest.json":
+            return data
+        m = json.loads(data)
+        m["format_version"] = FORMAT_VERSION + 1
+        return json.dumps(m).encode()
+
+    _rewrite(path, tmp_path / "v.fstbeam", bump)
+    with pytest.raises(ArtifactFormatError, match="format version"):
+        load_constraints(tmp_path / "v.fstbeam", tokenizer=small_vocab())
+
+
+def test_edited_member_fails_checksum(tmp_path):
+    path = tmp_path / "c.fstbeam"
+    compile_small().save(path)
+
+    def flip(name, data):
+        if name == "hard/block_next.npy":
+            return data[:-1] + bytes([data[-1] ^ 1])
+        return data
+
+    _rewrite(path, tmp_path / "e.fstbeam", flip)
+    with pytest.raises(ArtifactCorruptError, match="checksum"):
+        load_constraints(tmp_path / "e.fstbeam", tokenizer=small_vocab())
+
+
+def test_truncated_and_missing_files(tmp_path):
+    path = tmp_path / "c.fstbeam"
+    compile_small().save(path)
+    data = path.read_bytes()
+    (tmp_path / "t.fstbeam").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ArtifactCorruptError):
+        load_constraints(tmp_path / "t.fstbeam", tokenizer=small_vocab())
+    with pytest.raises(ArtifactError, match="no artifact"):
+        load_constraints(tmp_path / "missing.fstbeam", tokenizer=small_vocab())
+    (tmp_path / "junk.fstbeam").write_bytes(b"hello")
+    with pytest.raises(ArtifactCorruptError):
+        load_constraints(tmp_path / "junk.fstbeam", tokenizer=small_vocab())
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write anywhere")
+def test_unwritable_output_leaves_nothing(tmp_path):  # pragma: no cover - CI runs as root
+    d = tmp_path / "ro"
+    d.mkdir()
+    d.chmod(0o500)
+    with pytest.raises(ArtifactError, match="cannot write"):
+        compile_small().save(d / "c.fstbeam")
+    assert list(d.iterdir()) == []
+
+
+def test_output_path_that_is_a_directory_leaves_nothing(tmp_path):
+    target = tmp_path / "out"
+    target.mkdir()
+    with pytest.raises(ArtifactError, match="cannot write"):
+        compile_small().save(target)
+    assert list(target.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_frozen_v1_artifact_still_loads():
+    """A file written by format version 1 (committed): later versions must keep reading it."""
+    frozen = DATA / "frozen_v1.fstbeam"
+    cc = load_constraints(frozen, tokenizer=small_vocab())
+    fresh = compile_small()
+    for seq in itertools.product(range(len(PIECES)), repeat=3):  # same language, table by table
+        a, b = cc.matcher(), fresh.matcher()
+        for t in seq:
+            assert np.array_equal(a.allowed_token_ids(), b.allowed_token_ids())
+            if t not in set(a.allowed_token_ids().tolist()):
+                break
+            a.advance(t), b.advance(t)
+        assert a.is_final() == b.is_final()
