@@ -186,6 +186,7 @@ def compile_constraints(
     tokenizer="default",
     canonical: bool = False,
     case_variants: bool = True,
+    digits: bool = True,
     progress: bool = False,
 ) -> CompiledConstraints:
     """Compile constraints for ``tokenizer`` (a HF tokenizer, a path, ``"default"`` or a Vocab).
@@ -195,6 +196,8 @@ def compile_constraints(
     ``prefix``: the output must start with it (it may end inside a token); ``grammar``: a
     registered grammar name (with ``grammar_params``) or a pynini acceptor over bytes.
     ``canonical=True`` keeps only tokens the tokenizer itself uses to spell the listed words.
+    ``case_variants``: also allow Title and UPPER forms of listed words; ``digits``: also allow
+    numbers written in digits between the words.
     """
     stages = _Stages(progress)
     try:
@@ -209,11 +212,12 @@ def compile_constraints(
         spec = ConstraintSpec(
             words=wl, cefr=str(cefr).upper() if cefr else None, phrases=phr, avoid=avd, prefix=prefix,
             grammar=g_desc, grammar_hash=g_hash, canonical=canonical,
+            extra={"case_variants": case_variants, "digits": digits},
         )
         hard_fst, hard_desc = None, None
         if wl is not None:
             with stages("word list"):
-                hard_fst = word_list_fst(wl.words, case_variants=case_variants)
+                hard_fst = word_list_fst(wl.words, case_variants=case_variants, digits=digits)
             hard_desc = f"the word list ({wl.source})"
         if g_lang is not None:
             with stages("grammar"):

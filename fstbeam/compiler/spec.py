@@ -80,13 +80,13 @@ class ConstraintSpec:
     grammar: str | None = None  # description: registered name + params, or "custom:<hash>"
     grammar_hash: str | None = None
     canonical: bool = False
-    extra: dict = field(default_factory=dict, hash=False, compare=False)
+    extra: dict = field(default_factory=dict, hash=False, compare=False)  # word-list options
 
     def describe(self) -> dict:
         d = asdict(self)
         if self.words is not None:
             d["words"] = {"source": self.words.source, "count": len(self.words.words)}
-        d.pop("extra", None)
+        d.update(d.pop("extra", {}))
         return d
 
     def spec_hash(self) -> str:

@@ -1,0 +1,80 @@
+"""Bad input gets a clear error that names the input and the fix, and leaves nothing behind."""
+from __future__ import annotations
+
+import pytest
+
+import fstbeam
+from fstbeam.compiler.cli import main as cli_main
+from fstbeam.compiler.vocab import Vocab
+from fstbeam.errors import SpecError, UnsatisfiableConstraintError
+
+PIECES = ["a", "b", "c", " ", "ab", "ca", ".", "x", "y"]
+
+
+def vocab():
+    return Vocab.from_dict({i: p.encode() for i, p in enumerate(PIECES)}, eos_ids=[len(PIECES)])
+
+
+def test_empty_word_list_file(tmp_path):
+    f = tmp_path / "w.txt"
+    f.write_text("\n  \n# only a comment\n", encoding="utf-8")
+    with pytest.raises(SpecError, match=r"w\.txt has no words"):
+        fstbeam.compile_constraints(words=f, tokenizer=vocab())
+
+
+def test_missing_word_list_file(tmp_path):
+    with pytest.raises(SpecError, match="does not exist"):
+        fstbeam.compile_constraints(words=tmp_path / "nope.txt", tokenizer=vocab())
+
+
+def test_non_utf8_word_list_names_line_and_offset(tmp_path):
+    f = tmp_path / "w.txt"
+    f.write_bytes(b"ab\nca\n\xff\xfe\n")
+    with pytest.raises(SpecError, match=r"not UTF-8 \(line 3, byte offset 6\)"):
+        fstbeam.compile_constraints(words=f, tokenizer=vocab())
+
+
+def test_unknown_cefr_level():
+    with pytest.raises(SpecError, match="unknown CEFR level 'D1'"):
+        fstbeam.compile_constraints(cefr="D1", tokenizer=vocab())
+
+
+def test_words_and_cefr_together():
+    with pytest.raises(SpecError, match="either words= or cefr="):
+        fstbeam.compile_constraints(words=["a"], cefr="A1", tokenizer=vocab())
+
+
+def test_contradictory_prefix_and_word_list():
+    with pytest.raises(UnsatisfiableConstraintError, match="starts with the prefix 'xy'") as e:
+        fstbeam.compile_constraints(words=["ab", "ca"], prefix="xy", tokenizer=vocab(), case_variants=False)
+    assert "prefix" in e.value.parts
+
+
+def test_phrase_outside_the_word_list():
+    with pytest.raises(UnsatisfiableConstraintError, match="phrase 'xy'"):
+        fstbeam.compile_constraints(words=["ab", "ca"], phrases=["xy"], tokenizer=vocab(), case_variants=False)
+
+
+def test_avoid_list_that_blocks_everything():
+    with pytest.raises(UnsatisfiableConstraintError, match="blocks every text"):
+        fstbeam.compile_constraints(words=["ab"], avoid=["ab"], tokenizer=vocab(), case_variants=False, digits=False)
+
+
+def test_word_list_no_token_can_spell():
+    with pytest.raises(UnsatisfiableConstraintError, match="no token sequence"):
+        fstbeam.compile_constraints(words=["zzz"], tokenizer=vocab(), case_variants=False)
+
+
+def test_empty_phrase_and_prefix():
+    with pytest.raises(SpecError, match="empty phrase"):
+        fstbeam.compile_constraints(phrases=[" "], tokenizer=vocab())
+    with pytest.raises(SpecError, match="prefix"):
+        fstbeam.compile_constraints(prefix="", tokenizer=vocab())
+
+
+def test_cli_exit_codes(tmp_path, capsys):
+    assert cli_main(["compile", "--cefr", "Q9", "-o", str(tmp_path / "o")]) == 1
+    assert "unknown CEFR level" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+    assert cli_main(["compile"]) == 2  # missing -o
+    assert cli_main(["inspect", str(tmp_path / "missing.fstbeam")]) == 1

@@ -1,0 +1,116 @@
+"""The compiler on the real Gemma 3 tokenizer (262,144 ids) and a real CEFR word list."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import fstbeam
+from fstbeam.compiler.char_dfa import fst_to_dfa
+from fstbeam.compiler.compile import _words_spec
+from fstbeam.grammars.lib.wordlist import word_list_fst
+
+pytestmark = pytest.mark.integration
+
+VALID = [
+    "I like my family.",
+    "I'm ten, and my sister is six.",
+    "We play football on Sunday!",
+    "Do you like cats? I don't.",
+    "THE DOG IS BIG.",
+    "She has 2 brothers (and a sister).",
+    "It's a big blue-green book.",
+    "Where is the school?\nIt is near the park.",
+]
+INVALID = ["I like quantum physics.", "My  name", "the dog ,is", "xylophone", "cats??!!", " I like"]
+
+
+@pytest.fixture(scope="module")
+def a1():
+    return fstbeam.compile_constraints(cefr="A1", tokenizer="default")
+
+
+@pytest.fixture(scope="module")
+def tok():
+    from tokenizers import Tokenizer
+
+    from fstbeam.default_model import default_tokenizer_dir
+
+    return Tokenizer.from_file(str(default_tokenizer_dir() / "tokenizer.json"))
+
+
+@pytest.fixture(scope="module")
+def a1_dfa():
+    return fst_to_dfa(word_list_fst(_words_spec(None, "A1").words))
+
+
+def test_canonical_tokenizations_of_valid_sentences_are_never_blocked(a1, tok, a1_dfa):
+    for text in VALID:
+        assert a1_dfa.accepts(text.encode()), text  # the sentence really is in the language
+        m = a1.matcher()
+        for t in tok.encode(text, add_special_tokens=False).ids:
+            assert t in set(m.allowed_token_ids().tolist()), (text, t)
+            m.advance(t)
+        assert m.is_final(), text
+        assert set(a1.eos_ids) <= set(m.allowed_token_ids().tolist())
+
+
+def test_invalid_strings_are_rejected(a1, tok, a1_dfa):
+    for text in INVALID:
+        assert not a1_dfa.accepts(text.encode())
+        m = a1.matcher()
+        rejected = False
+        for t in tok.encode(text, add_special_tokens=False).ids:
+            if t not in set(m.allowed_token_ids().tolist()):
+                rejected = True
+                break
+            m.advance(t)
+        assert rejected or not m.is_final(), text
+
+
+def test_random_sampled_invalid_strings_are_rejected(a1, tok, a1_dfa):
+    rng = random.Random(0)
+    alphabet = "abcdefghijklmnopqrstuvwxyz ,.!'-"
+    for _ in range(200):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(3, 12)))
+        ids = tok.encode(text, add_special_tokens=False).ids
+        m = a1.matcher()
+        ok = True
+        for t in ids:
+            if m.hard_state is None or a1.hard.next_state(m.hard_state, t) < 0:
+                ok = False
+                break
+            m.advance(t)
+        assert (ok and m.is_final()) == a1_dfa.accepts(text.encode()), text
+
+
+@pytest.mark.parametrize("prefix", ["", "I like", "My sister is si", "We play football.", "Hi (", "it's"])
+def test_allowed_set_after_prefix_equals_brute_force(a1, tok, a1_dfa, prefix):
+    """Every one of the 262,144 tokens checked against the character automaton directly."""
+    m = a1.matcher()
+    for t in tok.encode(prefix, add_special_tokens=False).ids:
+        m.advance(t)
+    q = a1_dfa.run(prefix.encode()) if prefix else a1_dfa.start
+    assert q >= 0
+    nxt, final = a1_dfa.next, a1_dfa.final
+    expected = []
+    for i, b in enumerate(a1.vocab.token_bytes):
+        if not b:
+            continue
+        s = q
+        for byte in b:
+            s = nxt[s, byte]
+            if s < 0:
+                break
+        if s >= 0:
+            expected.append(i)
+    got = m.allowed_token_ids()
+    got_text = got[~np.isin(got, a1.eos_ids)]
+    assert np.array_equal(got_text, np.array(expected)), prefix
+    assert (set(a1.eos_ids) <= set(got.tolist())) == bool(final[q])
+
+
+def test_table_size_and_factoring(a1):
+    assert a1.hard.nbytes <= 32 * 2**20
+    assert len(a1.hard.dense_masks) < 64  # fan-out shared, not one row per state
