@@ -22,7 +22,8 @@ from ..errors import SpecError, UnsatisfiableConstraintError
 from ..fst.optimize import optimize, sigma_star
 from ..grammars.lib.wordlist import word_list_fst
 from .cefr import cefr_words, parse_level
-from .char_dfa import fst_to_dfa
+from .char_dfa import CharDFA, fst_to_dfa
+from .satisfy import phrase_possible, reachable_pair
 from .compiled import CompiledConstraints
 from .spec import ConstraintSpec, Phrase, WordList, as_phrases, read_word_file
 from .tables import build_tables
@@ -115,7 +116,10 @@ def _literal(text: str, case_sensitive: bool) -> pynini.Fst:
     data = text.encode("utf-8")
     if case_sensitive:
         return pynini.accep(pynini.escape(text), token_type="byte")
-    return pynini.concat(*(_byte_union(bytes({b, ord(chr(b).lower()), ord(chr(b).upper())}) if b < 128 else bytes([b])) for b in data))
+    out = pynini.accep("")
+    for b in data:
+        out = out + _byte_union(bytes({b, ord(chr(b).lower()), ord(chr(b).upper())}) if b < 128 else bytes([b]))
+    return out.optimize()
 
 
 def contains_fst(p: Phrase) -> pynini.Fst:
@@ -138,40 +142,50 @@ def _is_empty(fst: pynini.Fst) -> bool:
     return f.num_states() == 0
 
 
-def _check_request(hard_fst, parts_desc, phrases, avoid, prefix) -> None:
-    """Raise UnsatisfiableConstraintError naming the parts that conflict."""
-    base = hard_fst if hard_fst is not None else sigma_star()
-    base_name = parts_desc or "the output"
-    if prefix is not None:
-        pfx = pynini.accep(pynini.escape(prefix), token_type="byte") + sigma_star()
-        if _is_empty(pynini.intersect(base, pfx)):
-            raise UnsatisfiableConstraintError(
-                f"no text allowed by {base_name} starts with the prefix {prefix!r}: "
-                "check the prefix's spelling or add its words to the list",
-                ("prefix", base_name),
-            )
-        base = pynini.intersect(base, pfx)
+_SIGMA_DFA = CharDFA(np.where(np.arange(256) > 0, 0, -1).astype(np.int32)[None, :], np.ones(1, bool), 0)
+_DFA_CACHE: dict[str, CharDFA] = {}
+
+
+def _hard_dfa(char_fst: bytes | None, key: str) -> CharDFA:
+    if char_fst is None:
+        return _SIGMA_DFA
+    hit = _DFA_CACHE.get(key)
+    if hit is None:
+        if len(_DFA_CACHE) > 8:
+            _DFA_CACHE.clear()
+        hit = _DFA_CACHE[key] = fst_to_dfa(pynini.Fst.read_from_string(char_fst))
+    return hit
+
+
+def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix) -> None:
+    """Raise UnsatisfiableConstraintError naming the parts that conflict (docs/compiler.md)."""
+    base_name = base_name or "the output"
+    start = (prefix or "").encode("utf-8")
+    if prefix is not None and hard.run(start) < 0:
+        raise UnsatisfiableConstraintError(
+            f"no text allowed by {base_name} starts with the prefix {prefix!r}: "
+            "check the prefix's spelling or add its words to the list",
+            ("prefix", base_name),
+        )
+    with_prefix = " after the prefix" if prefix else ""
     for p in phrases:
-        if _is_empty(pynini.intersect(base, contains_fst(p))):
+        if prefix is None:  # a local check: run the phrase from every state it may start in
+            ok = phrase_possible(hard, p.text, word_boundary=p.word_boundary, case_sensitive=p.case_sensitive)
+        else:  # the phrase may overlap the prefix: search (hard, phrase) state pairs
+            ok = reachable_pair(hard, fst_to_dfa(contains_fst(p)), want_other_final=True, start_text=start)
+        if not ok:
             raise UnsatisfiableConstraintError(
-                f"phrase {p.text!r} ({p.source}) cannot appear in any text allowed by {base_name}"
-                f"{' with the prefix' if prefix else ''}: add its words to the list or drop the phrase",
+                f"phrase {p.text!r} ({p.source}) cannot appear in any text allowed by {base_name}{with_prefix}: "
+                "add its words to the list or drop the phrase",
                 (f"phrase {p.text!r}", base_name),
             )
     if avoid:
-        banned = pynini.union(*(contains_fst(a) for a in avoid)).optimize()
-        allowed = pynini.difference(base.copy().optimize(), banned)
-        if _is_empty(allowed):
+        banned = fst_to_dfa(pynini.union(*(contains_fst(a) for a in avoid)).optimize())
+        if not reachable_pair(hard, banned, want_other_final=False, start_text=start):
             raise UnsatisfiableConstraintError(
-                f"the avoid list {[a.text for a in avoid]} blocks every text allowed by {base_name}",
+                f"the avoid list {[a.text for a in avoid]} blocks every text allowed by {base_name}{with_prefix}",
                 ("avoid", base_name),
             )
-        for p in phrases:
-            if _is_empty(pynini.intersect(allowed, contains_fst(p))):
-                raise UnsatisfiableConstraintError(
-                    f"phrase {p.text!r} cannot appear without an avoided phrase "
-                    f"({[a.text for a in avoid]})", (f"phrase {p.text!r}", "avoid"),
-                )
 
 
 def compile_constraints(
@@ -235,7 +249,9 @@ def compile_constraints(
                         )
                     hard_desc = f"{hard_desc} and grammar {g_desc}"
         hard = token_fst = char_fst = char_state = None
+        dfa = _SIGMA_DFA
         if hard_fst is not None:
+            hard_fst = pynini.connect(hard_fst)
             with stages("lift"):
                 dfa = fst_to_dfa(hard_fst)
                 allowed = _canonical_tokens(tokenizer, vocab, wl) if canonical else None
@@ -253,7 +269,7 @@ def compile_constraints(
                 char_fst = _fst_bytes(hard_fst)
                 char_state = fsa.char_state
         with stages("check"):
-            _check_request(hard_fst, hard_desc, phr, avd, prefix)
+            _check_request(dfa, hard_desc, phr, avd, prefix)
         cc = CompiledConstraints(
             vocab=vocab, hard=hard, spec=spec.describe(), spec_hash=spec.spec_hash(),
             token_fst=token_fst, char_fst=char_fst, char_state=char_state,
@@ -287,8 +303,8 @@ def with_request(
     """Per-request constraints on top of a compiled word list/grammar (shares its tables)."""
     phr, avd = as_phrases(phrases, "phrases"), as_phrases(avoid, "avoid")
     if check:
-        hard_fst = pynini.Fst.read_from_string(cc.char_fst) if cc.char_fst else None
-        _check_request(hard_fst, "the compiled constraints" if hard_fst else None, phr, avd, prefix)
+        hard = _hard_dfa(cc.char_fst, cc.spec_hash)
+        _check_request(hard, "the compiled constraints" if cc.char_fst else None, phr, avd, prefix)
     spec = dict(cc.spec, phrases=[p.text for p in phr], avoid=[p.text for p in avd], prefix=prefix)
     h = hashlib.sha256((cc.spec_hash + repr((spec["phrases"], spec["avoid"], prefix))).encode()).hexdigest()
     base = replace(cc, phrases=(), avoid=(), prefix=None, spec=spec, spec_hash=h)

@@ -1,0 +1,242 @@
+"""Compile time, table size, memory and per-mask cost on the Gemma 3 tokenizer (262,144 ids).
+
+The language (same as the anchors'): words from a CEFR list separated by single spaces, optionally
+ending with . ! ?  -- plus fstbeam's own richer word-list language (punctuation, casing,
+contractions, digits). XGrammar and llguidance are measured side by side in the same run when
+installed. Each configuration runs in a fresh subprocess so peak RSS is its own.
+
+    python benchmarks/bench_compile.py            # A1, A1+A2, every level
+    python benchmarks/bench_compile.py --quick    # A1 only
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).parent / "results"
+SAMPLE = "i like my family and my friends. we play football on sunday!"
+LEVELS = {"A1": "A1", "A1+A2": "A2", "all": "C2"}
+
+
+def simple_language(words):
+    """pynini acceptor: word (" " word)* [.!?]?"""
+    import pynini
+
+    from fstbeam.fst.optimize import optimize
+
+    w = pynini.string_map([pynini.escape(x) for x in words], input_token_type="byte", output_token_type="byte").project("input")
+    end = pynini.union(*".!?")
+    return optimize(w + pynini.closure(" " + w) + pynini.closure(end, 0, 1), stage="bench simple")
+
+
+def mask_row_bits(h, state: int) -> np.ndarray:
+    """What a decoder needs for one hypothesis: the state's dense row with its sparse bits set."""
+    dense, sparse = h.mask_row(state)
+    row = dense.copy().view(np.uint32)
+    if len(sparse):
+        words = sparse >> 5
+        starts = np.flatnonzero(np.r_[True, words[1:] != words[:-1]])
+        bits = np.left_shift(np.uint32(1), (sparse & 31).astype(np.uint32))
+        row[words[starts]] |= np.bitwise_or.reduceat(bits, starts)
+    return row.view(np.int32)
+
+
+def sample_states(cc, text_ids):
+    m = cc.matcher()
+    states = [m.hard_state]
+    for t in text_ids:
+        if cc.hard.next_state(m.hard_state, t) < 0:
+            break
+        m.advance(t)
+        states.append(m.hard_state)
+    return states
+
+
+def time_per_call(fn, items, repeat=200):
+    t = time.perf_counter()
+    n = 0
+    while n < repeat:
+        for it in items:
+            fn(it)
+            n += 1
+    return (time.perf_counter() - t) / n
+
+
+def run_fstbeam(level: str, language: str) -> dict:
+    import fstbeam
+    from fstbeam.compiler.cefr import cefr_words
+    from fstbeam.compiler.token_trie import token_trie
+    from fstbeam.compiler.vocab import load_vocab
+    from fstbeam.default_model import default_tokenizer_dir
+    from tokenizers import Tokenizer
+
+    t = time.perf_counter()
+    vocab = load_vocab("default")
+    token_trie(vocab)
+    words = cefr_words(LEVELS[level])
+    index_s = time.perf_counter() - t
+    t = time.perf_counter()
+    if language == "simple":
+        cc = fstbeam.compile_constraints(grammar=simple_language(words), tokenizer=vocab)
+    else:
+        cc = fstbeam.compile_constraints(words=words, tokenizer=vocab)
+    compile_s = time.perf_counter() - t
+    tok = Tokenizer.from_file(str(default_tokenizer_dir() / "tokenizer.json"))
+    ids = tok.encode(SAMPLE, add_special_tokens=False).ids
+    states = sample_states(cc, ids)
+    h = cc.hard
+    out = {
+        "level": level, "language": language, "words": len(words), "compile_s": round(compile_s, 3),
+        "index_s": round(index_s, 3), "stages_s": cc.stats["seconds"], "states": h.num_states,
+        "token_arcs_stored": int(len(h.block_key)), "dense_rows": int(len(h.dense_masks)),
+        "table_mb": round(h.nbytes / 2**20, 2),
+        "mask_lookup_us": round(time_per_call(lambda s: h.mask_row(s), states) * 1e6, 2),
+        "mask_bits_us": round(time_per_call(lambda s: mask_row_bits(h, s), states) * 1e6, 2),
+        "mask_states_sampled": len(states),
+    }
+    try:
+        from fstbeam.compiler.compile import with_request
+
+        phrases = ["my family", "football", "on sunday", "the big dog", "i like", "school", "red car",
+                   "a cat", "my friends", "every day"]
+        with_request(cc, phrases=phrases[:1], check=True)  # warm the per-tokenizer index and the hard DFA
+        t = time.perf_counter()
+        with_request(cc, phrases=phrases, check=False)
+        out["ten_phrases_ms"] = round((time.perf_counter() - t) * 1e3, 2)
+        t = time.perf_counter()
+        with_request(cc, phrases=phrases, check=True)
+        out["ten_phrases_checked_ms"] = round((time.perf_counter() - t) * 1e3, 2)
+    except ImportError as exc:
+        out["ten_phrases_ms"] = f"unavailable: {exc}"
+    out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return out
+
+
+def run_xgrammar(level: str) -> dict:
+    import xgrammar as xgr
+    from transformers import AutoTokenizer
+
+    from fstbeam.compiler.cefr import cefr_words
+    from fstbeam.default_model import default_tokenizer_dir
+
+    words = cefr_words(LEVELS[level])
+    hf = AutoTokenizer.from_pretrained(str(default_tokenizer_dir()))
+    info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=262144)
+    ebnf = "root ::= word (\" \" word)* [.!?]?\nword ::= " + " | ".join(json.dumps(w) for w in words)
+    compiler = xgr.GrammarCompiler(info, cache_enabled=False)
+    t = time.perf_counter()
+    compiled = compiler.compile_grammar(ebnf)
+    compile_s = time.perf_counter() - t
+    ids = hf.encode(SAMPLE, add_special_tokens=False)
+    matcher = xgr.GrammarMatcher(compiled)
+    bm = xgr.allocate_token_bitmask(1, info.vocab_size)
+    times = []
+    for tid in ids:
+        t = time.perf_counter()
+        matcher.fill_next_token_bitmask(bm)
+        times.append(time.perf_counter() - t)
+        if not matcher.accept_token(tid):
+            break
+    return {"level": level, "compile_s": round(compile_s, 3), "mask_us": round(statistics.mean(times) * 1e6, 1),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+
+def run_llguidance(level: str) -> dict:
+    import llguidance
+    import llguidance.hf
+    import llguidance.numpy as lnp
+    from transformers import AutoTokenizer
+
+    from fstbeam.compiler.cefr import cefr_words
+    from fstbeam.default_model import default_tokenizer_dir
+
+    words = cefr_words(LEVELS[level])
+    hf = AutoTokenizer.from_pretrained(str(default_tokenizer_dir()))
+    tok = llguidance.hf.from_tokenizer(hf, n_vocab=262144)
+    lark = "start: WORD (\" \" WORD)* END?\nWORD: " + " | ".join(json.dumps(w) for w in words) + "\nEND: /[.!?]/\n"
+    t = time.perf_counter()
+    grammar = llguidance.LLMatcher.grammar_from_lark(lark)
+    m = llguidance.LLMatcher(tok, grammar)
+    compile_s = time.perf_counter() - t
+    if m.is_error():
+        return {"level": level, "error": m.get_error()}
+    ids = hf.encode(SAMPLE, add_special_tokens=False)
+    bm = lnp.allocate_token_bitmask(1, 262144)
+    times = []
+    for tid in ids:
+        t = time.perf_counter()
+        lnp.fill_next_token_bitmask(m, bm, 0)
+        times.append(time.perf_counter() - t)
+        if not m.consume_token(tid):
+            break
+    return {"level": level, "compile_s": round(compile_s, 3), "mask_us": round(statistics.mean(times) * 1e6, 1),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+
+
+def one(kind: str, level: str) -> None:
+    fn = {"fstbeam-simple": lambda: run_fstbeam(level, "simple"), "fstbeam-wordlist": lambda: run_fstbeam(level, "wordlist"),
+          "xgrammar": lambda: run_xgrammar(level), "llguidance": lambda: run_llguidance(level)}[kind]
+    try:
+        res = fn()
+    except ImportError as exc:
+        res = {"level": level, "skipped": f"not installed: {exc.name}"}
+    except Exception as exc:  # an anchor failing must not hide fstbeam's figures
+        res = {"level": level, "error": f"{type(exc).__name__}: {exc}"}
+    print(json.dumps(res))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="A1 only")
+    ap.add_argument("--one", nargs=2, metavar=("KIND", "LEVEL"), help=argparse.SUPPRESS)
+    ap.add_argument("--no-anchors", action="store_true", help="skip XGrammar / llguidance")
+    args = ap.parse_args()
+    if args.one:
+        one(*args.one)
+        return 0
+    levels = ["A1"] if args.quick else ["A1", "A1+A2", "all"]
+    kinds = ["fstbeam-simple", "fstbeam-wordlist"] + ([] if args.no_anchors else ["xgrammar", "llguidance"])
+    rows = []
+    for level in levels:
+        for kind in kinds:
+            if level == "all" and kind in ("xgrammar", "llguidance"):
+                continue  # both take minutes to hours here (see docs); keep the run bounded
+            proc = subprocess.run([sys.executable, __file__, "--one", kind, level], capture_output=True, text=True, timeout=1800)
+            line = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else json.dumps({"error": proc.stderr[-500:]})
+            res = json.loads(line)
+            res["kind"] = kind
+            rows.append(res)
+            print(f"{kind:<18} {level:<6} " + " ".join(f"{k}={v}" for k, v in res.items() if k not in ("kind", "level", "stages_s")), flush=True)
+    # ratios measured in this run
+    ratios = []
+    for level in levels:
+        f = next((r for r in rows if r["kind"] == "fstbeam-simple" and r["level"] == level and "compile_s" in r), None)
+        for anchor in ("xgrammar", "llguidance"):
+            a = next((r for r in rows if r["kind"] == anchor and r["level"] == level and "compile_s" in r), None)
+            if f and a:
+                ratios.append({"level": level, "anchor": anchor,
+                               "compile_speedup": round(a["compile_s"] / max(f["compile_s"], 1e-9), 2),
+                               "mask_speedup_vs_lookup": round(a["mask_us"] / max(f["mask_lookup_us"], 1e-9), 1),
+                               "mask_speedup_vs_bits": round(a["mask_us"] / max(f["mask_bits_us"], 1e-9), 1)})
+    for r in ratios:
+        print(f"ratio {r['level']:<6} vs {r['anchor']:<10} compile x{r['compile_speedup']}  mask x{r['mask_speedup_vs_lookup']} (lookup) x{r['mask_speedup_vs_bits']} (bits)")
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / ("compile_quick.json" if args.quick else "compile.json")
+    out.write_text(json.dumps({"machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+                               "rows": rows, "ratios": ratios}, indent=1))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""The numpy satisfiability search agrees with pynini intersection (the oracle)."""
+from __future__ import annotations
+
+import pynini
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fstbeam.compiler.char_dfa import fst_to_dfa
+from fstbeam.compiler.compile import contains_fst
+from fstbeam.compiler.satisfy import phrase_possible, reachable_pair
+from fstbeam.compiler.spec import Phrase
+from fstbeam.fst.optimize import sigma_star
+from fstbeam.grammars.lib.wordlist import word_list_fst
+
+words_st = st.lists(st.text(alphabet="abc", min_size=1, max_size=3), min_size=1, max_size=4, unique=True)
+text_st = st.text(alphabet="abc .", min_size=1, max_size=5).filter(lambda s: s.strip())
+
+
+def nonempty(f: pynini.Fst) -> bool:
+    return pynini.connect(f.copy()).num_states() > 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(words=words_st, phrase=text_st, prefix=st.one_of(st.none(), text_st), boundary=st.booleans())
+def test_phrase_check_matches_pynini(words, phrase, prefix, boundary):
+    hard_fst = word_list_fst(words, case_variants=False, contractions=False, digits=False)
+    p = Phrase(phrase, word_boundary=boundary)
+    start = (prefix or "").encode()
+    base = hard_fst if prefix is None else pynini.intersect(hard_fst, pynini.accep(pynini.escape(prefix), token_type="byte") + sigma_star())
+    hard = fst_to_dfa(hard_fst)
+    got_phrase = reachable_pair(hard, fst_to_dfa(contains_fst(p)), want_other_final=True, start_text=start)
+    assert got_phrase == nonempty(pynini.intersect(base, contains_fst(p)))
+    got_avoid = reachable_pair(hard, fst_to_dfa(contains_fst(p)), want_other_final=False, start_text=start)
+    assert got_avoid == nonempty(pynini.difference(base.optimize(), contains_fst(p)))
+
+
+@settings(max_examples=80, deadline=None)
+@given(words=words_st, phrase=text_st, boundary=st.booleans(), cs=st.booleans())
+def test_local_phrase_check_matches_pynini(words, phrase, boundary, cs):
+    hard_fst = word_list_fst([w.upper() if i % 2 else w for i, w in enumerate(words)], case_variants=False, contractions=False, digits=False)
+    p = Phrase(phrase, word_boundary=boundary, case_sensitive=cs)
+    got = phrase_possible(fst_to_dfa(pynini.connect(hard_fst)), phrase, word_boundary=boundary, case_sensitive=cs)
+    assert got == nonempty(pynini.intersect(hard_fst, contains_fst(p)))
