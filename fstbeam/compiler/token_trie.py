@@ -35,10 +35,15 @@ _CACHE: dict[str, TokenTrie] = {}
 
 
 def token_trie(vocab: Vocab) -> TokenTrie:
-    """The trie for ``vocab`` (cached in memory by fingerprint)."""
+    """The trie for ``vocab`` (cached in memory and on disk by fingerprint)."""
     hit = _CACHE.get(vocab.fingerprint)
     if hit is None:
-        hit = _CACHE[vocab.fingerprint] = _build(vocab)
+        from dataclasses import asdict
+
+        from .disk_cache import cached_arrays
+
+        arrays = cached_arrays("trie", vocab.fingerprint, lambda: asdict(_build(vocab)))
+        hit = _CACHE[vocab.fingerprint] = TokenTrie(**arrays)
     return hit
 
 

@@ -226,11 +226,27 @@ def _from_file_cached(path: Path, width, eos_ids, name: str | None = None) -> Vo
     key = (str(f.resolve()), st and st.st_mtime_ns, st and st.st_size, width, None if eos_ids is None else tuple(eos_ids), name)
     hit = _FILE_CACHE.get(key)
     if hit is None:
-        v = Vocab.from_tokenizer_json(path, width=width, eos_ids=eos_ids)
-        if name:
-            v = Vocab(v.token_bytes, v.eos_ids, v.special_ids, v.kind, name)
-        hit = _FILE_CACHE[key] = v
+        hit = _FILE_CACHE[key] = _from_disk_cache(path, key, width, eos_ids, name)
     return hit
+
+
+def _from_disk_cache(path: Path, key: tuple, width, eos_ids, name) -> Vocab:
+    """The parsed vocabulary as arrays on disk (blob + offsets), keyed by the file's identity."""
+    from .disk_cache import cached_arrays
+
+    def build() -> dict[str, np.ndarray]:
+        v = Vocab.from_tokenizer_json(path, width=width, eos_ids=eos_ids)
+        lens = np.array([-1 if b is None else len(b) for b in v.token_bytes], dtype=np.int64)
+        blob = np.frombuffer(b"".join(b for b in v.token_bytes if b), dtype=np.uint8)
+        return {"lens": lens, "blob": blob, "eos": np.array(v.eos_ids, np.int64),
+                "special": np.array(sorted(v.special_ids), np.int64), "kind": np.array(v.kind)}
+
+    a = cached_arrays("vocab", hashlib.sha256(repr(key).encode()).hexdigest(), build)
+    blob, lens = a["blob"].tobytes(), a["lens"]
+    ends = np.cumsum(np.maximum(lens, 0))
+    starts = (ends - np.maximum(lens, 0)).tolist()
+    table = tuple(None if n < 0 else blob[s:s + n] for s, n in zip(starts, lens.tolist()))
+    return Vocab(table, tuple(a["eos"].tolist()), frozenset(a["special"].tolist()), str(a["kind"]), name or path.name)
 
 
 def load_vocab(tokenizer, *, width: int | None = None, eos_ids: Iterable[int] | None = None) -> Vocab:

@@ -28,7 +28,7 @@ PUNCT = " ,.-'"
 def word_regex(words: list[str]) -> re.Pattern:
     w = "(?:" + "|".join(re.escape(x) for x in sorted(words, key=len, reverse=True)) + ")"
     close, open_ = "[.,!?;:)\"']{0,3}", "[(\"']{0,2}"
-    gap = f"(?:{close}[ \\n]{open_}|-)"
+    gap = f"(?:{close}[ \\n](?:- )?{open_}|-)"
     return re.compile(f"{open_}{w}(?:{gap}{w})*{close}", re.S)
 
 
