@@ -331,12 +331,13 @@ def _canonical_tokens(tokenizer, vocab: Vocab, wl: WordList | None) -> np.ndarra
         tok = Tokenizer.from_file(str(p / "tokenizer.json" if p.is_dir() else p))
     else:
         tok = tokenizer.backend_tokenizer
-    from ..grammars.lib.wordlist import cased_forms
+    from ..grammars.lib.wordlist import cased_forms, contraction_forms
 
     texts = []
-    for w in wl.words:
+    forms = set(wl.words) | contraction_forms({w.lower() for w in wl.words})
+    for w in forms:
         for f in cased_forms(w):
-            texts += [f, " " + f]
+            texts += [f, " " + f, f + "'s", " " + f + "'s"]
     texts += list(".,!?;:)\"'(-0123456789 \n") + [" " + c for c in "(\"'0123456789"]
     ids = set()
     for enc in tok.encode_batch(texts, add_special_tokens=False):

@@ -114,3 +114,19 @@ def test_allowed_set_after_prefix_equals_brute_force(a1, tok, a1_dfa, prefix):
 def test_table_size_and_factoring(a1):
     assert a1.hard.nbytes <= 32 * 2**20
     assert len(a1.hard.dense_masks) < 64  # fan-out shared, not one row per state
+
+
+def test_canonical_only_keeps_the_tokenizers_own_spellings(a1, tok):
+    canon = fstbeam.compile_constraints(cefr="A1", tokenizer="default", canonical=True)
+    assert len(canon.hard.block_key) < len(a1.hard.block_key)
+    for text in VALID[:4]:
+        m = canon.matcher()
+        for t in tok.encode(text, add_special_tokens=False).ids:
+            m.advance(t)
+        assert m.is_final(), text
+    # byte-fallback tokens spell the same text but are never the tokenizer's own choice here
+    fallback = [i for i, b in enumerate(a1.vocab.token_bytes) if b == b"q"]
+    m_all, m_canon = a1.matcher(), canon.matcher()
+    allowed_all, allowed_canon = set(m_all.allowed_token_ids().tolist()), set(m_canon.allowed_token_ids().tolist())
+    assert allowed_canon < allowed_all
+    assert any(t in allowed_all and t not in allowed_canon for t in fallback)
