@@ -1,0 +1,136 @@
+"""Guarded optimization of byte and token acceptors, and the cached byte alphabets.
+
+Every determinize/minimize in fstbeam goes through `optimize`, so that sizes and seconds are
+logged per stage (logger ``fstbeam.fst``) and a determinization that blows up stops at a cap
+with an error that names the stage, instead of eating the machine's memory.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import time
+
+import pynini
+
+from ..errors import Error
+from .labels import MAX_BYTE_LABEL, MIN_BYTE_LABEL
+
+log = logging.getLogger("fstbeam.fst")
+
+__all__ = ["FstSizeError", "optimize", "byte_sigma", "sigma_star"]
+
+
+class FstSizeError(Error, ValueError):
+    """An automaton is (or would become) larger than the cap its caller set."""
+
+    def __init__(self, message: str, *, stage: str, states: int, limit: int):
+        super().__init__(message)
+        self.stage = stage
+        self.states = states
+        self.limit = limit
+
+
+def optimize(fst: pynini.Fst, *, stage: str, max_states: int | None = None) -> pynini.Fst:
+    """Return an equivalent epsilon-free, deterministic, minimal acceptor (arcs sorted by label).
+
+    ``stage`` names the caller in logs and errors (e.g. ``"grammar cefr"``, ``"word list"``).
+    ``max_states`` caps every intermediate result; determinization stops as soon as it passes
+    the cap and `FstSizeError` is raised (so a blow-up costs milliseconds, not gigabytes).
+    The input is not modified.
+    """
+    if max_states is not None and max_states < 1:
+        raise ValueError(f"max_states must be >= 1, got {max_states}")
+    if fst.num_states() and not fst.properties(pynini.ACCEPTOR, True) == pynini.ACCEPTOR:
+        raise ValueError(
+            f"optimize({stage!r}) needs an acceptor, got a transducer; "
+            "project it first (fst.project('output'))"
+        )
+    n_in, a_in = fst.num_states(), _num_arcs(fst)
+    timings: list[str] = []
+    t_all = time.perf_counter()
+
+    def _check(result: pynini.Fst, step: str) -> None:
+        if max_states is not None and result.num_states() > max_states:
+            raise FstSizeError(
+                f"{stage}: {step} produced more than {max_states:,} states "
+                f"(input had {n_in:,} states, {a_in:,} arcs); simplify the constraint or raise "
+                "max_states",
+                stage=stage,
+                states=result.num_states(),
+                limit=max_states,
+            )
+
+    out = fst.copy()
+    _check(out, "input")
+    if out.num_states() == 0:
+        log.info("%s: empty automaton (0 states)", stage)
+        return out
+
+    if out.properties(pynini.EPSILONS, True) == pynini.EPSILONS:
+        t = time.perf_counter()
+        out = pynini.rmepsilon(out)
+        timings.append(f"rmepsilon {time.perf_counter() - t:.3f}s")
+
+    if out.properties(pynini.I_DETERMINISTIC, True) != pynini.I_DETERMINISTIC:
+        t = time.perf_counter()
+        nstate = max_states + 1 if max_states is not None else pynini.NO_STATE_ID
+        out = pynini.determinize(out, nstate=nstate)
+        timings.append(f"determinize {time.perf_counter() - t:.3f}s")
+        _check(out, "determinize")
+
+    t = time.perf_counter()
+    out.minimize(allow_nondet=False)
+    out.connect()
+    out.arcsort("ilabel")
+    timings.append(f"minimize {time.perf_counter() - t:.3f}s")
+
+    log.info(
+        "%s: %d -> %d states, %d -> %d arcs in %.3fs (%s)",
+        stage,
+        n_in,
+        out.num_states(),
+        a_in,
+        _num_arcs(out),
+        time.perf_counter() - t_all,
+        ", ".join(timings),
+    )
+    return out
+
+
+def _num_arcs(fst: pynini.Fst) -> int:
+    return sum(fst.num_arcs(s) for s in fst.states())
+
+
+@functools.cache
+def _byte_sigma() -> pynini.Fst:
+    # Two states and one arc per byte label: every single byte except 0x00 (label 0 is epsilon).
+    f = pynini.Fst()
+    start, end = f.add_state(), f.add_state()
+    f.set_start(start)
+    f.set_final(end)
+    one = pynini.Weight.one(f.weight_type())
+    for label in range(MIN_BYTE_LABEL, MAX_BYTE_LABEL + 1):
+        f.add_arc(start, pynini.Arc(label, label, one, end))
+    return f.optimize()
+
+
+@functools.cache
+def _sigma_star() -> pynini.Fst:
+    f = pynini.Fst()
+    s = f.add_state()
+    f.set_start(s)
+    f.set_final(s)
+    one = pynini.Weight.one(f.weight_type())
+    for label in range(MIN_BYTE_LABEL, MAX_BYTE_LABEL + 1):
+        f.add_arc(s, pynini.Arc(label, label, one, s))
+    return f
+
+
+def byte_sigma() -> pynini.Fst:
+    """Any one byte (labels 1..255). A fresh copy each call: pynini methods mutate in place."""
+    return _byte_sigma().copy()
+
+
+def sigma_star() -> pynini.Fst:
+    """Any byte string (one state, a loop per byte label). A fresh copy each call."""
+    return _sigma_star().copy()
