@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pynini
@@ -18,6 +19,23 @@ class CharDFA:
     @property
     def num_states(self) -> int:
         return len(self.final)
+
+    @cached_property
+    def boundary_states(self) -> np.ndarray:
+        """bool [S]: the start, and every state entered right after a non-word byte
+        (ASCII other than letters and digits) -- where a word-boundary phrase may begin."""
+        nonword = np.array([0 < b < 128 and not chr(b).isalnum() for b in range(256)])
+        out = np.zeros(self.num_states, bool)
+        out[self.start] = True
+        into = self.next[:, nonword]
+        out[into[into >= 0]] = True
+        return out
+
+    @cached_property
+    def leaves_on_nonword(self) -> np.ndarray:
+        """bool [S]: the state has a transition on some non-word byte."""
+        nonword = np.array([0 < b < 128 and not chr(b).isalnum() for b in range(256)])
+        return (self.next[:, nonword] >= 0).any(axis=1)
 
     def run(self, data: bytes, state: int | None = None) -> int:
         """State after reading ``data`` (-1 if it dies)."""

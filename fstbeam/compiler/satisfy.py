@@ -67,10 +67,7 @@ def phrase_possible(hard: CharDFA, text: str, *, word_boundary: bool = True, cas
     S = hard.num_states
     nxt = hard.next
     if word_boundary and not NONWORD[data[0]]:
-        cur = np.zeros(S, bool)
-        cur[hard.start] = True
-        into = nxt[:, NONWORD]
-        cur[into[into >= 0]] = True  # states entered right after a non-word byte
+        cur = hard.boundary_states.copy()
     else:
         cur = np.ones(S, bool)
     for b in data:
@@ -85,5 +82,5 @@ def phrase_possible(hard: CharDFA, text: str, *, word_boundary: bool = True, cas
             return False
     if word_boundary and not NONWORD[data[-1]]:
         ends = np.flatnonzero(cur)
-        return bool(hard.final[ends].any() or (nxt[ends][:, NONWORD] >= 0).any())
+        return bool(hard.final[ends].any() or hard.leaves_on_nonword[ends].any())
     return True
