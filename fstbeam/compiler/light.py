@@ -407,7 +407,11 @@ def compile_prefix(text: str | bytes, index: TokenIndex | Vocab, *, source: str 
 
 
 def _as_index(index: TokenIndex | Vocab) -> TokenIndex:
-    return TokenIndex.for_vocab(index) if isinstance(index, Vocab) else index
+    if isinstance(index, Vocab):
+        return TokenIndex.for_vocab(index)
+    if index.folded:
+        raise ValueError("pass the tokenizer's TokenIndex, not its lowercased() twin (use case_sensitive=False)")
+    return index
 
 
 def _literal(what: str, text: str | bytes, source: str) -> bytes:

@@ -31,9 +31,10 @@ from typing import Sequence
 
 import numpy as np
 
+from ..kernels.bitmask import pack_bool_mask  # numpy only: safe on the compile side
 from .vocab import Vocab
 
-__all__ = ["TokenIndex", "IS_WORD_BYTE", "NONWORD_RUNS", "N_CLASSES", "NO_TEXT_CLASS", "pack_bool_mask"]
+__all__ = ["TokenIndex", "IS_WORD_BYTE", "NONWORD_RUNS", "N_CLASSES", "NO_TEXT_CLASS"]
 
 #: ``IS_WORD_BYTE[b]``: byte ``b`` is a word byte (ASCII letter or digit, or any byte >= 0x80).
 IS_WORD_BYTE = np.zeros(256, dtype=bool)
@@ -63,20 +64,8 @@ NONWORD_RUNS = _runs(~IS_WORD_BYTE)
 N_CLASSES = 4  #: text token classes (first/last byte word or not)
 NO_TEXT_CLASS = 4  #: class of ids with no bytes (special, EOS, padding)
 
-_SEP = 0  # blob separator; a non-word byte, so token edges look like boundaries to the filters
+_SETTLE_GC_WIDTH = 32_768  # real tokenizers: collect garbage once after the build (see __init__)
 _EMPTY = np.zeros(0, dtype=np.int32)
-
-
-def pack_bool_mask(mask: np.ndarray) -> np.ndarray:
-    """Pack a bool ``[..., V]`` mask into int32 ``[..., ceil(V/32)]``: bit j of word i is token 32*i+j."""
-    # TODO: switch to fstbeam.kernels.bitmask.pack_bool_mask once it lands (same layout).
-    mask = np.asarray(mask, dtype=bool)
-    v = mask.shape[-1]
-    w = (v + 31) // 32
-    padded = np.zeros(mask.shape[:-1] + (w * 32,), dtype=bool)
-    padded[..., :v] = mask
-    packed = np.packbits(padded, axis=-1, bitorder="little")  # [..., 4*w] uint8
-    return np.ascontiguousarray(packed).view("<i4").astype(np.int32)
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -113,16 +102,16 @@ class TokenIndex:
         self.lengths = _readonly(lengths)
         self.max_len = int(lengths.max()) if self.width else 0
 
-        # One blob: for every id, a separator then its bytes; starts[i] = offset of token i's first byte.
+        # One blob: for every id, a NUL separator then its bytes; starts[i] = offset of token i's
+        # first byte. NUL is a non-word byte, so token edges look like boundaries to the filters.
         blob = b"".join(b"\x00" + (b or b"") for b in tb) + b"\x00\x00"
-        self._blob = blob
         self._blob_arr = _readonly(np.frombuffer(blob, dtype=np.uint8))
         starts = np.cumsum(lengths.astype(np.int64) + 1) - lengths  # separator precedes each token
         self._starts = _readonly(starts)
-        present = np.zeros(256, dtype=bool)
-        present[np.unique(self._blob_arr[self._token_byte_positions()])] = True
+        counts = np.bincount(self._blob_arr, minlength=256)
+        counts[0] -= self.width + 2  # separators and the 2 padding bytes are not token bytes
         #: bool [256]: byte value occurs in some token.
-        self.bytes_present = _readonly(present)
+        self.bytes_present = _readonly(counts > 0)
 
         if token_class is None:
             first = np.where(lengths > 0, self._blob_arr[np.minimum(starts, len(blob) - 1)], 0)
@@ -139,18 +128,19 @@ class TokenIndex:
         #: int64 [4]: number of tokens in each class.
         self.class_counts = _readonly(np.bincount(self.token_class, minlength=N_CLASSES + 1)[:N_CLASSES].astype(np.int64))
 
-        # Sorted bytes and sorted reversed bytes (Python lists: bytes compare exactly, NULs included).
-        text_ids = [i for i, b in enumerate(tb) if b]
-        fwd = [tb[i] for i in text_ids]
-        order = sorted(range(len(fwd)), key=fwd.__getitem__)
-        # Tuples, not lists: a tuple of bytes is untracked by the cyclic GC after its first
-        # collection (forced below), so later collections never walk 2 x 262k pointers (~25 ms).
-        self._keys = tuple([fwd[k] for k in order])
-        self._key_ids = _readonly(np.asarray(text_ids, dtype=np.int32)[np.asarray(order, dtype=np.int64)] if order else _EMPTY)
+        # Text tokens sorted by bytes and by reversed bytes, for bisect range queries. Python bytes
+        # compare exactly (NULs included, unlike numpy's "S" dtype). Tuples, not lists: a tuple of
+        # bytes is untracked by the cyclic GC at its first collection (forced below), so later
+        # collections never walk 2 x 262k pointers (~25 ms each time).
+        text_ids = np.flatnonzero(lengths > 0).astype(np.int32)
+        fwd = [tb[i] for i in text_ids.tolist()]
+        order = np.fromiter(sorted(range(len(fwd)), key=fwd.__getitem__), dtype=np.int64, count=len(fwd))
+        self._keys = tuple([fwd[k] for k in order.tolist()])
+        self._key_ids = _readonly(text_ids[order])
         rev = [b[::-1] for b in fwd]
-        rorder = sorted(range(len(rev)), key=rev.__getitem__)
-        self._rkeys = tuple([rev[k] for k in rorder])
-        self._rkey_ids = _readonly(np.asarray(text_ids, dtype=np.int32)[np.asarray(rorder, dtype=np.int64)] if rorder else _EMPTY)
+        rorder = np.fromiter(sorted(range(len(rev)), key=rev.__getitem__), dtype=np.int64, count=len(rev))
+        self._rkeys = tuple([rev[k] for k in rorder.tolist()])
+        self._rkey_ids = _readonly(text_ids[rorder])
         n = len(self._keys)
         self._first = dict(zip(reversed(self._keys), range(n - 1, -1, -1)))  # bytes -> first sorted slot
         self._ff = b"\xff" * (self.max_len + 1)
@@ -162,26 +152,40 @@ class TokenIndex:
         self._gram_pos = _readonly(gram_pos)
         self._gram_codes = _readonly(codes[gram_pos])
         del fwd, rev, order, rorder, text_ids
-        gc.collect(0)  # untracks the two young key tuples now, at build time
-
-    def _token_byte_positions(self) -> np.ndarray:
-        mask = np.ones(len(self._blob_arr), dtype=bool)
-        mask[self._starts - 1] = False  # separators
-        mask[-2:] = False
-        return np.flatnonzero(mask)
+        if self.width >= _SETTLE_GC_WIDTH:
+            # One full collection now, at build time: it untracks the two key tuples and settles
+            # the hundreds of thousands of objects the build allocated, which would otherwise
+            # trigger a full collection (~10 ms) inside the first per-request compile.
+            gc.collect()
 
     # ---- construction ------------------------------------------------------------------------
     @classmethod
-    def for_vocab(cls, vocab: Vocab) -> "TokenIndex":
-        """The index of ``vocab``, built once per vocabulary fingerprint and kept in memory."""
+    def for_vocab(cls, vocab: Vocab, *, lowercased: bool = False) -> "TokenIndex":
+        """The index of ``vocab``, built once per vocabulary fingerprint and kept in memory.
+
+        ``lowercased=True`` also builds the case-insensitive twin now (a server that expects
+        case-insensitive phrases should, so the first such request does not pay ~1 s for it).
+        """
         key = vocab.fingerprint
         with cls._lock:
             hit = cls._cache.get(key)
             if hit is None:
                 hit = cls(vocab.token_bytes, fingerprint=key)
                 hit.padded  # noqa: B018 - build eagerly so per-request compiles never pay for it
+                hit._warm_up()
                 cls._cache[key] = hit
+        if lowercased:
+            hit.lowercased()
         return hit
+
+    def _warm_up(self) -> None:
+        """Run every query path once: numpy's first ``np.unique`` in a process costs ~10 ms of
+        one-time setup, which belongs to the index build, not to the first request."""
+        for probe in (b"a", b"the", b"e-mail"):
+            self.ids_substrings_of(probe)
+            self.ids_starting_with(probe, followed_by_nonword=True)
+            self.ids_ending_with(probe, preceded_by_nonword=True)
+            self.ids_containing(probe, nonword_before=True, nonword_after=True)
 
     @classmethod
     def clear_cache(cls) -> None:
@@ -262,10 +266,14 @@ class TokenIndex:
         """Every occurrence of ``s`` inside a token, overlapping ones included: ``(token_ids,
         offsets)`` int64 arrays, ``offsets`` counted from the token's first byte."""
         pos = self._occurrence_positions(s)
-        return self._positions_to_tokens(pos, len(s), b"\x00" in s)
+        tok = self._token_at(pos)
+        return tok, (pos - self._starts[tok]).astype(np.int64)
+
+    def _token_at(self, pos: np.ndarray) -> np.ndarray:
+        return (np.searchsorted(self._starts, pos, side="right") - 1).astype(np.int64)
 
     def _occurrence_positions(self, s: bytes) -> np.ndarray:
-        """Blob offsets where ``s`` starts (may span a separator only if ``s`` contains NUL)."""
+        """Blob offsets where ``s`` starts, each occurrence inside one token."""
         m = len(s)
         if m == 0:
             raise ValueError("occurrences of the empty string are not defined")
@@ -274,24 +282,22 @@ class TokenIndex:
             code = int.from_bytes(s + bytes(3 - m), "big")
             span = 1 << (8 * (3 - m))
             lo, hi = np.searchsorted(self._gram_codes, np.array([code, code + span], dtype=np.uint32))
-            return self._gram_pos[lo:hi]
-        sa = np.frombuffer(s, dtype=np.uint8).astype(np.uint32)  # rarest trigram of s, then verify
-        grams = (sa[:-2] << 16) | (sa[1:-1] << 8) | sa[2:]
-        los = np.searchsorted(self._gram_codes, grams)
-        his = np.searchsorted(self._gram_codes, grams, side="right")
-        k = int(np.argmin(his - los))
-        cand = self._gram_pos[los[k] : his[k]] - k
-        cand = cand[(cand >= 0) & (cand + m <= len(blob))]
-        window = blob[cand[:, None] + np.arange(m)]
-        return cand[(window == np.frombuffer(s, dtype=np.uint8)).all(axis=1)]
-
-    def _positions_to_tokens(self, pos: np.ndarray, m: int, check_span: bool) -> tuple[np.ndarray, np.ndarray]:
-        tok = np.searchsorted(self._starts, pos, side="right") - 1
-        if check_span:  # a NUL in s can match a separator: keep occurrences inside one token
+            pos = self._gram_pos[lo:hi]
+        else:  # rarest trigram of s, then verify the whole window
+            sa = np.frombuffer(s, dtype=np.uint8).astype(np.uint32)
+            grams = (sa[:-2] << 16) | (sa[1:-1] << 8) | sa[2:]
+            los = np.searchsorted(self._gram_codes, grams)
+            his = np.searchsorted(self._gram_codes, grams, side="right")
+            k = int(np.argmin(his - los))
+            cand = self._gram_pos[los[k] : his[k]] - k
+            cand = cand[(cand >= 0) & (cand + m <= len(blob))]
+            window = blob[cand[:, None] + np.arange(m)]
+            pos = cand[(window == np.frombuffer(s, dtype=np.uint8)).all(axis=1)]
+        if 0 in s:  # a NUL can match a separator or the padding: keep occurrences inside one token
+            tok = self._token_at(pos)
             t = np.maximum(tok, 0)
-            ok = (tok >= 0) & (pos + m <= self._starts[t] + self.lengths[t])
-            pos, tok = pos[ok], tok[ok]
-        return tok.astype(np.int64), (pos - self._starts[tok]).astype(np.int64)
+            pos = pos[(tok >= 0) & (pos >= self._starts[t]) & (pos + m <= self._starts[t] + self.lengths[t])]
+        return pos
 
     def ids_containing(self, s: bytes, *, nonword_before: bool = False, nonword_after: bool = False) -> np.ndarray:
         """Sorted unique int32 ids of tokens that contain ``s``. With ``nonword_before`` /
@@ -301,9 +307,8 @@ class TokenIndex:
         if nonword_before:
             pos = pos[~IS_WORD_BYTE[self._blob_arr[pos - 1]]]  # the separator before a token is non-word
         if nonword_after:
-            pos = pos[~IS_WORD_BYTE[self._blob_arr[pos + len(s) - 1]]]
-        tok, _ = self._positions_to_tokens(pos, len(s), b"\x00" in s)
-        return np.unique(tok).astype(np.int32)
+            pos = pos[~IS_WORD_BYTE[self._blob_arr[pos + len(s)]]]  # ... and so is the one after it
+        return np.unique(self._token_at(pos)).astype(np.int32)
 
     def __repr__(self) -> str:
         kind = "lowercased " if self.folded else ""

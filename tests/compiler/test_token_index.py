@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fstbeam.compiler.token_index import IS_WORD_BYTE, TokenIndex, pack_bool_mask
+from fstbeam.compiler.token_index import IS_WORD_BYTE, TokenIndex
 from fstbeam.compiler.vocab import Vocab
 from fstbeam.errors import TokenizerError
 
@@ -84,6 +84,9 @@ def test_edge_bytes():
     assert ix.ids_containing(b"a\x00b").tolist() == [7]
     assert ix.ids_containing(b"\x00b").tolist() == [7]  # never across the blob separator
     assert ix.ids_equal(b"\x00").tolist() == [4]
+    empty = TokenIndex([None])  # NUL queries must not match the separators and padding
+    assert empty.ids_containing(b"\x00\x00\x00", nonword_before=True, nonword_after=True).tolist() == []
+    assert empty.occurrences(b"\x00")[0].tolist() == []
 
 
 @HYP
@@ -104,14 +107,6 @@ def test_arrays(toks):
         members = [32 * i + j for i in range(W) for j in range(32) if (int(words[i]) >> j) & 1]
         assert members == [i for i in range(V) if ix.token_class[i] == c]
     assert ix.bytes_present.tolist() == [any(t and b in t for t in toks) for b in range(256)]
-
-
-def test_pack_bool_mask_layout():
-    mask = np.zeros((2, 70), dtype=bool)
-    mask[0, [0, 31, 32, 69]] = True
-    packed = pack_bool_mask(mask)
-    assert packed.dtype == np.int32 and packed.shape == (2, 3)
-    assert packed[0].tolist() == [1 | -(1 << 31), 1, 1 << 5] and not packed[1].any()
 
 
 def test_lowercased_twin_folds_ascii_only():

@@ -1,0 +1,148 @@
+"""Per-request compile path on the Gemma 3 vocabulary (262,144 ids): index build, then phrases,
+avoid phrases and prefixes compiled into light automata.
+
+Budget (issue 2 item 6): after the one-time per-tokenizer index, 10 terminology phrases of one MT
+sentence compile in <= 50 ms total. "first pass" is the first time each phrase is compiled after
+the index was built (nothing warmed up); "median" is over ``--repeat`` further passes.
+
+    python benchmarks/bench_light.py                 # table + benchmarks/results/light.json
+    python benchmarks/bench_light.py --repeat 50
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).parent / "results"
+
+PHRASES = [  # terminology of the kind an MT request brings
+    "New York",
+    "Dr. Smith",
+    "e-mail",
+    "COVID-19",
+    "C++",
+    "naïve",
+    "United Nations",
+    "World Health Organization",
+    "São Paulo",
+    "machine learning",
+]
+AVOID = ["Dr. Smith", "e-mail", "damn", "the"]
+PREFIXES = ["Hel", "The answer is", "Sehr geehrte Damen und Herren,", "Übersetzung:"]
+
+
+def timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t
+
+
+def measure(items, build, repeat):
+    """Compile every item once (first pass), then ``repeat`` more passes; per-item stats."""
+    rows, first_total = [], 0.0
+    autos = []
+    for text in items:
+        a, dt = timed(lambda: build(text))
+        autos.append(a)
+        first_total += dt
+        rows.append({"text": text, "first_ms": dt * 1e3})
+    passes = []
+    per_item = [[] for _ in items]
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for i, text in enumerate(items):
+            _, dt = timed(lambda: build(text))
+            per_item[i].append(dt)
+        passes.append(time.perf_counter() - t0)
+    for row, a, ts in zip(rows, autos, per_item):
+        row.update(
+            median_ms=statistics.median(ts) * 1e3,
+            states=a.n_states,
+            exceptions=a.n_exceptions,
+            advancing=int(a.adv_tokens.shape[0]),
+            table_bytes=int(sum(arr.nbytes for arr in a.tables().values())),
+        )
+    return rows, {"first_pass_ms": first_total * 1e3, "median_pass_ms": statistics.median(passes) * 1e3}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--builds", type=int, default=3, help="index builds to time (fresh each)")
+    ap.add_argument("--out", type=Path, default=RESULTS / "light.json")
+    args = ap.parse_args(argv)
+
+    from fstbeam.compiler.light import compile_avoid, compile_phrase, compile_prefix
+    from fstbeam.compiler.token_index import TokenIndex
+    from fstbeam.compiler.vocab import load_vocab
+
+    vocab, load_s = timed(lambda: load_vocab("default"))
+    _, fp_s = timed(lambda: vocab.fingerprint)
+    builds = []
+    for _ in range(args.builds):
+        TokenIndex.clear_cache()
+        index, dt = timed(lambda: TokenIndex.for_vocab(vocab))
+        builds.append(dt)
+    _, twin_s = timed(index.lowercased)
+
+    res = {}
+    res["phrase"] = measure(PHRASES, lambda t: compile_phrase(t, index), args.repeat)
+    res["phrase_ci"] = measure(PHRASES, lambda t: compile_phrase(t, index, case_sensitive=False), args.repeat)
+    res["phrase_inside_word"] = measure(PHRASES, lambda t: compile_phrase(t, index, word_boundary=False), args.repeat)
+    res["avoid"] = measure(AVOID, lambda t: compile_avoid(t, index), args.repeat)
+    res["prefix"] = measure(PREFIXES, lambda t: compile_prefix(t, index), args.repeat)
+
+    print(f"vocab: {vocab.describe()}  load {load_s:.2f} s, fingerprint {fp_s:.2f} s")
+    print(f"index build: {', '.join(f'{b:.2f}' for b in builds)} s (min {min(builds):.2f}); lowercased twin {twin_s:.2f} s")
+    for name, (rows, tot) in res.items():
+        print(f"\n{name}: {len(rows)} items, first pass {tot['first_pass_ms']:.1f} ms, median pass {tot['median_pass_ms']:.1f} ms")
+        print(f"  {'text':32s} {'first ms':>8s} {'median ms':>9s} {'states':>6s} {'exceptions':>10s} {'advancing':>9s} {'KiB':>6s}")
+        for r in rows:
+            print(
+                f"  {r['text']:32s} {r['first_ms']:8.2f} {r['median_ms']:9.2f} {r['states']:6d} "
+                f"{r['exceptions']:10d} {r['advancing']:9d} {r['table_bytes'] / 1024:6.1f}"
+            )
+    budget = res["phrase"][1]
+    ok = budget["first_pass_ms"] <= 50 and budget["median_pass_ms"] <= 50
+    print(
+        f"\nbudget: 10 phrases <= 50 ms -> first pass {budget['first_pass_ms']:.1f} ms, "
+        f"median {budget['median_pass_ms']:.1f} ms: {'OK' if ok else 'OVER'}"
+    )
+
+    out = {
+        "benchmark": "light",
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "machine": {
+            "python": sys.version.split()[0],
+            "numpy": np.__version__,
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "load_avg": os.getloadavg(),
+        },
+        "vocab": {"name": vocab.describe(), "width": vocab.width, "fingerprint": vocab.fingerprint},
+        "vocab_load_s": load_s,
+        "fingerprint_s": fp_s,
+        "index_build_s": builds,
+        "index_build_min_s": min(builds),
+        "lowercased_twin_s": twin_s,
+        "repeat": args.repeat,
+        "results": {name: {"totals": tot, "items": rows} for name, (rows, tot) in res.items()},
+        "budget_10_phrases_ms": 50,
+        "budget_ok": ok,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
