@@ -54,14 +54,25 @@ def _npy(a: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
+_LIGHT_SKIP = ("char_dfa", "char_state")
+
+
 def _light_members(prefix: str, a) -> tuple[dict, dict[str, bytes]]:
+    """Fields of a light automaton: arrays as .npy members, bytes as hex, plain values in the
+    manifest. Debugging-only fields with a default (the character DFA) are not stored."""
     meta, members = {"class": type(a).__name__}, {}
     for f in dataclasses.fields(a):
         v = getattr(a, f.name)
+        if f.name in _LIGHT_SKIP:
+            continue
         if isinstance(v, np.ndarray):
             members[f"{prefix}/{f.name}.npy"] = _npy(v)
-        else:
+        elif isinstance(v, bytes):
+            meta[f.name] = {"hex": v.hex()}
+        elif v is None or isinstance(v, (str, int, float, bool)):
             meta[f.name] = v
+        else:
+            raise ArtifactError(f"cannot store field {f.name} of {type(a).__name__} ({type(v).__name__})")
     return meta, members
 
 
@@ -221,10 +232,15 @@ def _load_light(meta: dict, i: int, array):
     cls = getattr(light, meta["class"])
     kwargs = {}
     for f in dataclasses.fields(cls):
-        if f.name in meta:
-            kwargs[f.name] = meta[f.name]
-        else:
+        if f.name in _LIGHT_SKIP:
+            continue
+        v = meta.get(f.name, ...)
+        if v is ...:
             kwargs[f.name] = array(f"light/{i}/{f.name}.npy")
+        elif isinstance(v, dict) and "hex" in v:
+            kwargs[f.name] = bytes.fromhex(v["hex"])
+        else:
+            kwargs[f.name] = v
     return cls(**kwargs)
 
 

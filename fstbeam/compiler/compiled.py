@@ -87,8 +87,7 @@ class Matcher:
         for a, s in zip(cc.light, self.light_states):
             if len(ids) == 0:
                 break
-            ok = np.fromiter((a.next_state(s, int(t)) >= 0 for t in ids), bool, count=len(ids))
-            ids = ids[ok]
+            ids = ids[a.row(s)[ids] >= 0]
         return ids
 
     def eos_allowed(self) -> bool:

@@ -165,3 +165,23 @@ def test_frozen_v1_artifact_still_loads():
                 break
             a.advance(t), b.advance(t)
         assert a.is_final() == b.is_final()
+
+
+def test_round_trip_with_phrases_avoid_and_prefix(tmp_path):
+    cc = fstbeam.compile_constraints(
+        words=["ab", "ca", "b"], phrases=["ca"], avoid=["b b"], prefix="a", tokenizer=small_vocab(), case_variants=False
+    )
+    path = tmp_path / "p.fstbeam"
+    cc.save(path)
+    back = load_constraints(path, tokenizer=small_vocab())
+    assert [a.text for a in back.phrases] == ["ca"] and back.prefix.text == "a"
+    for x, y in zip(cc.light, back.light):
+        assert x.literal == y.literal and x.kind == y.kind
+    for seq in itertools.product(range(len(PIECES)), repeat=4):
+        a, b = cc.matcher(), back.matcher()
+        for t in seq:
+            assert np.array_equal(a.allowed_token_ids(), b.allowed_token_ids())
+            if t not in set(a.allowed_token_ids().tolist()):
+                break
+            a.advance(t), b.advance(t)
+        assert a.is_final() == b.is_final() and a.phrases_met() == b.phrases_met()
