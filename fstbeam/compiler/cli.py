@@ -43,12 +43,20 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("-v", "--verbose", action="store_true", help="per-stage timings and sizes")
     c.add_argument("--no-progress", action="store_true", help="no progress display")
 
-    i = sub.add_parser("inspect", help="print an artifact's sizes, tokenizer and the tokens allowed after a text")
-    i.add_argument("artifact", metavar="OUT")
+    i = sub.add_parser("inspect", help="describe an artifact or a grammar: sizes, samples, allowed tokens, a drawing")
+    i.add_argument("artifact", metavar="OUT", nargs="?", help="artifact file (or use --grammar / --list-grammars)")
     i.add_argument("--tokenizer", default=None, metavar="PATH|default", help="tokenizer to check the artifact against")
     i.add_argument("--after", metavar="TEXT", help="show the tokens allowed after this text")
     i.add_argument("--limit", type=int, default=30, help="how many allowed tokens to list (default 30)")
     i.add_argument("--draw", metavar="FILE", help="render the character automaton (.svg/.png/.dot) if small enough")
+    i.add_argument("--max-draw-states", type=int, default=200, metavar="N", help="refuse to draw more states (default 200)")
+    i.add_argument("--grammar", metavar="NAME", help="inspect a registered grammar instead of an artifact")
+    i.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="grammar parameter (repeatable)")
+    i.add_argument("--sample", type=int, default=10, metavar="N", help="how many accepted strings to list (grammar)")
+    i.add_argument("--check", action="append", default=[], metavar="TEXT",
+                   help="is TEXT accepted? if not, the longest accepted prefix and what may come next (repeatable)")
+    i.add_argument("--cases", action="store_true", help="run the grammar's golden cases")
+    i.add_argument("--list-grammars", action="store_true", help="list the registered grammars and their parameters")
     return p
 
 
@@ -73,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into `head` and closed early
+        sys.stderr.close()
+        return 0
 
 
 def _compile(args) -> int:
@@ -121,6 +132,23 @@ def _encode(vocab, tokenizer, text: str) -> list[int]:
 def _inspect(args) -> int:
     from .artifact import load_constraints, read_manifest
 
+    if args.list_grammars:
+        from ..grammars.describe import list_text
+
+        print(list_text())
+        return 0
+    if args.grammar:
+        from ..grammars.describe import inspect_grammar
+
+        text, code = inspect_grammar(
+            args.grammar, _params(args.param), sample=args.sample, check=args.check, cases=args.cases,
+            draw=args.draw, max_draw_states=args.max_draw_states,
+        )
+        print(text)
+        return code
+    if not args.artifact:
+        print("error: give an artifact file, --grammar NAME or --list-grammars", file=sys.stderr)
+        return 2
     manifest = read_manifest(args.artifact)
     tokenizer = args.tokenizer
     cc = load_constraints(args.artifact, tokenizer=tokenizer)
@@ -162,7 +190,7 @@ def _inspect(args) -> int:
         if cc.char_fst is None:
             print("nothing to draw: this artifact has no word list or grammar automaton", file=sys.stderr)
             return 1
-        draw(pynini.Fst.read_from_string(cc.char_fst), args.draw)
+        draw(pynini.Fst.read_from_string(cc.char_fst), args.draw, max_states=args.max_draw_states)
         print(f"drew {args.draw}")
     return 0
 

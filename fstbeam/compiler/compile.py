@@ -23,7 +23,7 @@ from ..fst.optimize import optimize, sigma_star
 from ..grammars.lib.wordlist import word_list_fst
 from .cefr import cefr_words, parse_level
 from .char_dfa import CharDFA, fst_to_dfa
-from .satisfy import phrase_possible, reachable_pair
+from .satisfy import avoidable, phrase_possible, reachable_pair
 from .compiled import CompiledConstraints
 from .spec import ConstraintSpec, Phrase, WordList, as_phrases, read_word_file
 from .tables import build_tables
@@ -180,8 +180,7 @@ def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix) -> None:
                 (f"phrase {p.text!r}", base_name),
             )
     if avoid:
-        banned = fst_to_dfa(pynini.union(*(contains_fst(a) for a in avoid)).optimize())
-        if not reachable_pair(hard, banned, want_other_final=False, start_text=start):
+        if not avoidable(hard, [fst_to_dfa(contains_fst(a)) for a in avoid], start_text=start):
             raise UnsatisfiableConstraintError(
                 f"the avoid list {[a.text for a in avoid]} blocks every text allowed by {base_name}{with_prefix}",
                 ("avoid", base_name),

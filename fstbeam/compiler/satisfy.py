@@ -84,3 +84,40 @@ def phrase_possible(hard: CharDFA, text: str, *, word_boundary: bool = True, cas
         ends = np.flatnonzero(cur)
         return bool(hard.final[ends].any() or hard.leaves_on_nonword[ends].any())
     return True
+
+
+def avoidable(hard: CharDFA, avoids: list[CharDFA], *, start_text: bytes = b"") -> bool:
+    """Is some text (starting with ``start_text``) accepted by ``hard`` without being accepted
+    by any of the ``avoids`` ("contains phrase" automata)? Searches tuples of states, so k
+    phrases never build their k-fold product automaton up front; it usually stops at the first
+    short text that is final and matches nothing."""
+    h0 = hard.run(start_text)
+    if h0 < 0:
+        return False
+    starts = [a.run(start_text) for a in avoids]
+    absorbing = [_absorbing_final(a) for a in avoids]
+    if any(s >= 0 and absorbing[i][s] for i, s in enumerate(starts)):
+        return False
+    cols = np.array([[h0, *starts]], dtype=np.int64)  # [F, 1 + k]
+    seen: set[bytes] = {cols.tobytes()}
+    bytes_ = np.arange(1, 256)
+    while len(cols):
+        ok = hard.final[cols[:, 0]]
+        for i, a in enumerate(avoids):
+            ok &= ~a.final[cols[:, i + 1]]
+        if ok.any():
+            return True
+        nh = hard.next[cols[:, 0]][:, bytes_]  # [F, 255]
+        keep = nh >= 0
+        parts = [nh]
+        for i, a in enumerate(avoids):
+            na = a.next[cols[:, i + 1]][:, bytes_]
+            keep &= ~absorbing[i][np.maximum(na, 0)]  # entering a met avoided phrase: dead
+            parts.append(na)
+        nxt = np.stack([p[keep] for p in parts], axis=1).astype(np.int64)
+        nxt = np.unique(nxt, axis=0)
+        fresh = [row for row in nxt if row.tobytes() not in seen]
+        for row in fresh:
+            seen.add(row.tobytes())
+        cols = np.array(fresh, dtype=np.int64).reshape(-1, 1 + len(avoids))
+    return False

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
 from fstbeam.compiler.compile import contains_fst
-from fstbeam.compiler.satisfy import phrase_possible, reachable_pair
+from fstbeam.compiler.satisfy import avoidable, phrase_possible, reachable_pair
 from fstbeam.compiler.spec import Phrase
 from fstbeam.fst.optimize import sigma_star
 from fstbeam.grammars.lib.wordlist import word_list_fst
@@ -41,3 +41,29 @@ def test_local_phrase_check_matches_pynini(words, phrase, boundary, cs):
     p = Phrase(phrase, word_boundary=boundary, case_sensitive=cs)
     got = phrase_possible(fst_to_dfa(pynini.connect(hard_fst)), phrase, word_boundary=boundary, case_sensitive=cs)
     assert got == nonempty(pynini.intersect(hard_fst, contains_fst(p)))
+
+
+@settings(max_examples=50, deadline=None)
+@given(words=words_st, avoid=st.lists(text_st, min_size=1, max_size=3), prefix=st.one_of(st.none(), text_st))
+def test_avoid_list_check_matches_pynini(words, avoid, prefix):
+    hard_fst = word_list_fst(words, case_variants=False, contractions=False, digits=False)
+    start = (prefix or "").encode()
+    base = hard_fst if prefix is None else pynini.intersect(hard_fst, pynini.accep(pynini.escape(prefix), token_type="byte") + sigma_star())
+    phrases = [Phrase(a) for a in avoid]
+    banned = pynini.union(*(contains_fst(p) for p in phrases)).optimize()
+    expected = nonempty(pynini.difference(base.optimize(), banned))
+    got = avoidable(fst_to_dfa(hard_fst), [fst_to_dfa(contains_fst(p)) for p in phrases], start_text=start)
+    assert got == expected
+
+
+def test_many_avoid_phrases_stay_fast():
+    import time
+
+    import fstbeam
+    from fstbeam.compiler.vocab import Vocab
+
+    vocab = Vocab.from_dict({i: c.encode() for i, c in enumerate("abcdefghij .")}, eos_ids=[12])
+    avoid = [a + b for a in "abcde" for b in "fghij"][:21]
+    t = time.perf_counter()
+    fstbeam.compile_constraints(words=["abc", "fgh", "ij"], avoid=avoid, tokenizer=vocab)
+    assert time.perf_counter() - t < 20  # the union-then-determinize check took > 300 s

@@ -1,0 +1,53 @@
+"""fstbeam.fst.optimize: the one guarded determinize/minimize helper and the byte alphabets."""
+from __future__ import annotations
+
+import logging
+
+import pynini
+import pytest
+
+from fstbeam.fst.inspect import accepted_strings, accepts, stats
+from fstbeam.fst.optimize import FstSizeError, byte_sigma, optimize, sigma_star
+
+
+def _blowup(n: int) -> pynini.Fst:
+    # (a|b)* a (a|b)^n: a minimal DFA needs 2^(n+1) states.
+    ab = pynini.union("a", "b")
+    return pynini.closure(ab) + "a" + pynini.closure(ab, n, n)
+
+
+def test_optimize_gives_a_minimal_dfa_and_logs_the_stage(caplog):
+    fst = pynini.union("cat", "cats", "dog")
+    with caplog.at_level(logging.INFO, logger="fstbeam.fst"):
+        out = optimize(fst, stage="pets")
+    st = stats(out)
+    assert st["deterministic"] and st["epsilon_arcs"] == 0 and st["states"] == 7
+    assert accepted_strings(out, 5) == ["cat", "dog", "cats"]
+    assert any(r.message.startswith("pets: ") and "states" in r.message for r in caplog.records)
+    assert fst.num_states() > 7  # the input is not modified
+
+
+def test_determinize_stops_at_the_cap():
+    with pytest.raises(FstSizeError, match=r"blowup: determinize produced more than 1,000 states") as err:
+        optimize(_blowup(16), stage="blowup", max_states=1000)  # would be 131k states
+    assert err.value.limit == 1000 and err.value.stage == "blowup"
+
+
+def test_the_cap_applies_to_the_input_too():
+    with pytest.raises(FstSizeError, match="input"):
+        optimize(pynini.accep("abcdef"), stage="x", max_states=3)
+
+
+def test_empty_and_transducer_inputs():
+    assert optimize(pynini.accep("a") - pynini.accep("a"), stage="empty").num_states() == 0
+    with pytest.raises(ValueError, match="needs an acceptor"):
+        optimize(pynini.cross("a", "b"), stage="x")
+
+
+def test_byte_alphabets_are_copies():
+    s = sigma_star()
+    assert accepts(s, "") and accepts(s, "any text é") and not accepts(s, b"\x00")
+    s.delete_states()  # mutating a copy does not touch the cache
+    assert sigma_star().num_states() == 1
+    one = byte_sigma()
+    assert accepts(one, "a") and not accepts(one, "ab") and stats(one)["arcs"] == 255
