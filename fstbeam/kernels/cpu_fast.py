@@ -1,0 +1,524 @@
+"""Fast exact CPU backend of `masked_topk` (numba), the default on CPU.
+
+Same signature and results as `reference.masked_topk`: tokens, their order and the padding
+are identical; lse and the derived floats agree within float32 rounding. The logits are never
+copied: they are read in place through a flat numpy view of their storage (any row stride; a
+column stride other than 1 goes through a per-chunk gather into a small scratch buffer).
+
+Phase 1, over work items (row, group of GROUP=16 chunks of CHUNK=1024 tokens). One read of
+each chunk (`_simd.chunk_scan`, explicit 8-lane vectors) yields the chunk max, the masked max
+of each SUB=128-token sub-block (the max over allowed tokens, masked through the mask bytes)
+and the exp-sum against the item's running max. The running (max, sum) pair is the online
+softmax of Hoang et al. 2018 (Algorithm 4), rescaled once per chunk. Chunks whose mask bytes
+are all 0 or all 1 skip the per-token masking (`chunk_maxsum`). Output: a (max, sum) pair per
+item, a masked max per chunk and per sub-block.
+
+Phase 2, over rows. lse = merge of the row's (max, sum) pairs. Top-k by "chunk-max pruning":
+let T be the k-th largest masked chunk max of the row. At least k selectable tokens are >= T
+(one per chunk), so every top-k token is >= T and lives in a chunk, and a sub-block, whose
+masked max is >= T. Only those sub-blocks (about k of them, ~k * 512 bytes) are read again,
+keeping their tokens >= T as int64 keys (order-preserving float bits << 32 | (2**32 - 1 -
+token)); sorting the keys gives the exact order with ties to the lower token id. Many tokens
+sharing the k-th value make more candidates: still exact, only slower.
+
+Both phases are numba functions compiled with nogil=True and cache=True; `_run_split` runs
+them on up to torch.get_num_threads() Python threads. numba's on-disk cache keys on this
+file only: after editing `_simd.py`, delete fstbeam/kernels/__pycache__/*.nb[ci].
+"""
+from __future__ import annotations
+
+import math
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+from numba import njit
+
+from ._simd import (
+    LOG2E_F32,
+    SUB,
+    chunk_exp2sum,
+    chunk_exp2sum_masked,
+    chunk_candidates,
+    chunk_max2,
+    chunk_maxsum,
+    chunk_scan,
+    f32_to_bits,
+    load_f32,
+    mask_bytes_state,
+    prefetch_line,
+)
+from .errors import KernelInputError
+from .reference import MaskedTopK
+
+__all__ = ["CHUNK", "GROUP", "available", "masked_topk"]
+
+CHUNK = 1024  # tokens per chunk: 32 mask words, 128 mask bytes, 4 KiB of float32
+GROUP = 16  # chunks per phase-1 work item
+_ALL_SET = 1  # mask_bytes_state results (0 = all clear)
+_MIXED = 2
+_OVERFLOW_MARGIN = np.float32(64.0)  # exp(64) * CHUNK stays far below float32 max
+_NEG_INF32 = np.float32(-np.inf)
+_L64 = np.float64(LOG2E_F32)
+_LOW32 = np.int64(0xFFFFFFFF)
+_SIGN_ONLY = np.int32(-(2**31))  # bit pattern of -0.0
+_MANTISSA_EXP = np.int32(0x7FFFFFFF)
+
+# Work items per thread below which splitting is not worth a thread hand-off (~20 us).
+_MIN_ELEMENTS_PER_THREAD = 1 << 17
+_POOL: Optional[ThreadPoolExecutor] = None
+_POOL_LOCK = threading.Lock()
+_STORAGE_VIEW = {torch.float32: None, torch.bfloat16: torch.uint16, torch.float16: torch.int16}
+
+
+def available() -> bool:
+    """True where this backend can run: numba imported (it did, or this module would not
+    have) and a little-endian host (the mask words are read as bytes)."""
+    return sys.byteorder == "little"
+
+
+# ---------------------------------------------------------------- numba kernels
+
+
+@njit
+def _exp_ref(ref):
+    """(zref, corr) for the SIMD exp-sums against `ref`: S(zref) * corr = sum(exp(x - ref))."""
+    exact = np.float64(ref) * _L64  # exact: a 24-bit by 24-bit product fits a float64
+    zref = np.float32(exact)
+    return zref, 2.0 ** (np.float64(zref) - exact)
+
+
+@njit
+def _tail(src, off, n8, n, mb, moff):
+    """(max, max over allowed) of the last n - 8*n8 (< 8) elements of a chunk, scalar."""
+    cmax = _NEG_INF32
+    amax = _NEG_INF32
+    for j in range(8 * n8, n):
+        v = load_f32(src, off + j)
+        if v > cmax:
+            cmax = v
+        if (mb[moff + (j >> 3)] >> (j & 7)) & 1 and v > amax:
+            amax = v
+    return cmax, amax
+
+
+@njit
+def _tail_expsum(src, off, n8, n, mb, moff, ref, masked):
+    total = 0.0
+    for j in range(8 * n8, n):
+        if masked and not (mb[moff + (j >> 3)] >> (j & 7)) & 1:
+            continue
+        total += math.exp(np.float64(load_f32(src, off + j)) - np.float64(ref))
+    return total
+
+
+@njit
+def _scan_chunk(src, off, n, mb, moff, ref, total, aref, atotal, want_allowed, sub_best, sub_off):
+    """Fold one chunk of n (<= CHUNK) elements into the running sums of a work item.
+
+    (ref, total): total = sum(exp(x - ref)) over the chunks so far, ref = their max (-inf
+    before the first finite logit). (aref, atotal): the same over allowed elements.
+    Also writes the masked max of each SUB-token sub-block to sub_best[sub_off:] (an upper
+    bound for a chunk whose tokens are all allowed). Returns (masked chunk max, ref, total,
+    aref, atotal).
+    """
+    n8 = n >> 3
+    if ref == _NEG_INF32:  # no finite logit yet: take this chunk's max as the reference
+        first, _ = chunk_max2(src, off, n8, mb, moff)
+        tail_max, _ = _tail(src, off, n8, n, mb, moff)
+        first = max(first, tail_max)
+        if first == _NEG_INF32:  # the whole chunk is -inf: nothing to add, nothing to select
+            return _NEG_INF32, ref, total, aref, atotal
+        ref = first
+    zref, corr = _exp_ref(ref)
+    mask_state = mask_bytes_state(mb, moff, n8 >> 3) if n == CHUNK else _MIXED
+    if mask_state == _MIXED:
+        cmax, amax, vsum = chunk_scan(src, off, n8, mb, moff, zref, sub_best, sub_off)
+    else:  # a chunk with no allowed token, or only allowed ones: no per-token mask work
+        cmax, vsum = chunk_maxsum(src, off, n8, zref)
+        amax = cmax if mask_state == _ALL_SET else _NEG_INF32
+        for i in range(CHUNK // SUB):
+            sub_best[sub_off + i] = amax
+    tail_max, tail_amax = _tail(src, off, n8, n, mb, moff)
+    if 8 * n8 < n:  # the scalar tail belongs to the last sub-block (which may hold nothing else)
+        last = sub_off + (n - 1) // SUB
+        sub_best[last] = max(sub_best[last], tail_amax) if 8 * n8 > (n - 1) // SUB * SUB else tail_amax
+    cmax = max(cmax, tail_max)
+    amax = max(amax, tail_amax)
+    if cmax > ref + _OVERFLOW_MARGIN:  # the vector sum may have overflowed: redo against cmax
+        total *= math.exp(np.float64(ref) - np.float64(cmax))
+        ref = cmax
+        zref, corr = _exp_ref(ref)
+        vsum = chunk_exp2sum(src, off, n8, zref)
+    total += np.float64(vsum) * corr + _tail_expsum(src, off, n8, n, mb, moff, ref, False)
+    if cmax > ref:  # keep ref = running max so later terms stay <= 1
+        total *= math.exp(np.float64(ref) - np.float64(cmax))
+        ref = cmax
+    if want_allowed and amax > _NEG_INF32:
+        if amax > aref:
+            atotal = atotal * math.exp(np.float64(aref) - np.float64(amax)) if aref > _NEG_INF32 else 0.0
+            aref = amax
+        zref, corr = _exp_ref(aref)
+        atotal += np.float64(chunk_exp2sum_masked(src, off, n8, mb, moff, zref)) * corr
+        atotal += _tail_expsum(src, off, n8, n, mb, moff, aref, True)
+    return amax, ref, total, aref, atotal
+
+
+@njit(nogil=True, cache=True)
+def _phase1(x, row_off, col_stride, vocab, mb, mrow_bytes, row_state, want_allowed,
+            chunk_best, sub_best, part_m, part_s, part_am, part_as, item_begin, item_end):
+    """Work items [item_begin, item_end) of phase 1; item = row * ngroups + group.
+
+    Shapes: chunk_best [R, nchunks], sub_best [R, nchunks * CHUNK // SUB], part_* [R, ngroups].
+    With unit column stride the chunks are read in place; otherwise each is gathered into a
+    float32 scratch buffer first.
+    """
+    nchunks = chunk_best.shape[1]
+    ngroups = part_m.shape[1]
+    scratch = np.empty(CHUNK if col_stride != 1 else 0, np.float32)
+    for item in range(item_begin, item_end):
+        r = item // ngroups
+        g = item - r * ngroups
+        base = row_off[r]
+        mbase = row_state[r] * mrow_bytes
+        ref = _NEG_INF32
+        total = 0.0
+        aref = _NEG_INF32
+        atotal = 0.0
+        for c in range(g * GROUP, min(g * GROUP + GROUP, nchunks)):
+            start = c * CHUNK
+            n = min(CHUNK, vocab - start)
+            moff = mbase + (start >> 3)
+            subs = sub_best[r]
+            if col_stride == 1:
+                best, ref, total, aref, atotal = _scan_chunk(
+                    x, base + start, n, mb, moff, ref, total, aref, atotal, want_allowed, subs, start // SUB
+                )
+            else:
+                for j in range(n):
+                    scratch[j] = load_f32(x, base + (start + j) * col_stride)
+                best, ref, total, aref, atotal = _scan_chunk(
+                    scratch, 0, n, mb, moff, ref, total, aref, atotal, want_allowed, subs, start // SUB
+                )
+            chunk_best[r, c] = best
+        part_m[r, g] = ref
+        part_s[r, g] = total
+        part_am[r, g] = aref
+        part_as[r, g] = atotal
+
+
+@njit
+def _merge_lse(part_m, part_s):
+    """log(sum_g part_s[g] * exp(part_m[g])) in float32; -inf when every part is empty."""
+    top = _NEG_INF32
+    for g in range(part_m.shape[0]):
+        if part_m[g] > top:
+            top = part_m[g]
+    if top == _NEG_INF32:
+        return _NEG_INF32
+    total = 0.0
+    for g in range(part_m.shape[0]):
+        if part_m[g] > _NEG_INF32:
+            total += part_s[g] * math.exp(np.float64(part_m[g]) - np.float64(top))
+    return np.float32(np.float64(top) + math.log(total))
+
+
+@njit
+def _order_key(v, token):
+    """int64 key whose order is (v ascending, token descending); -0.0 counts as +0.0."""
+    bits = f32_to_bits(v)
+    if bits == _SIGN_ONLY:
+        bits = np.int32(0)
+    if bits < 0:
+        bits = bits ^ _MANTISSA_EXP
+    return (np.int64(bits) << 32) | (_LOW32 - np.int64(token))
+
+
+@njit
+def _collect(src, off, n, mb, moff, threshold, first_token, group_bits, keys, count):
+    """Append the order keys of the tokens of src[off : off + n] (token ids from first_token)
+    that are allowed, > -inf and >= threshold to keys[:count], growing keys when full;
+    returns (keys, count)."""
+    n8 = n >> 3
+    if chunk_candidates(src, off, n8, mb, moff, threshold, group_bits) > 0:
+        for g in range(n8):
+            bits = group_bits[g]
+            if bits == 0:
+                continue
+            for j in range(8 * g, 8 * g + 8):
+                if (bits >> (j & 7)) & 1:
+                    keys, count = _push(keys, count, _order_key(load_f32(src, off + j), first_token + j))
+    for j in range(8 * n8, n):  # the scalar tail of the last sub-block
+        v = load_f32(src, off + j)
+        if v >= threshold and v > _NEG_INF32 and (mb[moff + (j >> 3)] >> (j & 7)) & 1:
+            keys, count = _push(keys, count, _order_key(v, first_token + j))
+    return keys, count
+
+
+@njit
+def _sort_keys(keys, count):
+    """Sort keys[:count] ascending: insertion sort for the usual handful, numpy's otherwise."""
+    if count > 32:
+        keys[:count].sort()
+        return
+    for i in range(1, count):
+        key = keys[i]
+        j = i - 1
+        while j >= 0 and keys[j] > key:
+            keys[j + 1] = keys[j]
+            j -= 1
+        keys[j + 1] = key
+
+
+@njit
+def _push(keys, count, key):
+    if count == keys.shape[0]:
+        grown = np.empty(2 * keys.shape[0], np.int64)
+        grown[:count] = keys
+        keys = grown
+    keys[count] = key
+    return keys, count + 1
+
+
+@njit(nogil=True, cache=True)
+def _phase2(x, row_off, col_stride, vocab, mb, mrow_bytes, row_state, scores, k, want_allowed,
+            chunk_best, sub_best, part_m, part_s, part_am, part_as,
+            lse_out, tokens_out, scores_out, logprobs_out, all_masked_out, allowed_lse_out,
+            row_begin, row_end):
+    """Rows [row_begin, row_end) of phase 2: lse, the threshold, the candidates, the top-k."""
+    nchunks = chunk_best.shape[1]
+    nsubs = (vocab + SUB - 1) // SUB  # sub_best columns past this one hold no tokens
+    line_elems = 64 // x.itemsize
+    group_bits = np.empty(SUB // 8, np.uint8)
+    scratch = np.empty(SUB if col_stride != 1 else 0, np.float32)
+    keys = np.empty(4 * k + 64, np.int64)  # grows on demand (ties can make many candidates)
+    top = np.empty(max(min(k, nchunks), 1), np.float32)
+    for r in range(row_begin, row_end):
+        lse = _merge_lse(part_m[r], part_s[r])
+        lse_out[r] = lse
+        if want_allowed:
+            allowed_lse_out[r] = _merge_lse(part_am[r], part_as[r])
+        # T = k-th largest masked chunk max (top[] kept sorted descending); -inf if < k chunks
+        keep = min(k, nchunks)
+        top[:] = _NEG_INF32
+        live = 0
+        for c in range(nchunks):
+            v = chunk_best[r, c]
+            if v == _NEG_INF32:
+                continue
+            live += 1
+            if keep > 0 and v > top[keep - 1]:
+                i = keep - 1
+                while i > 0 and top[i - 1] < v:
+                    top[i] = top[i - 1]
+                    i -= 1
+                top[i] = v
+        all_masked_out[r] = live == 0
+        threshold = top[keep - 1] if keep > 0 and live >= k else _NEG_INF32
+        base = row_off[r]
+        mbase = row_state[r] * mrow_bytes
+        count = 0
+        if k > 0:  # collect the keys of the candidates: sub-blocks with a masked max >= threshold
+            if col_stride == 1:  # request every candidate line first, so that the misses overlap
+                for c in range(nchunks):
+                    if chunk_best[r, c] == _NEG_INF32 or chunk_best[r, c] < threshold:
+                        continue
+                    for sb in range(c * (CHUNK // SUB), min((c + 1) * (CHUNK // SUB), nsubs)):
+                        if sub_best[r, sb] != _NEG_INF32 and sub_best[r, sb] >= threshold:
+                            for line in range(0, min(SUB, vocab - sb * SUB), line_elems):
+                                prefetch_line(x, base + sb * SUB + line)
+            for c in range(nchunks):
+                if chunk_best[r, c] == _NEG_INF32 or chunk_best[r, c] < threshold:
+                    continue
+                for sb in range(c * (CHUNK // SUB), min((c + 1) * (CHUNK // SUB), nsubs)):
+                    if sub_best[r, sb] == _NEG_INF32 or sub_best[r, sb] < threshold:
+                        continue
+                    start = sb * SUB
+                    n = min(SUB, vocab - start)
+                    if col_stride == 1:
+                        keys, count = _collect(x, base + start, n, mb, mbase + (start >> 3), threshold, start,
+                                               group_bits, keys, count)
+                    else:
+                        for j in range(n):
+                            scratch[j] = load_f32(x, base + (start + j) * col_stride)
+                        keys, count = _collect(scratch, 0, n, mb, mbase + (start >> 3), threshold, start,
+                                               group_bits, keys, count)
+            _sort_keys(keys, count)
+        for i in range(k):
+            if i < count:
+                token = _LOW32 - (keys[count - 1 - i] & _LOW32)  # keys[:count] ascend
+                logprob = load_f32(x, base + token * col_stride) - lse
+                tokens_out[r, i] = token
+                logprobs_out[r, i] = logprob
+                scores_out[r, i] = scores[r] + logprob
+            else:
+                tokens_out[r, i] = -1
+                logprobs_out[r, i] = _NEG_INF32
+                scores_out[r, i] = _NEG_INF32
+
+
+# ---------------------------------------------------------------- host side
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL._max_workers < workers:  # noqa: SLF001 - sized on demand
+            _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fstbeam-cpu")
+        return _POOL
+
+
+def _run_split(fn: Callable[[int, int], None], count: int, elements: int) -> None:
+    """Run fn(begin, end) over [0, count) in up to torch.get_num_threads() contiguous slices.
+
+    The numba kernels release the GIL (nogil=True), so plain threads run them in parallel;
+    this keeps them free of numba's parallel runtime (slow to compile, and its workqueue layer
+    must not be entered from two Python threads at once). Small problems run inline.
+    """
+    threads = min(torch.get_num_threads(), count, max(1, elements // _MIN_ELEMENTS_PER_THREAD))
+    if threads <= 1:
+        fn(0, count)
+        return
+    bounds = [count * i // threads for i in range(threads + 1)]
+    futures = [_pool(threads).submit(fn, bounds[i], bounds[i + 1]) for i in range(1, threads)]
+    fn(bounds[0], bounds[1])  # the calling thread takes the first slice
+    for future in futures:
+        future.result()
+
+
+def _flat_view(t: torch.Tensor, view_dtype) -> np.ndarray:
+    """1-D numpy view over the storage span of a 2-D tensor (no copy), reinterpreted as
+    `view_dtype` when given (bf16 -> uint16, fp16 -> int16 bit patterns)."""
+    rows, cols = t.shape
+    extent = (rows - 1) * t.stride(0) + (cols - 1) * t.stride(1) + 1
+    flat = torch.as_strided(t.detach(), (extent,), (1,), t.storage_offset())
+    if view_dtype is not None:
+        flat = flat.view(view_dtype)
+    return flat.numpy()
+
+
+@njit(cache=True)
+def _first_bad_state(states, num_states):
+    for r in range(states.shape[0]):
+        if states[r] < 0 or states[r] >= num_states:
+            return r
+    return -1
+
+
+_LOCAL = threading.local()
+
+
+def _scratch(num_rows: int, nchunks: int, ngroups: int):
+    """Phase 1 -> phase 2 buffers, reused by the calling thread while the shape repeats (as
+    it does at every decode step): chunk_best, sub_best [R, *] float32; part_m, part_am
+    [R, ngroups] float32; part_s, part_as [R, ngroups] float64."""
+    key = (num_rows, nchunks, ngroups)
+    cached = getattr(_LOCAL, "scratch", None)
+    if cached is None or cached[0] != key:
+        buffers = (
+            np.empty((num_rows, nchunks), np.float32),
+            np.empty((num_rows, nchunks * (CHUNK // SUB)), np.float32),
+            np.empty((num_rows, ngroups), np.float32),
+            np.empty((num_rows, ngroups), np.float64),
+            np.empty((num_rows, ngroups), np.float32),
+            np.empty((num_rows, ngroups), np.float64),
+        )
+        cached = _LOCAL.scratch = (key, buffers)
+    return cached[1]
+
+
+def _mask_bytes(bitmask: torch.Tensor) -> np.ndarray:
+    """The table as flat bytes; the view of the last table seen is reused (the same table
+    comes back every step). The cache holds a reference to the tensor, so the memory behind
+    the view cannot be freed and reused while cached."""
+    layout = (bitmask.data_ptr(), bitmask.shape, bitmask.stride())
+    cached = getattr(_LOCAL, "mask", None)
+    if cached is not None and cached[0] is bitmask and cached[1] == layout:
+        return cached[2]
+    view = _flat_view(bitmask, None).view(np.uint8)
+    _LOCAL.mask = (bitmask, layout, view)
+    return view
+
+
+def _empty_result(num_rows: int, k: int, allowed_lse: bool) -> MaskedTopK:
+    """The result for V == 0: nothing to normalize, nothing to select."""
+    lse = torch.full((num_rows,), -math.inf)
+    return MaskedTopK(
+        lse=lse,
+        tokens=torch.full((num_rows, k), -1, dtype=torch.int64),
+        scores=torch.full((num_rows, k), -math.inf),
+        logprobs=torch.full((num_rows, k), -math.inf),
+        all_masked=torch.ones(num_rows, dtype=torch.bool),
+        allowed_lse=lse.clone() if allowed_lse else None,
+    )
+
+
+def masked_topk(
+    logits: torch.Tensor,
+    bitmask: torch.Tensor,
+    row_state: torch.Tensor,
+    scores: torch.Tensor,
+    k: int,
+    *,
+    allowed_lse: bool = False,
+) -> MaskedTopK:
+    """`reference.masked_topk` on CPU tensors, fast (see the module docstring).
+
+    Expects the arguments `dispatch` validates: logits [R, V] float32/bfloat16/float16 (any
+    strides), bitmask [S, ceil(V/32)] int32 with unit column stride, row_state [R] int64,
+    scores [R] float32, k >= 0; all on the CPU. The row_state range is checked here
+    (KernelInputError), since an out-of-range state would read outside the table.
+    """
+    num_rows, vocab = logits.shape
+    if num_rows == 0 or vocab == 0:
+        return _empty_result(num_rows, k, allowed_lse)
+    states = row_state.contiguous().numpy()
+    bad = _first_bad_state(states, bitmask.shape[0])
+    if bad >= 0:
+        raise KernelInputError(
+            f"row_state must index bitmask rows 0..{bitmask.shape[0] - 1}, got {int(states[bad])} at row {bad}"
+        )
+    x = _flat_view(logits, _STORAGE_VIEW[logits.dtype])
+    row_off = np.arange(num_rows, dtype=np.int64) * logits.stride(0)
+    col_stride = logits.stride(1)
+    mbytes = _mask_bytes(bitmask)
+    mrow_bytes = bitmask.stride(0) * 4
+    scores_np = scores.detach().contiguous().numpy()
+
+    nchunks = -(-vocab // CHUNK)
+    ngroups = -(-nchunks // GROUP)
+    chunk_best, sub_best, part_m, part_s, part_am, part_as = _scratch(num_rows, nchunks, ngroups)
+    lse = np.empty(num_rows, np.float32)
+    allowed = np.empty(num_rows if allowed_lse else 0, np.float32)
+    tokens = np.empty((num_rows, k), np.int64)
+    out_scores = np.empty((num_rows, k), np.float32)
+    logprobs = np.empty((num_rows, k), np.float32)
+    all_masked = np.empty(num_rows, np.bool_)
+    _run_split(
+        lambda begin, end: _phase1(
+            x, row_off, col_stride, vocab, mbytes, mrow_bytes, states, allowed_lse,
+            chunk_best, sub_best, part_m, part_s, part_am, part_as, begin, end,
+        ),
+        num_rows * ngroups,
+        num_rows * vocab,
+    )
+    _run_split(
+        lambda begin, end: _phase2(
+            x, row_off, col_stride, vocab, mbytes, mrow_bytes, states, scores_np, k, allowed_lse,
+            chunk_best, sub_best, part_m, part_s, part_am, part_as,
+            lse, tokens, out_scores, logprobs, all_masked, allowed, begin, end,
+        ),
+        num_rows,
+        num_rows * nchunks * max(k, 1) * 16,  # phase 2 reads ~k sub-blocks per row, plus bookkeeping
+    )
+    return MaskedTopK(
+        lse=torch.from_numpy(lse),
+        tokens=torch.from_numpy(tokens),
+        scores=torch.from_numpy(out_scores),
+        logprobs=torch.from_numpy(logprobs),
+        all_masked=torch.from_numpy(all_masked),
+        allowed_lse=torch.from_numpy(allowed) if allowed_lse else None,
+    )
