@@ -1,0 +1,158 @@
+"""The ``fstbeam`` command: ``fstbeam generate`` decodes prompts under constraints.
+
+    fstbeam generate --cefr A1 --format qa "What do you eat for breakfast?"
+    fstbeam generate --constraints a1.fstbeam --file prompts.txt --jsonl
+    fstbeam generate --phrase "green tea" --beam 8 --nbest 3 "Write about your morning."
+
+Constraints come from a compiled artifact (``--constraints``) or from the same flags as
+``compile-constraints compile`` (compiled on the fly for the decoder's tokenizer). Exit codes:
+0 every output satisfies the constraints, 1 some output does not (``satisfied=False``),
+2 usage or input error.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["main", "build_parser"]
+
+#: Prompt templates by name; ``qa`` suits a base model answering a question.
+TEMPLATES = {"qa": "Question: {prompt}\nAnswer:"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fstbeam", description="finite-state constrained beam search")
+    sub = p.add_subparsers(dest="command", required=True)
+    g = sub.add_parser("generate", help="generate text for prompts under constraints")
+    g.add_argument("prompts", nargs="*", metavar="PROMPT", help="prompt text (or use --file)")
+    g.add_argument("--file", metavar="FILE", help="prompts, one per line ('-' = stdin)")
+    src = g.add_argument_group("constraints (an artifact, or the compile-constraints flags)")
+    src.add_argument("--constraints", metavar="ARTIFACT", help="compiled artifact from compile-constraints")
+    src.add_argument("--words", metavar="FILE", help="word list: UTF-8, one entry per line")
+    src.add_argument("--cefr", metavar="LEVEL", help="every English word form at or below a CEFR level (A1..C2)")
+    src.add_argument("--phrase", action="append", default=[], metavar="TEXT", help="phrase that must appear (repeatable)")
+    src.add_argument("--avoid", action="append", default=[], metavar="TEXT", help="phrase that must never appear (repeatable)")
+    src.add_argument("--prefix", metavar="TEXT", help="the output must start with this text")
+    src.add_argument("--grammar", metavar="NAME", help="a registered grammar")
+    src.add_argument("--canonical", action="store_true", help="only tokens the tokenizer itself uses for the listed words")
+    m = g.add_argument_group("model and search")
+    m.add_argument("--model", metavar="PATH", help="Hugging Face model folder or id (default: Gemma 3 270M)")
+    m.add_argument("--tokenizer", metavar="PATH", help="tokenizer (default: the model's)")
+    m.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, or auto (default)")
+    m.add_argument("--format", default="auto", metavar="raw|chat|auto|qa|TEMPLATE",
+                   help="prompt format: raw text, the chat template, auto (chat if the tokenizer has one), "
+                        "qa ('Question: ...\\nAnswer:'), or a template containing {prompt}")
+    m.add_argument("--beam", type=int, default=5, help="beam size (default 5)")
+    m.add_argument("--nbest", type=int, default=1, help="outputs per prompt (default 1)")
+    m.add_argument("--max-new-tokens", type=int, default=64, help="length limit (default 64)")
+    m.add_argument("--length-reward", type=float, default=None, metavar="R", help="bounded length reward per token")
+    m.add_argument("--length-ratio", type=float, default=None, metavar="X", help="reward up to X * prompt tokens")
+    m.add_argument("--batch-size", type=int, default=8, help="inputs decoded together (default 8)")
+    m.add_argument("--stop-at-newline", action="store_true",
+                   help="end an output at a newline (where the constraints allow ending); a base model answering "
+                        "a question otherwise goes on to invent the next question")
+    out = g.add_argument_group("output")
+    out.add_argument("--jsonl", action="store_true", help="one JSON object per prompt")
+    out.add_argument("-q", "--quiet", action="store_true", help="only the generated text")
+    return p
+
+
+def _read_prompts(args) -> list[str]:
+    prompts = list(args.prompts)
+    if args.file:
+        fh = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
+        with fh:
+            prompts += [line.rstrip("\n") for line in fh if line.strip()]
+    return prompts
+
+
+def _constraints(args, decoder):
+    flags = args.words or args.cefr or args.phrase or args.avoid or args.prefix or args.grammar
+    if args.constraints and flags:
+        raise ValueError("give either --constraints ARTIFACT or constraint flags (--words/--cefr/--phrase/...), not both")
+    if args.constraints:
+        from .compiler.artifact import load_constraints
+
+        return load_constraints(args.constraints, tokenizer=decoder.tokenizer)
+    if not flags:
+        return None
+    from .compiler.compile import compile_constraints
+
+    return compile_constraints(
+        words=args.words, cefr=args.cefr, phrases=args.phrase, avoid=args.avoid, prefix=args.prefix,
+        grammar=args.grammar, tokenizer=decoder.tokenizer if args.canonical else decoder.vocab, canonical=args.canonical,
+    )
+
+
+def _generate(args) -> int:
+    from .errors import Error
+    from .runtime.decoder import Decoder
+
+    prompts = _read_prompts(args)
+    if not prompts:
+        print("fstbeam generate: no prompts (give PROMPT arguments or --file FILE)", file=sys.stderr)
+        return 2
+    fmt = TEMPLATES.get(args.format, args.format)
+    try:
+        decoder = Decoder(args.model, args.tokenizer, device=args.device, prompt_format=fmt)
+        cc = _constraints(args, decoder)
+        opts = dict(batch_size=args.batch_size)
+        if args.stop_at_newline:
+            opts["eos_ids"] = tuple(decoder.eos_ids) + decoder.newline_ids()
+        if args.length_reward is not None:
+            opts["length_reward"] = args.length_reward
+            if args.length_ratio is not None:
+                opts["length_ratio"] = args.length_ratio
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # reported per result below
+            results = decoder.generate(prompts, cc, beam_size=args.beam, nbest=args.nbest,
+                                       max_new_tokens=args.max_new_tokens, **opts)
+    except (Error, ValueError, OSError) as exc:
+        print(f"fstbeam generate: {exc}", file=sys.stderr)
+        return 2
+    what = _describe(args)
+    bad = 0
+    for r in results:
+        bad += (not r.satisfied) or r.error is not None
+        if args.jsonl:
+            print(json.dumps(r.to_dict(), ensure_ascii=False))
+            continue
+        if args.quiet:
+            print(r.text.strip())
+            continue
+        print(f"> {r.prompt}")
+        for k, h in enumerate(r.hypotheses or ()):
+            tag = f"[{k + 1}] " if len(r.hypotheses) > 1 else ""
+            print(f"{tag}{h.text.strip()}")
+            if cc is not None:
+                print(f"    satisfied: {'yes' if h.satisfied else 'NO'}{' (' + what + ')' if what else ''}"
+                      f"{'; phrases met: ' + str(list(h.phrases_met)) if h.phrases_met else ''}"
+                      f"; score {h.score:.3f}")
+        for w in r.warnings:
+            print(f"    warning: {w}")
+        if r.error:
+            print(f"    error: {r.error}")
+    return 1 if bad else 0
+
+
+def _describe(args) -> str:
+    if args.cefr:
+        return f"every word is CEFR {args.cefr.upper()} or below"
+    if args.words:
+        return f"every word is in {Path(args.words).name}"
+    return ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "generate":
+        return _generate(args)
+    return 2  # pragma: no cover
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

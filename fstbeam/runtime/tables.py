@@ -1,0 +1,458 @@
+"""Compiled tables on the decoder's device, pooled across the inputs of a batch.
+
+Every input of a batch may bring its own constraints (its own word list, phrases, prefix, avoid
+list). The search step stays one vectorized program by *pooling*: the hard automata of the batch
+are concatenated into one state space (each table's state, block and dense-row ids shifted by an
+offset; the sorted keys of docs/tables.md stay sorted under the shift), and so are the light
+automata. A hypothesis then carries one global hard state and ``P`` global light states.
+
+Two pseudo hard states come first: ``FREE`` (state 0: every id but EOS, for inputs without
+constraints, so unconstrained decoding is plain beam search) and ``TEXT`` (state 1: every text
+token, for inputs with light constraints only). Light state 0 is the *identity* automaton that
+pads inputs with fewer light automata: it allows everything (special tokens included) and is final.
+
+Operations (all vectorized, no per-hypothesis Python):
+
+- :meth:`Tables.build_mask`: the allowed-token bitmask ``[R, W]`` of each hypothesis: the hard
+  state's dense row, plus its sparse tokens, AND the class mask of the light states (the AND of
+  class sets is one row per hypothesis, whatever the number of automata), then the exception tokens
+  of the light states recomputed exactly (scatter set/clear of distinct bits);
+- :meth:`Tables.hard_next` / :meth:`Tables.light_next`: next states of chosen tokens (two
+  ``searchsorted`` for the hard automaton, one for the light ones);
+- :meth:`Tables.accepting`, :meth:`Tables.lower_bound`, :meth:`Tables.bank`, :meth:`Tables.met`:
+  EOS allowed, fewest tokens to an accepting state, DBA bank, per-phrase met flags.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+__all__ = ["INF_DIST", "InputConstraints", "Tables", "light_distances", "pack_ids", "bitmask_width"]
+
+#: Distance of a state that cannot reach an accepting state.
+INF_DIST = 1 << 30
+_KEY_SENTINEL = np.iinfo(np.int64).max
+FREE, TEXT = 0, 1
+#: Token class of ids without text (special tokens, EOS, padding) in the light-table layout.
+NO_TEXT_CLASS = 4
+
+
+def bitmask_width(v: int) -> int:
+    return (v + 31) // 32
+
+
+def pack_ids(ids: np.ndarray, width: int) -> np.ndarray:
+    """int32 ``[ceil(width/32)]`` with the bits of ``ids`` set."""
+    words = np.zeros(bitmask_width(width), dtype=np.uint32)
+    ids = np.asarray(ids, dtype=np.int64)
+    if ids.size:
+        np.bitwise_or.at(words, ids >> 5, np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)))
+    return words.view(np.int32)
+
+
+def light_distances(a: Any, class_nonempty: np.ndarray) -> np.ndarray:
+    """int64 ``[n]``: fewest tokens from each state of light automaton ``a`` to a final state.
+
+    Edges: the class defaults of classes that have tokens, and the exception transitions. A class
+    edge whose every token is an exception is kept; that can only make a distance smaller, so the
+    result stays a valid lower bound for pruning.
+    """
+    n = int(a.final.shape[0])
+    V = int(a.width)
+    src, dst = [], []
+    dn = np.asarray(a.default_next)
+    for c in np.flatnonzero(class_nonempty[: dn.shape[1]]):
+        ok = dn[:, c] >= 0
+        src.append(np.flatnonzero(ok))
+        dst.append(dn[ok, c])
+    ek, en = np.asarray(a.exc_key), np.asarray(a.exc_next)
+    ok = en >= 0
+    src.append(ek[ok] // V)
+    dst.append(en[ok])
+    src_a = np.concatenate(src).astype(np.int64) if src else np.zeros(0, np.int64)
+    dst_a = np.concatenate(dst).astype(np.int64) if dst else np.zeros(0, np.int64)
+    rev: list[list[int]] = [[] for _ in range(n)]
+    for s, d in zip(src_a.tolist(), dst_a.tolist()):
+        rev[d].append(s)
+    dist = np.full(n, INF_DIST, dtype=np.int64)
+    todo = deque(np.flatnonzero(np.asarray(a.final)).tolist())
+    for q in todo:
+        dist[q] = 0
+    while todo:
+        q = todo.popleft()
+        for p in rev[q]:
+            if dist[p] == INF_DIST:
+                dist[p] = dist[q] + 1
+                todo.append(p)
+    return dist
+
+
+@dataclass(frozen=True, eq=False)
+class InputConstraints:
+    """The constraints of one input, as the pool sees them.
+
+    ``hard`` is a ``HardTables`` (or ``None``); ``lights`` are ``LightAutomaton`` objects, the
+    ``n_phrases`` must-include phrases first, then avoid phrases, then the prefix;
+    ``constrained=False`` means plain decoding (the FREE state: special tokens allowed too).
+    """
+
+    hard: Any = None
+    lights: tuple = ()
+    n_phrases: int = 0
+    constrained: bool = True
+    text_ids: np.ndarray | None = field(default=None, repr=False)
+    source: Any = field(default=None, repr=False)
+
+    @classmethod
+    def from_compiled(cls, cc) -> "InputConstraints":
+        if cc is None:
+            return cls(constrained=False)
+        lights = tuple(cc.phrases) + tuple(cc.avoid) + ((cc.prefix,) if cc.prefix is not None else ())
+        return cls(cc.hard, lights, len(cc.phrases), True, cc.vocab.text_ids, cc)
+
+    @property
+    def phrase_texts(self) -> tuple[str, ...]:
+        return tuple(a.text for a in self.lights[: self.n_phrases])
+
+
+def _t(a, device, dtype=None) -> torch.Tensor:
+    t = torch.as_tensor(np.ascontiguousarray(a))
+    if dtype is not None:
+        t = t.to(dtype)
+    return t.to(device)
+
+
+def _sentinel(a: np.ndarray) -> np.ndarray:
+    return np.concatenate([np.asarray(a, dtype=np.int64), np.array([_KEY_SENTINEL], dtype=np.int64)])
+
+
+class Tables:
+    """Pooled device tables for one set of inputs (see the module docstring).
+
+    ``hard_start(inp)`` / ``light_starts(inp)`` give an input's start states in the pool.
+    """
+
+    def __init__(
+        self,
+        inputs: Sequence[InputConstraints],
+        *,
+        vocab_width: int,
+        eos_ids: Sequence[int],
+        device: torch.device | str = "cpu",
+    ):
+        self.V = V = int(vocab_width)
+        self.W = bitmask_width(V)
+        self.device = torch.device(device)
+        self.eos_ids = tuple(int(e) for e in eos_ids)
+        self.inputs = list(inputs)
+        self._build_hard()
+        self._build_light()
+
+    # ---- building --------------------------------------------------------------------------
+    def _build_hard(self) -> None:
+        V, W, dev = self.V, self.W, self.device
+        hards: list = []
+        for inp in self.inputs:
+            if inp.hard is not None and all(h is not inp.hard for h in hards):
+                if int(inp.hard.width) != V:
+                    from ..errors import TokenizerMismatchError
+
+                    raise TokenizerMismatchError(
+                        f"the constraints were compiled for {inp.hard.width} token ids but the model "
+                        f"produces {V} logits: compile them with this model's tokenizer"
+                    )
+                hards.append(inp.hard)
+        free = np.full(W, -1, dtype=np.int32)
+        if V % 32:
+            free[-1] = np.int32(np.uint32((1 << (V % 32)) - 1).view(np.int32))
+        eos = np.asarray(self.eos_ids, dtype=np.int64)
+        if eos.size:
+            free &= ~pack_ids(eos, V)
+        text_ids = next((inp.text_ids for inp in self.inputs if inp.constrained and inp.text_ids is not None), None)
+        if text_ids is None:
+            text_ids = next((np.flatnonzero(np.asarray(h.token_first_byte) >= 0) for h in hards), np.zeros(0, np.int64))
+        text = pack_ids(text_ids, V)
+        final, dist, trivial = [np.array([True, True])], [np.array([0, 0])], [np.array([True, True])]
+        sb_key, sb_id, blk_key, blk_next = [], [], [], []
+        dense, dense_row = [np.stack([free, text])], [np.array([0, 1])]
+        sp_ptr, sp_tok = [np.zeros(3, dtype=np.int64)], []
+        s_off, b_off, d_off, t_off = 2, 0, 2, 0
+        self._hard_offset: dict[int, int] = {}
+        self._hard_start: dict[int, int] = {}
+        first_byte = None
+        for h in hards:
+            S = int(h.final.shape[0])
+            nb = int(np.asarray(h.block_ptr).shape[0]) - 1
+            self._hard_offset[id(h)] = s_off
+            self._hard_start[id(h)] = s_off + int(h.start)
+            final.append(np.asarray(h.final, bool))
+            d = np.asarray(h.dist_to_final, np.int64)
+            dist.append(np.where((d < 0) | (d >= INF_DIST), INF_DIST, d))
+            trivial.append(np.zeros(S, bool))
+            sb_key.append(np.asarray(h.state_block_key, np.int64) + s_off * 256)
+            sb_id.append(np.asarray(h.state_block_id, np.int64) + b_off)
+            blk_key.append(np.asarray(h.block_key, np.int64) + b_off * V)
+            blk_next.append(np.asarray(h.block_next, np.int64) + s_off)
+            dm = np.asarray(h.dense_masks, np.int32)
+            dense.append(dm)
+            dense_row.append(np.asarray(h.state_dense_row, np.int64) + d_off)
+            ptr = np.asarray(h.state_sparse_ptr, np.int64)
+            sp_ptr.append(ptr[1:] + t_off)
+            sp_tok.append(np.asarray(h.state_sparse_tokens, np.int64))
+            s_off, b_off, d_off, t_off = s_off + S, b_off + nb, d_off + dm.shape[0], t_off + int(ptr[-1])
+            if first_byte is None:
+                first_byte = np.asarray(h.token_first_byte, np.int64)
+        self.n_hard_states = s_off
+        cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
+        self.h_final = _t(cat(final, bool), dev)
+        self.h_dist = _t(cat(dist, np.int64), dev)
+        self.h_trivial = _t(cat(trivial, bool), dev)
+        self.h_sb_key = _t(_sentinel(cat(sb_key, np.int64)), dev)
+        self.h_sb_id = _t(np.concatenate([cat(sb_id, np.int64), [0]]), dev)
+        self.h_blk_key = _t(_sentinel(cat(blk_key, np.int64)), dev)
+        self.h_blk_next = _t(np.concatenate([cat(blk_next, np.int64), [-1]]), dev)
+        self.h_dense = _t(np.concatenate(dense, axis=0).astype(np.int32), dev)
+        self.h_dense_row = _t(cat(dense_row, np.int64), dev)
+        self.h_sp_ptr = _t(cat(sp_ptr, np.int64), dev)
+        self.h_sp_tok = _t(cat(sp_tok, np.int64), dev)
+        self.h_first_byte = _t(first_byte if first_byte is not None else np.full(V, -1, np.int64), dev)
+        self.has_hard = bool(hards)
+
+    def _build_light(self) -> None:
+        V, W, dev = self.V, self.W, self.device
+        autos: list = []
+        for inp in self.inputs:
+            for a in inp.lights:
+                if all(a is not b for b in autos):
+                    autos.append(a)
+        self.P = max((len(inp.lights) for inp in self.inputs), default=0)
+        self.P_phr = max((inp.n_phrases for inp in self.inputs), default=0)
+        token_class = next((np.asarray(a.token_class) for a in autos if a.token_class is not None), None)
+        if token_class is None:
+            token_class = np.full(V, NO_TEXT_CLASS, dtype=np.int64)
+        token_class = token_class.astype(np.int64)
+        self.token_class = _t(token_class, dev)
+        class_nonempty = np.bincount(token_class, minlength=NO_TEXT_CLASS + 1) > 0
+        # State 0: identity. Columns 0..3 text classes, 4 = no-text ids.
+        final, prog, dnext, is_phr, dist = [np.array([True])], [np.array([0])], [np.zeros((1, 5), np.int64)], [np.array([False])], [np.array([0])]
+        ekey, enext, aptr, atok = [], [], [np.zeros(2, np.int64)], []  # adv pointers: identity = empty range
+        off, a_off = 1, 0
+        self._light_offset: dict[int, int] = {}
+        for a in autos:
+            n = int(a.final.shape[0])
+            self._light_offset[id(a)] = off
+            final.append(np.asarray(a.final, bool))
+            is_phrase = a.kind == "phrase"
+            prog.append(np.asarray(a.progress, np.int64) if is_phrase else np.zeros(n, np.int64))
+            dn = np.asarray(a.default_next, np.int64)
+            dn5 = np.full((n, 5), -1, np.int64)
+            dn5[:, : dn.shape[1]] = np.where(dn >= 0, dn + off, -1)
+            dnext.append(dn5)
+            is_phr.append(np.full(n, is_phrase))
+            dist.append(light_distances(a, class_nonempty))
+            ek = np.asarray(a.exc_key, np.int64)
+            ekey.append(ek + off * V)
+            en = np.asarray(a.exc_next, np.int64)
+            enext.append(np.where(en >= 0, en + off, -1))
+            ap = np.asarray(a.adv_ptr, np.int64)
+            aptr.append(ap[1:] + a_off)
+            atok.append(np.asarray(a.adv_tokens, np.int64))
+            off, a_off = off + n, a_off + int(ap[-1])
+        self.n_light_states = off
+        cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
+        aptr_all = np.concatenate(aptr).astype(np.int64)  # [0, 0] for the identity, then each automaton's
+        dn_all = np.concatenate(dnext, axis=0)
+        l_final = cat(final, bool)
+        self.l_final = _t(l_final, dev)
+        self.l_bank = _t(cat(prog, np.int64), dev)
+        self.l_is_phrase = _t(cat(is_phr, bool), dev)
+        self.l_dist = _t(cat(dist, np.int64), dev)
+        self.l_next = _t(dn_all, dev)
+        code = ((dn_all >= 0) * (1 << np.arange(5))).sum(1)
+        self.l_code = _t(code.astype(np.int64), dev)
+        ek_all = cat(ekey, np.int64)
+        self.l_exc_key = _t(_sentinel(ek_all), dev)
+        self.l_exc_next = _t(np.concatenate([cat(enext, np.int64), [-1]]), dev)
+        self.l_exc_ptr = _t(np.searchsorted(ek_all, np.arange(off + 1, dtype=np.int64) * V).astype(np.int64), dev)
+        self.l_adv_ptr = _t(aptr_all, dev)
+        self.l_adv_tok = _t(cat(atok, np.int64), dev)
+        # 32 class combinations (bit c = class c allowed; class 4 = ids without text, EOS excluded).
+        if autos:
+            eos = np.asarray(self.eos_ids, np.int64)
+            cls_rows = []
+            for c in range(5):
+                ids = np.flatnonzero(token_class == c)
+                if c == NO_TEXT_CLASS and eos.size:
+                    ids = np.setdiff1d(ids, eos)
+                cls_rows.append(pack_ids(ids, V))
+            combos = np.zeros((32, W), np.int32)
+            for code_v in range(32):
+                for c in range(5):
+                    if code_v >> c & 1:
+                        combos[code_v] |= cls_rows[c]
+            self.l_combo = _t(combos, dev)
+        else:
+            self.l_combo = None
+
+    # ---- per-input offsets -------------------------------------------------------------------
+    def contains(self, inp: InputConstraints) -> bool:
+        """Every automaton of ``inp`` is in the pool."""
+        if inp.hard is not None and id(inp.hard) not in self._hard_offset:
+            return False
+        return all(id(a) in self._light_offset for a in inp.lights)
+
+    def hard_start(self, inp: InputConstraints) -> int:
+        if not inp.constrained:
+            return FREE
+        if inp.hard is None:
+            return TEXT
+        return self._hard_start[id(inp.hard)]
+
+    def hard_offset(self, inp: InputConstraints) -> int:
+        return self._hard_offset[id(inp.hard)] if inp.hard is not None else 0
+
+    def light_starts(self, inp: InputConstraints, P: int | None = None) -> list[int]:
+        P = self.P if P is None else P
+        out = [self._light_offset[id(a)] + int(a.start) for a in inp.lights]
+        return out + [0] * (P - len(out))
+
+    def light_offsets(self, inp: InputConstraints, P: int | None = None) -> list[int]:
+        P = self.P if P is None else P
+        out = [self._light_offset[id(a)] for a in inp.lights]
+        return out + [0] * (P - len(out))
+
+    # ---- lookups -----------------------------------------------------------------------------
+    def hard_next(self, h: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        """Next hard state for text tokens ``t`` in states ``h`` (same shape); -1 = disallowed."""
+        if not self.has_hard:
+            return h.clone()
+        fb = self.h_first_byte[t.clamp(min=0)]
+        key = h * 256 + fb
+        i = torch.searchsorted(self.h_sb_key, key)
+        hit = (self.h_sb_key[i] == key) & (fb >= 0)
+        key2 = self.h_sb_id[i] * self.V + t
+        j = torch.searchsorted(self.h_blk_key, key2)
+        hit2 = self.h_blk_key[j] == key2
+        nxt = torch.where(hit & hit2, self.h_blk_next[j], torch.full_like(h, -1))
+        return torch.where(self.h_trivial[h], h, nxt)
+
+    def light_next(self, s: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        """Next light states ``[..., P]`` for tokens ``t [...]`` from states ``s [..., P]``."""
+        if s.shape[-1] == 0:
+            return s.clone()
+        tt = t.clamp(min=0).unsqueeze(-1).expand_as(s)
+        key = s * self.V + tt
+        i = torch.searchsorted(self.l_exc_key, key.reshape(-1)).reshape(key.shape)
+        hit = self.l_exc_key[i] == key
+        cls = self.token_class[tt]
+        dflt = self.l_next[s, cls]
+        return torch.where(hit, self.l_exc_next[i], dflt)
+
+    def accepting(self, h: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        """EOS allowed: hard final and every light automaton final."""
+        ok = self.h_final[h]
+        if s.shape[-1]:
+            ok = ok & self.l_final[s].all(-1)
+        return ok
+
+    def lower_bound(self, h: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        """Fewest more text tokens before EOS is allowed (``INF_DIST`` if never)."""
+        d = self.h_dist[h]
+        if s.shape[-1]:
+            d = torch.maximum(d, self.l_dist[s].max(-1).values)
+        return d
+
+    def bank(self, s: torch.Tensor) -> torch.Tensor:
+        """DBA bank: bytes of must-include phrases matched, summed over the phrases."""
+        if s.shape[-1] == 0:
+            return torch.zeros(s.shape[:-1], dtype=torch.int64, device=s.device)
+        return self.l_bank[s].sum(-1)
+
+    def met(self, s: torch.Tensor) -> torch.Tensor:
+        """Per light slot: a must-include phrase that is met (False for other slots)."""
+        return self.l_final[s] & self.l_is_phrase[s]
+
+    def unmet_phrase(self, s: torch.Tensor) -> torch.Tensor:
+        return self.l_is_phrase[s] & ~self.l_final[s]
+
+    def advance_sets(self, s: torch.Tensor) -> torch.Tensor:
+        """``[R, P, C]`` token ids that raise the progress of each unmet phrase (-1 pad)."""
+        R, P = s.shape
+        lo = self.l_adv_ptr[s]
+        cnt = torch.where(self.unmet_phrase(s), self.l_adv_ptr[s + 1] - lo, torch.zeros_like(lo))
+        C = int(cnt.max()) if cnt.numel() else 0
+        if C == 0:
+            return torch.full((R, P, 0), -1, dtype=torch.int64, device=s.device)
+        ar = torch.arange(C, device=s.device)
+        idx = lo.unsqueeze(-1) + ar
+        ok = ar < cnt.unsqueeze(-1)
+        toks = self.l_adv_tok[idx.clamp(max=max(self.l_adv_tok.shape[0] - 1, 0))]
+        return torch.where(ok, toks, torch.full_like(toks, -1))
+
+    # ---- the mask --------------------------------------------------------------------------
+    def build_mask(self, h: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        """int32 ``[R, W]``: the allowed text tokens of each hypothesis (EOS never set)."""
+        m = self.h_dense.index_select(0, self.h_dense_row[h])  # [R, W]
+        if self.has_hard:
+            lo = self.h_sp_ptr[h]
+            cnt = self.h_sp_ptr[h + 1] - lo
+            rows, idx = _expand_ranges(lo, cnt)
+            if rows.numel():
+                _or_bits(m, rows, self.h_sp_tok[idx], set_=True)
+        if s.shape[-1] == 0 or self.l_combo is None:
+            return m
+        R, P = s.shape
+        # Exception tokens of every light state of each row, deduplicated per row.
+        elo = self.l_exc_ptr[s]
+        ecnt = self.l_exc_ptr[s + 1] - elo
+        er, eidx = _expand_ranges(elo.reshape(-1), ecnt.reshape(-1))
+        if er.numel():
+            er = er // P
+            et = self.l_exc_key[eidx] % self.V
+            key = torch.unique(er * self.V + et)
+            er, et = key // self.V, key % self.V
+            word = m[er, et >> 5]
+            hard_ok = ((word >> (et & 31).to(torch.int32)) & 1).bool()
+        code = self.l_code[s]  # [R, P]
+        acc = code[:, 0]
+        for p in range(1, P):
+            acc = acc & code[:, p]
+        m &= self.l_combo[acc]
+        if er.numel():
+            ok = hard_ok & (self.light_next(s[er], et) >= 0).all(-1)
+            _or_bits(m, er[ok], et[ok], set_=True)
+            _or_bits(m, er[~ok], et[~ok], set_=False)
+        return m
+
+
+def _expand_ranges(lo: torch.Tensor, cnt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """For ranges ``[lo[i], lo[i]+cnt[i])``: (owner i, index) of every element, flattened."""
+    total = int(cnt.sum())
+    if total == 0:
+        e = torch.zeros(0, dtype=torch.int64, device=lo.device)
+        return e, e
+    owner = torch.repeat_interleave(torch.arange(lo.numel(), device=lo.device), cnt, output_size=total)
+    start = torch.cumsum(cnt, 0) - cnt
+    idx = lo[owner] + (torch.arange(total, device=lo.device) - start[owner])
+    return owner, idx
+
+
+def _or_bits(m: torch.Tensor, rows: torch.Tensor, toks: torch.Tensor, *, set_: bool) -> None:
+    """Set (or clear) bit ``toks`` of row ``rows`` in the int32 mask ``m``; (row, tok) pairs distinct."""
+    if rows.numel() == 0:
+        return
+    W = m.shape[1]
+    flat = rows * W + (toks >> 5)
+    bits = torch.ones_like(toks) << (toks & 31)  # int64, distinct bits per word: sum == OR
+    uw, inv = torch.unique(flat, return_inverse=True)
+    acc = torch.zeros(uw.shape[0], dtype=torch.int64, device=m.device).index_add_(0, inv, bits)
+    acc32 = ((acc + (1 << 31)) % (1 << 32) - (1 << 31)).to(torch.int32)
+    mv = m.view(-1)
+    if set_:
+        mv[uw] = mv[uw] | acc32
+    else:
+        mv[uw] = mv[uw] & ~acc32

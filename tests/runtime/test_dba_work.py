@@ -1,0 +1,60 @@
+"""DBA's counted work does not grow with the number of phrases (Post & Vilar's O(1) in C):
+per search step, one masked top-k pass over the logits, one best-in-sets gather, and one model
+row per live hypothesis (at most beam_size per input), whatever the number of phrases."""
+from __future__ import annotations
+
+import string
+import warnings
+
+import pytest
+
+from fstbeam.runtime import Decoder, _kernels
+
+from rt_helpers import StubLM
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    from fstbeam.compiler.vocab import Vocab
+
+    letters = string.ascii_lowercase
+    toks = ["<eos>"] + list(letters) + [" " + c for c in letters] + [" ", ".", " the", " cat"]
+    return Vocab.from_dict({i: t for i, t in enumerate(toks) if i}, eos_ids=[0])
+
+
+def test_counted_work_is_flat_in_the_number_of_phrases(vocab, monkeypatch):
+    from fstbeam.compiler.compile import compile_constraints
+
+    calls = {"topk": 0, "sets": 0}
+    real_topk, real_sets = _kernels.masked_topk, _kernels.best_in_sets
+
+    def topk(*a, **k):
+        calls["topk"] += 1
+        return real_topk(*a, **k)
+
+    def sets(*a, **k):
+        calls["sets"] += 1
+        return real_sets(*a, **k)
+
+    monkeypatch.setattr(_kernels, "masked_topk", topk)
+    monkeypatch.setattr(_kernels, "best_in_sets", sets)
+    V, k, n = vocab.width, 4, 3
+    lm = StubLM(V, eos=[0], eos_bias=-2.0)
+    dec = Decoder(lm, vocab, eos_ids=[0], device="cpu")
+    per_step = {}
+    for P in (1, 2, 4, 8, 16):
+        cc = compile_constraints(tokenizer=vocab, phrases=list(string.ascii_lowercase[:P]))
+        calls.update(topk=0, sets=0)
+        rows0 = lm.forward_rows
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = dec.generate([[1], [2], [3]], cc, beam_size=k, max_new_tokens=40, batch_size=n)
+        st = dec.last_stats
+        assert calls["topk"] == st.steps and calls["sets"] == st.steps  # one pass of each per step
+        rows = lm.forward_rows - rows0 - n  # minus the prefill rows
+        assert rows <= (st.steps - 1) * k * n  # one model row per live hypothesis per step
+        assert st.logits_elements <= st.steps * k * n * V
+        per_step[P] = (rows / max(st.steps - 1, 1), st.logits_elements / st.steps)
+        assert sum(r.satisfied for r in res) >= 2, P
+    # the beam stays full whatever P: rows per step do not grow with the number of phrases
+    assert max(v[0] for v in per_step.values()) <= k * n

