@@ -14,6 +14,10 @@ device-to-device copy bandwidth (the practical roofline) and of the nominal peak
 
     python benchmarks/bench_kernels.py            # full grid -> benchmarks/results/kernels_<device>.json
     python benchmarks/bench_kernels.py --quick    # reduced grid, fewer rounds
+    python benchmarks/bench_kernels.py --quick --threads 1 --out benchmarks/results/kernels_cpu_1thread.json
+
+On a shared machine, torch's 2-thread parallel regions stall whenever the other core is busy
+(a read of a small tensor can take milliseconds); `--threads 1` compares per core.
 """
 from __future__ import annotations
 
@@ -187,10 +191,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--rounds", type=int, default=None, help="timed rounds per config (default 9, quick 5)")
     parser.add_argument("--k", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch.set_num_threads (the CPU backend follows it); default: torch's choice")
     parser.add_argument("--out", type=Path, default=None,
                         help="JSON path (default benchmarks/results/kernels_<device>.json)")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     grid = QUICK_GRID if args.quick else FULL_GRID
     rounds = args.rounds or (5 if args.quick else 9)
     if device.type == "cuda":
