@@ -1,7 +1,7 @@
 """fstbeam: finite-state constrained beam search.
 
     cc = fstbeam.compile_constraints(cefr="A1", tokenizer="default")
-    m = cc.matcher(); m.allowed_token_ids()
+    results = fstbeam.Decoder().generate(["What do you eat for breakfast?"], cc)
 
 Heavy parts load lazily, so ``import fstbeam`` needs neither torch nor pynini.
 """
@@ -17,6 +17,9 @@ _LAZY = {
     "load_constraints": ("fstbeam.compiler.artifact", "load_constraints"),
     "Vocab": ("fstbeam.compiler.vocab", "Vocab"),
     "load_vocab": ("fstbeam.compiler.vocab", "load_vocab"),
+    "Decoder": ("fstbeam.runtime.decoder", "Decoder"),
+    "GenerationResult": ("fstbeam.runtime.results", "GenerationResult"),
+    "FstLogitsProcessor": ("fstbeam.runtime.logits_processor", "FstLogitsProcessor"),
 }
 
 __all__ = ["__version__", *_LAZY]
