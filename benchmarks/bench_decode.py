@@ -125,16 +125,29 @@ def rate(n, t):
     return n / t.cpu if t.cpu > 0 else float("nan")
 
 
+def paired(n, fa, fb):
+    """Run ``fa`` and ``fb`` alternately ``n`` times each; min CPU of each (contention hits both)."""
+    ba, bb, oa, ob = Best(), Best(), None, None
+    for _ in range(n):
+        oa = fa()
+        ba.add(oa[1])
+        ob = fb()
+        bb.add(ob[1])
+    return (oa[0], ba, oa[2]), (ob[0], bb, ob[2])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer prompts and tokens (a few minutes on 2 cores)")
-    ap.add_argument("--out", default="benchmarks/results/decode_quick.json")
+    ap.add_argument("--out", default=None, help="JSON file (default benchmarks/results/decode[_quick].json); "
+                                                "sections not run keep their previous figures")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--beam", type=int, default=5)
+    ap.add_argument("--sections", default="1,2,3,4,5", help="which sections to run, e.g. 3,4")
     ap.add_argument("--repeats", type=int, default=None, help="runs per configuration, min CPU time kept (default 2 quick, 3 full)")
     args = ap.parse_args(argv)
-    if not args.quick and args.out == "benchmarks/results/decode_quick.json":
-        args.out = "benchmarks/results/decode.json"
+    out_path = Path(args.out or ("benchmarks/results/decode_quick.json" if args.quick else "benchmarks/results/decode.json"))
+    sections = {int(x) for x in args.sections.split(",") if x.strip()}
     from fstbeam.compiler.compile import compile_constraints
     from fstbeam.runtime import Decoder, _kernels
 
@@ -145,96 +158,121 @@ def main(argv=None) -> int:
     beam = args.beam
     with Timer() as t_load:
         dec = Decoder(device=args.device)
-    result = {
-        "env": {"torch": torch.__version__, "threads": torch.get_num_threads(), "cpu": platform.processor() or platform.machine(),
-                "device": args.device, "kernel_backend": _kernels.backend_name(), "loadavg_start": os.getloadavg(),
-                "quick": quick, "beam": beam, "max_new_tokens": M, "prompts": len(prompts), "repeats": R,
-                "timing": "min process CPU seconds over repeats"},
-        "load_seconds": round(t_load.wall, 2),
-    }
+    result = json.loads(out_path.read_text()) if out_path.exists() else {}
+    env = {"torch": torch.__version__, "threads": torch.get_num_threads(), "cpu": platform.processor() or platform.machine(),
+                     "device": args.device, "kernel_backend": _kernels.backend_name(), "loadavg_start": os.getloadavg(),
+                     "quick": quick, "beam": beam, "max_new_tokens": M, "prompts": len(prompts), "repeats": R,
+                     "timing": "min process CPU seconds over repeats, configurations compared run alternately",
+                     "load_seconds": round(t_load.wall, 2), "sections_run": sorted(sections)}
+    if sections >= {1, 2, 3, 4, 5} or "env" not in result:
+        result["env"] = env
+        result.pop("reruns", None)
+    else:  # a partial rerun: the other sections keep the figures (and environment) of their run
+        result.setdefault("reruns", []).append(env)
     print(f"model loaded in {t_load.wall:.1f}s; kernels: {_kernels.backend_name()}")
-    dec.generate(prompts[:1], beam_size=beam, max_new_tokens=2)  # warm-up
+    dec.generate(prompts[:1], beam_size=beam, max_new_tokens=2)  # warm-up (kernel JIT)
+    common = dict(beam_size=beam, max_new_tokens=M, batch_size=len(prompts))
+    free_to_limit = lambda: fst_run(dec, prompts, **common, stopping="exhaustive")  # noqa: E731
 
-    # 1. unconstrained vs HF ------------------------------------------------------------------
-    fo, t_fo, s_fo = repeat(R, lambda: fst_run(dec, prompts, beam_size=beam, max_new_tokens=M, batch_size=len(prompts)))
-    fe, t_fe, s_fe = repeat(R, lambda: fst_run(dec, prompts, beam_size=beam, max_new_tokens=M, batch_size=len(prompts), stopping="exhaustive"))
-    hf, t_hf, hf_steps = repeat(R, lambda: hf_run(dec, prompts, beam=beam, max_new_tokens=M, early_stopping=False))
-    hf_lp = [dec.score(p, toks, eos=ended) for p, (toks, ended) in zip(prompts, hf)]
-    fst_lp = [r.logprob for r in fo]
-    better = sum(a >= b - 1e-3 for a, b in zip(fst_lp, hf_lp))
-    sec1 = {
-        "fstbeam_optimal": {"wall": t_fo.wall, "cpu": t_fo.cpu, "steps": s_fo.steps, "inputs_per_cpu_s": rate(len(prompts), t_fo)},
-        "fstbeam_to_limit": {"wall": t_fe.wall, "cpu": t_fe.cpu, "steps": s_fe.steps, "inputs_per_cpu_s": rate(len(prompts), t_fe)},
-        "hf_generate": {"wall": t_hf.wall, "cpu": t_hf.cpu, "steps": hf_steps, "inputs_per_cpu_s": rate(len(prompts), t_hf)},
-        "throughput_ratio_optimal_vs_hf": t_hf.cpu / t_fo.cpu,
-        "throughput_ratio_to_limit_vs_hf": t_hf.cpu / t_fe.cpu,
-        "logprob_fstbeam": fst_lp, "logprob_hf": hf_lp, "fstbeam_equal_or_better": f"{better}/{len(prompts)}",
-        "texts": [r.text for r in fo],
-    }
-    result["unconstrained_vs_hf"] = sec1
-    print(f"[1] unconstrained: fstbeam {t_fo.cpu:.1f}s cpu ({s_fo.steps} steps), to-limit {t_fe.cpu:.1f}s, "
-          f"HF {t_hf.cpu:.1f}s ({hf_steps} steps) -> {sec1['throughput_ratio_optimal_vs_hf']:.2f}x "
-          f"({sec1['throughput_ratio_to_limit_vs_hf']:.2f}x to the limit); scores >= HF: {better}/{len(prompts)}")
+    if sections & {1, 5}:
+        # 1. unconstrained vs HF --------------------------------------------------------------------
+        (fo, t_fo, s_fo), (hf, t_hf, hf_steps) = paired(
+            R, lambda: fst_run(dec, prompts, **common), lambda: hf_run(dec, prompts, beam=beam, max_new_tokens=M, early_stopping=False))
+        fe, t_fe, s_fe = repeat(R, free_to_limit)
+        hf_lp = [dec.score(p, toks, eos=ended) for p, (toks, ended) in zip(prompts, hf)]
+        fst_lp = [r.logprob for r in fo]
+        better = sum(a >= b - 1e-3 for a, b in zip(fst_lp, hf_lp))
+        sec1 = {
+            "fstbeam_optimal": {"wall": t_fo.wall, "cpu": t_fo.cpu, "steps": s_fo.steps, "inputs_per_cpu_s": rate(len(prompts), t_fo)},
+            "fstbeam_to_limit": {"wall": t_fe.wall, "cpu": t_fe.cpu, "steps": s_fe.steps, "inputs_per_cpu_s": rate(len(prompts), t_fe)},
+            "hf_generate": {"wall": t_hf.wall, "cpu": t_hf.cpu, "steps": hf_steps, "inputs_per_cpu_s": rate(len(prompts), t_hf)},
+            "throughput_ratio_optimal_vs_hf": t_hf.cpu / t_fo.cpu,
+            "throughput_ratio_to_limit_vs_hf": t_hf.cpu / t_fe.cpu,
+            "logprob_fstbeam": fst_lp, "logprob_hf": hf_lp, "fstbeam_equal_or_better": f"{better}/{len(prompts)}",
+            "texts": [r.text for r in fo],
+        }
+        result["unconstrained_vs_hf"] = sec1
+        print(f"[1] unconstrained: fstbeam {t_fo.cpu:.1f}s cpu ({s_fo.steps} steps), to-limit {t_fe.cpu:.1f}s, "
+              f"HF {t_hf.cpu:.1f}s ({hf_steps} steps) -> {sec1['throughput_ratio_optimal_vs_hf']:.2f}x "
+              f"({sec1['throughput_ratio_to_limit_vs_hf']:.2f}x to the limit); scores >= HF: {better}/{len(prompts)}")
+        # 5. stopping: newline tokens end an answer too, so outputs finish at different lengths ------
+        eos = tuple(dec.eos_ids) + dec.newline_ids()
+        so, t_so, s_so = repeat(R, lambda: fst_run(dec, prompts, **common, eos_ids=eos))
+        sx, t_sx, s_sx = repeat(1, lambda: fst_run(dec, prompts, **common, eos_ids=eos, stopping="exhaustive"))
+        saved_dec = dec.eos_ids
+        dec.eos_ids = eos  # hf_run passes dec.eos_ids to generate()
+        try:
+            _, t_hs, hs_steps = repeat(1, lambda: hf_run(dec, prompts, beam=beam, max_new_tokens=M, early_stopping=True))
+            _, t_hn, hn_steps = repeat(1, lambda: hf_run(dec, prompts, beam=beam, max_new_tokens=M, early_stopping=False))
+        finally:
+            dec.eos_ids = saved_dec
+        sec5 = {"eos": "model EOS + newline tokens", "length_limit": M,
+                "optimal_steps_per_input": [r.steps for r in so], "optimal_batch_steps": s_so.steps, "optimal_cpu": t_so.cpu,
+                "to_limit_steps_per_input": [r.steps for r in sx], "to_limit_batch_steps": s_sx.steps, "to_limit_cpu": t_sx.cpu,
+                "same_outputs_as_to_limit": [a.token_ids for a in so] == [b.token_ids for b in sx],
+                "hf_early_stopping_true_batch_steps": hs_steps, "hf_early_stopping_true_cpu": t_hs.cpu,
+                "hf_early_stopping_false_batch_steps": hn_steps, "hf_early_stopping_false_cpu": t_hn.cpu,
+                "texts": [r.text for r in so]}
+        result["stopping"] = sec5
+        print(f"[5] stopping (newline ends an answer): optimal {s_so.steps} batch steps, per input "
+              f"{sec5['optimal_steps_per_input']} ({sum(sec5['optimal_steps_per_input'])} in all) vs to the limit "
+              f"{sum(sec5['to_limit_steps_per_input'])}; HF early_stopping=True {hs_steps} batch steps, False {hn_steps}; "
+              f"same outputs as to the limit: {sec5['same_outputs_as_to_limit']}")
 
-    # 2. A1 vs unconstrained (both to the length limit) -----------------------------------------
-    with Timer() as t_c:
-        a1 = compile_constraints(cefr="A1", tokenizer=dec.vocab)
-    ua, t_ua, s_ua = fe, t_fe, s_fe
-    ra, t_ra, s_ra = repeat(R, lambda: fst_run(dec, prompts, a1, beam_size=beam, max_new_tokens=M, batch_size=len(prompts), stopping="exhaustive"))
-    ro, t_ro, s_ro = fst_run(dec, prompts, a1, beam_size=beam, max_new_tokens=M, batch_size=len(prompts), length_reward=1.0)
-    sec2 = {
-        "compile_seconds": t_c.wall, "unconstrained_cpu": t_ua.cpu, "a1_cpu": t_ra.cpu, "steps": [s_ua.steps, s_ra.steps],
-        "time_ratio": t_ra.cpu / t_ua.cpu, "per_step_ratio": (t_ra.cpu / s_ra.steps) / (t_ua.cpu / s_ua.steps),
-        "satisfied": sum(r.satisfied for r in ra), "a1_texts_length_reward": [r.text for r in ro],
-        "a1_satisfied_length_reward": sum(r.satisfied for r in ro),
-    }
-    result["a1_vs_unconstrained"] = sec2
-    print(f"[2] CEFR A1 vs unconstrained (to the limit): {sec2['time_ratio']:.3f}x time, "
-          f"{sec2['per_step_ratio']:.3f}x per step; satisfied {sec2['satisfied']}/{len(prompts)}")
+    if 2 in sections:
+        # 2. A1 vs unconstrained (both to the length limit) -----------------------------------------
+        with Timer() as t_c:
+            a1 = compile_constraints(cefr="A1", tokenizer=dec.vocab)
+        (ua, t_ua, s_ua), (ra, t_ra, s_ra) = paired(
+            R, free_to_limit, lambda: fst_run(dec, prompts, a1, **common, stopping="exhaustive"))
+        ro, _, _ = fst_run(dec, prompts, a1, **common, length_reward=1.0, eos_ids=dec.eos_ids + dec.newline_ids())
+        sec2 = {
+            "compile_seconds": t_c.wall, "unconstrained_cpu": t_ua.cpu, "a1_cpu": t_ra.cpu, "steps": [s_ua.steps, s_ra.steps],
+            "time_ratio": t_ra.cpu / t_ua.cpu, "per_step_ratio": (t_ra.cpu / s_ra.steps) / (t_ua.cpu / s_ua.steps),
+            "satisfied": sum(r.satisfied for r in ra), "a1_texts_reward_stop_at_newline": [r.text for r in ro],
+            "a1_satisfied_reward_stop_at_newline": sum(r.satisfied for r in ro),
+        }
+        result["a1_vs_unconstrained"] = sec2
+        print(f"[2] CEFR A1 vs unconstrained (to the limit): {sec2['time_ratio']:.3f}x time, "
+              f"{sec2['per_step_ratio']:.3f}x per step; satisfied {sec2['satisfied']}/{len(prompts)}")
 
-    # 3. DBA phrases --------------------------------------------------------------------------------
-    sec3 = {"unconstrained_cpu_per_step": t_ua.cpu / s_ua.steps, "by_phrases": {}}
-    for P in ((1, 4, 16) if quick else (1, 2, 4, 8, 16)):
-        cc = compile_constraints(phrases=PHRASES[:P], tokenizer=dec.vocab)
-        rp, t_p, s_p = repeat(R, lambda: fst_run(dec, prompts, cc, beam_size=beam, max_new_tokens=M, batch_size=len(prompts), stopping="exhaustive"))
-        per_step = t_p.cpu / s_p.steps
-        sec3["by_phrases"][P] = {"cpu": t_p.cpu, "steps": s_p.steps, "cpu_per_step": per_step,
-                                 "ratio_per_step": per_step / sec3["unconstrained_cpu_per_step"],
-                                 "model_rows": s_p.model_rows, "advance_elements": s_p.advance_elements,
-                                 "logits_elements": s_p.logits_elements,
-                                 "satisfied": sum(r.satisfied for r in rp)}
-        print(f"[3] DBA {P:2d} phrases: {sec3['by_phrases'][P]['ratio_per_step']:.3f}x per step vs unconstrained; "
-              f"satisfied {sec3['by_phrases'][P]['satisfied']}/{len(prompts)}")
-    result["dba_phrases"] = sec3
+    if 3 in sections:
+        # 3. DBA phrases --------------------------------------------------------------------------------
+        sec3 = {"by_phrases": {}}
+        for P in ((1, 4, 16) if quick else (1, 2, 4, 8, 16)):
+            cc = compile_constraints(phrases=PHRASES[:P], tokenizer=dec.vocab)
+            (_, t_u, s_u), (rp, t_p, s_p) = paired(
+                R, free_to_limit, lambda: fst_run(dec, prompts, cc, **common, stopping="exhaustive"))
+            ratio = (t_p.cpu / s_p.steps) / (t_u.cpu / s_u.steps)
+            sec3["by_phrases"][P] = {"cpu": t_p.cpu, "unconstrained_cpu": t_u.cpu, "steps": s_p.steps, "ratio_per_step": ratio,
+                                     "model_rows": s_p.model_rows, "advance_elements": s_p.advance_elements,
+                                     "logits_elements": s_p.logits_elements, "satisfied": sum(r.satisfied for r in rp)}
+            print(f"[3] DBA {P:2d} phrases: {ratio:.3f}x per step vs unconstrained; satisfied "
+                  f"{sec3['by_phrases'][P]['satisfied']}/{len(prompts)} (model rows {s_p.model_rows}, "
+                  f"advance entries {s_p.advance_elements})")
+        result["dba_phrases"] = sec3
 
-    # 4. streaming vs static batch ---------------------------------------------------------------------
-    mixed = MIXED * 2 if quick else MIXED * 3
-    b = 8  # refill when live inputs <= 8/6, i.e. at 1
-    Ms = 32 if quick else 48
-    st_res, t_st, s_st = repeat(R, lambda: fst_run(dec, mixed, beam_size=beam, max_new_tokens=Ms, batch_size=b, streaming=False))
-    sm_res, t_sm, s_sm = repeat(R, lambda: fst_run(dec, mixed, beam_size=beam, max_new_tokens=Ms, batch_size=b, streaming=True))
-    same = all(a.token_ids == c.token_ids for a, c in zip(st_res, sm_res))
-    sec4 = {"inputs": len(mixed), "batch_size": b, "max_new_tokens": Ms, "static_cpu": t_st.cpu, "streaming_cpu": t_sm.cpu,
-            "static_wall": t_st.wall, "streaming_wall": t_sm.wall, "static_steps": s_st.steps, "streaming_steps": s_sm.steps,
-            "throughput_ratio": t_st.cpu / t_sm.cpu, "identical_outputs": same,
-            "output_steps": [r.steps for r in st_res]}
-    result["streaming"] = sec4
-    print(f"[4] streaming vs static: {sec4['throughput_ratio']:.2f}x throughput ({s_st.steps} -> {s_sm.steps} batch steps), "
-          f"identical outputs: {same}")
+    if 4 in sections:
+        # 4. streaming vs static batch ---------------------------------------------------------------------
+        mixed = MIXED * 2 if quick else MIXED * 3
+        b = 8  # refill when live inputs <= 8/6, i.e. at 1
+        Ms = 32 if quick else 48
+        kw = dict(beam_size=beam, max_new_tokens=Ms, batch_size=b)
+        (st_res, t_st, s_st), (sm_res, t_sm, s_sm) = paired(
+            R, lambda: fst_run(dec, mixed, **kw, streaming=False), lambda: fst_run(dec, mixed, **kw, streaming=True))
+        same = all(a.token_ids == c.token_ids for a, c in zip(st_res, sm_res))
+        sec4 = {"inputs": len(mixed), "batch_size": b, "max_new_tokens": Ms, "static_cpu": t_st.cpu, "streaming_cpu": t_sm.cpu,
+                "static_wall": t_st.wall, "streaming_wall": t_sm.wall, "static_steps": s_st.steps, "streaming_steps": s_sm.steps,
+                "throughput_ratio": t_st.cpu / t_sm.cpu, "identical_outputs": same,
+                "output_steps": [r.steps for r in st_res]}
+        result["streaming"] = sec4
+        print(f"[4] streaming vs static: {sec4['throughput_ratio']:.2f}x throughput ({s_st.steps} -> {s_sm.steps} batch steps), "
+              f"identical outputs: {same}")
 
-    # 5. stopping ----------------------------------------------------------------------------------------
-    _, t_hs, hs_steps = repeat(1, lambda: hf_run(dec, prompts, beam=beam, max_new_tokens=M, early_stopping=True))
-    sec5 = {"optimal_steps_per_input": [r.steps for r in fo], "length_limit": M,
-            "optimal_batch_steps": s_fo.steps, "to_limit_batch_steps": s_fe.steps,
-            "hf_early_stopping_true_batch_steps": hs_steps, "hf_early_stopping_false_batch_steps": hf_steps,
-            "hf_early_stopping_true_cpu": t_hs.cpu}
-    result["stopping"] = sec5
-    print(f"[5] stopping: optimal {s_fo.steps} batch steps (per input {sec5['optimal_steps_per_input']}), "
-          f"length limit {s_fe.steps}, HF early_stopping=True {hs_steps}, False {hf_steps}")
-    result["env"]["loadavg_end"] = os.getloadavg()
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2, default=float))
-    print(f"wrote {args.out}")
+    env["loadavg_end"] = os.getloadavg()
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(result, indent=2, default=float))
+    print(f"wrote {out_path}")
     return 0
 
 

@@ -114,7 +114,7 @@ def _generate(args) -> int:
     except (Error, ValueError, OSError) as exc:
         print(f"fstbeam generate: {exc}", file=sys.stderr)
         return 2
-    what = _describe(args)
+    what = _describe(args, cc)
     bad = 0
     for r in results:
         bad += (not r.satisfied) or r.error is not None
@@ -139,11 +139,14 @@ def _generate(args) -> int:
     return 1 if bad else 0
 
 
-def _describe(args) -> str:
-    if args.cefr:
-        return f"every word is CEFR {args.cefr.upper()} or below"
-    if args.words:
-        return f"every word is in {Path(args.words).name}"
+def _describe(args, cc) -> str:
+    spec = getattr(cc, "spec", None) or {}
+    cefr = args.cefr or spec.get("cefr")
+    if cefr:
+        return f"every word is CEFR {str(cefr).upper()} or below"
+    words = args.words or (spec.get("words") or {}).get("source")
+    if words:
+        return f"every word is in {Path(str(words)).name}"
     return ""
 
 

@@ -252,8 +252,11 @@ class Decoder:
         phrase_texts: dict[int, tuple[str, ...]] = {}
 
         def requests() -> Iterator[Request]:
+            missing = object()
             for i, p in enumerate(prompts):
-                cc = constraints if shared else next(cons_iter, None)
+                cc = constraints if shared else next(cons_iter, missing)
+                if cc is missing:
+                    raise DecodeError(f"constraints ran out at prompt {i}: give one constraint set (or None) per prompt")
                 inp = self._check(cc)
                 phrase_texts[i] = inp.phrase_texts
                 texts[i] = p if isinstance(p, str) else None

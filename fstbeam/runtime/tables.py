@@ -24,6 +24,7 @@ Operations (all vectorized, no per-hypothesis Python):
 """
 from __future__ import annotations
 
+import weakref
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -52,6 +53,47 @@ def pack_ids(ids: np.ndarray, width: int) -> np.ndarray:
     if ids.size:
         np.bitwise_or.at(words, ids >> 5, np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)))
     return words.view(np.int32)
+
+
+_DIST_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_COMBO_CACHE: dict = {}
+
+
+def _cached_distances(a: Any, class_nonempty: np.ndarray) -> np.ndarray:
+    try:
+        hit = _DIST_CACHE.get(a)
+    except TypeError:  # not weak-referenceable: compute every time
+        return light_distances(a, class_nonempty)
+    if hit is None:
+        hit = light_distances(a, class_nonempty)
+        _DIST_CACHE[a] = hit
+    return hit
+
+
+def _class_combos(token_class: np.ndarray, V: int, eos_ids: tuple[int, ...]) -> np.ndarray:
+    """int32 ``[32, W]``: for each set of classes (bit c = class c; class 4 = ids without text,
+    EOS excluded), the mask of their tokens. Cached per token-class array (one per tokenizer)."""
+    key = (id(token_class), V, eos_ids)
+    hit = _COMBO_CACHE.get(key)
+    if hit is not None and hit[0] is token_class:
+        return hit[1]
+    tc = np.asarray(token_class).astype(np.int64)
+    eos = np.asarray(eos_ids, np.int64)
+    rows = []
+    for c in range(5):
+        ids = np.flatnonzero(tc == c)
+        if c == NO_TEXT_CLASS and eos.size:
+            ids = np.setdiff1d(ids, eos)
+        rows.append(pack_ids(ids, V))
+    combos = np.zeros((32, bitmask_width(V)), np.int32)
+    for code in range(32):
+        for c in range(5):
+            if code >> c & 1:
+                combos[code] |= rows[c]
+    if len(_COMBO_CACHE) > 8:
+        _COMBO_CACHE.clear()
+    _COMBO_CACHE[key] = (token_class, combos)
+    return combos
 
 
 def light_distances(a: Any, class_nonempty: np.ndarray) -> np.ndarray:
@@ -221,6 +263,14 @@ class Tables:
         self.h_sp_tok = _t(cat(sp_tok, np.int64), dev)
         self.h_first_byte = _t(first_byte if first_byte is not None else np.full(V, -1, np.int64), dev)
         self.has_hard = bool(hards)
+        # EOS ids of this decode that are text tokens for the tables (e.g. newline tokens used to
+        # stop at a line end): they end an output and are never emitted as text, so every mask
+        # row clears them.
+        eos_arr = np.asarray([e for e in self.eos_ids if 0 <= e < V], np.int64)
+        text_eos = eos_arr[np.isin(eos_arr, np.asarray(text_ids, np.int64))].tolist() if eos_arr.size else []
+        if first_byte is not None and eos_arr.size:
+            text_eos = sorted(set(text_eos) | set(eos_arr[first_byte[eos_arr] >= 0].tolist()))
+        self.eos_clear = _t(~pack_ids(np.asarray(text_eos, np.int64), V), dev)[None, :] if text_eos else None
 
     def _build_light(self) -> None:
         V, W, dev = self.V, self.W, self.device
@@ -231,10 +281,10 @@ class Tables:
                     autos.append(a)
         self.P = max((len(inp.lights) for inp in self.inputs), default=0)
         self.P_phr = max((inp.n_phrases for inp in self.inputs), default=0)
-        token_class = next((np.asarray(a.token_class) for a in autos if a.token_class is not None), None)
-        if token_class is None:
-            token_class = np.full(V, NO_TEXT_CLASS, dtype=np.int64)
-        token_class = token_class.astype(np.int64)
+        tc_source = next((a.token_class for a in autos if a.token_class is not None), None)
+        if autos and tc_source is None:
+            raise ValueError("light automata without a token_class table: compile them with fstbeam.compile_constraints")
+        token_class = np.full(V, NO_TEXT_CLASS, np.int64) if tc_source is None else np.asarray(tc_source).astype(np.int64)
         self.token_class = _t(token_class, dev)
         class_nonempty = np.bincount(token_class, minlength=NO_TEXT_CLASS + 1) > 0
         # State 0: identity. Columns 0..3 text classes, 4 = no-text ids.
@@ -253,7 +303,7 @@ class Tables:
             dn5[:, : dn.shape[1]] = np.where(dn >= 0, dn + off, -1)
             dnext.append(dn5)
             is_phr.append(np.full(n, is_phrase))
-            dist.append(light_distances(a, class_nonempty))
+            dist.append(_cached_distances(a, class_nonempty))
             ek = np.asarray(a.exc_key, np.int64)
             ekey.append(ek + off * V)
             en = np.asarray(a.exc_next, np.int64)
@@ -281,22 +331,7 @@ class Tables:
         self.l_adv_ptr = _t(aptr_all, dev)
         self.l_adv_tok = _t(cat(atok, np.int64), dev)
         # 32 class combinations (bit c = class c allowed; class 4 = ids without text, EOS excluded).
-        if autos:
-            eos = np.asarray(self.eos_ids, np.int64)
-            cls_rows = []
-            for c in range(5):
-                ids = np.flatnonzero(token_class == c)
-                if c == NO_TEXT_CLASS and eos.size:
-                    ids = np.setdiff1d(ids, eos)
-                cls_rows.append(pack_ids(ids, V))
-            combos = np.zeros((32, W), np.int32)
-            for code_v in range(32):
-                for c in range(5):
-                    if code_v >> c & 1:
-                        combos[code_v] |= cls_rows[c]
-            self.l_combo = _t(combos, dev)
-        else:
-            self.l_combo = None
+        self.l_combo = _t(_class_combos(tc_source, V, self.eos_ids), dev) if autos and tc_source is not None else None
 
     # ---- per-input offsets -------------------------------------------------------------------
     def contains(self, inp: InputConstraints) -> bool:
@@ -396,6 +431,12 @@ class Tables:
     # ---- the mask --------------------------------------------------------------------------
     def build_mask(self, h: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
         """int32 ``[R, W]``: the allowed text tokens of each hypothesis (EOS never set)."""
+        m = self._build_mask(h, s)
+        if self.eos_clear is not None:
+            m &= self.eos_clear
+        return m
+
+    def _build_mask(self, h: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
         m = self.h_dense.index_select(0, self.h_dense_row[h])  # [R, W]
         if self.has_hard:
             lo = self.h_sp_ptr[h]

@@ -193,13 +193,14 @@ def test_unsatisfiable_in_length_is_flagged_and_stays_constrained(vocab):
 
 def test_extra_eos_ids_end_outputs_only_where_the_constraints_accept(vocab):
     """``eos_ids`` per call (e.g. newline tokens to stop at a line end): such a token ends the
-    output, is not part of the text, and is allowed only in accepting states."""
-    lm = StubLM(vocab.width, eos=[0, 8], eos_bias=1.0)
+    output, is never part of the text (even where the word list allows it as text), and is
+    allowed only in accepting states."""
+    lm = StubLM(vocab.width, eos=[5], eos_bias=4.0)  # " a" (5) is very likely everywhere
     dec = Decoder(lm, vocab, eos_ids=[0], device="cpu")
-    cc = compile_(vocab, words=["a", "b", "ab"], phrases=["b"])
-    res = dec.generate([[1], [2], [3], [4]], cc, beam_size=3, max_new_tokens=6, eos_ids=[0, 8])
+    cc = compile_(vocab, words=["a", "b", "ab"], phrases=["b ab"])  # " a" is text in this language
+    res = dec.generate([[1], [2], [3], [4], [6], [7]], cc, beam_size=3, max_new_tokens=6, eos_ids=[0, 5])
     for r in res:
-        assert 8 not in r.token_ids
+        assert 5 not in r.token_ids
         m = cc.matcher()
         for t in r.token_ids:
             m.advance(t)

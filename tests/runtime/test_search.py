@@ -166,7 +166,7 @@ def test_brute_force_on_tiny_hf_models(compiled, factory):
     from fstbeam.runtime.adapters import CausalLMAdapter
 
     v, ccs = compiled
-    V, L = v.width, 3
+    V, L = v.width, 2  # every output of up to 2 tokens: 13**2 prefixes through the model
     model = factory(V)
     ad = CausalLMAdapter(model)
     names = ["none", "words+phrase", "phrases+avoid"]
