@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import SpecError
+from ..textfile import decode_utf8
 
 
 @dataclass(frozen=True)
@@ -57,13 +58,7 @@ def read_word_file(path: str | os.PathLike) -> WordList:
         raise SpecError(f"word list {p} does not exist: give a UTF-8 text file with one word per line") from None
     except IsADirectoryError:
         raise SpecError(f"word list {p} is a directory: give a UTF-8 text file with one word per line") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise SpecError(
-            f"word list {p} is not UTF-8 (line {line}, byte offset {exc.start}): re-save it as UTF-8"
-        ) from None
+    text = decode_utf8(raw, f"word list {p}", SpecError)
     words = tuple(w.strip() for w in text.splitlines() if w.strip() and not w.strip().startswith("#"))
     if not words:
         raise SpecError(f"word list {p} has no words: give at least one entry, one per line")

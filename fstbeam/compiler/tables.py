@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from ..kernels.bitmask import bitmask_width, pack_ids  # numpy only: safe on the compile side
 from .token_fsa import TokenFSA
 from .vocab import Vocab
 
@@ -20,18 +21,6 @@ DENSE_MIN_TOKENS = 256
 # A state whose small blocks add up to more than this (the start state: every word-initial token
 # without a space) gets them in its own dense row instead, so no mask needs a long sparse list.
 SPARSE_MAX_TOKENS = 512
-
-
-def bitmask_width(v: int) -> int:
-    return (v + 31) // 32
-
-
-def pack_tokens(token_ids: np.ndarray, width: int) -> np.ndarray:
-    """int32 [ceil(width/32)] row with the bits of ``token_ids`` set."""
-    words = np.zeros(bitmask_width(width), dtype=np.uint32)
-    ids = np.asarray(token_ids, dtype=np.int64)
-    np.bitwise_or.at(words, ids >> 5, (np.uint32(1) << (ids & 31).astype(np.uint32)))
-    return words.view(np.int32)
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,7 +117,7 @@ def build_tables(
         acc = np.zeros(W, dtype=np.int32)
         for b in combo:
             if b not in block_rows:
-                block_rows[b] = pack_tokens(fsa.block_tokens[fsa.block_ptr[b]:fsa.block_ptr[b + 1]], V)
+                block_rows[b] = pack_ids(fsa.block_tokens[fsa.block_ptr[b]:fsa.block_ptr[b + 1]], V)
             acc |= block_rows[b]
         dense_masks[row] = acc
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import GrammarError
+from ..textfile import decode_utf8
 from ..fst.inspect import explain_rejection, longest_accepted_prefix
 from .lib.phrases import occurs
 from .registry import Grammar, GrammarBuild, get
@@ -87,15 +88,7 @@ def _parse_params(spec: str, where: str) -> dict[str, str]:
 def read_cases(path: str | os.PathLike, grammar: str) -> list[GoldenCase]:
     """Every case in ``path`` (a ``cases.tsv``) for the grammar called ``grammar``."""
     path = Path(path)
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise GrammarError(
-            f"{path} is not UTF-8: byte 0x{raw[exc.start]:02x} at byte offset {exc.start} "
-            f"(line {line}); re-save the file as UTF-8"
-        ) from None
+    text = decode_utf8(path.read_bytes(), path, GrammarError)
     cases: list[GoldenCase] = []
     params: dict[str, str] = {}
     for number, line in enumerate(text.split("\n"), 1):

@@ -89,6 +89,11 @@ def set_bits(words_row: np.ndarray, token_ids) -> np.ndarray:
     return words_row
 
 
+def pack_ids(token_ids, vocab_size: int) -> np.ndarray:
+    """A new int32 row [ceil(vocab_size/32)] with exactly the bits of ``token_ids`` set."""
+    return set_bits(np.zeros(bitmask_width(vocab_size), dtype=np.int32), token_ids)
+
+
 def tokens_in_bitmask(words_row: np.ndarray, vocab_size: int) -> np.ndarray:
     """Sorted int64 ids of the allowed tokens (< vocab_size) in one row [ceil(V/32)]."""
     words_row = np.asarray(words_row)

@@ -32,6 +32,8 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from ..kernels.bitmask import bitmask_width, pack_ids  # re-exported: the one bit-packing helper
+
 __all__ = ["INF_DIST", "InputConstraints", "Tables", "light_distances", "pack_ids", "bitmask_width"]
 
 #: Distance of a state that cannot reach an accepting state.
@@ -40,19 +42,6 @@ _KEY_SENTINEL = np.iinfo(np.int64).max
 FREE, TEXT = 0, 1
 #: Token class of ids without text (special tokens, EOS, padding) in the light-table layout.
 NO_TEXT_CLASS = 4
-
-
-def bitmask_width(v: int) -> int:
-    return (v + 31) // 32
-
-
-def pack_ids(ids: np.ndarray, width: int) -> np.ndarray:
-    """int32 ``[ceil(width/32)]`` with the bits of ``ids`` set."""
-    words = np.zeros(bitmask_width(width), dtype=np.uint32)
-    ids = np.asarray(ids, dtype=np.int64)
-    if ids.size:
-        np.bitwise_or.at(words, ids >> 5, np.left_shift(np.uint32(1), (ids & 31).astype(np.uint32)))
-    return words.view(np.int32)
 
 
 _DIST_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

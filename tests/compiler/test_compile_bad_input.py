@@ -30,7 +30,7 @@ def test_missing_word_list_file(tmp_path):
 def test_non_utf8_word_list_names_line_and_offset(tmp_path):
     f = tmp_path / "w.txt"
     f.write_bytes(b"ab\nca\n\xff\xfe\n")
-    with pytest.raises(SpecError, match=r"not UTF-8 \(line 3, byte offset 6\)"):
+    with pytest.raises(SpecError, match=r"w\.txt is not UTF-8: byte 0xff at byte offset 6 \(line 3\)"):
         fstbeam.compile_constraints(words=f, tokenizer=vocab())
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pynini
 
 from ...errors import GrammarError
+from ...textfile import decode_utf8
 
 __all__ = ["Row", "read_tsv", "read_lines", "tsv_acceptor", "tsv_transducer"]
 
@@ -39,14 +40,7 @@ def _decode(path: Path) -> str:
         raise GrammarError(f"data file {path} does not exist") from None
     except IsADirectoryError:
         raise GrammarError(f"data file {path} is a directory, not a TSV file") from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise GrammarError(
-            f"{path} is not UTF-8: byte 0x{raw[exc.start]:02x} at byte offset {exc.start} "
-            f"(line {line}); re-save the file as UTF-8"
-        ) from None
+    return decode_utf8(raw, path, GrammarError)
 
 
 def read_tsv(
