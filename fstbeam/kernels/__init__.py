@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import importlib
 
+from . import bitmask as _bitmask
 from .bitmask import (
     bitmask_width,
     pack_bool_mask,
     pack_bool_mask_torch,
+    pack_ids,
     set_bits,
     tokens_in_bitmask,
     unpack_bitmask,
@@ -30,18 +32,8 @@ _LAZY = {
     "resolve_backend": ".dispatch",
 }
 
-__all__ = sorted(
-    [
-        "bitmask_width",
-        "pack_bool_mask",
-        "pack_bool_mask_torch",
-        "set_bits",
-        "tokens_in_bitmask",
-        "unpack_bitmask",
-        "unpack_bitmask_torch",
-        *_LAZY,
-    ]
-)
+# The bitmask helpers (numpy; torch imported inside the *_torch ones) plus the lazy names.
+__all__ = sorted([n for n in _bitmask.__all__ if n != "WORD_BITS"] + list(_LAZY))
 
 
 def __getattr__(name: str):

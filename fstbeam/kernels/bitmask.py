@@ -26,6 +26,7 @@ __all__ = [
     "bitmask_width",
     "pack_bool_mask",
     "pack_bool_mask_torch",
+    "pack_ids",
     "set_bits",
     "tokens_in_bitmask",
     "unpack_bitmask",
