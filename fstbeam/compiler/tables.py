@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from ..kernels.bitmask import bitmask_width, pack_ids  # numpy only: safe on the compile side
-from .token_fsa import TokenFSA
+from .token_fsa import TokenFSA, concat_ranges
 from .vocab import Vocab
 
 # A block with at least this many tokens is stored as bits. Below it a sorted id list is smaller
@@ -126,7 +126,7 @@ def build_tables(
     sp_state, sp_block = sb_state[sp], fsa.state_block_id[sp]
     lo, hi = fsa.block_ptr[sp_block], fsa.block_ptr[sp_block + 1]
     counts = hi - lo
-    pos = np.repeat(lo, counts) + (np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts))
+    pos = concat_ranges(lo, hi)
     tok_state = np.repeat(sp_state, counts)
     toks = fsa.block_tokens[pos]
     order = np.lexsort((toks, tok_state))

@@ -87,7 +87,7 @@ def lift(dfa: CharDFA, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarra
         if total == 0:
             break
         rep = np.repeat(np.arange(len(node)), counts)
-        child = np.repeat(lo, counts) + (np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts))
+        child = concat_ranges(lo, hi)
         ns = nxt[state[rep], trie.node_byte[child]]
         keep = ns >= 0
         node, state, block = child[keep], ns[keep].astype(np.int64), block[rep][keep]
@@ -97,7 +97,7 @@ def lift(dfa: CharDFA, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarra
     # Expand nodes into their token ids.
     n_tok = trie.tok_ptr[e_node + 1] - trie.tok_ptr[e_node]
     rep = np.repeat(np.arange(len(e_node)), n_tok)
-    tok_pos = np.repeat(trie.tok_ptr[e_node], n_tok) + (np.arange(int(n_tok.sum())) - np.repeat(np.cumsum(n_tok) - n_tok, n_tok))
+    tok_pos = _ranges(trie.tok_ptr, e_node)
     tokens = trie.tok_ids[tok_pos].astype(np.int64)
     tblock = e_block[rep]
     tnext = e_state[rep]
@@ -156,10 +156,15 @@ def _reachable(start, sb_state, sb_block, e_block, e_next, nb, S) -> np.ndarray:
     return seen
 
 
-def _ranges(ptr: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    lo, hi = ptr[ids], ptr[ids + 1]
+def concat_ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(lo[i], hi[i])`` for every i, without a Python loop."""
     counts = hi - lo
     return np.repeat(lo, counts) + (np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts))
+
+
+def _ranges(ptr: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Positions of CSR rows ``ids`` in ``ptr``'s value arrays, concatenated."""
+    return concat_ranges(ptr[ids], ptr[ids + 1])
 
 
 def _assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next) -> TokenFSA:
