@@ -7,6 +7,7 @@ An adapter has four operations over an opaque per-batch *state* (cache plus book
   LM, sources of an encoder-decoder) and return the distribution of the first output token;
 - ``step(state, tokens [R]) -> logits [R, V]``: append one token to every row;
 - ``select(state, index [R'])``: keep/reorder/repeat rows (beam selection, retiring inputs);
+- ``take(state, index [R'])``: a new state with those rows, ``state`` untouched (pausing inputs);
 - ``concat(states) -> state``: rows of several states together (streaming refill).
 
 Prompts of different lengths are *left*-padded. The adapter records, for every cache column of
@@ -25,7 +26,7 @@ from typing import Any, Protocol, Sequence
 import torch
 
 from ..errors import DecodeError
-from .cache import RowCache, concat_caches
+from .cache import RowCache, concat_caches, fork_cache
 
 __all__ = ["ModelAdapter", "CausalLMAdapter", "Seq2SeqAdapter", "adapter_for"]
 
@@ -41,6 +42,8 @@ class ModelAdapter(Protocol):
     def step(self, state: Any, tokens: torch.Tensor) -> torch.Tensor: ...
 
     def select(self, state: Any, index: torch.Tensor) -> Any: ...
+
+    def take(self, state: Any, index: torch.Tensor) -> Any: ...
 
     def concat(self, states: Sequence[Any]) -> Any: ...
 
@@ -93,6 +96,7 @@ class CausalLMAdapter:
     ``transformers.masking_utils``, e.g. Llama, Gemma 2/3, Qwen 2/3, Mistral, GPT-2)."""
 
     kind = "causal"
+    supports_refill = True  # rows may join mid-decode (positions are explicit)
 
     def __init__(self, model):
         self.model = model.eval()
@@ -192,6 +196,9 @@ class CausalLMAdapter:
                 kv_pos = kv_pos[:, first:]
         state.kv_pos, state.next_pos = kv_pos, next_pos
         return state
+
+    def take(self, state: CausalState, index: torch.Tensor) -> CausalState:
+        return self.select(CausalState(fork_cache(state.cache), state.kv_pos, state.next_pos), index)
 
     def concat(self, states: Sequence[CausalState]) -> CausalState:
         states = [s for s in states if s is not None and s.rows > 0]
@@ -311,6 +318,10 @@ class Seq2SeqAdapter:
                 state.self_cache.drop_left(first)
                 state.dec_valid = state.dec_valid[:, first:]
         return state
+
+    def take(self, state: Seq2SeqState, index: torch.Tensor) -> Seq2SeqState:
+        forked = Seq2SeqState(fork_cache(state.self_cache), fork_cache(state.cross_cache), state.dec_valid, state.enc_h, state.enc_mask)
+        return self.select(forked, index)
 
     def concat(self, states: Sequence[Seq2SeqState]) -> Seq2SeqState:
         states = [s for s in states if s is not None and s.rows > 0]

@@ -7,16 +7,20 @@ whose layers keep preallocated buffers ``[rows, heads, capacity, head_dim]``:
 - ``update`` (called by the model) writes the new columns in place and returns views;
 - :meth:`RowCache.select` gathers rows (beam reorder, retiring finished inputs) with one
   ``index_select`` of the filled columns per layer;
+- :func:`fork_cache` gives a second handle on the same rows, for taking some rows out (a row
+  operation on either handle writes fresh buffers, so the other is untouched);
 - :func:`concat_caches` left-pads the shorter cache with empty columns and stacks the rows (new
   inputs joining the batch, for streaming). Which columns are real is tracked by the adapter
   (``kv_pos``), which masks the padding out with an explicit attention mask.
 """
 from __future__ import annotations
 
+import copy
+
 import torch
 from transformers.cache_utils import Cache, CacheLayerMixin
 
-__all__ = ["RowKVLayer", "RowCache", "concat_caches"]
+__all__ = ["RowKVLayer", "RowCache", "concat_caches", "fork_cache"]
 
 _CHUNK = 32  # capacity grows in steps of this many columns
 
@@ -180,6 +184,14 @@ class RowCache(Cache):
 
     def batch_select_indices(self, indices: torch.Tensor) -> None:
         self.select(indices)
+
+
+def fork_cache(cache: RowCache) -> RowCache:
+    """A cache with its own layer objects over the same buffers. Only for a row operation
+    (``select``) right away, which replaces the buffers: two handles must not both ``update``."""
+    out = RowCache()
+    out.layers = [copy.copy(layer) for layer in cache.layers]
+    return out
 
 
 def concat_caches(caches: list[RowCache]) -> RowCache:

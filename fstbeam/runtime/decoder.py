@@ -213,7 +213,9 @@ class Decoder:
         ``prune_threshold`` (delta), ``max_per_parent`` (M), ``dba`` (default True),
         ``stopping`` (``"optimal"`` or ``"exhaustive"``: to the length limit), ``batch_size``
         (inputs decoded together, default 8), ``streaming`` (refill the batch as inputs finish,
-        default True), ``refill`` (epsilon, default 1/6), ``eos_ids`` (end-of-output ids for this call,
+        default True), ``refill`` (epsilon, default 1/6), ``expand`` (``"all"``: every live input
+        each step, the default; ``"least_advanced"``: only the inputs with the fewest output
+        tokens, the others wait, as in Yang et al.'s VAR-STREAM), ``eos_ids`` (end-of-output ids for this call,
         e.g. the decoder's plus newline tokens to stop at the end of a line; like EOS they are
         allowed only where the constraints accept and are not part of the text).
         """
@@ -312,6 +314,11 @@ class Decoder:
         stopping = opts.pop("stopping", "optimal")
         if stopping not in ("optimal", "exhaustive"):
             raise DecodeError(f"stopping must be 'optimal' or 'exhaustive' (got {stopping!r})")
+        expand = opts.pop("expand", "all")
+        if expand not in ("all", "least_advanced"):
+            raise DecodeError(f"expand must be 'all' or 'least_advanced' (got {expand!r})")
+        if expand == "least_advanced" and not hasattr(self.adapter, "take"):
+            raise DecodeError(f"expand='least_advanced' needs an adapter with take(); {type(self.adapter).__name__} has none")
         mpp = opts.pop("max_per_parent", None)
         if mpp is not None and (not isinstance(mpp, int) or mpp < 1):
             raise DecodeError(f"max_per_parent must be a positive integer (got {mpp!r})")
@@ -324,7 +331,7 @@ class Decoder:
             beam_size=beam_size, max_new_tokens=max_new_tokens, nbest=nbest, scoring=scoring, target_length=tl,
             length_ratio=lr, renormalize=bool(opts.pop("renormalize", False)), prune_threshold=delta,
             max_per_parent=mpp, dba=bool(opts.pop("dba", True)), stopping=stopping, batch_size=batch_size,
-            refill=refill, streaming=bool(opts.pop("streaming", True)), kernel_backend=opts.pop("kernel_backend", "auto"),
+            refill=refill, streaming=bool(opts.pop("streaming", True)), expand=expand, kernel_backend=opts.pop("kernel_backend", "auto"),
         )
         if opts:
             raise DecodeError(f"unknown option(s): {sorted(opts)}")

@@ -19,8 +19,12 @@ One step (:meth:`SearchEngine._expand`), for every live hypothesis at once:
    score reaches the upper bound of its live hypotheses (:mod:`.scoring`), or at the length limit.
 
 Streaming (Yang et al. 2020): when the live inputs drop to ``refill * batch_size``, new inputs are
-prefilled and join the batch; a finished input leaves it. The rows of one input never interact with
-other rows, and padding is masked exactly, so an input's result does not depend on its batch.
+prefilled and join the batch; a finished input leaves it. With ``expand="least_advanced"``
+(Yang et al.'s VAR-STREAM) only the inputs with the fewest output tokens are expanded: the others
+are *parked* (their search tensors, pending logits and cache rows set aside) until the newcomers
+catch up, then rejoin. With ``expand="all"`` every live input is expanded at every step. The rows
+of one input never interact with other rows, and padding is masked exactly, so an input's result
+does not depend on its batch or on the schedule.
 """
 from __future__ import annotations
 
@@ -57,6 +61,7 @@ class SearchConfig:
     batch_size: int = 8
     refill: float = 1 / 6
     streaming: bool = True
+    expand: Literal["all", "least_advanced"] = "all"
     kernel_backend: str = "auto"
 
 
@@ -98,6 +103,28 @@ class SearchStats:
     advance_elements: int = 0  # (row, phrase, token) entries read by best_in_sets
     candidates: int = 0  # candidates considered by the selection
     refills: int = 0
+    paused: int = 0  # input-steps spent parked (expand="least_advanced")
+
+
+# Search tensors with one entry per slot (first dimension), moved together when slots leave,
+# are parked, or rejoin.
+_SLOT_TENSORS = ("cum", "alive", "hist", "hstate", "lstate", "length", "target", "hoff", "loff", "fin_rank", "fin_logp",
+                 "fin_len", "fin_hist", "fin_eos", "fin_met", "part_logp", "part_len", "part_hist", "part_met")
+
+
+@dataclass
+class _Parked:
+    """Inputs set aside by the least-advanced schedule: their slots, search tensors, the logits
+    their live rows wait to expand, and their model state (cache rows)."""
+
+    slots: list
+    tensors: dict
+    logits: torch.Tensor
+    state: object
+
+    @property
+    def min_length(self) -> int:
+        return int(self.tensors["length"].min())
 
 
 @dataclass
@@ -126,11 +153,12 @@ class SearchEngine:
         pending = iter(requests)
         exhausted = False
         self._reset()
+        # Models with absolute decoder positions cannot take rows mid-decode: refill when empty.
+        can_join = cfg.streaming and getattr(self.adapter, "supports_refill", True)
+        threshold = cfg.refill * cfg.batch_size if can_join else 0
         while True:
             # ---- refill -------------------------------------------------------------------
-            live = len(self.slots)
-            threshold = cfg.refill * cfg.batch_size if cfg.streaming else 0
-            new_logits = new_state = None
+            live = len(self.slots) + (len(self.parked.slots) if self.parked else 0)
             if not exhausted and (live == 0 or live <= threshold):
                 batch: list[Request] = []
                 while len(batch) + live < cfg.batch_size:
@@ -144,21 +172,22 @@ class SearchEngine:
                         continue
                     batch.append(req)
                 if batch:
+                    self._unpark()  # the pooled tables are rebuilt over every live input
                     new_logits, new_state = self._admit(batch)
+                    self._join(new_logits, new_state)
+            if cfg.expand == "least_advanced":
+                self._schedule()
+            elif not self.slots:
+                self._unpark()
             if not self.slots:
                 if exhausted:
                     return
                 continue
             # ---- one step -------------------------------------------------------------------
-            if self.logits is None:
-                logits, self.state = new_logits, new_state
-            elif new_state is not None:
-                logits = torch.cat([self.logits, new_logits])
-                self.state = self.adapter.concat([self.state, new_state])
-            else:
-                logits = self.logits
-            done = self._expand(logits)
+            done = self._expand(self.logits)
             self.stats.steps += 1
+            if self.parked:
+                self.stats.paused += len(self.parked.slots)
             if done:
                 for res in self._retire(done):
                     yield res
@@ -170,6 +199,63 @@ class SearchEngine:
                 self.logits = None
                 self.state = None
 
+    # ============================================================================ schedule
+    def _schedule(self) -> None:
+        """Yang et al.'s VAR-STREAM: expand only the inputs with the fewest output tokens. Parked
+        inputs rejoin when the others have caught up with them (or have all finished)."""
+        if self.parked is not None and (not self.slots or int(self.length.min()) >= self.parked.min_length):
+            self._unpark()
+        if len(self.slots) > 1:
+            ahead = self.length > self.length.min()
+            if bool(ahead.any()):
+                self._park(ahead)
+
+    def _rows_of(self, which: torch.Tensor) -> torch.Tensor:
+        """Model rows of the slots in bool ``which`` [n] (rows are the live beam entries in order)."""
+        flat = self.alive.reshape(-1)
+        row_id = torch.cumsum(flat, 0) - 1
+        return row_id[flat & which[:, None].expand_as(self.alive).reshape(-1)]
+
+    def _park(self, which: torch.Tensor) -> None:
+        """Move the slots in ``which`` out of the batch (into ``self.parked``)."""
+        rows_out, rows_in = self._rows_of(which), self._rows_of(~which)
+        out_i, in_i = torch.nonzero(which).flatten(), torch.nonzero(~which).flatten()
+        flags = which.tolist()
+        group = _Parked(
+            [sl for sl, f in zip(self.slots, flags) if f],
+            {name: getattr(self, name).index_select(0, out_i) for name in _SLOT_TENSORS},
+            self.logits.index_select(0, rows_out),
+            self.adapter.take(self.state, rows_out),
+        )
+        for name in _SLOT_TENSORS:
+            setattr(self, name, getattr(self, name).index_select(0, in_i))
+        self.slots = [sl for sl, f in zip(self.slots, flags) if not f]
+        self.logits = self.logits.index_select(0, rows_in)
+        self.state = self.adapter.select(self.state, rows_in)
+        if self.parked is not None:  # one parked group: merge
+            old = self.parked
+            group = _Parked(old.slots + group.slots, {n: torch.cat([old.tensors[n], group.tensors[n]]) for n in _SLOT_TENSORS},
+                            torch.cat([old.logits, group.logits]), self.adapter.concat([old.state, group.state]))
+        self.parked = group
+
+    def _unpark(self) -> None:
+        """Parked slots rejoin the batch (after the live ones)."""
+        group, self.parked = self.parked, None
+        if group is None:
+            return
+        for name in _SLOT_TENSORS:
+            setattr(self, name, torch.cat([getattr(self, name), group.tensors[name]]))
+        self.slots = self.slots + group.slots
+        self._join(group.logits, group.state)
+
+    def _join(self, logits: torch.Tensor, state) -> None:
+        """Rows of ``logits``/``state`` join the batch's model rows (after the live ones)."""
+        if self.logits is None:
+            self.logits, self.state = logits, state
+        else:
+            self.logits = torch.cat([self.logits, logits])
+            self.state = self.adapter.concat([self.state, state])
+
     # ============================================================================ state
     def _reset(self) -> None:
         k, L = self.cfg.beam_size, self.cfg.max_new_tokens
@@ -178,6 +264,7 @@ class SearchEngine:
         self.tables: Tables | None = None
         self.logits = None
         self.state = None
+        self.parked: _Parked | None = None
         self.P = 0
         z = lambda *s, dtype=torch.long: torch.zeros(*s, dtype=dtype, device=dev)  # noqa: E731
         self.cum = torch.zeros(0, k, device=dev)
@@ -567,8 +654,7 @@ class SearchEngine:
         keep = torch.ones(n, dtype=torch.bool, device=self.device)
         keep[torch.tensor(done, device=self.device)] = False
         ki = torch.nonzero(keep).flatten()
-        for name in ("cum", "alive", "hist", "hstate", "lstate", "length", "target", "hoff", "loff", "fin_rank", "fin_logp",
-                     "fin_len", "fin_hist", "fin_eos", "fin_met", "part_logp", "part_len", "part_hist", "part_met"):
+        for name in _SLOT_TENSORS:
             setattr(self, name, getattr(self, name).index_select(0, ki))
         done_set = set(done)
         self.slots = [s for i, s in enumerate(self.slots) if i not in done_set]

@@ -88,6 +88,9 @@ class StubLM:
         state.seqs = [list(state.seqs[i]) for i in index.tolist()]
         return state
 
+    def take(self, state: StubState, index):
+        return StubState([list(state.seqs[i]) for i in index.tolist()])
+
     def concat(self, states):
         return StubState([list(s) for st in states for s in st.seqs])
 
