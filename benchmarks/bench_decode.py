@@ -230,7 +230,17 @@ def main(argv=None) -> int:
         (ua, t_ua, s_ua), (ra, t_ra, s_ra) = paired(
             R, free_to_limit, lambda: fst_run(dec, prompts, a1, **common, stopping="exhaustive"))
         ro, _, _ = fst_run(dec, prompts, a1, **common, length_reward=1.0, eos_ids=dec.eos_ids + dec.newline_ids())
+        # Answers after "Answer:" with and without an allowed leading space (model log-probabilities).
+        a1_lead = compile_constraints(cefr="A1", tokenizer=dec.vocab, leading_space=True)
+        stop = dec.eos_ids + dec.newline_ids()
+        learner = [p for p in prompts if p in LEARNER]
+        no_lead, _, _ = fst_run(dec, learner, a1, beam_size=beam, max_new_tokens=32, eos_ids=stop)
+        lead, _, _ = fst_run(dec, learner, a1_lead, beam_size=beam, max_new_tokens=32, eos_ids=stop)
+        sec2_lead = {"no_leading_space": {"logprob": [r.logprob for r in no_lead], "texts": [r.text for r in no_lead]},
+                     "leading_space": {"logprob": [r.logprob for r in lead], "texts": [r.text for r in lead]},
+                     "mean_logprob_gain": sum(b.logprob - a.logprob for a, b in zip(no_lead, lead)) / max(1, len(learner))}
         sec2 = {
+            "leading_space": sec2_lead,
             "compile_seconds": t_c.wall, "unconstrained_cpu": t_ua.cpu, "a1_cpu": t_ra.cpu, "steps": [s_ua.steps, s_ra.steps],
             "time_ratio": t_ra.cpu / t_ua.cpu, "per_step_ratio": (t_ra.cpu / s_ra.steps) / (t_ua.cpu / s_ua.steps),
             "satisfied": sum(r.satisfied for r in ra), "a1_texts_reward_stop_at_newline": [r.text for r in ro],
@@ -238,7 +248,8 @@ def main(argv=None) -> int:
         }
         result["a1_vs_unconstrained"] = sec2
         print(f"[2] CEFR A1 vs unconstrained (to the limit): {sec2['time_ratio']:.3f}x time, "
-              f"{sec2['per_step_ratio']:.3f}x per step; satisfied {sec2['satisfied']}/{len(prompts)}")
+              f"{sec2['per_step_ratio']:.3f}x per step; satisfied {sec2['satisfied']}/{len(prompts)}; "
+              f"leading space: {sec2_lead['mean_logprob_gain']:+.2f} nats per learner answer")
 
     if 3 in sections:
         # 3. DBA phrases --------------------------------------------------------------------------------

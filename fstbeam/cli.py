@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--prefix", metavar="TEXT", help="the output must start with this text")
     src.add_argument("--grammar", metavar="NAME", help="a registered grammar")
     src.add_argument("--canonical", action="store_true", help="only tokens the tokenizer itself uses for the listed words")
+    src.add_argument("--leading-space", action=argparse.BooleanOptionalAction, default=None,
+                     help="the output may start with a space before the first word (default: yes when the prompt is "
+                          "continued as text, i.e. --format raw/qa/TEMPLATE, no for chat)")
     m = g.add_argument_group("model and search")
     m.add_argument("--model", metavar="PATH", help="Hugging Face model folder or id (default: Gemma 3 270M)")
     m.add_argument("--tokenizer", metavar="PATH", help="tokenizer (default: the model's)")
@@ -80,9 +83,14 @@ def _constraints(args, decoder):
         return None
     from .compiler.compile import compile_constraints
 
+    hard = bool(args.words or args.cefr or args.grammar)
+    lead = decoder.continues_text if args.leading_space is None else args.leading_space
+    if args.leading_space and not hard:
+        raise ValueError("--leading-space applies to a word list or grammar (--words, --cefr or --grammar)")
     return compile_constraints(
         words=args.words, cefr=args.cefr, phrases=args.phrase, avoid=args.avoid, prefix=args.prefix,
         grammar=args.grammar, tokenizer=decoder.tokenizer if args.canonical else decoder.vocab, canonical=args.canonical,
+        leading_space=hard and lead,
     )
 
 

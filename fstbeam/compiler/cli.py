@@ -39,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="grammar parameter (repeatable)")
     c.add_argument("--tokenizer", default="default", metavar="PATH|default", help="tokenizer folder / tokenizer.json (default: Gemma 3)")
     c.add_argument("--canonical", action="store_true", help="only tokens the tokenizer itself uses for the listed words")
+    c.add_argument("--leading-space", action="store_true",
+                   help="the output may start with a space before the first word (for prompts continued as text)")
     c.add_argument("-o", "--output", required=True, metavar="OUT", help="artifact file to write")
     c.add_argument("-v", "--verbose", action="store_true", help="per-stage timings and sizes")
     c.add_argument("--no-progress", action="store_true", help="no progress display")
@@ -94,7 +96,7 @@ def _compile(args) -> int:
     cc = compile_constraints(
         words=args.words, cefr=args.cefr, phrases=args.phrase, avoid=args.avoid, prefix=args.prefix,
         grammar=args.grammar, grammar_params=_params(args.param) or None, tokenizer=args.tokenizer,
-        canonical=args.canonical, progress=not args.no_progress and sys.stderr.isatty(),
+        canonical=args.canonical, leading_space=args.leading_space, progress=not args.no_progress and sys.stderr.isatty(),
     )
     cc.save(out)
     total = time.perf_counter() - t0

@@ -200,6 +200,7 @@ def compile_constraints(
     canonical: bool = False,
     case_variants: bool = True,
     digits: bool = True,
+    leading_space: bool = False,
     progress: bool = False,
 ) -> CompiledConstraints:
     """Compile constraints for ``tokenizer`` (a HF tokenizer, a path, ``"default"`` or a Vocab).
@@ -210,7 +211,8 @@ def compile_constraints(
     registered grammar name (with ``grammar_params``) or a pynini acceptor over bytes.
     ``canonical=True`` keeps only tokens the tokenizer itself uses to spell the listed words.
     ``case_variants``: also allow Title and UPPER forms of listed words; ``digits``: also allow
-    numbers written in digits between the words.
+    numbers written in digits between the words. ``leading_space``: the output may start with one
+    space before the word list's or grammar's text (as a continuation of "Answer:" naturally does).
     """
     stages = _Stages(progress)
     try:
@@ -225,7 +227,7 @@ def compile_constraints(
         spec = ConstraintSpec(
             words=wl, cefr=str(cefr).upper() if cefr else None, phrases=phr, avoid=avd, prefix=prefix,
             grammar=g_desc, grammar_hash=g_hash, canonical=canonical,
-            extra={"case_variants": case_variants, "digits": digits},
+            extra={"case_variants": case_variants, "digits": digits, **({"leading_space": True} if leading_space else {})},
         )
         hard_fst, hard_desc = None, None
         if wl is not None:
@@ -247,6 +249,14 @@ def compile_constraints(
                             (hard_desc, f"grammar {g_desc}"),
                         )
                     hard_desc = f"{hard_desc} and grammar {g_desc}"
+        if leading_space:
+            if hard_fst is None:
+                raise SpecError(
+                    "leading_space=True applies to a word list or grammar: give words=, cefr= or grammar= "
+                    "(phrases, avoid and prefix alone allow any text, spaces included)"
+                )
+            space = pynini.accep(" ", token_type="byte")
+            hard_fst = optimize(pynini.closure(space, 0, 1) + hard_fst, stage="leading space")
         hard = token_fst = char_fst = char_state = None
         dfa = _SIGMA_DFA
         if hard_fst is not None:

@@ -129,6 +129,16 @@ class Decoder:
         return self._vocab
 
     # ---- prompts ----------------------------------------------------------------------------
+    @property
+    def continues_text(self) -> bool:
+        """Whether string prompts are continued as text (raw or a template) rather than answered
+        in a chat turn: a continuation usually starts with a space (compile word lists with
+        ``leading_space=True`` for it)."""
+        fmt = self.prompt_format
+        if fmt == "auto":
+            fmt = "chat" if getattr(self.tokenizer, "chat_template", None) else "raw"
+        return fmt != "chat"
+
     def encode(self, prompt) -> list[int]:
         """Token ids of one prompt (a string, formatted per ``prompt_format``, or ids as is)."""
         if isinstance(prompt, str):

@@ -175,10 +175,8 @@ class SearchEngine:
                     self._unpark()  # the pooled tables are rebuilt over every live input
                     new_logits, new_state = self._admit(batch)
                     self._join(new_logits, new_state)
-            if cfg.expand == "least_advanced":
+            if cfg.expand == "least_advanced":  # (nothing is ever parked otherwise)
                 self._schedule()
-            elif not self.slots:
-                self._unpark()
             if not self.slots:
                 if exhausted:
                     return

@@ -62,3 +62,26 @@ def test_usage_errors_exit_2(model_dir, capsys):
     assert main(["generate", "--model", str(model_dir), "--device", "cpu", "--beam", "0", "x"]) == 2
     assert "beam_size" in capsys.readouterr().err
     assert main(["generate", "--model", str(model_dir), "--device", "cpu", "--constraints", "a", "--phrase", "b", "x"]) == 2
+
+
+def test_leading_space_follows_the_prompt_format(model_dir, tmp_path, capsys):
+    """Word lists allow a leading space when the prompt is continued as text (raw, qa, a template),
+    not in a chat turn; --leading-space / --no-leading-space override."""
+    from fstbeam.cli import _constraints, build_parser
+    from fstbeam.runtime.decoder import Decoder
+
+    words = tmp_path / "words.txt"
+    words.write_text("a\ncat\ndog\n", encoding="utf-8")
+    raw = Decoder(str(model_dir), device="cpu", prompt_format="raw")
+    chat = Decoder(str(model_dir), device="cpu", prompt_format="chat")
+    parse = lambda *extra: build_parser().parse_args(["generate", "--words", str(words), *extra, "x"])  # noqa: E731
+    assert _constraints(parse(), raw).spec.get("leading_space") is True
+    assert _constraints(parse(), chat).spec.get("leading_space") is None
+    assert _constraints(parse("--no-leading-space"), raw).spec.get("leading_space") is None
+    assert _constraints(parse("--leading-space"), chat).spec.get("leading_space") is True
+    # a leading space is allowed after a raw prompt: the allowed first tokens include " cat"
+    cc = _constraints(parse(), raw)
+    first = {raw.vocab.token_bytes[t] for t in cc.matcher().allowed_token_ids() if raw.vocab.token_bytes[t]}
+    assert any(b.startswith(b" ") for b in first) and any(not b.startswith(b" ") for b in first)
+    code = main(["generate", "--model", str(model_dir), "--device", "cpu", "--phrase", "cat", "--leading-space", "x"])
+    assert code == 2 and "--leading-space applies to a word list" in capsys.readouterr().err
