@@ -91,6 +91,9 @@ class CausalState:
         return int(self.next_pos.shape[0])
 
 
+_MASK_2D_MODELS = ("bloom", "mpt")
+
+
 class CausalLMAdapter:
     """Any ``AutoModelForCausalLM`` whose attention takes a prepared 4-D mask (every model built on
     ``transformers.masking_utils``, e.g. Llama, Gemma 2/3, Qwen 2/3, Mistral, GPT-2)."""
@@ -118,6 +121,10 @@ class CausalLMAdapter:
         elif not layer_types and window and getattr(cfg, "use_sliding_window", True):
             self.window = int(window)
         self._keep = _accepts(model.forward, "logits_to_keep")
+        # ALiBi models build their position biases from a 2-D padding mask (the cumulative count of
+        # real columns), so they get one; real columns are a contiguous suffix of every row, so the
+        # distances are those of an unpadded decode.
+        self._mask_2d = getattr(cfg, "model_type", None) in _MASK_2D_MODELS
         self.forward_rows = 0  # rows through the model (counted work)
         self.forward_calls = 0
 
@@ -134,6 +141,8 @@ class CausalLMAdapter:
         return m.unsqueeze(1)
 
     def _masks(self, q_pos, kv_pos):
+        if self._mask_2d:
+            return (kv_pos >= 0).long()
         if self.windows is not None:
             return {name: self._mask(q_pos, kv_pos, w) for name, w in self.windows.items()}
         return self._mask(q_pos, kv_pos, self.window)
@@ -166,7 +175,7 @@ class CausalLMAdapter:
             pad = kv_pos < 0
             diag = torch.eye(T0, dtype=torch.bool, device=self.device)
             fix = pad.unsqueeze(-1) & diag  # [n, T0, T0]
-            for m in masks.values() if isinstance(masks, dict) else (masks,):
+            for m in () if self._mask_2d else masks.values() if isinstance(masks, dict) else (masks,):
                 m.squeeze(1).masked_fill_(fix, 0)
         cache = RowCache()
         logits = self._forward(ids, masks, kv_pos.clamp(min=0), cache)
