@@ -108,8 +108,8 @@ class SearchStats:
 
 # Search tensors with one entry per slot (first dimension), moved together when slots leave,
 # are parked, or rejoin.
-_SLOT_TENSORS = ("cum", "alive", "hist", "hstate", "lstate", "length", "target", "hoff", "loff", "fin_rank", "fin_logp",
-                 "fin_len", "fin_hist", "fin_eos", "fin_met", "part_logp", "part_len", "part_hist", "part_met")
+_SLOT_TENSORS = ("cum", "alive", "hist", "hstate", "lstate", "length", "target", "nbanks", "hoff", "loff", "fin_rank",
+                 "fin_logp", "fin_len", "fin_hist", "fin_eos", "fin_met", "part_logp", "part_len", "part_hist", "part_met")
 
 
 @dataclass
@@ -272,6 +272,7 @@ class SearchEngine:
         self.lstate = z(0, k, 0)
         self.length = z(0)
         self.target = torch.zeros(0, device=dev)
+        self.nbanks = z(0)  # DBA banks per slot (1 = no must-include phrase)
         self.hoff = z(0)
         self.loff = z(0, 0)
         nb = self.cfg.nbest
@@ -364,6 +365,7 @@ class SearchEngine:
         self.lstate = cat(self.lstate, l0[:, None, :].expand(n, k, P).clone())
         self.length = cat(self.length, torch.zeros(n, dtype=torch.long, device=dev))
         self.target = cat(self.target, torch.tensor([s.target for s in new_slots], device=dev))
+        self.nbanks = cat(self.nbanks, torch.tensor([s.num_banks for s in new_slots], dtype=torch.long, device=dev))
         self.hoff = cat(self.hoff, torch.tensor(ho, device=dev, dtype=torch.long))
         self.loff = cat(self.loff, torch.tensor(lo, device=dev, dtype=torch.long).view(n, P))
         self.fin_rank = cat(self.fin_rank, torch.full((n, nb), NEG_INF, device=dev))
@@ -426,8 +428,8 @@ class SearchEngine:
             fin_slot[ridx] = fin_raw
             best = torch.maximum(cand_s.max(1).values, fin_slot.view(n, k).max(1).values)
             cand_s = torch.where(cand_s < best[:, None] - cfg.prune_threshold, torch.full_like(cand_s, NEG_INF), cand_s)
-        has_phr = torch.tensor([sl.n_phrases > 0 for sl in self.slots], device=dev)
-        use_dba = cfg.dba and bool(has_phr.any())
+        has_phr = self.nbanks > 1
+        use_dba = cfg.dba and any(sl.n_phrases for sl in self.slots)
         if use_dba:
             # Slots with phrases take DBA's candidate set, the others keep the plain one, so an
             # input's result does not depend on what else is in the batch.
@@ -455,7 +457,7 @@ class SearchEngine:
         # ---- selection ----------------------------------------------------------------------
         if use_dba:
             bank = tb.bank(ns)
-            nbk = torch.tensor([sl.num_banks for sl in self.slots], device=dev)
+            nbk = self.nbanks
             chosen = _select(cand_s, feasible, bank.clamp(max=int(nbk.max()) - 1), nbk, k)
         else:
             chosen = _select(cand_s, feasible, None, None, k)
