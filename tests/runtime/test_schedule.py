@@ -119,3 +119,39 @@ def test_models_with_absolute_decoder_positions_refill_only_when_empty(vocab):
         streamed = dec.generate(prompts, beam_size=2, max_new_tokens=5, batch_size=2, refill=0.5)
         singles = [dec.generate([p], beam_size=2, max_new_tokens=5)[0] for p in prompts]
     _assert_same(singles, streamed)
+
+
+def test_stream_reads_inputs_lazily_and_yields_as_inputs_finish(vocab):
+    """``stream`` pulls inputs only as the batch has room, yields each result when its input
+    finishes (so a short output overtakes a long one), and in input order with ``ordered=True``."""
+    dec = Decoder(StubLM(vocab.width, eos=[0], eos_bias=1.0), vocab, eos_ids=[0, 1, 2], device="cpu")
+    prompts = [[3 + i % 5] * (1 + i % 3) for i in range(9)]
+    kw = dict(beam_size=2, max_new_tokens=6, batch_size=3, refill=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference = dec.generate(prompts, **kw)
+        pulled = []
+
+        def source():
+            for p in prompts:
+                pulled.append(p)
+                yield p
+
+        seen_when_first = None
+        finished = []
+        for r in dec.stream(source(), **kw):
+            if seen_when_first is None:
+                seen_when_first = len(pulled)
+            finished.append(r)
+        ordered = list(dec.stream(iter(prompts), iter([None] * len(prompts)), ordered=True, **kw))
+    assert seen_when_first <= kw["batch_size"]  # nothing read beyond the first batch yet
+    assert sorted(r.index for r in finished) == list(range(len(prompts)))
+    assert [r.index for r in ordered] == list(range(len(prompts)))
+    # unordered: a short output overtakes a longer one that started with it (stub outputs here
+    # take 1 to 6 steps); inputs that start together are yielded shortest first
+    order = [r.index for r in finished]
+    assert order != sorted(order)
+    first_batch = [r.steps for r in finished if r.index < kw["batch_size"]]
+    assert first_batch == sorted(first_batch)
+    for a, b, c in zip(reference, sorted(finished, key=lambda r: r.index), ordered):
+        assert a.token_ids == b.token_ids == c.token_ids
