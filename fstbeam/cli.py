@@ -35,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--phrase", action="append", default=[], metavar="TEXT", help="phrase that must appear (repeatable)")
     src.add_argument("--avoid", action="append", default=[], metavar="TEXT", help="phrase that must never appear (repeatable)")
     src.add_argument("--prefix", metavar="TEXT", help="the output must start with this text")
-    src.add_argument("--grammar", metavar="NAME", help="a registered grammar")
+    src.add_argument("--grammar", metavar="NAME", help="a registered grammar (compile-constraints inspect --list-grammars)")
+    src.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="grammar parameter (repeatable)")
     src.add_argument("--canonical", action="store_true", help="only tokens the tokenizer itself uses for the listed words")
     src.add_argument("--leading-space", action=argparse.BooleanOptionalAction, default=None,
                      help="the output may start with a space before the first word (default: yes when the prompt is "
@@ -73,6 +74,8 @@ def _read_prompts(args) -> list[str]:
 
 def _constraints(args, decoder):
     flags = args.words or args.cefr or args.phrase or args.avoid or args.prefix or args.grammar
+    if args.param and not args.grammar:
+        raise ValueError("--param sets a grammar parameter: give --grammar NAME too")
     if args.constraints and flags:
         raise ValueError("give either --constraints ARTIFACT or constraint flags (--words/--cefr/--phrase/...), not both")
     if args.constraints:
@@ -81,6 +84,7 @@ def _constraints(args, decoder):
         return load_constraints(args.constraints, tokenizer=decoder.tokenizer)
     if not flags:
         return None
+    from .compiler.cli import parse_params
     from .compiler.compile import compile_constraints
 
     hard = bool(args.words or args.cefr or args.grammar)
@@ -89,8 +93,8 @@ def _constraints(args, decoder):
         raise ValueError("--leading-space applies to a word list or grammar (--words, --cefr or --grammar)")
     return compile_constraints(
         words=args.words, cefr=args.cefr, phrases=args.phrase, avoid=args.avoid, prefix=args.prefix,
-        grammar=args.grammar, tokenizer=decoder.tokenizer if args.canonical else decoder.vocab, canonical=args.canonical,
-        leading_space=hard and lead,
+        grammar=args.grammar, grammar_params=parse_params(args.param) or None,
+        tokenizer=decoder.tokenizer if args.canonical else decoder.vocab, canonical=args.canonical, leading_space=hard and lead,
     )
 
 
@@ -119,7 +123,7 @@ def _generate(args) -> int:
             warnings.simplefilter("ignore")  # reported per result below
             results = decoder.generate(prompts, cc, beam_size=args.beam, nbest=args.nbest,
                                        max_new_tokens=args.max_new_tokens, **opts)
-    except (Error, ValueError, OSError) as exc:
+    except (Error, ValueError, OSError, argparse.ArgumentTypeError) as exc:
         print(f"fstbeam generate: {exc}", file=sys.stderr)
         return 2
     what = _describe(args, cc)
@@ -155,6 +159,8 @@ def _describe(args, cc) -> str:
     words = args.words or (spec.get("words") or {}).get("source")
     if words:
         return f"every word is in {Path(str(words)).name}"
+    if spec.get("grammar"):
+        return f"accepted by grammar {spec['grammar']}"
     return ""
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import Error
 
 
-def _params(items: list[str]) -> dict[str, str]:
+def parse_params(items: list[str]) -> dict[str, str]:
     out = {}
     for it in items or []:
         k, sep, v = it.partition("=")
@@ -95,7 +95,7 @@ def _compile(args) -> int:
     t0 = time.perf_counter()
     cc = compile_constraints(
         words=args.words, cefr=args.cefr, phrases=args.phrase, avoid=args.avoid, prefix=args.prefix,
-        grammar=args.grammar, grammar_params=_params(args.param) or None, tokenizer=args.tokenizer,
+        grammar=args.grammar, grammar_params=parse_params(args.param) or None, tokenizer=args.tokenizer,
         canonical=args.canonical, leading_space=args.leading_space, progress=not args.no_progress and sys.stderr.isatty(),
     )
     cc.save(out)
@@ -143,7 +143,7 @@ def _inspect(args) -> int:
         from ..grammars.describe import inspect_grammar
 
         text, code = inspect_grammar(
-            args.grammar, _params(args.param), sample=args.sample, check=args.check, cases=args.cases,
+            args.grammar, parse_params(args.param), sample=args.sample, check=args.check, cases=args.cases,
             draw=args.draw, max_draw_states=args.max_draw_states,
         )
         print(text)

@@ -85,3 +85,17 @@ def test_leading_space_follows_the_prompt_format(model_dir, tmp_path, capsys):
     assert any(b.startswith(b" ") for b in first) and any(not b.startswith(b" ") for b in first)
     code = main(["generate", "--model", str(model_dir), "--device", "cpu", "--phrase", "cat", "--leading-space", "x"])
     assert code == 2 and "--leading-space applies to a word list" in capsys.readouterr().err
+
+
+def test_grammar_parameters_reach_the_compiler(model_dir, capsys):
+    from fstbeam.cli import _constraints, build_parser
+    from fstbeam.runtime.decoder import Decoder
+
+    dec = Decoder(str(model_dir), device="cpu", prompt_format="raw")
+    args = build_parser().parse_args(["generate", "--grammar", "numbers", "--param", "mode=only", "x"])
+    cc = _constraints(args, dec)
+    assert "mode=only" in str(cc.spec.get("grammar"))
+    assert main(["generate", "--model", str(model_dir), "--device", "cpu", "--param", "mode=only", "x"]) == 2
+    assert "--grammar" in capsys.readouterr().err
+    assert main(["generate", "--model", str(model_dir), "--device", "cpu", "--grammar", "numbers", "--param", "oops", "x"]) == 2
+    assert "key=value" in capsys.readouterr().err
