@@ -157,7 +157,8 @@ def _inspect(args) -> int:
     print(f"artifact    {args.artifact} (format {manifest['format_version']}, fstbeam {manifest['package_version']})")
     print(f"tokenizer   {cc.vocab.describe()}, fingerprint {cc.vocab.fingerprint[:16]}")
     spec = manifest["spec"]
-    print(f"spec        words={spec.get('words')} cefr={spec.get('cefr')} grammar={spec.get('grammar')}")
+    print(f"spec        words={spec.get('words')} cefr={spec.get('cefr')} grammar={spec.get('grammar')}"
+          f"{' leading_space=True' if spec.get('leading_space') else ''}")
     if cc.hard is not None:
         h = cc.hard
         print(f"states      {h.num_states}")
