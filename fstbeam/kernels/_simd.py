@@ -185,58 +185,44 @@ def _prefetch(b: ir.IRBuilder, kind: str, base, index) -> None:
     b.call(fn, [ahead, ir.Constant(_I32, 0), ir.Constant(_I32, 3), ir.Constant(_I32, 1)])
 
 
-def _penalty_table(module: ir.Module) -> ir.GlobalVariable:
-    """[256 x <8 x float>]: row `byte`, lane j = 0.0 if bit j of `byte` is set, else -inf.
+def _byte_table(module: ir.Module, name: str, vec_type, allowed, masked) -> ir.GlobalVariable:
+    """[256 x vec_type] constant: row `byte`, lane j = `allowed` if bit j of `byte` is set, else
+    `masked`. One load turns a mask byte into 8 lanes (LLVM expands a `bitcast i8 to <8 x i1>`
+    bit by bit)."""
+    table = module.globals.get(name)
+    if table is None:
+        row_type = ir.ArrayType(vec_type, 256)
+        rows = [ir.Constant(vec_type, [allowed if (byte >> lane) & 1 else masked for lane in range(LANES)])
+                for byte in range(256)]
+        table = ir.GlobalVariable(module, row_type, name=name)
+        table.initializer = ir.Constant(row_type, rows)
+        table.global_constant = True
+        table.linkage = "internal"
+        table.align = 32
+    return table
+
+
+def _load_byte_row(b: ir.IRBuilder, mbase, mindex, table, vec_type):
+    """Row of `table` selected by the mask byte at `mbase[mindex]`."""
+    byte = b.zext(b.load(b.gep(mbase, [mindex], source_etype=_I8), typ=_I8, align=1), _I64)
+    row = b.gep(table, [_i64(0), byte], source_etype=table.value_type)
+    return b.load(row, typ=vec_type, align=32)
+
+
+def _load_penalty8(b: ir.IRBuilder, mbase, mindex):
+    """The mask byte of one group as <8 x float> of 0.0 (allowed) / -inf (masked).
 
     Adding the row of a mask byte to 8 logits masks them with one vector add (x + -inf = -inf),
     cheaper than expanding the byte into a lane mask and blending.
     """
-    name = "fstbeam_mask_penalty"
-    table = module.globals.get(name)
-    if table is None:
-        row_type = ir.ArrayType(_V8F, 256)
-        rows = [
-            ir.Constant(_V8F, [0.0 if (byte >> lane) & 1 else _NEG_INF for lane in range(LANES)])
-            for byte in range(256)
-        ]
-        table = ir.GlobalVariable(module, row_type, name=name)
-        table.initializer = ir.Constant(row_type, rows)
-        table.global_constant = True
-        table.linkage = "internal"
-        table.align = 32
-    return table
-
-
-def _load_penalty8(b: ir.IRBuilder, mbase, mindex):
-    """The mask byte of one group as <8 x float> of 0.0 (allowed) / -inf (masked)."""
-    byte = b.zext(b.load(b.gep(mbase, [mindex], source_etype=_I8), typ=_I8, align=1), _I64)
-    table = _penalty_table(b.module)
-    row = b.gep(table, [_i64(0), byte], source_etype=table.value_type)
-    return b.load(row, typ=_V8F, align=32)
-
-
-def _lane_mask_table(module: ir.Module) -> ir.GlobalVariable:
-    """[256 x <8 x i32>]: row `byte`, lane j = -1 (all ones) if bit j of `byte` is set, else 0.
-    (LLVM expands a `bitcast i8 to <8 x i1>` bit by bit; a table row is one load.)"""
-    name = "fstbeam_mask_lanes"
-    table = module.globals.get(name)
-    if table is None:
-        row_type = ir.ArrayType(_V8I32, 256)
-        rows = [ir.Constant(_V8I32, [-1 if (byte >> lane) & 1 else 0 for lane in range(LANES)]) for byte in range(256)]
-        table = ir.GlobalVariable(module, row_type, name=name)
-        table.initializer = ir.Constant(row_type, rows)
-        table.global_constant = True
-        table.linkage = "internal"
-        table.align = 32
-    return table
+    table = _byte_table(b.module, "fstbeam_mask_penalty", _V8F, 0.0, _NEG_INF)
+    return _load_byte_row(b, mbase, mindex, table, _V8F)
 
 
 def _load_lanes8(b: ir.IRBuilder, mbase, mindex):
     """The mask byte of one group as <8 x i32> lane masks (-1 allowed / 0 masked)."""
-    byte = b.zext(b.load(b.gep(mbase, [mindex], source_etype=_I8), typ=_I8, align=1), _I64)
-    table = _lane_mask_table(b.module)
-    row = b.gep(table, [_i64(0), byte], source_etype=table.value_type)
-    return b.load(row, typ=_V8I32, align=32)
+    table = _byte_table(b.module, "fstbeam_mask_lanes", _V8I32, -1, 0)
+    return _load_byte_row(b, mbase, mindex, table, _V8I32)
 
 
 def _vexp2(b: ir.IRBuilder, x8, nzref8):
