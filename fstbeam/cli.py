@@ -16,6 +16,8 @@ import json
 import sys
 from pathlib import Path
 
+from .compiler.cli import add_constraint_flags, parse_params
+
 __all__ = ["main", "build_parser"]
 
 #: Prompt templates by name; ``qa`` suits a base model answering a question.
@@ -30,14 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--file", metavar="FILE", help="prompts, one per line ('-' = stdin)")
     src = g.add_argument_group("constraints (an artifact, or the compile-constraints flags)")
     src.add_argument("--constraints", metavar="ARTIFACT", help="compiled artifact from compile-constraints")
-    src.add_argument("--words", metavar="FILE", help="word list: UTF-8, one entry per line")
-    src.add_argument("--cefr", metavar="LEVEL", help="every English word form at or below a CEFR level (A1..C2)")
-    src.add_argument("--phrase", action="append", default=[], metavar="TEXT", help="phrase that must appear (repeatable)")
-    src.add_argument("--avoid", action="append", default=[], metavar="TEXT", help="phrase that must never appear (repeatable)")
-    src.add_argument("--prefix", metavar="TEXT", help="the output must start with this text")
-    src.add_argument("--grammar", metavar="NAME", help="a registered grammar (compile-constraints inspect --list-grammars)")
-    src.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="grammar parameter (repeatable)")
-    src.add_argument("--canonical", action="store_true", help="only tokens the tokenizer itself uses for the listed words")
+    add_constraint_flags(src)
     src.add_argument("--leading-space", action=argparse.BooleanOptionalAction, default=None,
                      help="the output may start with a space before the first word (default: yes when the prompt is "
                           "continued as text, i.e. --format raw/qa/TEMPLATE, no for chat)")
@@ -84,7 +79,6 @@ def _constraints(args, decoder):
         return load_constraints(args.constraints, tokenizer=decoder.tokenizer)
     if not flags:
         return None
-    from .compiler.cli import parse_params
     from .compiler.compile import compile_constraints
 
     hard = bool(args.words or args.cefr or args.grammar)

@@ -25,20 +25,25 @@ def parse_params(items: list[str]) -> dict[str, str]:
     return out
 
 
+def add_constraint_flags(parser) -> None:
+    """The constraint flags shared by ``compile-constraints compile`` and ``fstbeam generate``."""
+    src = parser.add_mutually_exclusive_group()
+    src.add_argument("--words", metavar="FILE", help="word list: UTF-8, one entry per line")
+    src.add_argument("--cefr", metavar="LEVEL", help="every English word form at or below a CEFR level (A1..C2)")
+    parser.add_argument("--phrase", action="append", default=[], metavar="TEXT", help="phrase that must appear (repeatable)")
+    parser.add_argument("--avoid", action="append", default=[], metavar="TEXT", help="phrase that must never appear (repeatable)")
+    parser.add_argument("--prefix", metavar="TEXT", help="the output must start with this text")
+    parser.add_argument("--grammar", metavar="NAME", help="a registered grammar (compile-constraints inspect --list-grammars)")
+    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="grammar parameter (repeatable)")
+    parser.add_argument("--canonical", action="store_true", help="only tokens the tokenizer itself uses for the listed words")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="compile-constraints", description="Compile fstbeam constraints into an artifact, or inspect one.")
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("compile", help="compile constraints for a tokenizer into one artifact file")
-    src = c.add_mutually_exclusive_group()
-    src.add_argument("--words", metavar="FILE", help="word list: UTF-8, one entry per line")
-    src.add_argument("--cefr", metavar="LEVEL", help="every English word form at or below a CEFR level (A1..C2)")
-    c.add_argument("--phrase", action="append", default=[], metavar="TEXT", help="phrase that must appear (repeatable)")
-    c.add_argument("--avoid", action="append", default=[], metavar="TEXT", help="phrase that must never appear (repeatable)")
-    c.add_argument("--prefix", metavar="TEXT", help="the output must start with this text")
-    c.add_argument("--grammar", metavar="NAME", help="a registered grammar (see --list-grammars)")
-    c.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="grammar parameter (repeatable)")
+    add_constraint_flags(c)
     c.add_argument("--tokenizer", default="default", metavar="PATH|default", help="tokenizer folder / tokenizer.json (default: Gemma 3)")
-    c.add_argument("--canonical", action="store_true", help="only tokens the tokenizer itself uses for the listed words")
     c.add_argument("--leading-space", action="store_true",
                    help="the output may start with a space before the first word (for prompts continued as text)")
     c.add_argument("-o", "--output", required=True, metavar="OUT", help="artifact file to write")
