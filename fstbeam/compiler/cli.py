@@ -16,13 +16,13 @@ from ..errors import Error
 
 
 def parse_params(items: list[str]) -> dict[str, str]:
-    out = {}
-    for it in items or []:
-        k, sep, v = it.partition("=")
-        if not sep or not k:
-            raise argparse.ArgumentTypeError(f"--param {it!r}: write key=value")
-        out[k] = v
-    return out
+    """``--param`` values as a dict (the grammar library's parser); a malformed one is a usage error."""
+    from ..grammars.registry import parse_params as parse
+
+    try:
+        return parse(items)
+    except Error as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_constraint_flags(parser) -> None:

@@ -30,7 +30,7 @@ from ..errors import GrammarError
 from ..textfile import decode_utf8
 from ..fst.inspect import explain_rejection, longest_accepted_prefix
 from .lib.phrases import occurs
-from .registry import Grammar, GrammarBuild, get
+from .registry import Grammar, GrammarBuild, get, parse_params
 
 __all__ = ["GoldenCase", "check_case", "check_text", "read_cases", "run_cases"]
 
@@ -73,16 +73,11 @@ def _unescape(text: str) -> str:
 
 def _parse_params(spec: str, where: str) -> dict[str, str]:
     try:
-        items = shlex.split(spec)
-    except ValueError as exc:
+        return parse_params(shlex.split(spec))
+    except ValueError as exc:  # shlex: an unclosed quote
         raise GrammarError(f"{where}: cannot read the parameters {spec!r}: {exc}") from None
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise GrammarError(f"{where}: parameter {item!r}: write key=value")
-        out[key] = value
-    return out
+    except GrammarError as exc:
+        raise GrammarError(f"{where}: {exc}") from None
 
 
 def read_cases(path: str | os.PathLike, grammar: str) -> list[GoldenCase]:
