@@ -12,20 +12,8 @@ import pytest
 
 from fstbeam.compiler.light import LightAutomaton, compile_avoid, compile_phrase, compile_prefix
 from fstbeam.compiler.token_index import TokenIndex
-from fstbeam.errors import TokenizerError
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def gemma():
-    try:
-        from fstbeam.compiler.vocab import load_vocab
-
-        vocab = load_vocab("default")
-    except (TokenizerError, ImportError, OSError) as exc:  # pragma: no cover - depends on the install
-        pytest.skip(f"default tokenizer not available: {exc}")
-    return vocab, TokenIndex.for_vocab(vocab)
 
 
 def brute_force_next(a: LightAutomaton, index: TokenIndex) -> np.ndarray:

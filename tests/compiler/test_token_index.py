@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 
 from fstbeam.compiler.token_index import IS_WORD_BYTE, TokenIndex
 from fstbeam.compiler.vocab import Vocab
-from fstbeam.errors import TokenizerError
 
 HYP = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -129,17 +128,6 @@ def test_for_vocab_caches_by_fingerprint():
     assert TokenIndex.for_vocab(a) is TokenIndex.for_vocab(b)
     assert TokenIndex.for_vocab(c) is not TokenIndex.for_vocab(a)
     assert TokenIndex.for_vocab(a).fingerprint == a.fingerprint
-
-
-@pytest.fixture(scope="module")
-def gemma():
-    try:
-        from fstbeam.compiler.vocab import load_vocab
-
-        vocab = load_vocab("default")
-    except (TokenizerError, ImportError, OSError) as exc:  # pragma: no cover - depends on the install
-        pytest.skip(f"default tokenizer not available: {exc}")
-    return vocab, TokenIndex.for_vocab(vocab)
 
 
 @pytest.mark.integration
