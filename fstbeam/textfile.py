@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 
 def decode_utf8(raw: bytes, path: str | os.PathLike, error: type[Exception]) -> str:
@@ -14,3 +15,16 @@ def decode_utf8(raw: bytes, path: str | os.PathLike, error: type[Exception]) -> 
             f"{path} is not UTF-8: byte 0x{raw[exc.start]:02x} at byte offset {exc.start} "
             f"(line {line}); re-save the file as UTF-8"
         ) from None
+
+
+def read_utf8(path: str | os.PathLike, error: type[Exception], *, what: str, expect: str) -> str:
+    """Text of the file at ``path``. A missing file, a directory or bad UTF-8 raises ``error``
+    naming ``what`` (e.g. "word list"), the path and ``expect`` (what to give instead)."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise error(f"{what} {path} does not exist: {expect}") from None
+    except IsADirectoryError:
+        raise error(f"{what} {path} is a directory: {expect}") from None
+    return decode_utf8(raw, f"{what} {path}", error)

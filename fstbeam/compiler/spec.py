@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import SpecError
-from ..textfile import decode_utf8
+from ..textfile import read_utf8
 
 
 @dataclass(frozen=True)
@@ -52,13 +52,7 @@ class WordList:
 def read_word_file(path: str | os.PathLike) -> WordList:
     """One entry per line, UTF-8; blank lines and ``#`` comments skipped."""
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise SpecError(f"word list {p} does not exist: give a UTF-8 text file with one word per line") from None
-    except IsADirectoryError:
-        raise SpecError(f"word list {p} is a directory: give a UTF-8 text file with one word per line") from None
-    text = decode_utf8(raw, f"word list {p}", SpecError)
+    text = read_utf8(p, SpecError, what="word list", expect="give a UTF-8 text file with one word per line")
     words = tuple(w.strip() for w in text.splitlines() if w.strip() and not w.strip().startswith("#"))
     if not words:
         raise SpecError(f"word list {p} has no words: give at least one entry, one per line")

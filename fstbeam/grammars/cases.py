@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import GrammarError
-from ..textfile import decode_utf8
+from ..textfile import read_utf8
 from ..fst.inspect import explain_rejection, longest_accepted_prefix
 from .lib.phrases import occurs
 from .registry import Grammar, GrammarBuild, get, parse_params
@@ -83,7 +83,7 @@ def _parse_params(spec: str, where: str) -> dict[str, str]:
 def read_cases(path: str | os.PathLike, grammar: str) -> list[GoldenCase]:
     """Every case in ``path`` (a ``cases.tsv``) for the grammar called ``grammar``."""
     path = Path(path)
-    text = decode_utf8(path.read_bytes(), path, GrammarError)
+    text = read_utf8(path, GrammarError, what="golden cases", expect="give a UTF-8 cases.tsv file")
     cases: list[GoldenCase] = []
     params: dict[str, str] = {}
     for number, line in enumerate(text.split("\n"), 1):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pynini
 
 from ...errors import GrammarError
-from ...textfile import decode_utf8
+from ...textfile import read_utf8
 
 __all__ = ["Row", "read_tsv", "read_lines", "tsv_acceptor", "tsv_transducer"]
 
@@ -33,16 +33,6 @@ class Row:
         return f"{self.path}:{self.line}"
 
 
-def _decode(path: Path) -> str:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise GrammarError(f"data file {path} does not exist") from None
-    except IsADirectoryError:
-        raise GrammarError(f"data file {path} is a directory, not a TSV file") from None
-    return decode_utf8(raw, path, GrammarError)
-
-
 def read_tsv(
     path: str | os.PathLike,
     *,
@@ -58,7 +48,7 @@ def read_tsv(
     """
     path = Path(path)
     lo, hi = (columns, columns) if isinstance(columns, int) else columns
-    text = _decode(path)
+    text = read_utf8(path, GrammarError, what="data file", expect="give a UTF-8 TSV file")
     if text.startswith("\ufeff"):
         text = text[1:]  # a byte-order mark some editors write
     layout = "<TAB>".join(names) if names else f"{lo} columns"
