@@ -52,14 +52,19 @@ words_st = st.lists(st.text(alphabet=LETTERS, min_size=1, max_size=3), min_size=
 extra_tokens_st = st.lists(st.text(alphabet=LETTERS + PUNCT, min_size=2, max_size=4), max_size=6, unique=True)
 
 
+def _pieces_vocab(extra):
+    """Every single character as a token (as with byte fallback), plus the ``extra`` tokens."""
+    singles = sorted(set(LETTERS + PUNCT))
+    pieces = singles + [e for e in extra if e not in singles]
+    return pieces, Vocab.from_dict({i: p.encode() for i, p in enumerate(pieces)}, eos_ids=[len(pieces)])
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(words=words_st, extra=extra_tokens_st)
 def test_every_short_sequence_matches_the_regex(words, extra):
     # Every single character is a token (as with byte fallback), plus random multi-char tokens
     # that may span word boundaries ("a b", ". ") and contain multi-byte UTF-8 ("é").
-    singles = sorted(set(LETTERS + PUNCT))
-    pieces = singles + [e for e in extra if e not in singles]
-    vocab = Vocab.from_dict({i: p.encode() for i, p in enumerate(pieces)}, eos_ids=[len(pieces)])
+    pieces, vocab = _pieces_vocab(extra)
     dfa, fsa, tables = compile_plain(words, vocab)
     rx = word_regex(words)
     ids = list(range(len(pieces)))
@@ -101,9 +106,7 @@ def test_no_dead_ends_when_bytes_are_missing(words, pieces):
 @given(words=words_st, extra=extra_tokens_st)
 def test_tables_agree_with_blocks(words, extra):
     """The dense rows + sparse lists the decoder uses hold exactly each state's allowed tokens."""
-    singles = sorted(set(LETTERS + PUNCT))
-    pieces = singles + [e for e in extra if e not in singles]
-    vocab = Vocab.from_dict({i: p.encode() for i, p in enumerate(pieces)}, eos_ids=[len(pieces)])
+    pieces, vocab = _pieces_vocab(extra)
     _, fsa, tables = compile_plain(words, vocab)
     for q in range(tables.num_states):
         dense, sparse = tables.mask_row(q)
