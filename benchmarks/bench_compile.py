@@ -76,7 +76,7 @@ def run_fstbeam(level: str, language: str) -> dict:
     import fstbeam
     from fstbeam.compiler.cefr import cefr_words
     from fstbeam.compiler.token_trie import token_trie
-    from fstbeam.compiler.vocab import load_vocab
+    from fstbeam.contract.vocab import load_vocab
     from fstbeam.default_model import default_tokenizer_dir
     from tokenizers import Tokenizer
 

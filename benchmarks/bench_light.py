@@ -82,7 +82,7 @@ def main(argv=None) -> int:
 
     from fstbeam.compiler.light import compile_avoid, compile_phrase, compile_prefix
     from fstbeam.compiler.token_index import TokenIndex
-    from fstbeam.compiler.vocab import load_vocab
+    from fstbeam.contract.vocab import load_vocab
 
     vocab, load_s = timed(lambda: load_vocab("default"))
     _, fp_s = timed(lambda: vocab.fingerprint)

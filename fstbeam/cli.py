@@ -74,7 +74,7 @@ def _constraints(args, decoder):
     if args.constraints and flags:
         raise ValueError("give either --constraints ARTIFACT or constraint flags (--words/--cefr/--phrase/...), not both")
     if args.constraints:
-        from .compiler.artifact import load_constraints
+        from .contract.compiled import load_constraints
 
         return load_constraints(args.constraints, tokenizer=decoder.tokenizer)
     if not flags:

@@ -15,7 +15,7 @@ def imported_after(stmt: str) -> set[str]:
 
 def test_compiler_does_not_import_torch():
     mods = imported_after(
-        "import fstbeam; import fstbeam.compiler.compile, fstbeam.compiler.artifact, fstbeam.compiler.cli, "
+        "import fstbeam; import fstbeam.compiler.compile, fstbeam.contract.artifact, fstbeam.compiler.cli, "
         "fstbeam.compiler.light, fstbeam.compiler.token_index, fstbeam.kernels.bitmask; fstbeam.compile_constraints"
     )
     assert "torch" not in mods

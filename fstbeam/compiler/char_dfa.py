@@ -8,6 +8,7 @@ import numpy as np
 import pynini
 
 from ..errors import SpecError
+from ..fst.text import IS_WORD_BYTE
 
 
 @dataclass(frozen=True, eq=False)
@@ -23,19 +24,17 @@ class CharDFA:
     @cached_property
     def boundary_states(self) -> np.ndarray:
         """bool [S]: the start, and every state entered right after a non-word byte
-        (ASCII other than letters and digits) -- where a word-boundary phrase may begin."""
-        nonword = np.array([0 < b < 128 and not chr(b).isalnum() for b in range(256)])
+        (`fstbeam.fst.text`) -- where a word-boundary phrase may begin."""
         out = np.zeros(self.num_states, bool)
         out[self.start] = True
-        into = self.next[:, nonword]
+        into = self.next[:, ~IS_WORD_BYTE]
         out[into[into >= 0]] = True
         return out
 
     @cached_property
     def leaves_on_nonword(self) -> np.ndarray:
         """bool [S]: the state has a transition on some non-word byte."""
-        nonword = np.array([0 < b < 128 and not chr(b).isalnum() for b in range(256)])
-        return (self.next[:, nonword] >= 0).any(axis=1)
+        return (self.next[:, ~IS_WORD_BYTE] >= 0).any(axis=1)
 
     def run(self, data: bytes, state: int | None = None) -> int:
         """State after reading ``data`` (-1 if it dies)."""

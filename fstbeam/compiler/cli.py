@@ -137,7 +137,8 @@ def _encode(vocab, tokenizer, text: str) -> list[int]:
 
 
 def _inspect(args) -> int:
-    from .artifact import load_constraints, read_manifest
+    from ..contract.artifact import read_manifest
+    from ..contract.compiled import load_constraints
 
     if args.list_grammars:
         from ..grammars.describe import list_text

@@ -19,22 +19,20 @@ import numpy as np
 import pynini
 
 from ..errors import SpecError, UnsatisfiableConstraintError
-from ..fst.optimize import optimize, sigma_star
+from ..fst.optimize import optimize
 from ..grammars.lib.wordlist import word_list_fst
 from .cefr import cefr_words, parse_level
 from .char_dfa import CharDFA, fst_to_dfa
 from .satisfy import avoidable, phrase_possible, reachable_pair
-from .compiled import CompiledConstraints
+from ..contract.compiled import CompiledConstraints
 from .spec import ConstraintSpec, Phrase, WordList, as_phrases, read_word_file
 from .tables import build_tables
-from .token_fsa import lift
+from .token_fsa import lift, token_fst_bytes
 from .token_trie import token_trie
-from .vocab import Vocab, load_vocab
+from ..contract.vocab import Vocab, load_vocab
+from .phrase_dfa import phrase_char_dfa
 
 log = logging.getLogger(__name__)
-
-NONWORD_BYTES = bytes(b for b in range(1, 128) if not chr(b).isalnum())
-
 
 class _Stages:
     """Per-stage timings, and a progress bar on long compiles when asked."""
@@ -101,40 +99,10 @@ def _fst_bytes(fst: pynini.Fst) -> bytes:
         return open(tmp.name, "rb").read()
 
 
-def _byte_union(chars: bytes) -> pynini.Fst:
-    f = pynini.Fst()
-    s, e = f.add_state(), f.add_state()
-    f.set_start(s)
-    f.set_final(e)
-    one = pynini.Weight.one(f.weight_type())
-    for b in sorted(set(chars)):
-        f.add_arc(s, pynini.Arc(b, b, one, e))
-    return f
-
-
-def _literal(text: str, case_sensitive: bool) -> pynini.Fst:
-    data = text.encode("utf-8")
-    if case_sensitive:
-        return pynini.accep(pynini.escape(text), token_type="byte")
-    out = pynini.accep("")
-    for b in data:
-        out = out + _byte_union(bytes({b, ord(chr(b).lower()), ord(chr(b).upper())}) if b < 128 else bytes([b]))
-    return out.optimize()
-
-
-def contains_fst(p: Phrase) -> pynini.Fst:
-    """Character language of texts containing ``p`` (boundaries as in DESIGN.md)."""
-    data = p.text.encode("utf-8")
-    sig = sigma_star()
-    lit = _literal(p.text, p.case_sensitive)
-    left = right = sig
-    if p.word_boundary:
-        nonword = _byte_union(NONWORD_BYTES)
-        if data[0] not in NONWORD_BYTES:
-            left = pynini.union("", sig + nonword)
-        if data[-1] not in NONWORD_BYTES:
-            right = pynini.union("", nonword + sig)
-    return (left + lit + right).optimize()
+def _contains_dfa(p: Phrase) -> CharDFA:
+    """Character DFA of the texts containing ``p`` (the boundary rule of `fstbeam.fst.text`)."""
+    lit = p.text.encode("utf-8")
+    return phrase_char_dfa(lit, word_boundary=p.word_boundary, case_sensitive=p.case_sensitive).to_char_dfa()
 
 
 def _is_empty(fst: pynini.Fst) -> bool:
@@ -172,7 +140,7 @@ def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix) -> None:
         if prefix is None:  # a local check: run the phrase from every state it may start in
             ok = phrase_possible(hard, p.text, word_boundary=p.word_boundary, case_sensitive=p.case_sensitive)
         else:  # the phrase may overlap the prefix: search (hard, phrase) state pairs
-            ok = reachable_pair(hard, fst_to_dfa(contains_fst(p)), want_other_final=True, start_text=start)
+            ok = reachable_pair(hard, _contains_dfa(p), want_other_final=True, start_text=start)
         if not ok:
             raise UnsatisfiableConstraintError(
                 f"phrase {p.text!r} ({p.source}) cannot appear in any text allowed by {base_name}{with_prefix}: "
@@ -180,7 +148,7 @@ def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix) -> None:
                 (f"phrase {p.text!r}", base_name),
             )
     if avoid:
-        if not avoidable(hard, [fst_to_dfa(contains_fst(a)) for a in avoid], start_text=start):
+        if not avoidable(hard, [_contains_dfa(a) for a in avoid], start_text=start):
             raise UnsatisfiableConstraintError(
                 f"the avoid list {[a.text for a in avoid]} blocks every text allowed by {base_name}{with_prefix}",
                 ("avoid", base_name),
@@ -272,8 +240,6 @@ def compile_constraints(
                 )
             with stages("tables"):
                 hard = build_tables(fsa, vocab)
-                from .artifact import token_fst_bytes
-
                 token_fst = token_fst_bytes(fsa)
                 char_fst = _fst_bytes(hard_fst)
                 char_state = fsa.char_state
@@ -323,9 +289,7 @@ def with_request(
 def _canonical_tokens(tokenizer, vocab: Vocab, wl: WordList | None) -> np.ndarray:
     """Tokens the tokenizer itself uses for the listed words (with and without a leading space),
     for punctuation, digits and spaces."""
-    from .vocab import Vocab as _V
-
-    if isinstance(tokenizer, _V) or wl is None:
+    if isinstance(tokenizer, Vocab) or wl is None:
         raise SpecError("canonical=True needs a real tokenizer (not a Vocab) and a word list")
     from tokenizers import Tokenizer
 

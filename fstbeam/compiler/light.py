@@ -19,18 +19,17 @@ as boundaries. Case-insensitive matching folds ASCII letters only (see ``token_i
 """
 from __future__ import annotations
 
-from collections import deque
-from dataclasses import dataclass, field
-from typing import Literal
-
 import numpy as np
 
-from ..errors import DisallowedTokenError, SpecError, UnsatisfiableConstraintError
-from .token_index import IS_WORD_BYTE, N_CLASSES, NO_TEXT_CLASS, TokenIndex
-from .vocab import Vocab
+from ..contract.light import Kind, LightAutomaton, light_distances
+from ..contract.vocab import Vocab
+from ..errors import SpecError, UnsatisfiableConstraintError
+from ..fst.text import boundary_needs
+from .phrase_dfa import PhraseDFA, _ro, phrase_char_dfa, prefix_char_dfa
+from .token_index import TokenIndex
 
 __all__ = [
-    "CharDFA",
+    "PhraseDFA",
     "LightAutomaton",
     "compile_phrase",
     "compile_avoid",
@@ -39,322 +38,9 @@ __all__ = [
     "prefix_char_dfa",
 ]
 
-Kind = Literal["phrase", "avoid", "prefix"]
-
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 
 
-def _ro(a: np.ndarray) -> np.ndarray:
-    a = np.ascontiguousarray(a)
-    a.setflags(write=False)
-    return a
-
-
-# ---------------------------------------------------------------------------------------------
-# Character DFA
-# ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True, eq=False)
-class CharDFA:
-    """A byte DFA over symbol classes: ``delta[q, sym_of_byte[b]]``.
-
-    Symbols are the distinct (case-folded) bytes of the literal plus two representatives: any
-    other word byte (``word_sym``) and any other non-word byte (``nonword_sym``).
-    ``forbidden[q]``: a token that enters ``q`` is disallowed (avoid: the phrase is complete;
-    prefix: the output left the prefix).
-    """
-
-    delta: np.ndarray  # int32 [Q, nsym]
-    sym_of_byte: np.ndarray  # int16 [256]
-    start: int
-    final: np.ndarray  # bool [Q]
-    forbidden: np.ndarray  # bool [Q]
-    progress: np.ndarray  # int32 [Q]
-    word_sym: int
-    nonword_sym: int
-
-    @property
-    def n_states(self) -> int:
-        return int(self.delta.shape[0])
-
-    def run(self, data: bytes, state: int | None = None) -> int:
-        q = self.start if state is None else state
-        for b in data:
-            q = int(self.delta[q, self.sym_of_byte[b]])
-        return q
-
-    def accepts(self, data: bytes) -> bool:
-        return bool(self.final[self.run(data)])
-
-    def run_tokens(self, states: np.ndarray, padded: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        """int32 ``[len(states), T]``: the state reached from each state over each token's bytes.
-
-        ``padded`` uint8 ``[T, L]`` holds the tokens' bytes left-aligned, ``lengths`` int ``[T]``.
-        """
-        states = np.asarray(states, dtype=np.int32)
-        lengths = np.asarray(lengths)
-        t = len(lengths)
-        order = np.argsort(-lengths, kind="stable")  # longest first: active tokens are a prefix
-        lens = lengths[order]
-        syms = self.sym_of_byte[padded[order]]  # [T, L]
-        nsym = self.delta.shape[1]
-        flat = self.delta.ravel()
-        cur = np.repeat(states[:, None], t, axis=1)  # [Q', T]
-        active = np.searchsorted(-lens, -np.arange(padded.shape[1] if t else 0), side="left")  # tokens with len > pos
-        for pos, k in enumerate(active):
-            if k == 0:
-                break
-            cur[:, :k] = flat[cur[:, :k] * nsym + syms[:k, pos]]
-        out = np.empty_like(cur)
-        out[:, order] = cur
-        return out
-
-    def class_defaults(self) -> np.ndarray:
-        """int32 ``[Q, 4]``: the state a token of class c reaches if none of its bytes is a
-        literal byte (first and last byte replaced by the class's representative symbols)."""
-        reps = []
-        for c in range(N_CLASSES):
-            first = self.nonword_sym if c & 2 else self.word_sym
-            last = self.nonword_sym if c & 1 else self.word_sym
-            q = self.delta[np.arange(self.n_states), first]
-            reps.append(self.delta[q, last])
-        return np.stack(reps, axis=1).astype(np.int32)
-
-
-def _symbols(lit: bytes, fold: bool) -> tuple[list[int], np.ndarray, int, int]:
-    alphabet = sorted(set(lit))
-    word_sym, nonword_sym = len(alphabet), len(alphabet) + 1
-    sym_of_byte = np.where(IS_WORD_BYTE, word_sym, nonword_sym).astype(np.int16)
-    for i, b in enumerate(alphabet):
-        sym_of_byte[b] = i
-        if fold and 0x61 <= b <= 0x7A:  # the literal is lowercased; its capitals share the symbol
-            sym_of_byte[b - 32] = i
-    return alphabet, sym_of_byte, word_sym, nonword_sym
-
-
-def _minimize(delta: np.ndarray, labels: list) -> tuple[np.ndarray, np.ndarray]:
-    """Moore partition refinement starting from ``labels``; returns (new delta, old->new map).
-    Blocks are numbered by their first state, so state 0 stays state 0."""
-    n = len(labels)
-    block = _renumber(labels)
-    while True:
-        sig = [(block[q], *block[delta[q]].tolist()) for q in range(n)]
-        new = _renumber(sig)
-        if new.max() == block.max():
-            break
-        block = new
-    _, rep = np.unique(block, return_index=True)  # first state of each block
-    return block[delta[rep]].astype(np.int32), block
-
-
-def _renumber(keys: list) -> np.ndarray:
-    seen: dict = {}
-    return np.array([seen.setdefault(k, len(seen)) for k in keys], dtype=np.int64)
-
-
-def phrase_char_dfa(lit: bytes, *, word_boundary: bool = True, case_sensitive: bool = True, kind: Kind = "phrase") -> CharDFA:
-    """Minimal DFA over ``lit``'s symbols recognising outputs that contain ``lit`` (``phrase``) or
-    that do not (``avoid``).
-
-    States before minimization are ``(S, prev_word, pending)`` plus an absorbing MET state: ``S``
-    holds the lengths j of every partial match (the last j bytes equal ``lit[:j]`` with a boundary
-    before them), ``prev_word`` whether the last byte was a word byte (the start of the output is
-    a boundary), ``pending`` whether a full match ends at the last byte and waits for a right
-    boundary. Minimization keeps (MET, pending, progress) apart, so progress is well defined.
-    """
-    fold = not case_sensitive
-    if fold:
-        lit = lit.lower()
-    m = len(lit)
-    need_left = word_boundary and bool(IS_WORD_BYTE[lit[0]])
-    need_right = word_boundary and bool(IS_WORD_BYTE[lit[-1]])
-    alphabet, sym_of_byte, word_sym, nonword_sym = _symbols(lit, fold)
-    sym_byte = [*alphabet, None, None]
-    sym_word = [bool(IS_WORD_BYTE[b]) for b in alphabet] + [True, False]
-    nsym = len(sym_byte)
-
-    MET = ("met",)
-
-    def step(st, s):
-        if st is MET:
-            return MET
-        partial, prev_word, pending = st
-        c, w = sym_byte[s], sym_word[s]
-        if pending and not w:
-            return MET
-        grown, done = set(), False
-        if c is not None:
-            for j in partial:
-                if lit[j] == c:
-                    if j + 1 == m:
-                        done = True
-                    else:
-                        grown.add(j + 1)
-            if lit[0] == c and not (need_left and prev_word):
-                if m == 1:
-                    done = True
-                else:
-                    grown.add(1)
-        if done and not need_right:
-            return MET
-        return (frozenset(grown), w if need_left else False, done)
-
-    start = (frozenset(), False, False)
-    ids = {start: 0}
-    states = [start]
-    rows: list[list[int]] = []
-    todo = deque([start])
-    while todo:
-        st = todo.popleft()
-        row = []
-        for s in range(nsym):
-            nxt = step(st, s)
-            if nxt not in ids:
-                ids[nxt] = len(states)
-                states.append(nxt)
-                todo.append(nxt)
-            row.append(ids[nxt])
-        rows.append(row)
-    delta = np.array(rows, dtype=np.int64)
-    is_met = np.array([st is MET for st in states])
-    is_pending = np.array([st is not MET and st[2] for st in states])
-    progress = np.array([m if (st is MET or st[2]) else max(st[0], default=0) for st in states], dtype=np.int32)
-
-    labels = list(zip(is_met.tolist(), is_pending.tolist(), progress.tolist()))
-    mdelta, block = _minimize(delta, labels)
-    nb = mdelta.shape[0]
-    met_b = np.zeros(nb, dtype=bool)
-    met_b[block[is_met]] = True
-    pend_b = np.zeros(nb, dtype=bool)
-    pend_b[block[is_pending]] = True
-    prog_b = np.zeros(nb, dtype=np.int32)
-    prog_b[block] = progress
-    if kind == "phrase":
-        final, forbidden = met_b | pend_b, np.zeros(nb, dtype=bool)
-    elif kind == "avoid":
-        final, forbidden = ~(met_b | pend_b), met_b
-    else:
-        raise ValueError(f"phrase_char_dfa builds 'phrase' or 'avoid' automata, not {kind!r}")
-    return CharDFA(_ro(mdelta), _ro(sym_of_byte), 0, _ro(final), _ro(forbidden), _ro(prog_b), word_sym, nonword_sym)
-
-
-def prefix_char_dfa(lit: bytes) -> CharDFA:
-    """States 0..m = bytes of the prefix consumed (m: free, absorbing), m+1 = left the prefix."""
-    m = len(lit)
-    alphabet, sym_of_byte, word_sym, nonword_sym = _symbols(lit, False)
-    nsym = len(alphabet) + 2
-    dead = m + 1
-    delta = np.full((m + 2, nsym), dead, dtype=np.int32)
-    for i, b in enumerate(lit):
-        delta[i, alphabet.index(b)] = i + 1
-    delta[m, :] = m
-    final = np.zeros(m + 2, dtype=bool)
-    final[m] = True
-    forbidden = np.zeros(m + 2, dtype=bool)
-    forbidden[dead] = True
-    progress = np.minimum(np.arange(m + 2), m).astype(np.int32)
-    progress[dead] = 0
-    return CharDFA(_ro(delta), _ro(sym_of_byte), 0, _ro(final), _ro(forbidden), _ro(progress), word_sym, nonword_sym)
-
-
-# ---------------------------------------------------------------------------------------------
-# Light automaton
-# ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True, eq=False)
-class LightAutomaton:
-    """A per-request token DFA in the light-table layout of ``docs/tables.md``.
-
-    Text tokens only: EOS is allowed exactly where ``final`` is true and is never a transition
-    (``next_state`` returns -1 for ids without text).
-    """
-
-    kind: Kind
-    text: str
-    literal: bytes  # the text's UTF-8 bytes
-    width: int
-    start: int
-    final: np.ndarray  # bool [n]
-    progress: np.ndarray  # int32 [n]
-    default_next: np.ndarray  # int32 [n, 4]
-    exc_key: np.ndarray  # int64 [X] sorted state*V + token
-    exc_next: np.ndarray  # int32 [X]
-    adv_ptr: np.ndarray  # int64 [n+1]
-    adv_tokens: np.ndarray  # int32 [A]
-    word_boundary: bool = True
-    case_sensitive: bool = True
-    source: str = ""
-    fingerprint: str = ""
-    token_class: np.ndarray = field(default=None, repr=False)  # int8 [V], shared with the index
-    char_dfa: CharDFA | None = field(default=None, repr=False)
-    char_state: np.ndarray | None = field(default=None, repr=False)  # int32 [n]: char DFA state of each state
-
-    TABLE_FIELDS = ("final", "progress", "default_next", "exc_key", "exc_next", "adv_ptr", "adv_tokens")
-
-    @property
-    def n_states(self) -> int:
-        return int(self.final.shape[0])
-
-    @property
-    def n_exceptions(self) -> int:
-        return int(self.exc_key.shape[0])
-
-    @property
-    def length(self) -> int:
-        """Progress of a met phrase / consumed prefix: the literal's length in bytes."""
-        return len(self.literal)
-
-    def tables(self) -> dict[str, np.ndarray]:
-        """The arrays of the table contract (``start`` is the scalar ``self.start``)."""
-        return {name: getattr(self, name) for name in self.TABLE_FIELDS}
-
-    def is_final(self, state: int) -> bool:
-        return bool(self.final[state])
-
-    def next_state(self, state: int, token: int) -> int:
-        """Next state after text token ``token`` in ``state``; -1 if the token is disallowed."""
-        key = state * self.width + token
-        i = int(np.searchsorted(self.exc_key, key))
-        if i < self.exc_key.shape[0] and int(self.exc_key[i]) == key:
-            return int(self.exc_next[i])
-        c = int(self.token_class[token])
-        return -1 if c == NO_TEXT_CLASS else int(self.default_next[state, c])
-
-    def advance(self, state: int, token: int) -> int:
-        """``next_state`` that raises :class:`DisallowedTokenError` instead of returning -1."""
-        nxt = self.next_state(state, token)
-        if nxt < 0:
-            raise DisallowedTokenError(f"token {token} is not allowed in state {state} of {self.kind} {self.text!r}")
-        return nxt
-
-    def row(self, state: int) -> np.ndarray:
-        """int32 ``[V]``: the next state of every token id from ``state`` (-1 = disallowed)."""
-        table = np.concatenate([self.default_next[state], np.array([-1], dtype=np.int32)])
-        out = table[self.token_class]
-        lo, hi = np.searchsorted(self.exc_key, [state * self.width, (state + 1) * self.width])
-        out[self.exc_key[lo:hi] - state * self.width] = self.exc_next[lo:hi]
-        return out
-
-    def allowed(self, state: int) -> np.ndarray:
-        """Sorted int64 ids of the text tokens allowed in ``state`` (EOS: see ``is_final``)."""
-        return np.flatnonzero(self.row(state) >= 0)
-
-    def advancing(self, state: int) -> np.ndarray:
-        """Sorted int32 ids of the tokens that raise ``progress`` from ``state`` (DBA candidates)."""
-        return self.adv_tokens[self.adv_ptr[state] : self.adv_ptr[state + 1]]
-
-    def describe(self) -> str:
-        opts = []
-        if self.kind != "prefix":
-            opts.append("word boundaries" if self.word_boundary else "inside words")
-            opts.append("case-sensitive" if self.case_sensitive else "ASCII case-insensitive")
-        return (
-            f"{self.kind} {self.text!r} ({', '.join(opts) or 'exact'}): {self.n_states} states, "
-            f"{self.n_exceptions} exceptions, {self.adv_tokens.shape[0]} advancing entries"
-        )
-
-
-# ---------------------------------------------------------------------------------------------
-# Builders
-# ---------------------------------------------------------------------------------------------
 def compile_phrase(
     text: str | bytes,
     index: TokenIndex | Vocab,
@@ -451,8 +137,7 @@ def _phrase_candidates(lit: bytes, index: TokenIndex, *, word_boundary: bool, ca
     if not case_sensitive:
         lit = lit.lower()
     m = len(lit)
-    need_left = word_boundary and bool(IS_WORD_BYTE[lit[0]])
-    need_right = word_boundary and bool(IS_WORD_BYTE[lit[-1]])
+    need_left, need_right = boundary_needs(lit, word_boundary)
     parts = [q.ids_substrings_of(lit)]  # (a)
     parts += [q.ids_ending_with(lit[:j], preceded_by_nonword=need_left) for j in range(1, m)]  # (b)
     parts += [q.ids_starting_with(lit[j:], followed_by_nonword=need_right) for j in range(1, m)]  # (c)
@@ -474,7 +159,7 @@ def _lift(
     kind: Kind,
     text: str | bytes,
     lit: bytes,
-    dfa: CharDFA,
+    dfa: PhraseDFA,
     index: TokenIndex,
     cands: np.ndarray,
     word_boundary: bool,
@@ -552,7 +237,7 @@ def _check_satisfiable(
     kind: Kind,
     text: str | bytes,
     lit: bytes,
-    dfa: CharDFA,
+    dfa: PhraseDFA,
     index: TokenIndex,
     keep: np.ndarray,
     word_boundary: bool,

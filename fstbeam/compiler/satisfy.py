@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..fst.text import boundary_needs
 from .char_dfa import CharDFA
 
 
@@ -54,9 +55,6 @@ def reachable_pair(hard: CharDFA, other: CharDFA, *, want_other_final: bool, sta
     return False
 
 
-NONWORD = np.array([0 < b < 128 and not chr(b).isalnum() for b in range(256)])
-
-
 def phrase_possible(hard: CharDFA, text: str, *, word_boundary: bool = True, case_sensitive: bool = True) -> bool:
     """Can ``text`` occur (at word boundaries if asked) in some text accepted by ``hard``?
 
@@ -66,7 +64,8 @@ def phrase_possible(hard: CharDFA, text: str, *, word_boundary: bool = True, cas
     data = text.encode("utf-8")
     S = hard.num_states
     nxt = hard.next
-    if word_boundary and not NONWORD[data[0]]:
+    need_left, need_right = boundary_needs(data, word_boundary)
+    if need_left:
         cur = hard.boundary_states.copy()
     else:
         cur = np.ones(S, bool)
@@ -80,7 +79,7 @@ def phrase_possible(hard: CharDFA, text: str, *, word_boundary: bool = True, cas
         cur = new
         if not cur.any():
             return False
-    if word_boundary and not NONWORD[data[-1]]:
+    if need_right:
         ends = np.flatnonzero(cur)
         return bool(hard.final[ends].any() or hard.leaves_on_nonword[ends].any())
     return True

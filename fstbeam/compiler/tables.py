@@ -1,4 +1,4 @@
-"""Device-ready tables for the hard automaton (layout: docs/tables.md).
+"""Build the hard automaton's device-ready tables (`fstbeam.contract.hard`, docs/tables.md).
 
 Large blocks (the word-boundary fan-out) become bit-packed dense rows shared by every state
 that uses the same combination of them; the rest of a state's tokens is a short sorted list.
@@ -7,13 +7,13 @@ many tokens are allowed.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-
 import numpy as np
 
-from ..kernels.bitmask import bitmask_width, pack_ids  # numpy only: safe on the compile side
+from ..contract.bitmask import bitmask_width, pack_ids
+from ..contract.hard import HardTables
+from ..contract.layout import BYTE_KEYS
+from ..contract.vocab import Vocab
 from .token_fsa import TokenFSA, concat_ranges
-from .vocab import Vocab
 
 # A block with at least this many tokens is stored as bits. Below it a sorted id list is smaller
 # (32 KiB per dense row at 262,144 ids vs 4 bytes per listed token) and cheaper to build per step.
@@ -21,74 +21,6 @@ DENSE_MIN_TOKENS = 256
 # A state whose small blocks add up to more than this (the start state: every word-initial token
 # without a space) gets them in its own dense row instead, so no mask needs a long sparse list.
 SPARSE_MAX_TOKENS = 512
-
-
-@dataclass(frozen=True, eq=False)
-class HardTables:
-    start: int
-    width: int
-    final: np.ndarray
-    dist_to_final: np.ndarray
-    state_block_key: np.ndarray
-    state_block_id: np.ndarray
-    state_block_ptr: np.ndarray
-    block_key: np.ndarray
-    block_next: np.ndarray
-    block_ptr: np.ndarray
-    state_block_dense: np.ndarray
-    dense_masks: np.ndarray
-    state_dense_row: np.ndarray
-    state_sparse_ptr: np.ndarray
-    state_sparse_tokens: np.ndarray
-    token_first_byte: np.ndarray
-    eos_ids: np.ndarray
-
-    ARRAYS = (
-        "final", "dist_to_final", "state_block_key", "state_block_id", "state_block_ptr", "block_key",
-        "block_next", "block_ptr", "state_block_dense", "dense_masks", "state_dense_row", "state_sparse_ptr",
-        "state_sparse_tokens", "token_first_byte", "eos_ids",
-    )
-
-    @property
-    def num_states(self) -> int:
-        return len(self.final)
-
-    @property
-    def nbytes(self) -> int:
-        return sum(getattr(self, n).nbytes for n in self.ARRAYS)
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        return {n: getattr(self, n) for n in self.ARRAYS}
-
-    # ---- host-side lookups (tests, matcher, debugging) ----------------------------------------
-    def next_state(self, state: int, token: int) -> int:
-        """Next state after text token ``token`` in ``state``; -1 if not allowed."""
-        if not 0 <= token < self.width or self.token_first_byte[token] < 0:
-            return -1
-        key = state * 256 + int(self.token_first_byte[token])
-        i = int(np.searchsorted(self.state_block_key, key))
-        if i >= len(self.state_block_key) or self.state_block_key[i] != key:
-            return -1
-        bkey = int(self.state_block_id[i]) * self.width + token
-        j = int(np.searchsorted(self.block_key, bkey))
-        if j >= len(self.block_key) or self.block_key[j] != bkey:
-            return -1
-        return int(self.block_next[j])
-
-    def allowed_text_tokens(self, state: int) -> np.ndarray:
-        """Sorted ids of the text tokens allowed in ``state`` (EOS excluded)."""
-        lo, hi = self.state_block_ptr[state], self.state_block_ptr[state + 1]
-        parts = []
-        for b in self.state_block_id[lo:hi]:
-            parts.append(self.block_key[self.block_ptr[b]:self.block_ptr[b + 1]] % self.width)
-        return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
-
-    def mask_row(self, state: int) -> tuple[np.ndarray, np.ndarray]:
-        """(dense bit row, sparse token ids) for ``state`` — what the decoder builds a mask from."""
-        return (
-            self.dense_masks[self.state_dense_row[state]],
-            self.state_sparse_tokens[self.state_sparse_ptr[state]:self.state_sparse_ptr[state + 1]],
-        )
 
 
 def build_tables(
@@ -143,7 +75,7 @@ def build_tables(
         width=V,
         final=fsa.final.copy(),
         dist_to_final=fsa.dist_to_final.copy(),
-        state_block_key=sb_state.astype(np.int64) * 256 + fsa.state_block_byte,
+        state_block_key=sb_state.astype(np.int64) * BYTE_KEYS + fsa.state_block_byte,
         state_block_id=fsa.state_block_id.copy(),
         state_block_ptr=fsa.state_block_ptr.copy(),
         block_key=blk_of_entry.astype(np.int64) * V + fsa.block_tokens,

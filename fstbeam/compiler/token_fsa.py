@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..fst.labels import token_to_label
+from ..fst.vector_fst import vector_fst_bytes
 from .char_dfa import CharDFA
 from .token_trie import TokenTrie
 
@@ -214,3 +216,16 @@ def _assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next) -> T
         block_next=e_next[e_order].astype(np.int32),
         char_state=order.astype(np.int32),
     )
+
+
+def token_fst_bytes(fsa: TokenFSA) -> bytes:
+    """The factored token automaton as an OpenFst acceptor: state q --eps--> block state, and
+    block state --(token id + 1)--> next state. Its language is exactly the token language."""
+    S, NB = fsa.num_states, fsa.num_blocks
+    sb_state = np.repeat(np.arange(S), np.diff(fsa.state_block_ptr))
+    blk_entries = np.repeat(np.arange(NB), np.diff(fsa.block_ptr))
+    arc_state = np.concatenate([sb_state, S + blk_entries])
+    arc_label = np.concatenate([np.zeros(len(sb_state), np.int64), token_to_label(fsa.block_tokens.astype(np.int64))])
+    arc_next = np.concatenate([S + fsa.state_block_id.astype(np.int64), fsa.block_next.astype(np.int64)])
+    final = np.concatenate([fsa.final, np.zeros(NB, bool)])
+    return vector_fst_bytes(S + NB, 0, final, arc_state, arc_label, arc_next)

@@ -12,8 +12,7 @@ queries a light compile needs in microseconds:
   a sorted trigram index over one joined blob, optionally only occurrences with non-word bytes (or
   the token's edge) on either side.
 
-Word bytes are ASCII letters and digits and every byte >= 0x80 (so multi-byte UTF-8 letters are
-word characters); every other byte is a non-word byte. ``token_class`` puts every token in one of
+Word bytes are those of `fstbeam.fst.text` (the one boundary rule). ``token_class`` puts every token in one of
 4 classes by whether its first and last byte are non-word (``2*first_nonword + last_nonword``),
 and tokens with no bytes (special, EOS, padding) in class 4.
 
@@ -31,19 +30,12 @@ from typing import Sequence
 
 import numpy as np
 
-from ..kernels.bitmask import pack_bool_mask  # numpy only: safe on the compile side
-from .vocab import Vocab
+from ..contract.bitmask import pack_bool_mask
+from ..contract.layout import N_CLASSES, NO_TEXT_CLASS
+from ..contract.vocab import Vocab
+from ..fst.text import IS_WORD_BYTE
 
 __all__ = ["TokenIndex", "IS_WORD_BYTE", "NONWORD_RUNS", "N_CLASSES", "NO_TEXT_CLASS"]
-
-#: ``IS_WORD_BYTE[b]``: byte ``b`` is a word byte (ASCII letter or digit, or any byte >= 0x80).
-IS_WORD_BYTE = np.zeros(256, dtype=bool)
-IS_WORD_BYTE[ord("0") : ord("9") + 1] = True
-IS_WORD_BYTE[ord("A") : ord("Z") + 1] = True
-IS_WORD_BYTE[ord("a") : ord("z") + 1] = True
-IS_WORD_BYTE[0x80:] = True
-IS_WORD_BYTE.setflags(write=False)
-
 
 def _runs(flags: np.ndarray) -> tuple[tuple[int, int], ...]:
     """Maximal runs ``(lo, hi)`` (inclusive) of byte values where ``flags`` is true."""
@@ -60,9 +52,6 @@ def _runs(flags: np.ndarray) -> tuple[tuple[int, int], ...]:
 
 #: Non-word bytes as inclusive value ranges: 0x00-0x2F, 0x3A-0x40, 0x5B-0x60, 0x7B-0x7F.
 NONWORD_RUNS = _runs(~IS_WORD_BYTE)
-
-N_CLASSES = 4  #: text token classes (first/last byte word or not)
-NO_TEXT_CLASS = 4  #: class of ids with no bytes (special, EOS, padding)
 
 _SETTLE_GC_WIDTH = 32_768  # real tokenizers: collect garbage once after the build (see __init__)
 _EMPTY = np.zeros(0, dtype=np.int32)

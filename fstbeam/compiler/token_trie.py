@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .vocab import Vocab
+from ..contract.vocab import Vocab
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ def token_trie(vocab: Vocab) -> TokenTrie:
     if hit is None:
         from dataclasses import asdict
 
-        from .disk_cache import cached_arrays
+        from ..contract.disk_cache import cached_arrays
 
         arrays = cached_arrays("trie", vocab.fingerprint, lambda: asdict(_build(vocab)))
         hit = _CACHE[vocab.fingerprint] = TokenTrie(**arrays)

@@ -43,7 +43,7 @@ class Decoder:
     ``model``: ``None`` (the default Gemma 3 270M, converted once and cached), a path or hub id
     (``AutoModelForCausalLM`` / ``AutoModelForSeq2SeqLM``), a loaded model, or a model adapter.
     ``tokenizer``: ``None`` (the model's own), a path, a Hugging Face tokenizer, or a
-    ``fstbeam.compiler.vocab.Vocab`` (then prompts must be token id lists).
+    ``fstbeam.contract.vocab.Vocab`` (then prompts must be token id lists).
     ``prompt_format``: ``"raw"`` (prompts as text continuations), ``"chat"`` (the tokenizer's chat
     template with a generation prompt), ``"auto"`` (chat when the tokenizer has a template; the
     default Gemma 3 270M is a base model without one), or a template string with ``{prompt}``.
@@ -121,7 +121,7 @@ class Decoder:
     def vocab(self):
         """The token-id -> bytes table of this decoder's tokenizer at the model's output width."""
         if self._vocab is None:
-            from ..compiler.vocab import Vocab
+            from ..contract.vocab import Vocab
 
             if self.tokenizer is None:
                 raise DecodeError("this decoder has no tokenizer: pass tokenizer=... to decode text")

@@ -24,39 +24,21 @@ Operations (all vectorized, no per-hypothesis Python):
 """
 from __future__ import annotations
 
-import weakref
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 import torch
 
-from ..kernels.bitmask import bitmask_width, pack_ids  # re-exported: the one bit-packing helper
+from ..contract.bitmask import bitmask_width, pack_ids  # re-exported: the one bit-packing helper
+from ..contract.layout import BYTE_KEYS, INF_DIST, NO_TEXT_CLASS, light_order
+from ..contract.light import light_distances  # noqa: F401  re-exported (distances come with the tables)
 
 __all__ = ["INF_DIST", "InputConstraints", "Tables", "light_distances", "pack_ids", "bitmask_width"]
 
-#: Distance of a state that cannot reach an accepting state.
-INF_DIST = 1 << 30
 _KEY_SENTINEL = np.iinfo(np.int64).max
 FREE, TEXT = 0, 1
-#: Token class of ids without text (special tokens, EOS, padding) in the light-table layout.
-NO_TEXT_CLASS = 4
-
-
-_DIST_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _COMBO_CACHE: dict = {}
-
-
-def _cached_distances(a: Any, class_nonempty: np.ndarray) -> np.ndarray:
-    try:
-        hit = _DIST_CACHE.get(a)
-    except TypeError:  # not weak-referenceable: compute every time
-        return light_distances(a, class_nonempty)
-    if hit is None:
-        hit = light_distances(a, class_nonempty)
-        _DIST_CACHE[a] = hit
-    return hit
 
 
 def _class_combos(token_class: np.ndarray, V: int, eos_ids: tuple[int, ...]) -> np.ndarray:
@@ -85,43 +67,6 @@ def _class_combos(token_class: np.ndarray, V: int, eos_ids: tuple[int, ...]) -> 
     return combos
 
 
-def light_distances(a: Any, class_nonempty: np.ndarray) -> np.ndarray:
-    """int64 ``[n]``: fewest tokens from each state of light automaton ``a`` to a final state.
-
-    Edges: the class defaults of classes that have tokens, and the exception transitions. A class
-    edge whose every token is an exception is kept; that can only make a distance smaller, so the
-    result stays a valid lower bound for pruning.
-    """
-    n = int(a.final.shape[0])
-    V = int(a.width)
-    src, dst = [], []
-    dn = np.asarray(a.default_next)
-    for c in np.flatnonzero(class_nonempty[: dn.shape[1]]):
-        ok = dn[:, c] >= 0
-        src.append(np.flatnonzero(ok))
-        dst.append(dn[ok, c])
-    ek, en = np.asarray(a.exc_key), np.asarray(a.exc_next)
-    ok = en >= 0
-    src.append(ek[ok] // V)
-    dst.append(en[ok])
-    src_a = np.concatenate(src).astype(np.int64) if src else np.zeros(0, np.int64)
-    dst_a = np.concatenate(dst).astype(np.int64) if dst else np.zeros(0, np.int64)
-    rev: list[list[int]] = [[] for _ in range(n)]
-    for s, d in zip(src_a.tolist(), dst_a.tolist()):
-        rev[d].append(s)
-    dist = np.full(n, INF_DIST, dtype=np.int64)
-    todo = deque(np.flatnonzero(np.asarray(a.final)).tolist())
-    for q in todo:
-        dist[q] = 0
-    while todo:
-        q = todo.popleft()
-        for p in rev[q]:
-            if dist[p] == INF_DIST:
-                dist[p] = dist[q] + 1
-                todo.append(p)
-    return dist
-
-
 @dataclass(frozen=True, eq=False)
 class InputConstraints:
     """The constraints of one input, as the pool sees them.
@@ -142,7 +87,7 @@ class InputConstraints:
     def from_compiled(cls, cc) -> "InputConstraints":
         if cc is None:
             return cls(constrained=False)
-        lights = tuple(cc.phrases) + tuple(cc.avoid) + ((cc.prefix,) if cc.prefix is not None else ())
+        lights = light_order(cc.phrases, cc.avoid, cc.prefix)
         return cls(cc.hard, lights, len(cc.phrases), True, cc.vocab.text_ids, cc)
 
     @property
@@ -224,7 +169,7 @@ class Tables:
             d = np.asarray(h.dist_to_final, np.int64)
             dist.append(np.where((d < 0) | (d >= INF_DIST), INF_DIST, d))
             trivial.append(np.zeros(S, bool))
-            sb_key.append(np.asarray(h.state_block_key, np.int64) + s_off * 256)
+            sb_key.append(np.asarray(h.state_block_key, np.int64) + s_off * BYTE_KEYS)
             sb_id.append(np.asarray(h.state_block_id, np.int64) + b_off)
             blk_key.append(np.asarray(h.block_key, np.int64) + b_off * V)
             blk_next.append(np.asarray(h.block_next, np.int64) + s_off)
@@ -275,7 +220,6 @@ class Tables:
             raise ValueError("light automata without a token_class table: compile them with fstbeam.compile_constraints")
         token_class = np.full(V, NO_TEXT_CLASS, np.int64) if tc_source is None else np.asarray(tc_source).astype(np.int64)
         self.token_class = _t(token_class, dev)
-        class_nonempty = np.bincount(token_class, minlength=NO_TEXT_CLASS + 1) > 0
         # State 0: identity. Columns 0..3 text classes, 4 = no-text ids.
         final, prog, dnext, is_phr, dist = [np.array([True])], [np.array([0])], [np.zeros((1, 5), np.int64)], [np.array([False])], [np.array([0])]
         ekey, enext, aptr, atok = [], [], [np.zeros(2, np.int64)], []  # adv pointers: identity = empty range
@@ -292,7 +236,7 @@ class Tables:
             dn5[:, : dn.shape[1]] = np.where(dn >= 0, dn + off, -1)
             dnext.append(dn5)
             is_phr.append(np.full(n, is_phrase))
-            dist.append(_cached_distances(a, class_nonempty))
+            dist.append(np.asarray(a.dist, np.int64))  # computed by the compiler (contract.light)
             ek = np.asarray(a.exc_key, np.int64)
             ekey.append(ek + off * V)
             en = np.asarray(a.exc_next, np.int64)
@@ -355,7 +299,7 @@ class Tables:
         if not self.has_hard:
             return h.clone()
         fb = self.h_first_byte[t.clamp(min=0)]
-        key = h * 256 + fb
+        key = h * BYTE_KEYS + fb
         i = torch.searchsorted(self.h_sb_key, key)
         hit = (self.h_sb_key[i] == key) & (fb >= 0)
         key2 = self.h_sb_id[i] * self.V + t

@@ -7,7 +7,7 @@ from fstbeam.errors import TokenizerError
 def gemma():
     """The default (Gemma 3) vocabulary and its token index; skipped where it is not installed."""
     from fstbeam.compiler.token_index import TokenIndex
-    from fstbeam.compiler.vocab import load_vocab
+    from fstbeam.contract.vocab import load_vocab
 
     try:
         vocab = load_vocab("default")

@@ -13,8 +13,9 @@ import pynini
 import pytest
 
 import fstbeam
-from fstbeam.compiler.artifact import FORMAT_VERSION, load_constraints
-from fstbeam.compiler.vocab import Vocab
+from fstbeam.contract.artifact import FORMAT_VERSION
+from fstbeam.contract.compiled import load_constraints
+from fstbeam.contract.vocab import Vocab
 from fstbeam.errors import ArtifactCorruptError, ArtifactError, ArtifactFormatError, TokenizerMismatchError
 
 DATA = Path(__file__).parent.parent / "data"

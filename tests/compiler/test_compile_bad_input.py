@@ -5,7 +5,7 @@ import pytest
 
 import fstbeam
 from fstbeam.compiler.cli import main as cli_main
-from fstbeam.compiler.vocab import Vocab
+from fstbeam.contract.vocab import Vocab
 from fstbeam.errors import SpecError, UnsatisfiableConstraintError
 
 PIECES = ["a", "b", "c", " ", "ab", "ca", ".", "x", "y"]

@@ -11,7 +11,7 @@ import pynini
 import pytest
 
 from fstbeam.compiler.compile import compile_constraints
-from fstbeam.compiler.vocab import Vocab
+from fstbeam.contract.vocab import Vocab
 from fstbeam.errors import DisallowedTokenError, SpecError
 
 TOKENS = {1: b"a", 2: b"b", 3: b" ", 4: b"ab", 5: b" a", 6: b" b", 7: b".", 8: b"  ", 9: b"c"}

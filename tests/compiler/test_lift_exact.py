@@ -18,7 +18,7 @@ from fstbeam.compiler.char_dfa import fst_to_dfa
 from fstbeam.compiler.tables import build_tables
 from fstbeam.compiler.token_fsa import lift
 from fstbeam.compiler.token_trie import token_trie
-from fstbeam.compiler.vocab import Vocab
+from fstbeam.contract.vocab import Vocab
 from fstbeam.grammars.lib.wordlist import word_list_fst
 
 LETTERS = "abé"

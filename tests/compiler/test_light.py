@@ -26,7 +26,7 @@ from fstbeam.compiler.light import (
     phrase_char_dfa,
 )
 from fstbeam.compiler.token_index import TokenIndex
-from fstbeam.compiler.vocab import Vocab
+from fstbeam.contract.vocab import Vocab
 from fstbeam.errors import DisallowedTokenError, SpecError, UnsatisfiableConstraintError
 
 HYP = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from fstbeam.compiler.vocab import Vocab, _gpt2_unicode_to_byte, load_vocab
+from fstbeam.contract.vocab import Vocab, _gpt2_unicode_to_byte, load_vocab
 from fstbeam.errors import TokenizerError
 
 

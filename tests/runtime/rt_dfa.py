@@ -122,11 +122,15 @@ def light_from_spec(kind: str, text: str, token_bytes, *, default_next, exceptio
                 adv[s].append(t)
     adv_ptr = np.cumsum([0] + [len(a) for a in adv]).astype(np.int64)
     adv_tokens = np.array([t for a in adv for t in a], np.int32)
-    return SimpleNamespace(
+    a = SimpleNamespace(
         kind=kind, text=text, width=V, start=start, final=np.asarray(final, bool), progress=progress,
         default_next=dn, exc_key=exc_key, exc_next=exc_next, adv_ptr=adv_ptr, adv_tokens=adv_tokens,
         token_class=cls, length=int(progress.max()),
     )
+    # The contract's distance field: exact fewest tokens to a final state, by BFS over every token.
+    edges = [(s, nx) for s in range(n) for t in range(V) if cls[t] != 4 and (nx := light_next_py(a, s, t)) >= 0]
+    a.dist = np.where(_dist(n, edges, a.final) == 1 << 20, 1 << 30, _dist(n, edges, a.final)).astype(np.int64)
+    return a
 
 
 def light_next_py(a, s: int, t: int) -> int:

@@ -158,7 +158,7 @@ TINY_TOKENS = ["<eos>", "a", "b", " ", "ab", " a", " b", "c", ".", " c", "ba", "
 
 
 def tiny_vocab(tokens=TINY_TOKENS, eos=(0,)):
-    from fstbeam.compiler.vocab import Vocab
+    from fstbeam.contract.vocab import Vocab
 
     return Vocab.from_dict({i: t for i, t in enumerate(tokens) if i not in eos and not (t.startswith("<") and t.endswith(">"))},
                            eos_ids=list(eos), width=len(tokens))

@@ -15,7 +15,7 @@ from rt_helpers import StubLM
 
 @pytest.fixture(scope="module")
 def vocab():
-    from fstbeam.compiler.vocab import Vocab
+    from fstbeam.contract.vocab import Vocab
 
     letters = string.ascii_lowercase
     toks = ["<eos>"] + list(letters) + [" " + c for c in letters] + [" ", ".", " the", " cat"]

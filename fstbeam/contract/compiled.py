@@ -1,4 +1,4 @@
-"""The compiled object a user holds, and a host-side walker over it for tests and debugging."""
+"""The compiled object a user holds (its artifact form: `artifact`), and a host-side walker over it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -7,7 +7,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import DisallowedTokenError
-from .tables import HardTables
+from .artifact import read_artifact, save_artifact
+from .hard import HardTables
+from .layout import light_order
 from .vocab import Vocab
 
 
@@ -41,14 +43,12 @@ class CompiledConstraints:
 
     @property
     def light(self) -> tuple:
-        return tuple(self.phrases) + tuple(self.avoid) + ((self.prefix,) if self.prefix is not None else ())
+        return light_order(self.phrases, self.avoid, self.prefix)
 
     def matcher(self) -> "Matcher":
         return Matcher(self)
 
     def save(self, path) -> None:
-        from .artifact import save_artifact
-
         save_artifact(self, path)
 
     def summary(self) -> dict:
@@ -143,3 +143,9 @@ class Matcher:
     def _why(self, token_id: int, what: str) -> str:
         tb = self.cc.vocab.token_bytes[token_id] if 0 <= token_id < self.cc.width else None
         return f"token {token_id} ({tb!r}) is not allowed by {what} after {len(self.history)} tokens"
+
+
+def load_constraints(path, tokenizer=None) -> CompiledConstraints:
+    """Load an artifact written by :meth:`CompiledConstraints.save`. With ``tokenizer`` (HF
+    tokenizer, path, ``"default"`` or Vocab) its fingerprint must match the artifact's."""
+    return CompiledConstraints(**read_artifact(path, tokenizer))

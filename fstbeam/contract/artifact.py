@@ -24,28 +24,13 @@ import numpy as np
 
 from .. import __version__
 from ..errors import ArtifactCorruptError, ArtifactError, ArtifactFormatError, TokenizerMismatchError
-from ..fst.labels import token_to_label
-from ..fst.vector_fst import vector_fst_bytes
-from .compiled import CompiledConstraints
-from .tables import HardTables
-from .token_fsa import TokenFSA
+from .hard import HardTables
+from .layout import LIGHT_ROLES
+from .light import LightAutomaton
 from .vocab import Vocab, load_vocab
 
 FORMAT_VERSION = 1
 MAGIC = "fstbeam-constraints"
-
-
-def token_fst_bytes(fsa: TokenFSA) -> bytes:
-    """The factored token automaton as an OpenFst acceptor: state q --eps--> block state, and
-    block state --(token id + 1)--> next state. Its language is exactly the token language."""
-    S, NB = fsa.num_states, fsa.num_blocks
-    sb_state = np.repeat(np.arange(S), np.diff(fsa.state_block_ptr))
-    blk_entries = np.repeat(np.arange(NB), np.diff(fsa.block_ptr))
-    arc_state = np.concatenate([sb_state, S + blk_entries])
-    arc_label = np.concatenate([np.zeros(len(sb_state), np.int64), token_to_label(fsa.block_tokens.astype(np.int64))])
-    arc_next = np.concatenate([S + fsa.state_block_id.astype(np.int64), fsa.block_next.astype(np.int64)])
-    final = np.concatenate([fsa.final, np.zeros(NB, bool)])
-    return vector_fst_bytes(S + NB, 0, final, arc_state, arc_label, arc_next)
 
 
 def _npy(a: np.ndarray) -> bytes:
@@ -54,12 +39,12 @@ def _npy(a: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-_LIGHT_SKIP = ("char_dfa", "char_state")
+_LIGHT_SKIP = LightAutomaton.DERIVED_FIELDS
 
 
 def _light_members(prefix: str, a) -> tuple[dict, dict[str, bytes]]:
     """Fields of a light automaton: arrays as .npy members, bytes as hex, plain values in the
-    manifest. Debugging-only fields with a default (the character DFA) are not stored."""
+    manifest. Derived and debugging-only fields (distances, the character DFA) are not stored."""
     meta, members = {"class": type(a).__name__}, {}
     for f in dataclasses.fields(a):
         v = getattr(a, f.name)
@@ -76,7 +61,8 @@ def _light_members(prefix: str, a) -> tuple[dict, dict[str, bytes]]:
     return meta, members
 
 
-def save_artifact(cc: CompiledConstraints, path) -> None:
+def save_artifact(cc, path) -> None:
+    """Write ``cc`` (a `CompiledConstraints`) to ``path``."""
     path = Path(path)
     members: dict[str, bytes] = {}
     manifest: dict = {
@@ -100,7 +86,8 @@ def save_artifact(cc: CompiledConstraints, path) -> None:
         manifest["hard"] = {"start": cc.hard.start, "width": cc.hard.width}
         for name, arr in cc.hard.arrays().items():
             members[f"hard/{name}.npy"] = _npy(arr)
-    for role, items in (("phrase", cc.phrases), ("avoid", cc.avoid), ("prefix", [cc.prefix] if cc.prefix is not None else [])):
+    prefix = [cc.prefix] if cc.prefix is not None else []
+    for role, items in zip(LIGHT_ROLES, (cc.phrases, cc.avoid, prefix)):
         for a in items:
             i = len(manifest["light"])
             meta, mem = _light_members(f"light/{i}", a)
@@ -168,9 +155,10 @@ def _manifest(zf: zipfile.ZipFile, path) -> dict:
     return manifest
 
 
-def load_constraints(path, tokenizer=None) -> CompiledConstraints:
-    """Load an artifact. With ``tokenizer`` (HF tokenizer, path, ``"default"`` or Vocab) its
-    fingerprint must match the one the artifact was compiled for."""
+def read_artifact(path, tokenizer=None) -> dict:
+    """The fields of a `CompiledConstraints` stored at ``path`` (see `compiled.load_constraints`).
+    With ``tokenizer`` (HF tokenizer, path, ``"default"`` or Vocab) its fingerprint must match
+    the one the artifact was compiled for."""
     path = Path(path)
     try:
         zf = zipfile.ZipFile(path)
@@ -217,7 +205,7 @@ def load_constraints(path, tokenizer=None) -> CompiledConstraints:
                 avoid.append(a)
             else:
                 prefix = a
-        return CompiledConstraints(
+        return dict(
             vocab=vocab, hard=hard, phrases=tuple(phrases), avoid=tuple(avoid), prefix=prefix,
             spec=manifest["spec"], spec_hash=manifest["spec_hash"], stats=manifest.get("stats", {}),
             token_fst=member("token.fst") if "token.fst" in manifest["members"] else None,
@@ -227,9 +215,9 @@ def load_constraints(path, tokenizer=None) -> CompiledConstraints:
 
 
 def _load_light(meta: dict, i: int, array):
-    from . import light
-
-    cls = getattr(light, meta["class"])
+    if meta.get("class") != LightAutomaton.__name__:
+        raise ArtifactCorruptError(f"light automaton {i} has unknown class {meta.get('class')!r}; recompile it")
+    cls = LightAutomaton
     kwargs = {}
     for f in dataclasses.fields(cls):
         if f.name in _LIGHT_SKIP:

@@ -1,0 +1,31 @@
+"""Constants and key encodings of the table layout (docs/tables.md), shared by both halves.
+
+The compiler writes keys with these helpers and the runtime searches them; one definition keeps
+the two sides in step.
+"""
+from __future__ import annotations
+
+__all__ = [
+    "BYTE_KEYS",
+    "INF_DIST",
+    "LIGHT_ROLES",
+    "NO_TEXT_CLASS",
+    "N_CLASSES",
+    "light_order",
+]
+
+#: Hard tables key a state's blocks by ``state * BYTE_KEYS + first byte`` (sorted int64 keys).
+BYTE_KEYS = 256
+#: Text token classes of the light layout: ``2 * first_byte_nonword + last_byte_nonword``.
+N_CLASSES = 4
+#: Class of ids without text (special tokens, EOS, padding).
+NO_TEXT_CLASS = 4
+#: Distance of a state that cannot reach an accepting state.
+INF_DIST = 1 << 30
+#: The order of a request's light automata everywhere (matcher, pool, artifact).
+LIGHT_ROLES = ("phrase", "avoid", "prefix")
+
+
+def light_order(phrases, avoid, prefix) -> tuple:
+    """Light automata in contract order: must-include phrases, avoid phrases, then the prefix."""
+    return tuple(phrases) + tuple(avoid) + ((prefix,) if prefix is not None else ())
