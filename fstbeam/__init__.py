@@ -10,6 +10,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 _LAZY = {
+    "Compiler": ("fstbeam.compiler.compiler", "Compiler"),
     "compile_constraints": ("fstbeam.compiler.compile", "compile_constraints"),
     "with_request": ("fstbeam.compiler.compile", "with_request"),
     "CompiledConstraints": ("fstbeam.contract.compiled", "CompiledConstraints"),

@@ -31,6 +31,7 @@ from typing import Sequence
 import numpy as np
 
 from ..contract.bitmask import pack_bool_mask
+from ..contract.cache import ByteCache, shared_cache
 from ..contract.layout import N_CLASSES, NO_TEXT_CLASS
 from ..contract.vocab import Vocab
 from ..fst.text import IS_WORD_BYTE
@@ -64,9 +65,6 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 class TokenIndex:
     """Read-only query index over one vocabulary's token bytes. Build with :meth:`for_vocab`."""
-
-    _cache: dict[str, "TokenIndex"] = {}
-    _lock = threading.Lock()
 
     def __init__(
         self,
@@ -149,20 +147,22 @@ class TokenIndex:
 
     # ---- construction ------------------------------------------------------------------------
     @classmethod
-    def for_vocab(cls, vocab: Vocab, *, lowercased: bool = False) -> "TokenIndex":
-        """The index of ``vocab``, built once per vocabulary fingerprint and kept in memory.
+    def for_vocab(cls, vocab: Vocab, *, lowercased: bool = False, cache: ByteCache | None = None) -> "TokenIndex":
+        """The index of ``vocab``, built once per vocabulary fingerprint and kept in ``cache``
+        (default: the process-wide byte-budget cache, `fstbeam.contract.cache`).
 
         ``lowercased=True`` also builds the case-insensitive twin now (a server that expects
         case-insensitive phrases should, so the first such request does not pay ~1 s for it).
         """
         key = vocab.fingerprint
-        with cls._lock:
-            hit = cls._cache.get(key)
-            if hit is None:
-                hit = cls(vocab.token_bytes, fingerprint=key)
-                hit.padded  # noqa: B018 - build eagerly so per-request compiles never pay for it
-                hit._warm_up()
-                cls._cache[key] = hit
+
+        def build() -> TokenIndex:
+            index = cls(vocab.token_bytes, fingerprint=key)
+            index.padded  # noqa: B018 - build eagerly so per-request compiles never pay for it
+            index._warm_up()
+            return index
+
+        hit = (cache if cache is not None else shared_cache()).get(("index", key), build)
         if lowercased:
             hit.lowercased()
         return hit
@@ -177,9 +177,9 @@ class TokenIndex:
             self.ids_containing(probe, nonword_before=True, nonword_after=True)
 
     @classmethod
-    def clear_cache(cls) -> None:
-        with cls._lock:
-            cls._cache.clear()
+    def clear_cache(cls, cache: ByteCache | None = None) -> None:
+        """Forget every cached index (benchmarks time cold builds with it)."""
+        (cache if cache is not None else shared_cache()).discard(lambda key: key[0] == "index")
 
     def lowercased(self) -> "TokenIndex":
         """Twin index over ASCII-lowercased token bytes (built on first use; same classes)."""

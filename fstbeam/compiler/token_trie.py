@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..contract.cache import ByteCache, shared_cache
 from ..contract.vocab import Vocab
 
 log = logging.getLogger(__name__)
@@ -31,20 +32,18 @@ class TokenTrie:
         return len(self.node_byte)
 
 
-_CACHE: dict[str, TokenTrie] = {}
+def token_trie(vocab: Vocab, cache: ByteCache | None = None) -> TokenTrie:
+    """The trie for ``vocab`` (kept in ``cache``, default the process-wide one, and on disk,
+    both by fingerprint)."""
 
-
-def token_trie(vocab: Vocab) -> TokenTrie:
-    """The trie for ``vocab`` (cached in memory and on disk by fingerprint)."""
-    hit = _CACHE.get(vocab.fingerprint)
-    if hit is None:
+    def build() -> TokenTrie:
         from dataclasses import asdict
 
         from ..contract.disk_cache import cached_arrays
 
-        arrays = cached_arrays("trie", vocab.fingerprint, lambda: asdict(_build(vocab)))
-        hit = _CACHE[vocab.fingerprint] = TokenTrie(**arrays)
-    return hit
+        return TokenTrie(**cached_arrays("trie", vocab.fingerprint, lambda: asdict(_build(vocab))))
+
+    return (cache if cache is not None else shared_cache()).get(("trie", vocab.fingerprint), build)
 
 
 def _build(vocab: Vocab) -> TokenTrie:

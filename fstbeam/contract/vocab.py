@@ -216,18 +216,15 @@ def _from_tokenizer_data(data: dict, *, width: int | None, eos_ids: tuple[int, .
     return Vocab(tuple(table), eos, frozenset(special), kind, name)
 
 
-_FILE_CACHE: dict[tuple, Vocab] = {}
-
-
 def _from_file_cached(path: Path, width, eos_ids, name: str | None = None) -> Vocab:
-    """Parsing a 33 MB tokenizer.json takes ~1 s: keep each file's Vocab in memory."""
+    """Parsing a 33 MB tokenizer.json takes ~1 s: keep each file's Vocab in memory
+    (in the process-wide byte-budget cache, `fstbeam.contract.cache`)."""
     f = path / "tokenizer.json" if path.is_dir() else path
     st = f.stat() if f.exists() else None
     key = (str(f.resolve()), st and st.st_mtime_ns, st and st.st_size, width, None if eos_ids is None else tuple(eos_ids), name)
-    hit = _FILE_CACHE.get(key)
-    if hit is None:
-        hit = _FILE_CACHE[key] = _from_disk_cache(path, key, width, eos_ids, name)
-    return hit
+    from .cache import shared_cache
+
+    return shared_cache().get(("vocab-file", key), lambda: _from_disk_cache(path, key, width, eos_ids, name))
 
 
 def _from_disk_cache(path: Path, key: tuple, width, eos_ids, name) -> Vocab:

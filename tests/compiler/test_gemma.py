@@ -8,7 +8,7 @@ import pytest
 
 import fstbeam
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.compile import _words_spec
+from fstbeam.compiler.build import _words_spec
 from fstbeam.grammars.lib.wordlist import word_list_fst
 
 pytestmark = pytest.mark.integration

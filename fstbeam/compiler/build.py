@@ -1,0 +1,356 @@
+"""What `Compiler.compile` and `Compiler.extend` do: spec -> character automaton -> token
+automaton -> tables, and per-request automata on top of a compiled base.
+
+Word lists and grammars form the *hard* automaton (compiled ahead of time, once per word list).
+Phrases, avoid phrases and the prefix are small automata compiled per request in milliseconds
+against a per-tokenizer index; their consistency with the hard language is checked here at the
+character level so a contradiction is an error at compile time, not an empty beam later.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, replace
+from typing import Iterable
+
+import numpy as np
+import pynini
+
+from ..errors import SpecError, UnsatisfiableConstraintError
+from ..fst.optimize import optimize
+from ..grammars.lib.wordlist import word_list_fst
+from .cefr import cefr_words, parse_level
+from .char_dfa import CharDFA, fst_to_dfa
+from .satisfy import avoidable, phrase_possible, reachable_pair
+from ..contract.compiled import CompiledConstraints
+from .spec import ConstraintSpec, Phrase, WordList, as_phrases, read_word_file
+from .tables import build_tables
+from .token_fsa import lift, token_fst_bytes
+from ..contract.vocab import Vocab
+from .phrase_dfa import phrase_char_dfa
+
+log = logging.getLogger(__name__)
+
+class _Stages:
+    """Per-stage timings, and a progress bar on long compiles when asked."""
+
+    def __init__(self, progress: bool):
+        self.timings: dict[str, float] = {}
+        self.bar = None
+        if progress:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=0, bar_format="{desc}", leave=False)
+
+    @contextmanager
+    def __call__(self, name: str):
+        if self.bar is not None:
+            self.bar.set_description_str(f"fstbeam: {name}...")
+        t = time.perf_counter()
+        yield
+        self.timings[name] = round(time.perf_counter() - t, 4)
+        log.info("stage %s: %.3f s", name, self.timings[name])
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _words_spec(words, cefr) -> WordList | None:
+    if words is not None and cefr is not None:
+        raise SpecError("give either words= or cefr=, not both (a CEFR level is a word list)")
+    if cefr is not None:
+        parse_level(cefr)
+        return WordList(tuple(cefr_words(cefr)), f"cefr:{str(cefr).upper()}")
+    if words is None:
+        return None
+    if isinstance(words, WordList):
+        return words
+    if isinstance(words, (str, os.PathLike)):
+        return read_word_file(words)
+    items = tuple(str(w).strip() for w in words if str(w).strip())
+    if not items:
+        raise SpecError("words= is empty: give at least one word")
+    return WordList(items, "argument")
+
+
+def _grammar_language(grammar, grammar_params):
+    """(language fst | None, phrases, avoid, description, source hash) for ``grammar``: a
+    registered name (with ``grammar_params``), a pynini acceptor, a built grammar (a
+    ``GrammarBuild``, e.g. from ``grammars.combine``), or a list of names / builds (combined)."""
+    if grammar is None:
+        return None, (), (), None, None
+    if isinstance(grammar, pynini.Fst):
+        h = hashlib.sha256(_fst_bytes(grammar)).hexdigest()
+        return grammar, (), (), f"custom:{h[:12]}", h
+    from .. import grammars
+
+    items = list(grammar) if isinstance(grammar, (list, tuple)) else [grammar]
+    if not items:
+        raise SpecError("grammar= is an empty list: give a grammar name or build, or None")
+    if grammar_params and not (len(items) == 1 and isinstance(items[0], str)):
+        raise SpecError("grammar_params= applies to one grammar given by name; pass built grammars instead")
+    builds = []
+    for g in items:
+        if isinstance(g, str):
+            builds.append(grammars.get(g).build(**(grammar_params or {})))
+        elif hasattr(g, "language") and hasattr(g, "cache_key"):
+            builds.append(g)
+        else:
+            raise SpecError(f"grammar= takes a name, a built grammar or a list of them, not {type(g).__name__}")
+    build = grammars.combine(builds)
+    if len(items) == 1 and isinstance(items[0], str):
+        params = grammar_params or {}
+        desc = f"{items[0]}({', '.join(f'{k}={v}' for k, v in sorted(params.items()))})"
+    else:
+        desc = " & ".join(b.describe() for b in builds)
+    language = build.language.copy() if build.language is not None else None
+    h = build.source_hash if len(items) == 1 and isinstance(items[0], str) else build.cache_key
+    return language, tuple(build.phrases), tuple(build.avoid), desc, h
+
+
+def _fst_bytes(fst: pynini.Fst) -> bytes:
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".fst") as tmp:
+        fst.write(tmp.name)
+        return open(tmp.name, "rb").read()
+
+
+def _contains_dfa(p: Phrase) -> CharDFA:
+    """Character DFA of the texts containing ``p`` (the boundary rule of `fstbeam.fst.text`)."""
+    lit = p.text.encode("utf-8")
+    return phrase_char_dfa(lit, word_boundary=p.word_boundary, case_sensitive=p.case_sensitive).to_char_dfa()
+
+
+def _is_empty(fst: pynini.Fst) -> bool:
+    f = pynini.connect(fst.copy())
+    return f.num_states() == 0
+
+
+_SIGMA_DFA = CharDFA(np.where(np.arange(256) > 0, 0, -1).astype(np.int32)[None, :], np.ones(1, bool), 0)
+
+
+def hard_dfa_from_bytes(char_fst: bytes | None) -> CharDFA:
+    """The hard character DFA of a loaded artifact (``None``: no hard automaton)."""
+    return _SIGMA_DFA if char_fst is None else fst_to_dfa(pynini.Fst.read_from_string(char_fst))
+
+
+def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix) -> None:
+    """Raise UnsatisfiableConstraintError naming the parts that conflict (docs/compiler.md)."""
+    base_name = base_name or "the output"
+    start = (prefix or "").encode("utf-8")
+    if prefix is not None and hard.run(start) < 0:
+        raise UnsatisfiableConstraintError(
+            f"no text allowed by {base_name} starts with the prefix {prefix!r}: "
+            "check the prefix's spelling or add its words to the list",
+            ("prefix", base_name),
+        )
+    with_prefix = " after the prefix" if prefix else ""
+    for p in phrases:
+        if prefix is None:  # a local check: run the phrase from every state it may start in
+            ok = phrase_possible(hard, p.text, word_boundary=p.word_boundary, case_sensitive=p.case_sensitive)
+        else:  # the phrase may overlap the prefix: search (hard, phrase) state pairs
+            ok = reachable_pair(hard, _contains_dfa(p), want_other_final=True, start_text=start)
+        if not ok:
+            raise UnsatisfiableConstraintError(
+                f"phrase {p.text!r} ({p.source}) cannot appear in any text allowed by {base_name}{with_prefix}: "
+                "add its words to the list or drop the phrase",
+                (f"phrase {p.text!r}", base_name),
+            )
+    if avoid:
+        if not avoidable(hard, [_contains_dfa(a) for a in avoid], start_text=start):
+            raise UnsatisfiableConstraintError(
+                f"the avoid list {[a.text for a in avoid]} blocks every text allowed by {base_name}{with_prefix}",
+                ("avoid", base_name),
+            )
+
+
+def compile_with(
+    comp,
+    *,
+    words: str | os.PathLike | Iterable[str] | None = None,
+    cefr: str | None = None,
+    phrases: Iterable[str | Phrase] = (),
+    avoid: Iterable[str | Phrase] = (),
+    prefix: str | None = None,
+    grammar=None,
+    grammar_params: dict | None = None,
+    canonical: bool = False,
+    case_variants: bool = True,
+    digits: bool = True,
+    leading_space: bool = False,
+    progress: bool = False,
+) -> CompiledConstraints:
+    """Compile constraints with ``comp`` (a `fstbeam.Compiler`: vocabulary, trie, index, caches).
+
+    ``words``: a file (one entry per line) or an iterable of words; ``cefr``: a level such as
+    ``"A1"`` (every word at or below it); ``phrases``: must appear; ``avoid``: must never appear;
+    ``prefix``: the output must start with it (it may end inside a token); ``grammar``: a
+    registered grammar name (with ``grammar_params``), a pynini acceptor over bytes, a built grammar
+    or a list of them (combined: languages intersected, phrases and avoid lists joined).
+    ``canonical=True`` keeps only tokens the tokenizer itself uses to spell the listed words.
+    ``case_variants``: also allow Title and UPPER forms of listed words; ``digits``: also allow
+    numbers written in digits between the words. ``leading_space``: the output may start with one
+    space before the word list's or grammar's text (as a continuation of "Answer:" naturally does).
+    """
+    stages = _Stages(progress)
+    try:
+        vocab = comp.vocab
+        wl = _words_spec(words, cefr)
+        g_lang, g_phr, g_avoid, g_desc, g_hash = _grammar_language(grammar, grammar_params)
+        phr = as_phrases(phrases, "phrases") + as_phrases(g_phr, f"grammar {grammar}")
+        avd = as_phrases(avoid, "avoid") + as_phrases(g_avoid, f"grammar {grammar}")
+        if prefix is not None and (not isinstance(prefix, str) or prefix == ""):
+            raise SpecError("prefix= must be non-empty text (or None for no prefix)")
+        spec = ConstraintSpec(
+            words=wl, cefr=str(cefr).upper() if cefr else None, phrases=phr, avoid=avd, prefix=prefix,
+            grammar=g_desc, grammar_hash=g_hash, canonical=canonical,
+            extra={"case_variants": case_variants, "digits": digits, **({"leading_space": True} if leading_space else {})},
+        )
+        hard_fst, hard_desc = None, None
+        if wl is not None:
+            with stages("word list"):
+                hard_fst = word_list_fst(wl.words, case_variants=case_variants, digits=digits)
+            hard_desc = f"the word list ({wl.source})"
+        if g_lang is not None:
+            with stages("grammar"):
+                g = optimize(g_lang, stage=f"grammar {g_desc}")
+                if _is_empty(g):
+                    raise UnsatisfiableConstraintError(f"grammar {g_desc} accepts no text", (f"grammar {g_desc}",))
+                if hard_fst is None:
+                    hard_fst, hard_desc = g, f"grammar {g_desc}"
+                else:
+                    hard_fst = optimize(pynini.intersect(hard_fst, g), stage="words & grammar")
+                    if _is_empty(hard_fst):
+                        raise UnsatisfiableConstraintError(
+                            f"{hard_desc} and grammar {g_desc} have no text in common",
+                            (hard_desc, f"grammar {g_desc}"),
+                        )
+                    hard_desc = f"{hard_desc} and grammar {g_desc}"
+        if leading_space:
+            if hard_fst is None:
+                raise SpecError(
+                    "leading_space=True applies to a word list or grammar: give words=, cefr= or grammar= "
+                    "(phrases, avoid and prefix alone allow any text, spaces included)"
+                )
+            space = pynini.accep(" ", token_type="byte")
+            hard_fst = optimize(pynini.closure(space, 0, 1) + hard_fst, stage="leading space")
+        hard = token_fst = char_fst = char_state = None
+        dfa = _SIGMA_DFA
+        if hard_fst is not None:
+            hard_fst = pynini.connect(hard_fst)
+            with stages("lift"):
+                dfa = fst_to_dfa(hard_fst)
+                allowed = _canonical_tokens(comp.tokenizer, vocab, wl) if canonical else None
+                fsa = lift(dfa, comp.trie, vocab.width, allowed_tokens=allowed)
+            if not fsa.final.any():
+                raise UnsatisfiableConstraintError(
+                    f"no token sequence of {vocab.describe()} spells any text allowed by {hard_desc}",
+                    (hard_desc, "tokenizer"),
+                )
+            with stages("tables"):
+                hard = build_tables(fsa, vocab)
+                token_fst = token_fst_bytes(fsa)
+                char_fst = _fst_bytes(hard_fst)
+                char_state = fsa.char_state
+        with stages("check"):
+            _check_request(dfa, hard_desc, phr, avd, prefix)
+        cc = CompiledConstraints(
+            vocab=vocab, hard=hard, spec=spec.describe(), spec_hash=spec.spec_hash(),
+            token_fst=token_fst, char_fst=char_fst, char_state=char_state,
+        )
+        comp.remember_hard(cc, dfa)
+        with stages("phrases"):
+            cc = _attach_light(cc, comp.index, phr, avd, prefix)
+        return replace(cc, stats={"seconds": stages.timings})
+    finally:
+        stages.close()
+
+
+def _attach_light(cc: CompiledConstraints, index, phrases, avoid, prefix) -> CompiledConstraints:
+    """``cc`` with light automata for ``phrases``, ``avoid`` and ``prefix`` added to its own."""
+    if not phrases and not avoid and prefix is None:
+        return cc
+    from .light import compile_avoid, compile_phrase, compile_prefix
+
+    opts = lambda p: dict(word_boundary=p.word_boundary, case_sensitive=p.case_sensitive, source=p.source)  # noqa: E731
+    return replace(
+        cc,
+        phrases=tuple(cc.phrases) + tuple(compile_phrase(p.text, index, **opts(p)) for p in phrases),
+        avoid=tuple(cc.avoid) + tuple(compile_avoid(p.text, index, **opts(p)) for p in avoid),
+        prefix=compile_prefix(prefix, index) if prefix is not None else cc.prefix,
+    )
+
+
+def _as_phrase(a) -> Phrase:
+    return Phrase(a.text, word_boundary=a.word_boundary, case_sensitive=a.case_sensitive, source=a.source or "base")
+
+
+def extend_with(comp, cc: CompiledConstraints, *, phrases=(), avoid=(), prefix=None, check=True) -> CompiledConstraints:
+    """``cc`` plus more phrases, avoid phrases and (if it has none) a prefix; shares its tables.
+
+    What ``cc`` already requires stays: its phrases and avoid list (also those a grammar
+    supplied) and its prefix. The whole request is checked against the hard automaton."""
+    phr, avd = as_phrases(phrases, "phrases"), as_phrases(avoid, "avoid")
+    if prefix is not None and (not isinstance(prefix, str) or prefix == ""):
+        raise SpecError("prefix= must be non-empty text (or None for no prefix)")
+    if prefix is not None and cc.prefix is not None and prefix != cc.prefix.text:
+        raise SpecError(
+            f"these constraints already have the prefix {cc.prefix.text!r}: an output has one prefix; "
+            "compile the base without a prefix to give one per request"
+        )
+    if cc.vocab.fingerprint != comp.vocab.fingerprint:
+        raise SpecError("extend(): the constraints were compiled for another tokenizer than this Compiler's")
+    new_prefix = prefix if cc.prefix is None else None
+    all_prefix = prefix if prefix is not None else (cc.prefix.text if cc.prefix is not None else None)
+    if check:
+        old_phr = tuple(_as_phrase(a) for a in cc.phrases)
+        old_avd = tuple(_as_phrase(a) for a in cc.avoid)
+        name = "the compiled constraints" if cc.char_fst else None
+        _check_request(comp.hard_dfa(cc), name, old_phr + phr, old_avd + avd, all_prefix)
+    spec = dict(
+        cc.spec,
+        phrases=[*cc.spec.get("phrases", []), *(asdict(p) for p in phr)],
+        avoid=[*cc.spec.get("avoid", []), *(asdict(p) for p in avd)],
+        prefix=all_prefix,
+    )
+    h = hashlib.sha256((cc.spec_hash + repr(([p.text for p in phr], [p.text for p in avd], prefix))).encode()).hexdigest()
+    out = _attach_light(replace(cc, spec=spec, spec_hash=h), comp.index, phr, avd, new_prefix)
+    comp.share_hard(cc, out)
+    return out
+
+
+def _canonical_tokens(tokenizer, vocab: Vocab, wl: WordList | None) -> np.ndarray:
+    """Tokens the tokenizer itself uses for the listed words (with and without a leading space),
+    for punctuation, digits and spaces."""
+    if isinstance(tokenizer, Vocab) or wl is None:
+        raise SpecError("canonical=True needs a real tokenizer (not a Vocab) and a word list")
+    from tokenizers import Tokenizer
+
+    if isinstance(tokenizer, (str, os.PathLike)):
+        from pathlib import Path
+
+        if tokenizer == "default":
+            from ..default_model import default_tokenizer_dir
+
+            tokenizer = default_tokenizer_dir()
+        p = Path(tokenizer)
+        tok = Tokenizer.from_file(str(p / "tokenizer.json" if p.is_dir() else p))
+    else:
+        tok = tokenizer.backend_tokenizer
+    from ..grammars.lib.wordlist import cased_forms, contraction_forms
+
+    texts = []
+    forms = set(wl.words) | contraction_forms({w.lower() for w in wl.words})
+    for w in forms:
+        for f in cased_forms(w):
+            texts += [f, " " + f, f + "'s", " " + f + "'s"]
+    texts += list(".,!?;:)\"'(-0123456789 \n") + [" " + c for c in "(\"'0123456789"]
+    ids = set()
+    for enc in tok.encode_batch(texts, add_special_tokens=False):
+        ids.update(enc.ids)
+    return np.array(sorted(i for i in ids if i < vocab.width and vocab.token_bytes[i]), dtype=np.int64)

@@ -1,0 +1,131 @@
+"""`Compiler`: one tokenizer's compile-side state (vocabulary, token trie, token index, hard
+automata) behind one object, as XGrammar's ``GrammarCompiler`` is.
+
+Everything it builds lives in one byte-budget cache (`fstbeam.contract.cache`), shared by every
+Compiler of the process unless one is given its own budget. `compile_constraints` and
+`with_request` (in `fstbeam.compiler.compile`) reuse one Compiler per tokenizer, so a Hugging Face
+tokenizer object costs the vocabulary build once per process.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from pathlib import Path
+
+from ..contract.cache import ByteCache, shared_cache
+from ..contract.compiled import CompiledConstraints
+from ..contract.vocab import Vocab, load_vocab
+from ..errors import SpecError
+from .build import compile_with, extend_with, hard_dfa_from_bytes
+from .char_dfa import CharDFA
+from .token_index import TokenIndex
+from .token_trie import TokenTrie, token_trie
+
+__all__ = ["Compiler", "compiler_for"]
+
+
+def _tokenizer_and_format(tokenizer):
+    """(tokenizer, continues_text or None): a Decoder (anything with ``.vocab`` and
+    ``continues_text``) gives its vocabulary and its prompt format."""
+    if not isinstance(tokenizer, (str, Path, Vocab)) and hasattr(tokenizer, "vocab") and hasattr(tokenizer, "continues_text"):
+        return tokenizer.vocab, bool(tokenizer.continues_text)
+    return tokenizer, None
+
+
+class Compiler:
+    """Compiles constraints for one tokenizer (a HF tokenizer, a path, ``"default"``, a Vocab, or
+    a ``Decoder``, whose prompt format then resolves ``leading_space="auto"``).
+
+        comp = fstbeam.Compiler("default")
+        base = comp.compile(cefr="A2")
+        cc = comp.extend(base, phrases=["the weather"])   # base's phrases stay
+
+    ``cache``: where built objects are kept (default: the process-wide byte-budget cache);
+    ``cache_bytes``: give this Compiler its own cache of that many bytes instead.
+    """
+
+    def __init__(self, tokenizer="default", *, cache: ByteCache | None = None, cache_bytes: int | None = None):
+        if cache is not None and cache_bytes is not None:
+            raise SpecError("give cache= or cache_bytes=, not both")
+        self.tokenizer, self.continues_text = _tokenizer_and_format(tokenizer)
+        self.vocab: Vocab = load_vocab(self.tokenizer)
+        self.cache = ByteCache(cache_bytes) if cache_bytes is not None else (cache if cache is not None else shared_cache())
+
+    def __repr__(self) -> str:
+        return f"Compiler({self.vocab.describe()}, cache {self.cache.nbytes >> 20} MiB of {self.cache.max_bytes >> 20} MiB)"
+
+    @property
+    def trie(self) -> TokenTrie:
+        """The byte trie of the vocabulary (built or read from disk on first use)."""
+        return token_trie(self.vocab, self.cache)
+
+    @property
+    def index(self) -> TokenIndex:
+        """The token index that per-request automata are compiled against."""
+        return TokenIndex.for_vocab(self.vocab, cache=self.cache)
+
+    def compile(self, *, leading_space: bool | str = False, **spec) -> CompiledConstraints:
+        """Compile a constraint spec (the keywords of :func:`fstbeam.compile_constraints`)."""
+        return compile_with(self, leading_space=self._leading_space(leading_space), **spec)
+
+    def extend(self, cc: CompiledConstraints, *, phrases=(), avoid=(), prefix: str | None = None, check: bool = True) -> CompiledConstraints:
+        """``cc`` with more phrases, avoid phrases and a prefix, ADDED to what it already has
+        (its own and a grammar's phrases and avoid list stay). Shares ``cc``'s tables; only the
+        new small automata are compiled (milliseconds)."""
+        return extend_with(self, cc, phrases=phrases, avoid=avoid, prefix=prefix, check=check)
+
+    # ---- the hard character automaton, kept so extend() never re-parses char_fst ---------
+    def hard_dfa(self, cc: CompiledConstraints) -> CharDFA:
+        key = ("hard-dfa", cc.vocab.fingerprint, cc.spec_hash)
+        return self.cache.get(key, lambda: hard_dfa_from_bytes(cc.char_fst))
+
+    def remember_hard(self, cc: CompiledConstraints, dfa: CharDFA) -> None:
+        self.cache.put(("hard-dfa", cc.vocab.fingerprint, cc.spec_hash), dfa)
+
+    def share_hard(self, base: CompiledConstraints, derived: CompiledConstraints) -> None:
+        """``derived`` (from extend) has the same hard automaton as ``base``."""
+        self.remember_hard(derived, self.hard_dfa(base))
+
+    def _leading_space(self, value: bool | str) -> bool:
+        if value == "auto":
+            if self.continues_text is None:
+                raise SpecError(
+                    'leading_space="auto" needs tokenizer=<a Decoder> (its prompt format says whether outputs '
+                    "continue the prompt's text): pass the decoder, or leading_space=True/False"
+                )
+            return self.continues_text
+        if not isinstance(value, bool):
+            raise SpecError(f'leading_space= takes True, False or "auto", not {value!r}')
+        return value
+
+
+# ---- one Compiler per tokenizer -----------------------------------------------------------------
+_LOCK = threading.Lock()
+_BY_FINGERPRINT: dict[str, Compiler] = {}
+_BY_OBJECT: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # HF tokenizer / decoder -> fingerprint
+_MAX_COMPILERS = 8
+
+
+def compiler_for(tokenizer) -> Compiler:
+    """The process's Compiler for ``tokenizer`` (keyed by the vocabulary's fingerprint; a
+    tokenizer object is remembered, so its vocabulary is built once per process)."""
+    if isinstance(tokenizer, Compiler):
+        return tokenizer
+    obj_key = None if isinstance(tokenizer, (str, Path, Vocab)) or tokenizer is None else tokenizer
+    if obj_key is not None:
+        try:
+            fp = _BY_OBJECT.get(obj_key)
+        except TypeError:  # not weak-referenceable: no shortcut
+            fp, obj_key = None, None
+        comp = _BY_FINGERPRINT.get(fp) if fp else None
+        if comp is not None and comp.continues_text == _tokenizer_and_format(tokenizer)[1]:
+            return comp
+    comp = Compiler(tokenizer if tokenizer is not None else "default")
+    with _LOCK:
+        key = comp.vocab.fingerprint + ("" if comp.continues_text is None else f":continues={comp.continues_text}")
+        comp = _BY_FINGERPRINT.setdefault(key, comp)
+        while len(_BY_FINGERPRINT) > _MAX_COMPILERS:
+            _BY_FINGERPRINT.pop(next(iter(_BY_FINGERPRINT)))
+        if obj_key is not None:
+            _BY_OBJECT[obj_key] = key
+    return comp
