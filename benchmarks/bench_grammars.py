@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from fstbeam import grammars  # noqa: E402
 from fstbeam.fst.inspect import stats  # noqa: E402
-from fstbeam.grammars import registry  # noqa: E402
+from fstbeam.contract.cache import shared_cache  # noqa: E402
 
 LEVELS = ("A1", "A2", "B1", "B2", "C1", "C2")
 
@@ -47,7 +47,7 @@ def configurations(only: list[str] | None, levels: list[str]) -> list[tuple[str,
 
 
 def char_level(name: str, params: dict) -> dict:
-    registry._CACHE.clear()
+    shared_cache().discard(lambda key: key[0] == "grammar")
     t0 = time.perf_counter()
     built = grammars.build(name, **params)
     seconds = time.perf_counter() - t0

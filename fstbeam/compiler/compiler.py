@@ -27,7 +27,8 @@ __all__ = ["Compiler", "compiler_for"]
 def _tokenizer_and_format(tokenizer):
     """(tokenizer, continues_text or None): a Decoder (anything with ``.vocab`` and
     ``continues_text``) gives its vocabulary and its prompt format."""
-    if not isinstance(tokenizer, (str, Path, Vocab)) and hasattr(tokenizer, "vocab") and hasattr(tokenizer, "continues_text"):
+    # continues_text first: a HF tokenizer's own ``.vocab`` property builds a 262k-entry dict.
+    if not isinstance(tokenizer, (str, Path, Vocab)) and hasattr(tokenizer, "continues_text") and hasattr(tokenizer, "vocab"):
         return tokenizer.vocab, bool(tokenizer.continues_text)
     return tokenizer, None
 

@@ -61,8 +61,9 @@ class ByteCache:
     def __contains__(self, key: Hashable) -> bool:
         return key in self._items
 
-    def get(self, key: Hashable, build: Callable[[], Any]) -> Any:
-        """The cached value for ``key``, built (once, also across threads) when missing."""
+    def get(self, key: Hashable, build: Callable[[], Any], size: Callable[[Any], int] | None = None) -> Any:
+        """The cached value for ``key``, built (once, also across threads) when missing.
+        ``size(value)`` estimates its bytes where `approx_nbytes` cannot see them."""
         with self._lock:
             hit = self._lookup(key)
             if hit is not None:
@@ -74,13 +75,13 @@ class ByteCache:
                 if hit is not None:
                     return hit[0]
             value = build()
-            self.put(key, value)
+            self.put(key, value, None if size is None else size(value))
             with self._lock:
                 self._building.pop(key, None)
             return value
 
-    def put(self, key: Hashable, value: Any) -> None:
-        size = approx_nbytes(value)
+    def put(self, key: Hashable, value: Any, size: int | None = None) -> None:
+        size = approx_nbytes(value) if size is None else int(size)
         with self._lock:
             old = self._items.pop(key, None)
             if old is not None:
