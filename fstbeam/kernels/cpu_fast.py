@@ -23,7 +23,8 @@ sharing the k-th value make more candidates: still exact, only slower.
 
 Both phases are numba functions compiled with nogil=True and cache=True; `_run_split` runs
 them on up to torch.get_num_threads() Python threads. numba's on-disk cache keys on this
-file only: after editing `_simd.py`, delete fstbeam/kernels/__pycache__/*.nb[ci].
+file only, so `_key_cache_on_simd` also keys it on a hash of `_simd.py`: an edit there drops
+the stale compiled code on the next import.
 """
 from __future__ import annotations
 
@@ -522,3 +523,26 @@ def masked_topk(
         all_masked=torch.from_numpy(all_masked),
         allowed_lse=torch.from_numpy(allowed) if allowed_lse else None,
     )
+
+
+def _key_cache_on_simd(*dispatchers) -> None:
+    """Drop numba's cached code for this module when `_simd.py` changed since it was cached
+    (numba's own index only looks at this file's timestamp and size)."""
+    import hashlib
+    from pathlib import Path
+
+    digest = hashlib.sha256((Path(__file__).parent / "_simd.py").read_bytes()).hexdigest()
+    dirs = {getattr(getattr(d, "_cache", None), "_cache_path", None) for d in dispatchers} - {None}
+    for folder in map(Path, dirs):
+        stamp = folder / f"{Path(__file__).stem}.simd-sha256"
+        try:
+            if stamp.exists() and stamp.read_text() == digest:
+                continue
+            for f in folder.glob(f"{Path(__file__).stem}.*.nb[ci]"):
+                f.unlink(missing_ok=True)
+            stamp.write_text(digest)
+        except OSError:  # a read-only cache folder: numba then does not write there either
+            pass
+
+
+_key_cache_on_simd(_phase1, _phase2, _first_bad_state)

@@ -53,7 +53,19 @@ def test_generate_from_an_artifact_and_a_file(model_dir, tmp_path, capsys):
                  str(prompts), "--beam", "2", "--nbest", "2", "--max-new-tokens", "6"])
     out = capsys.readouterr().out
     assert out.count("> ") == 2 and "satisfied:" in out and "[2]" in out
-    assert code in (0, 1)
+    blocks = [b.splitlines() for b in out.split("> ")[1:]]
+    top_ok = []
+    for lines in blocks:
+        flags = [ln.split("satisfied: ")[1].startswith("yes") for ln in lines if "satisfied: " in ln]
+        texts = [ln.split("] ", 1)[1] for ln in lines if ln.startswith("[")]
+        assert len(flags) == len(texts) == 2
+        for text, ok in zip(texts, flags):
+            if ok:  # the word list's language: listed words (any case), digits, punctuation
+                words = [w.strip(".,!?;:)\"'(-").lower() for w in text.split()]
+                assert words and all(w in {"a", "cat", "dog", "the"} or w.isdigit() or not w for w in words), text
+        top_ok.append(flags[0])
+    # exit status 0 exactly when every prompt's best output satisfies the constraints
+    assert code == (0 if all(top_ok) else 1)
 
 
 def test_usage_errors_exit_2(model_dir, capsys):
