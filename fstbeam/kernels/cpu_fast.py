@@ -23,8 +23,8 @@ sharing the k-th value make more candidates: still exact, only slower.
 
 Both phases are numba functions compiled with nogil=True and cache=True; `_run_split` runs
 them on up to torch.get_num_threads() Python threads. numba's on-disk cache keys on this
-file only, so `_key_cache_on_simd` also keys it on a hash of `_simd.py`: an edit there drops
-the stale compiled code on the next import.
+file only, so it is also keyed it on a hash of `_simd.py`: an edit there drops
+the stale compiled code on the next import (`numba_cache.key_cache_on`).
 """
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ import math
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
@@ -53,6 +54,7 @@ from ._simd import (
     prefetch_line,
 )
 from .errors import KernelInputError
+from .numba_cache import key_cache_on
 from .reference import MaskedTopK
 
 __all__ = ["CHUNK", "GROUP", "available", "masked_topk"]
@@ -525,24 +527,5 @@ def masked_topk(
     )
 
 
-def _key_cache_on_simd(*dispatchers) -> None:
-    """Drop numba's cached code for this module when `_simd.py` changed since it was cached
-    (numba's own index only looks at this file's timestamp and size)."""
-    import hashlib
-    from pathlib import Path
 
-    digest = hashlib.sha256((Path(__file__).parent / "_simd.py").read_bytes()).hexdigest()
-    dirs = {getattr(getattr(d, "_cache", None), "_cache_path", None) for d in dispatchers} - {None}
-    for folder in map(Path, dirs):
-        stamp = folder / f"{Path(__file__).stem}.simd-sha256"
-        try:
-            if stamp.exists() and stamp.read_text() == digest:
-                continue
-            for f in folder.glob(f"{Path(__file__).stem}.*.nb[ci]"):
-                f.unlink(missing_ok=True)
-            stamp.write_text(digest)
-        except OSError:  # a read-only cache folder: numba then does not write there either
-            pass
-
-
-_key_cache_on_simd(_phase1, _phase2, _first_bad_state)
+key_cache_on(__file__, Path(__file__).with_name("_simd.py"), _phase1, _phase2, _first_bad_state)
