@@ -229,7 +229,10 @@ def _load_light(meta: dict, i: int, array):
             kwargs[f.name] = bytes.fromhex(v["hex"])
         else:
             kwargs[f.name] = v
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError, IndexError) as exc:  # inconsistent tables: never trust them
+        raise ArtifactCorruptError(f"light automaton {i} is inconsistent ({exc}); recompile it") from None
 
 
 def _vocab_for(tokenizer, tok: dict, path) -> Vocab:

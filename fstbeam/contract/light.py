@@ -145,8 +145,11 @@ def light_distances(a: Any, class_nonempty: np.ndarray | None = None) -> np.ndar
     ok = en >= 0
     src.append(ek[ok] // V)
     dst.append(en[ok])
+    src_a, dst_a = np.concatenate(src).astype(np.int64), np.concatenate(dst).astype(np.int64)
+    if ((src_a < 0) | (src_a >= n) | (dst_a >= n)).any():
+        raise ValueError(f"light automaton {getattr(a, 'text', '')!r}: a transition leaves its {n} states")
     rev: list[list[int]] = [[] for _ in range(n)]
-    for s, d in zip(np.concatenate(src).astype(np.int64).tolist(), np.concatenate(dst).astype(np.int64).tolist()):
+    for s, d in zip(src_a.tolist(), dst_a.tolist()):
         rev[d].append(s)
     dist = np.full(n, INF_DIST, dtype=np.int64)
     todo = deque(np.flatnonzero(np.asarray(a.final)).tolist())

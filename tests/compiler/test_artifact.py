@@ -186,3 +186,44 @@ def test_round_trip_with_phrases_avoid_and_prefix(tmp_path):
                 break
             a.advance(t), b.advance(t)
         assert a.is_final() == b.is_final() and a.phrases_met() == b.phrases_met()
+
+
+def test_light_distances_are_recomputed_on_load_and_bad_tables_refused(tmp_path):
+    """The distance field is derived, not stored: loading recomputes it, and a light table whose
+    transitions leave its states (checksums made consistent) is refused, not trusted."""
+    import hashlib
+    import io
+
+    import numpy as np
+
+    cc = fstbeam.compile_constraints(phrases=["ab"], avoid=["ca"], tokenizer=small_vocab())
+    path = tmp_path / "l.fstbeam"
+    cc.save(path)
+    with zipfile.ZipFile(path) as zf:
+        assert not [n for n in zf.namelist() if n.endswith("/dist.npy")]
+    back = load_constraints(path, tokenizer=small_vocab())
+    for a, b in zip(cc.light, back.light):
+        assert np.array_equal(a.dist, b.dist)
+
+    def corrupt(name, data):
+        if name == "light/0/exc_next.npy":
+            arr = np.load(io.BytesIO(data)).copy()
+            arr[0] = 10**6
+            buf = io.BytesIO()
+            np.save(buf, arr)
+            return buf.getvalue()
+        if name == "manifest.json":
+            m = json.loads(data)
+            with zipfile.ZipFile(path) as zf:
+                arr = np.load(io.BytesIO(zf.read("light/0/exc_next.npy"))).copy()
+            arr[0] = 10**6
+            buf = io.BytesIO()
+            np.save(buf, arr)
+            new = buf.getvalue()
+            m["members"]["light/0/exc_next.npy"].update(sha256=hashlib.sha256(new).hexdigest(), bytes=len(new))
+            return json.dumps(m).encode()
+        return data
+
+    _rewrite(path, tmp_path / "bad.fstbeam", corrupt)
+    with pytest.raises(ArtifactCorruptError, match="inconsistent"):
+        load_constraints(tmp_path / "bad.fstbeam", tokenizer=small_vocab())
