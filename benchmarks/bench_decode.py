@@ -153,7 +153,8 @@ def main(argv=None) -> int:
     out_path = Path(args.out or ("benchmarks/results/decode_quick.json" if args.quick else "benchmarks/results/decode.json"))
     sections = {int(x) for x in args.sections.split(",") if x.strip()}
     from fstbeam.compiler.compile import compile_constraints
-    from fstbeam.runtime import Decoder, _kernels
+    from fstbeam.kernels.dispatch import resolve_backend
+    from fstbeam.runtime import Decoder
 
     quick = args.quick
     R = args.repeats or (2 if quick else 3)
@@ -164,7 +165,7 @@ def main(argv=None) -> int:
         dec = Decoder(device=args.device)
     result = json.loads(out_path.read_text()) if out_path.exists() else {}
     env = {"torch": torch.__version__, "threads": torch.get_num_threads(), "cpu": platform.processor() or platform.machine(),
-                     "device": args.device, "kernel_backend": _kernels.backend_name(), "loadavg_start": os.getloadavg(),
+                     "device": args.device, "kernel_backend": resolve_backend("auto", torch.device(args.device)), "loadavg_start": os.getloadavg(),
                      "quick": quick, "beam": beam, "max_new_tokens": M, "prompts": len(prompts), "repeats": R,
                      "timing": "min process CPU seconds over repeats, configurations compared run alternately",
                      "load_seconds": round(t_load.wall, 2), "sections_run": sorted(sections)}
@@ -173,7 +174,7 @@ def main(argv=None) -> int:
         result.pop("reruns", None)
     else:  # a partial rerun: the other sections keep the figures (and environment) of their run
         result.setdefault("reruns", []).append(env)
-    print(f"model loaded in {t_load.wall:.1f}s; kernels: {_kernels.backend_name()}")
+    print(f"model loaded in {t_load.wall:.1f}s; kernels: {env['kernel_backend']}")
     dec.generate(prompts[:1], beam_size=beam, max_new_tokens=2)  # warm-up (kernel JIT)
     common = dict(beam_size=beam, max_new_tokens=M, batch_size=len(prompts))
     free_to_limit = lambda: fst_run(dec, prompts, **common, stopping="exhaustive")  # noqa: E731

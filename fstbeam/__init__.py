@@ -18,6 +18,7 @@ _LAZY = {
     "Vocab": ("fstbeam.compiler.vocab", "Vocab"),
     "load_vocab": ("fstbeam.compiler.vocab", "load_vocab"),
     "Decoder": ("fstbeam.runtime.decoder", "Decoder"),
+    "SearchConfig": ("fstbeam.runtime.config", "SearchConfig"),
     "GenerationResult": ("fstbeam.runtime.results", "GenerationResult"),
     "FstLogitsProcessor": ("fstbeam.runtime.logits_processor", "FstLogitsProcessor"),
 }
