@@ -201,9 +201,9 @@ def main(argv=None) -> int:
               f"HF {t_hf.cpu:.1f}s ({hf_steps} steps) -> {sec1['throughput_ratio_optimal_vs_hf']:.2f}x "
               f"({sec1['throughput_ratio_to_limit_vs_hf']:.2f}x to the limit); scores >= HF: {better}/{len(prompts)}")
         # 5. stopping: newline tokens end an answer too, so outputs finish at different lengths ------
-        eos = tuple(dec.eos_ids) + dec.newline_ids()
-        so, t_so, s_so = repeat(R, lambda: fst_run(dec, prompts, **common, eos_ids=eos))
-        sx, t_sx, s_sx = repeat(1, lambda: fst_run(dec, prompts, **common, eos_ids=eos, stopping="exhaustive"))
+        eos = tuple(dec.eos_ids) + dec.newline_ids()  # for HF; fstbeam: stop_at="line"
+        so, t_so, s_so = repeat(R, lambda: fst_run(dec, prompts, **common, stop_at="line"))
+        sx, t_sx, s_sx = repeat(1, lambda: fst_run(dec, prompts, **common, stop_at="line", stopping="exhaustive"))
         saved_dec = dec.eos_ids
         dec.eos_ids = eos  # hf_run passes dec.eos_ids to generate()
         try:
@@ -230,13 +230,12 @@ def main(argv=None) -> int:
             a1 = compile_constraints(cefr="A1", tokenizer=dec.vocab)
         (ua, t_ua, s_ua), (ra, t_ra, s_ra) = paired(
             R, free_to_limit, lambda: fst_run(dec, prompts, a1, **common, stopping="exhaustive"))
-        ro, _, _ = fst_run(dec, prompts, a1, **common, length_reward=1.0, eos_ids=dec.eos_ids + dec.newline_ids())
+        ro, _, _ = fst_run(dec, prompts, a1, **common, length_reward=1.0, stop_at="line")
         # Answers after "Answer:" with and without an allowed leading space (model log-probabilities).
         a1_lead = compile_constraints(cefr="A1", tokenizer=dec.vocab, leading_space=True)
-        stop = dec.eos_ids + dec.newline_ids()
         learner = [p for p in prompts if p in LEARNER]
-        no_lead, _, _ = fst_run(dec, learner, a1, beam_size=beam, max_new_tokens=32, eos_ids=stop)
-        lead, _, _ = fst_run(dec, learner, a1_lead, beam_size=beam, max_new_tokens=32, eos_ids=stop)
+        no_lead, _, _ = fst_run(dec, learner, a1, beam_size=beam, max_new_tokens=32, stop_at="line")
+        lead, _, _ = fst_run(dec, learner, a1_lead, beam_size=beam, max_new_tokens=32, stop_at="line")
         sec2_lead = {"no_leading_space": {"logprob": [r.logprob for r in no_lead], "texts": [r.text for r in no_lead]},
                      "leading_space": {"logprob": [r.logprob for r in lead], "texts": [r.text for r in lead]},
                      "mean_logprob_gain": sum(b.logprob - a.logprob for a, b in zip(no_lead, lead)) / max(1, len(learner))}
