@@ -153,7 +153,8 @@ def main(argv=None) -> int:
     out_path = Path(args.out or ("benchmarks/results/decode_quick.json" if args.quick else "benchmarks/results/decode.json"))
     sections = {int(x) for x in args.sections.split(",") if x.strip()}
     from fstbeam.compiler.compile import compile_constraints
-    from fstbeam.runtime import Decoder, _kernels
+    from fstbeam.kernels.dispatch import resolve_backend
+    from fstbeam.runtime import Decoder
 
     quick = args.quick
     R = args.repeats or (2 if quick else 3)
@@ -164,7 +165,7 @@ def main(argv=None) -> int:
         dec = Decoder(device=args.device)
     result = json.loads(out_path.read_text()) if out_path.exists() else {}
     env = {"torch": torch.__version__, "threads": torch.get_num_threads(), "cpu": platform.processor() or platform.machine(),
-                     "device": args.device, "kernel_backend": _kernels.backend_name(), "loadavg_start": os.getloadavg(),
+                     "device": args.device, "kernel_backend": resolve_backend("auto", torch.device(args.device)), "loadavg_start": os.getloadavg(),
                      "quick": quick, "beam": beam, "max_new_tokens": M, "prompts": len(prompts), "repeats": R,
                      "timing": "min process CPU seconds over repeats, configurations compared run alternately",
                      "load_seconds": round(t_load.wall, 2), "sections_run": sorted(sections)}
@@ -173,7 +174,7 @@ def main(argv=None) -> int:
         result.pop("reruns", None)
     else:  # a partial rerun: the other sections keep the figures (and environment) of their run
         result.setdefault("reruns", []).append(env)
-    print(f"model loaded in {t_load.wall:.1f}s; kernels: {_kernels.backend_name()}")
+    print(f"model loaded in {t_load.wall:.1f}s; kernels: {env['kernel_backend']}")
     dec.generate(prompts[:1], beam_size=beam, max_new_tokens=2)  # warm-up (kernel JIT)
     common = dict(beam_size=beam, max_new_tokens=M, batch_size=len(prompts))
     free_to_limit = lambda: fst_run(dec, prompts, **common, stopping="exhaustive")  # noqa: E731
@@ -200,9 +201,9 @@ def main(argv=None) -> int:
               f"HF {t_hf.cpu:.1f}s ({hf_steps} steps) -> {sec1['throughput_ratio_optimal_vs_hf']:.2f}x "
               f"({sec1['throughput_ratio_to_limit_vs_hf']:.2f}x to the limit); scores >= HF: {better}/{len(prompts)}")
         # 5. stopping: newline tokens end an answer too, so outputs finish at different lengths ------
-        eos = tuple(dec.eos_ids) + dec.newline_ids()
-        so, t_so, s_so = repeat(R, lambda: fst_run(dec, prompts, **common, eos_ids=eos))
-        sx, t_sx, s_sx = repeat(1, lambda: fst_run(dec, prompts, **common, eos_ids=eos, stopping="exhaustive"))
+        eos = tuple(dec.eos_ids) + dec.newline_ids()  # for HF; fstbeam: stop_at="line"
+        so, t_so, s_so = repeat(R, lambda: fst_run(dec, prompts, **common, stop_at="line"))
+        sx, t_sx, s_sx = repeat(1, lambda: fst_run(dec, prompts, **common, stop_at="line", stopping="exhaustive"))
         saved_dec = dec.eos_ids
         dec.eos_ids = eos  # hf_run passes dec.eos_ids to generate()
         try:
@@ -229,13 +230,12 @@ def main(argv=None) -> int:
             a1 = compile_constraints(cefr="A1", tokenizer=dec.vocab)
         (ua, t_ua, s_ua), (ra, t_ra, s_ra) = paired(
             R, free_to_limit, lambda: fst_run(dec, prompts, a1, **common, stopping="exhaustive"))
-        ro, _, _ = fst_run(dec, prompts, a1, **common, length_reward=1.0, eos_ids=dec.eos_ids + dec.newline_ids())
+        ro, _, _ = fst_run(dec, prompts, a1, **common, length_reward=1.0, stop_at="line")
         # Answers after "Answer:" with and without an allowed leading space (model log-probabilities).
         a1_lead = compile_constraints(cefr="A1", tokenizer=dec.vocab, leading_space=True)
-        stop = dec.eos_ids + dec.newline_ids()
         learner = [p for p in prompts if p in LEARNER]
-        no_lead, _, _ = fst_run(dec, learner, a1, beam_size=beam, max_new_tokens=32, eos_ids=stop)
-        lead, _, _ = fst_run(dec, learner, a1_lead, beam_size=beam, max_new_tokens=32, eos_ids=stop)
+        no_lead, _, _ = fst_run(dec, learner, a1, beam_size=beam, max_new_tokens=32, stop_at="line")
+        lead, _, _ = fst_run(dec, learner, a1_lead, beam_size=beam, max_new_tokens=32, stop_at="line")
         sec2_lead = {"no_leading_space": {"logprob": [r.logprob for r in no_lead], "texts": [r.text for r in no_lead]},
                      "leading_space": {"logprob": [r.logprob for r in lead], "texts": [r.text for r in lead]},
                      "mean_logprob_gain": sum(b.logprob - a.logprob for a, b in zip(no_lead, lead)) / max(1, len(learner))}

@@ -19,6 +19,7 @@ _LAZY = {
     "Vocab": ("fstbeam.contract.vocab", "Vocab"),
     "load_vocab": ("fstbeam.contract.vocab", "load_vocab"),
     "Decoder": ("fstbeam.runtime.decoder", "Decoder"),
+    "SearchConfig": ("fstbeam.runtime.config", "SearchConfig"),
     "GenerationResult": ("fstbeam.runtime.results", "GenerationResult"),
     "FstLogitsProcessor": ("fstbeam.runtime.logits_processor", "FstLogitsProcessor"),
 }

@@ -106,7 +106,7 @@ def _generate(args) -> int:
         cc = _constraints(args, decoder)
         opts = dict(batch_size=args.batch_size)
         if args.stop_at_newline:
-            opts["eos_ids"] = tuple(decoder.eos_ids) + decoder.newline_ids()
+            opts["stop_at"] = "line"
         if args.length_reward is not None:
             opts["length_reward"] = args.length_reward
             if args.length_ratio is not None:

@@ -5,7 +5,7 @@ Never imports pynini: a serving box decodes without the compiler's dependencies.
 """
 from __future__ import annotations
 
-__all__ = ["Decoder", "GenerationResult", "Hypothesis", "FstLogitsProcessor"]
+__all__ = ["Decoder", "SearchConfig", "GenerationResult", "Hypothesis", "FstLogitsProcessor"]
 
 
 def __getattr__(name):  # lazy: importing fstbeam.runtime must not import torch/transformers eagerly
@@ -13,6 +13,10 @@ def __getattr__(name):  # lazy: importing fstbeam.runtime must not import torch/
         from .decoder import Decoder
 
         return Decoder
+    if name == "SearchConfig":
+        from .config import SearchConfig
+
+        return SearchConfig
     if name in ("GenerationResult", "Hypothesis"):
         from . import results
 

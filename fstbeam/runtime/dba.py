@@ -17,12 +17,19 @@ is a max-plus recurrence ``out_b = max(0, a_b - c_b + out_{b+1})`` (the surplus 
 down), whose closed form is ``out_b = P_b - min_{j >= b} P_j`` with ``P_b = sum_{m >= b} (a_m - c_m)``
 and ``P_{num_banks} = 0``: a reversed cumulative sum and a reversed cumulative minimum, so the cost
 is a few passes over ``[inputs, banks]`` whatever the number of phrases.
+
+The search step uses two entry points: :func:`candidates` (Post & Vilar's candidate set) and
+:func:`bank_choice` (which candidates the allocation keeps).
 """
 from __future__ import annotations
 
 import torch
 
-__all__ = ["bank_sizes", "allocate"]
+from ..kernels import dispatch as kd
+
+__all__ = ["bank_sizes", "allocate", "candidates", "bank_choice"]
+
+NEG_INF = float("-inf")
 
 
 def bank_sizes(num_constraints: int, beam_size: int, counts: list[int]) -> list[int]:
@@ -61,3 +68,72 @@ def allocate(counts: torch.Tensor, num_banks: torch.Tensor, beam_size: int) -> t
     # Bank 0's surplus wraps around to the top bank (it was passed over already).
     final = final + torch.where(bank == (nb - 1)[:, None], out[:, :1], torch.zeros_like(bank))
     return final
+
+
+def candidates(plain, rows, scored, logits, tables, *, k: int, kk: int, prune_threshold, stats):
+    """Post & Vilar's candidate set ``(S, T, J)`` (score, token, parent position; ``[n, N]``):
+    the slot's global top-k of ``plain`` (a ``Candidates`` of ``kk`` tokens per parent), each
+    row's best, and each row's best token advancing each unmet phrase; duplicates removed."""
+    cand_s, cand_t, cand_j = plain.s, plain.t, plain.j
+    n, dev = cand_s.shape[0], cand_s.device
+    R, P = rows.s.shape
+    V = logits.shape[1]
+    g_s, g_i = cand_s.topk(min(k, cand_s.shape[1]), dim=1)  # global top-k of the slot
+    g_t, g_j = cand_t.gather(1, g_i), cand_j.gather(1, g_i)
+    b_s = cand_s.view(n, k, kk)[:, :, 0]  # each row's best
+    b_t = cand_t.view(n, k, kk)[:, :, 0]
+    b_j = torch.arange(k, device=dev).expand(n, k)
+    sets = tables.advance_sets(rows.s)  # [R, P, C]: best advancing token per (row, phrase)
+    a_t, a_lp = kd.best_in_sets(logits, scored.mask, torch.arange(R, device=dev), sets, scored.lse)
+    stats.advance_elements += int(sets.numel())
+    a_full_s = torch.full((n * k, P), NEG_INF, device=dev)
+    a_full_t = torch.full((n * k, P), -1, dtype=torch.long, device=dev)
+    a_full_s[rows.idx] = rows.c[:, None] + a_lp + scored.shift[:, None]
+    a_full_t[rows.idx] = a_t
+    a_s, a_t = a_full_s.view(n, k * P), a_full_t.view(n, k * P)
+    a_j = torch.arange(k, device=dev).repeat_interleave(P).expand(n, k * P)
+    if prune_threshold is not None:
+        best = cand_s.max(1).values
+        a_s = torch.where(a_s < best[:, None] - prune_threshold, torch.full_like(a_s, NEG_INF), a_s)
+    S = torch.cat([g_s, b_s, a_s], 1)
+    T = torch.cat([g_t, b_t, a_t], 1)
+    J = torch.cat([g_j, b_j, a_j], 1)
+    ok = torch.isfinite(S) & (T >= 0)
+    S = torch.where(ok, S, torch.full_like(S, NEG_INF))
+    return _drop_duplicates(S, T, J, ok, V), T, J
+
+
+def _drop_duplicates(S, T, J, ok, V: int) -> torch.Tensor:
+    """``S`` with repeated (parent, token) pairs after their first occurrence set to -inf."""
+    n, N = S.shape
+    key = torch.where(ok, J * V + T, -1 - torch.arange(N, device=S.device).expand(n, N))
+    sk, order = torch.sort(key, dim=1, stable=True)
+    dup_sorted = torch.zeros_like(sk, dtype=torch.bool)
+    dup_sorted[:, 1:] = sk[:, 1:] == sk[:, :-1]
+    dup = torch.zeros_like(dup_sorted).scatter(1, order, dup_sorted)
+    return torch.where(dup, torch.full_like(S, NEG_INF), S)
+
+
+def bank_choice(score: torch.Tensor, usable: torch.Tensor, bank: torch.Tensor, num_banks: torch.Tensor, NB: int,
+                k: int) -> torch.Tensor:
+    """bool ``[n, N]``: the ``usable`` candidates the allocation keeps, best first within each bank
+    (``bank`` in ``[0, NB)``, ``NB`` = the largest ``num_banks``; may keep fewer than ``k``)."""
+    n, N = score.shape
+    dev = score.device
+    neg = torch.full_like(score, NEG_INF)
+    b = torch.where(usable, bank, torch.full_like(bank, NB))
+    counts = torch.zeros(n, NB + 1, dtype=torch.long, device=dev).scatter_add_(1, b, torch.ones_like(b))[:, :NB]
+    alloc = allocate(counts, num_banks, k)  # [n, NB], sum == k per row
+    # rank of each candidate within its bank, best score first
+    o1 = torch.argsort(torch.where(usable, score, neg), dim=1, descending=True, stable=True)
+    b1 = b.gather(1, o1)
+    o2 = torch.argsort(b1, dim=1, stable=True)
+    order = o1.gather(1, o2)  # candidates sorted by (bank, score desc)
+    b_sorted = b.gather(1, order)
+    start = torch.cumsum(counts, 1) - counts  # [n, NB]
+    start = torch.cat([start, torch.zeros(n, 1, dtype=torch.long, device=dev)], 1)
+    alloc_p = torch.cat([alloc, torch.zeros(n, 1, dtype=torch.long, device=dev)], 1)
+    pos = torch.arange(N, device=dev).expand(n, N)
+    rank = pos - start.gather(1, b_sorted)
+    take_sorted = (b_sorted < NB) & (rank < alloc_p.gather(1, b_sorted))
+    return torch.zeros_like(usable).scatter(1, order, take_sorted)

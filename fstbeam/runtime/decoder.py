@@ -18,11 +18,11 @@ import torch
 from ..errors import DecodeError, TokenizerMismatchError
 from .adapters import adapter_for
 from .results import GenerationResult, Hypothesis
-from .scoring import Scoring
-from .search import RawResult, Request, SearchConfig, SearchEngine
+from .config import SearchConfig, resolve_config, stop_ids
+from .search import RawResult, Request, SearchEngine
 from .tables import InputConstraints
 
-__all__ = ["Decoder"]
+__all__ = ["Decoder", "SearchConfig"]
 
 PromptFormat = Literal["auto", "raw", "chat"]
 
@@ -165,8 +165,8 @@ class Decoder:
             raise DecodeError(f"a prompt must be a string or a list of token ids, not {type(prompt).__name__}") from exc
 
     def newline_ids(self) -> tuple[int, ...]:
-        """Ids of the tokens made only of newlines (pass them as extra ``eos_ids`` to stop at the
-        end of a line: a base model answering a question otherwise goes on to the next one)."""
+        """Ids of the tokens made only of newlines (``stop_at="line"`` adds them to the EOS ids: a
+        base model answering a question otherwise goes on to the next one)."""
         return tuple(i for i, b in enumerate(self.vocab.token_bytes) if b and not b.strip(b"\r\n"))
 
     def decode(self, token_ids: Sequence[int]) -> str:
@@ -204,30 +204,14 @@ class Decoder:
         return inp
 
     # ---- decoding -----------------------------------------------------------------------------
-    def generate(
-        self,
-        prompts,
-        constraints=None,
-        *,
-        beam_size: int = 5,
-        max_new_tokens: int = 64,
-        nbest: int = 1,
-        **options,
-    ) -> list[GenerationResult]:
+    def generate(self, prompts, constraints=None, config: SearchConfig | None = None, **overrides) -> list[GenerationResult]:
         """Decode every prompt; one :class:`GenerationResult` per prompt, in order.
 
         ``constraints``: ``None``, one ``CompiledConstraints`` for all prompts, or a list with one
-        (or ``None``) per prompt. Options: ``length_reward`` (r) with ``target_length`` or
-        ``length_ratio`` (``l = ratio * prompt tokens``; default ``l = max_new_tokens``),
-        ``length_normalization`` (alpha), ``renormalize`` (log-probs over the allowed tokens),
-        ``prune_threshold`` (delta), ``max_per_parent`` (M), ``dba`` (default True),
-        ``stopping`` (``"optimal"`` or ``"exhaustive"``: to the length limit), ``batch_size``
-        (inputs decoded together, default 8), ``streaming`` (refill the batch as inputs finish,
-        default True), ``refill`` (epsilon, default 1/6), ``expand`` (``"all"``: every live input
-        each step, the default; ``"least_advanced"``: only the inputs with the fewest output
-        tokens, the others wait, as in Yang et al.'s VAR-STREAM), ``eos_ids`` (end-of-output ids for this call,
-        e.g. the decoder's plus newline tokens to stop at the end of a line; like EOS they are
-        allowed only where the constraints accept and are not part of the text).
+        (or ``None``) per prompt. ``config``: a :class:`SearchConfig` (default ``SearchConfig()``);
+        ``overrides``: any of its fields for this call, e.g. ``beam_size=8``,
+        ``stop_at="line"`` (stop at the end of a line too), ``length_reward=1.0``. An unknown
+        setting or a bad value raises :class:`~fstbeam.errors.DecodeError` naming it.
         """
         if isinstance(prompts, str):
             prompts = [prompts]
@@ -238,26 +222,17 @@ class Decoder:
             constraints = list(constraints)
             if len(constraints) != len(prompts):
                 raise DecodeError(f"{len(constraints)} constraint sets for {len(prompts)} prompts: give one per prompt (or one for all)")
-        results = list(self.stream(prompts, constraints, beam_size=beam_size, max_new_tokens=max_new_tokens, nbest=nbest, **options))
+        results = list(self.stream(prompts, constraints, config, **overrides))
         results.sort(key=lambda r: r.index)
         return results
 
-    def stream(
-        self,
-        prompts: Iterable,
-        constraints=None,
-        *,
-        beam_size: int = 5,
-        max_new_tokens: int = 64,
-        nbest: int = 1,
-        ordered: bool = False,
-        **options,
-    ) -> Iterator[GenerationResult]:
+    def stream(self, prompts: Iterable, constraints=None, config: SearchConfig | None = None, *, ordered: bool = False,
+               **overrides) -> Iterator[GenerationResult]:
         """Decode an iterable of prompts, yielding results as inputs finish (in input order when
-        ``ordered=True``). Options as for :meth:`generate`."""
-        options = dict(options)
-        eos_ids = tuple(int(e) for e in options.pop("eos_ids", None) or self.eos_ids)
-        cfg = self._config(beam_size, max_new_tokens, nbest, options)
+        ``ordered=True``). ``config`` and ``overrides`` as for :meth:`generate`."""
+        cfg = self._config(config, overrides)
+        eos_ids = stop_ids(cfg, self.eos_ids, self.newline_ids)
+        max_new_tokens = cfg.max_new_tokens
         shared = constraints is None or hasattr(constraints, "vocab")
         cons_iter = None if shared else iter(constraints)
         texts: dict[int, Any] = {}
@@ -306,45 +281,10 @@ class Decoder:
         for i in sorted(held):
             yield held[i]
 
-    def _config(self, beam_size, max_new_tokens, nbest, options) -> SearchConfig:
-        opts = dict(options)
-        if not isinstance(beam_size, int) or beam_size < 1:
-            raise DecodeError(f"beam_size must be a positive integer (got {beam_size!r})")
-        if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-            raise DecodeError(f"max_new_tokens must be a positive integer (got {max_new_tokens!r})")
-        if not isinstance(nbest, int) or not 1 <= nbest <= beam_size:
-            raise DecodeError(f"nbest must be between 1 and beam_size={beam_size} (got {nbest!r})")
-        scoring = Scoring.make(length_reward=opts.pop("length_reward", None), length_normalization=opts.pop("length_normalization", None))
-        batch_size = opts.pop("batch_size", 8)
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise DecodeError(f"batch_size must be a positive integer (got {batch_size!r})")
-        refill = float(opts.pop("refill", 1 / 6))
-        if not 0 <= refill < 1:
-            raise DecodeError(f"refill (epsilon) must be in [0, 1) (got {refill})")
-        stopping = opts.pop("stopping", "optimal")
-        if stopping not in ("optimal", "exhaustive"):
-            raise DecodeError(f"stopping must be 'optimal' or 'exhaustive' (got {stopping!r})")
-        expand = opts.pop("expand", "all")
-        if expand not in ("all", "least_advanced"):
-            raise DecodeError(f"expand must be 'all' or 'least_advanced' (got {expand!r})")
-        if expand == "least_advanced" and not hasattr(self.adapter, "take"):
+    def _config(self, config: SearchConfig | None, overrides: dict) -> SearchConfig:
+        cfg = resolve_config(config, overrides)
+        if cfg.expand == "least_advanced" and not hasattr(self.adapter, "take"):
             raise DecodeError(f"expand='least_advanced' needs an adapter with take(); {type(self.adapter).__name__} has none")
-        mpp = opts.pop("max_per_parent", None)
-        if mpp is not None and (not isinstance(mpp, int) or mpp < 1):
-            raise DecodeError(f"max_per_parent must be a positive integer (got {mpp!r})")
-        delta = opts.pop("prune_threshold", None)
-        if delta is not None and not delta >= 0:
-            raise DecodeError(f"prune_threshold must be >= 0 (got {delta!r})")
-        tl = opts.pop("target_length", None)
-        lr = opts.pop("length_ratio", None)
-        cfg = SearchConfig(
-            beam_size=beam_size, max_new_tokens=max_new_tokens, nbest=nbest, scoring=scoring, target_length=tl,
-            length_ratio=lr, renormalize=bool(opts.pop("renormalize", False)), prune_threshold=delta,
-            max_per_parent=mpp, dba=bool(opts.pop("dba", True)), stopping=stopping, batch_size=batch_size,
-            refill=refill, streaming=bool(opts.pop("streaming", True)), expand=expand, kernel_backend=opts.pop("kernel_backend", "auto"),
-        )
-        if opts:
-            raise DecodeError(f"unknown option(s): {sorted(opts)}")
         return cfg
 
     def _result(self, raw: RawResult, prompt, phrases: tuple[str, ...]) -> GenerationResult:

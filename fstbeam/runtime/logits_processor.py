@@ -27,7 +27,7 @@ from typing import Sequence
 import torch
 
 from ..errors import DecodeError, DisallowedTokenError
-from ._kernels import unpack_bits
+from ..kernels.bitmask import unpack_bitmask_torch as unpack_bits
 from .tables import InputConstraints, Tables
 
 __all__ = ["FstLogitsProcessor"]

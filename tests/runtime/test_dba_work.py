@@ -8,7 +8,8 @@ import warnings
 
 import pytest
 
-from fstbeam.runtime import Decoder, _kernels
+from fstbeam.kernels import dispatch as _kernels
+from fstbeam.runtime import Decoder
 
 from rt_helpers import StubLM
 

@@ -32,8 +32,8 @@ def expansions(monkeypatch):
     original = SearchEngine._expand
 
     def spy(self, logits):
-        parked = self.parked.tensors["length"].tolist() if self.parked else []
-        seen.append((self.length.tolist(), parked))
+        parked = self.parked.beam.length.tolist() if self.parked else []
+        seen.append((self.beam.length.tolist(), parked))
         return original(self, logits)
 
     monkeypatch.setattr(SearchEngine, "_expand", spy)

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from fstbeam.runtime.scoring import Scoring
-from fstbeam.runtime.search import Request, SearchConfig, SearchEngine
+from fstbeam.runtime.config import SearchConfig
+from fstbeam.runtime.search import Request, SearchEngine
 from fstbeam.runtime.tables import InputConstraints
 
 from rt_helpers import StubLM, brute_force, hf_logprobs, tiny_gemma3, tiny_llama, tiny_vocab
@@ -93,7 +94,9 @@ def test_length_scores_against_brute_force(compiled, scoring):
     lm = StubLM(V, eos=[0], eos_bias=0.5)
     target = 2.0
     names = ["none", "words+phrase", "prefix"]
-    kw = dict(beam_size=V ** L, max_new_tokens=L, batch_size=3, scoring=scoring, target_length=2)
+    kw = dict(beam_size=V ** L, max_new_tokens=L, batch_size=3, target_length=2,
+              length_reward=scoring.reward if scoring.mode == "reward" else None,
+              length_normalization=scoring.alpha if scoring.mode == "normalize" else None)
     res, _ = run(lm, PROMPTS[:3], [ccs[n] for n in names], **kw)
     full, _ = run(lm, PROMPTS[:3], [ccs[n] for n in names], stopping="exhaustive", **kw)
     tt = torch.tensor

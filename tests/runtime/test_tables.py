@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from fstbeam.runtime._kernels import unpack_bits
+from fstbeam.kernels.bitmask import unpack_bitmask_torch as unpack_bits
 from fstbeam.runtime.tables import FREE, TEXT, InputConstraints, Tables
 
 from rt_dfa import hard_from_dfa, light_from_spec, light_next_py

@@ -1,0 +1,131 @@
+"""The search settings: one frozen, typed :class:`SearchConfig`, validated in one place.
+
+``Decoder.generate(prompts, constraints, config=SearchConfig(...), **overrides)``: ``overrides``
+are field names of :class:`SearchConfig` and replace the config's values for that call
+(``dec.generate(p, beam_size=8)`` keeps working). An unknown name or a bad value raises
+:class:`~fstbeam.errors.DecodeError` naming the setting and what it accepts.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Literal, Sequence, get_args
+
+from ..errors import DecodeError
+from .scoring import Scoring
+
+__all__ = ["SearchConfig", "KernelBackend", "StopAt", "Stopping", "Expand", "resolve_config"]
+
+KernelBackend = Literal["auto", "torch", "cpu-fast", "triton"]
+StopAt = Literal["eos", "line"]
+Stopping = Literal["optimal", "exhaustive"]
+Expand = Literal["all", "least_advanced"]
+
+
+def _positive_int(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise DecodeError(f"{name} must be a positive integer (got {value!r})")
+
+
+def _choice(name: str, value, kind) -> None:
+    allowed = get_args(kind)
+    if value not in allowed:
+        raise DecodeError(f"{name} must be one of {', '.join(repr(a) for a in allowed)} (got {value!r})")
+
+
+def _number(name: str, value, *, optional: bool = True) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise DecodeError(f"{name} must be a number{' or None' if optional else ''} (got {value!r})")
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """How the beam search runs (see docs/decoding.md for each setting).
+
+    ``stop_at``: ``"eos"`` (the model's end-of-sequence ids) or ``"line"`` (those plus the tokens
+    made only of newlines: a base model answering a question stops at the end of its line).
+    ``eos_ids``, when given, replaces the ids ``stop_at`` names.
+    """
+
+    beam_size: int = 5
+    max_new_tokens: int = 64
+    nbest: int = 1
+    length_reward: float | None = None  # r: bounded length reward
+    length_normalization: float | None = None  # alpha
+    target_length: int | None = None  # l for the length reward (default max_new_tokens)
+    length_ratio: float | None = None  # l = ratio * prompt tokens
+    renormalize: bool = False  # log-probs over the allowed tokens
+    prune_threshold: float | None = None  # delta
+    max_per_parent: int | None = None  # M
+    dba: bool = True
+    stopping: Stopping = "optimal"
+    batch_size: int = 8
+    refill: float = 1 / 6  # epsilon
+    streaming: bool = True
+    expand: Expand = "all"
+    kernel_backend: KernelBackend = "auto"
+    stop_at: StopAt = "eos"
+    eos_ids: tuple[int, ...] | None = None
+
+    def __post_init__(self):
+        _positive_int("beam_size", self.beam_size)
+        _positive_int("max_new_tokens", self.max_new_tokens)
+        if isinstance(self.nbest, bool) or not isinstance(self.nbest, int) or not 1 <= self.nbest <= self.beam_size:
+            raise DecodeError(f"nbest must be between 1 and beam_size={self.beam_size} (got {self.nbest!r})")
+        _positive_int("batch_size", self.batch_size)
+        if self.max_per_parent is not None:
+            _positive_int("max_per_parent", self.max_per_parent)
+        for name in ("length_reward", "length_normalization", "target_length", "length_ratio", "prune_threshold"):
+            _number(name, getattr(self, name))
+        _number("refill", self.refill, optional=False)
+        if not 0 <= self.refill < 1:
+            raise DecodeError(f"refill (epsilon) must be in [0, 1) (got {self.refill})")
+        if self.prune_threshold is not None and not self.prune_threshold >= 0:
+            raise DecodeError(f"prune_threshold must be >= 0 (got {self.prune_threshold!r})")
+        _choice("stopping", self.stopping, Stopping)
+        _choice("expand", self.expand, Expand)
+        _choice("kernel_backend", self.kernel_backend, KernelBackend)
+        _choice("stop_at", self.stop_at, StopAt)
+        for name in ("renormalize", "dba", "streaming"):
+            if not isinstance(getattr(self, name), bool):
+                raise DecodeError(f"{name} must be True or False (got {getattr(self, name)!r})")
+        if self.eos_ids is not None:
+            try:
+                ids = tuple(int(e) for e in self.eos_ids)
+            except (TypeError, ValueError) as exc:
+                raise DecodeError(f"eos_ids must be a list of token ids (got {self.eos_ids!r})") from exc
+            if not ids:
+                raise DecodeError("eos_ids must name at least one token id (or be None for the model's)")
+            object.__setattr__(self, "eos_ids", ids)
+        self.scoring  # noqa: B018 - validates length_reward / length_normalization together
+
+    @property
+    def scoring(self) -> Scoring:
+        return Scoring.make(length_reward=self.length_reward, length_normalization=self.length_normalization)
+
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(SearchConfig))
+
+
+def resolve_config(config: SearchConfig | None, overrides: dict) -> SearchConfig:
+    """``config`` (default: ``SearchConfig()``) with ``overrides`` applied, validated."""
+    if config is not None and not isinstance(config, SearchConfig):
+        raise DecodeError(f"config must be a SearchConfig (got {type(config).__name__}); pass single settings as keywords")
+    unknown = sorted(k for k in overrides if k not in _FIELDS)
+    if unknown:
+        raise DecodeError(f"unknown option(s): {unknown}; the settings are: {', '.join(_FIELDS)}")
+    base = config or SearchConfig()
+    return dataclasses.replace(base, **overrides) if overrides else base
+
+
+def stop_ids(config: SearchConfig, model_eos: Sequence[int], newline_ids) -> tuple[int, ...]:
+    """End-of-output ids of a call: ``eos_ids`` if given, else the model's (plus newline tokens
+    for ``stop_at="line"``; ``newline_ids`` is called only then)."""
+    if config.eos_ids is not None:
+        return config.eos_ids
+    ids = tuple(int(e) for e in model_eos)
+    if config.stop_at == "line":
+        ids = ids + tuple(int(i) for i in newline_ids() if int(i) not in ids)
+    return ids

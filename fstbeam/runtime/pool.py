@@ -1,0 +1,184 @@
+"""Finished hypotheses: each slot's n-best pool, its best partial output, the stopping test and
+the results handed back (the ``pool`` stage of the search step; see :mod:`.search`)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from .beam import NEG_INF, BeamState
+
+__all__ = ["RawHypothesis", "RawResult", "merge_finished", "record_partial", "done_slots", "host_rows", "raw_result"]
+
+
+@dataclass
+class RawHypothesis:
+    tokens: list[int]
+    eos: int | None
+    score: float
+    logprob: float
+    satisfied: bool
+    phrases_met: tuple[bool, ...]
+    finish_reason: str  # "eos" | "length" | "incomplete"
+
+
+@dataclass
+class RawResult:
+    index: int
+    hypotheses: list[RawHypothesis]
+    steps: int
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+def merge_finished(beam: BeamState, ok, raw, length, eos_tok, hist, met, scoring) -> None:
+    """Candidates ``ok [n, k]`` (log-prob ``raw``, ``length`` with EOS, EOS id ``eos_tok`` or -1,
+    tokens ``hist [n, k, L]``, phrases ``met [n, k, P]`` or None) enter each slot's n-best pool."""
+    n, k = raw.shape
+    nb, L = beam.fin_rank.shape[1], beam.fin_hist.shape[2]
+    rank = scoring.rank(raw, length, beam.target[:, None].expand(n, k))
+    rank = torch.where(ok, rank, torch.full_like(rank, NEG_INF))
+    best, idx = torch.cat([beam.fin_rank, rank], 1).topk(nb, dim=1)  # of [n, nb + k]
+    from_pool = idx < nb
+    pi = idx.clamp(max=nb - 1)
+    ci = (idx - nb).clamp(min=0)
+    beam.fin_logp = torch.where(from_pool, beam.fin_logp.gather(1, pi), raw.gather(1, ci))
+    beam.fin_len = torch.where(from_pool, beam.fin_len.gather(1, pi), length.gather(1, ci))
+    beam.fin_eos = torch.where(from_pool, beam.fin_eos.gather(1, pi), eos_tok.gather(1, ci))
+    beam.fin_hist = torch.where(from_pool[:, :, None], beam.fin_hist.gather(1, pi[:, :, None].expand(n, nb, L)),
+                                hist.gather(1, ci[:, :, None].expand(n, nb, L)))
+    if met is not None:
+        P = met.shape[2]
+        beam.fin_met = torch.where(from_pool[:, :, None], beam.fin_met.gather(1, pi[:, :, None].expand(n, nb, P)),
+                                   met.gather(1, ci[:, :, None].expand(n, nb, P)))
+    beam.fin_rank = best
+
+
+def pool_eos(beam: BeamState, rows, scored, eos: torch.Tensor, tables, scoring) -> None:
+    """Merge this step's EOS candidates (``scored.fin_raw`` of each row) into the pools."""
+    n, k = beam.alive.shape
+    P, dev = beam.P, beam.cum.device
+    raw = torch.full((n * k,), NEG_INF, device=dev)
+    raw[rows.idx] = scored.fin_raw
+    if not bool(torch.isfinite(raw).any()):  # nothing may end here (the common case): skip the merge
+        return
+    eos_tok = torch.full((n * k,), -1, dtype=torch.long, device=dev)
+    eos_tok[rows.idx] = eos[scored.eos_which]
+    met = None
+    if P:
+        met = torch.zeros(n * k, P, dtype=torch.bool, device=dev)
+        met[rows.idx] = tables.met(rows.s)
+        met = met.view(n, k, P)
+    raw = raw.view(n, k)
+    length = (beam.length + 1)[:, None].expand(n, k)
+    merge_finished(beam, torch.isfinite(raw), raw, length, eos_tok.view(n, k), beam.hist, met, scoring)
+
+
+def record_partial(beam: BeamState, which: torch.Tensor, alive: torch.Tensor, tables) -> None:
+    """Best hypothesis among ``alive [n, k]`` of the slots in ``which`` becomes their partial
+    (incomplete) output when it beats the one they have."""
+    n = alive.shape[0]
+    sc = torch.where(alive, beam.cum, torch.full_like(beam.cum, NEG_INF))
+    best, j = sc.max(1)
+    better = which & (best > beam.part_logp)
+    beam.part_logp = torch.where(better, best, beam.part_logp)
+    beam.part_len = torch.where(better, beam.length, beam.part_len)
+    rows = torch.arange(n, device=alive.device)
+    beam.part_hist = torch.where(better[:, None], beam.hist[rows, j], beam.part_hist)
+    if beam.P:
+        beam.part_met = torch.where(better[:, None], tables.met(beam.lstate[rows, j]), beam.part_met)
+
+
+def finish_at_limit(beam: BeamState, at_limit: torch.Tensor, tables, scoring) -> None:
+    """Hypotheses reaching ``max_new_tokens``: accepting ones finish (reason "length"), the best
+    other one is kept as the partial output."""
+    n, k = beam.alive.shape
+    acc = tables.accepting(beam.hstate.view(-1), beam.flat_lstate()).view(n, k)
+    fin = beam.alive & acc & at_limit[:, None]
+    if bool(fin.any()):
+        raw = torch.where(fin, beam.cum, torch.full_like(beam.cum, NEG_INF))
+        met = tables.met(beam.flat_lstate()).view(n, k, beam.P) if beam.P else None
+        eos_tok = torch.full((n, k), -1, dtype=torch.long, device=raw.device)
+        merge_finished(beam, fin, raw, beam.length[:, None].expand(n, k), eos_tok, beam.hist, met, scoring)
+    rest = beam.alive & ~acc & at_limit[:, None]
+    if bool(rest.any()):
+        record_partial(beam, rest.any(1), rest, tables)
+
+
+def done_slots(beam: BeamState, at_limit: torch.Tensor, tables, cfg) -> torch.Tensor:
+    """bool ``[n]``: slots that stop now (length limit, empty beam, or the optimal-stopping
+    certificate: the n-th best finished score reaches the bound of every live hypothesis)."""
+    n, k = beam.alive.shape
+    L = cfg.max_new_tokens
+    alive = beam.alive & ~at_limit[:, None]
+    no_live = ~alive.any(1)
+    if cfg.stopping != "optimal":
+        return at_limit | no_live
+    lb = tables.lower_bound(beam.hstate.view(-1), beam.flat_lstate()).view(n, k)
+    feasible = alive & (beam.length[:, None] + lb <= L)
+    ub = cfg.scoring.upper_bound(beam.cum, beam.length[:, None].expand(n, k), lb.clamp(max=L), beam.target[:, None].expand(n, k), L)
+    ub = torch.where(feasible, ub, torch.full_like(ub, NEG_INF)).max(1).values
+    nth = beam.fin_rank[:, -1]
+    certified = torch.isfinite(nth) & (nth >= ub)
+    return at_limit | no_live | certified
+
+
+def host_rows(beam: BeamState, idx: list[int]) -> list[dict]:
+    """The pools and partial outputs of slots ``idx`` on the host, in one read from the device
+    (every field packed into one float64 row per slot: token ids and lengths are exact there)."""
+    sub = beam.select(torch.tensor(idx, dtype=torch.long, device=beam.cum.device))
+    parts = {name: getattr(sub, name) for name in _RESULT_FIELDS}
+    flat = torch.cat([t.reshape(len(idx), -1).double() for t in parts.values()], 1).tolist()
+    out = []
+    for row in flat:
+        d, pos = {}, 0
+        for name, t in parts.items():
+            size = math.prod(t.shape[1:])
+            vals = row[pos:pos + size]
+            pos += size
+            if t.dtype != torch.float32:
+                vals = [int(v) for v in vals]
+            d[name] = _reshape(vals, t.shape[1:])
+        out.append(d)
+    return out
+
+
+_RESULT_FIELDS = ("fin_rank", "fin_logp", "fin_len", "fin_eos", "fin_hist", "fin_met", "part_logp", "part_len", "part_hist",
+                  "part_met")
+
+
+def _reshape(vals: list, shape):
+    if len(shape) == 0:
+        return vals[0]
+    if len(shape) == 1:
+        return vals
+    step = math.prod(shape[1:])
+    return [_reshape(vals[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+
+def raw_result(h: dict, slot, steps: int, max_new_tokens: int) -> RawResult:
+    """The result of one slot (``h``: its :func:`host_rows` entry): its finished n-best, or else
+    its best partial output (with a warning)."""
+    np_ = slot.n_phrases
+    hyps: list[RawHypothesis] = []
+    rank, logp, lens, eos = h["fin_rank"], h["fin_logp"], h["fin_len"], h["fin_eos"]
+    for j in range(len(rank)):
+        if not math.isfinite(rank[j]):
+            continue
+        e = eos[j]
+        ntext = lens[j] - (1 if e >= 0 else 0)
+        met = tuple(bool(x) for x in h["fin_met"][j][:np_]) if np_ else ()
+        hyps.append(RawHypothesis(h["fin_hist"][j][:ntext], e if e >= 0 else None, rank[j], logp[j], True, met,
+                                  "eos" if e >= 0 else "length"))
+    warn = list(slot.warnings)
+    if not hyps:
+        plen = h["part_len"]
+        met = tuple(bool(x) for x in h["part_met"][:np_]) if np_ else ()
+        pl = h["part_logp"]
+        hyps.append(RawHypothesis(h["part_hist"][:plen], None, pl, pl, False, met, "incomplete"))
+        unmet = [t for t, m in zip(slot.req.constraints.phrase_texts, met) if not m]
+        why = f"phrases not met: {unmet}" if unmet else "the output does not end in an accepting state"
+        warn.append(f"input {slot.req.index}: no output satisfies the constraints within max_new_tokens="
+                    f"{max_new_tokens} ({why}); returning the best partial output (satisfied=False)")
+    return RawResult(slot.req.index, hyps, steps, warn)

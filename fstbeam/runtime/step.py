@@ -1,0 +1,129 @@
+"""The stages of one search step, each a function over tensors (no state of its own):
+
+    live_rows -> score_rows (mask, masked top-k, EOS) -> plain_candidates (+ dba.candidates)
+    -> advance (next automaton states, feasibility) -> select (beam or DBA banks)
+
+then :mod:`.pool` merges the finished hypotheses. :meth:`SearchEngine._expand` runs them in turn.
+No stage reads a tensor value back to the host except the guard in :func:`select` (a row with
+no feasible candidate): shapes the host knows (the number of model rows, the largest number of
+DBA banks) are passed in rather than read from the device.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..kernels import dispatch as kd
+from . import dba
+from .beam import NEG_INF, BeamState, Candidates, Rows, Scored
+
+__all__ = ["live_rows", "score_rows", "plain_candidates", "with_dba", "advance", "select", "top_mask"]
+
+
+def live_rows(beam: BeamState, R: int) -> Rows:
+    """The ``R`` live hypotheses (``R`` = rows of the logits, known on the host)."""
+    ridx = torch.nonzero_static(beam.alive.view(-1), size=R).squeeze(1)
+    return Rows(ridx, beam.hstate.view(-1)[ridx], beam.flat_lstate()[ridx], beam.cum.view(-1)[ridx])
+
+
+def score_rows(logits: torch.Tensor, rows: Rows, tables, eos: torch.Tensor, kk: int, cfg) -> Scored:
+    """Allowed-token mask, masked top-``kk`` (one read of the logits) and the best EOS of each row
+    (EOS allowed only in accepting states)."""
+    mask = tables.build_mask(rows.h, rows.s)  # [R, W]
+    R = rows.idx.shape[0]
+    top = kd.masked_topk(logits, mask, torch.arange(R, device=logits.device), rows.c, kk, allowed_lse=cfg.renormalize,
+                         backend=cfg.kernel_backend)
+    lse = top.lse
+    shift = torch.zeros_like(lse)
+    eos_logits = logits.index_select(1, eos)
+    eos_lp = eos_logits - lse[:, None]  # [R, E]
+    ok_eos = tables.accepting(rows.h, rows.s)
+    if cfg.renormalize:  # normalizer over the allowed tokens, EOS included where allowed
+        eos_allowed_lse = torch.logsumexp(torch.where(ok_eos[:, None], eos_logits, torch.full_like(eos_lp, NEG_INF)), 1)
+        total = torch.logaddexp(top.allowed_lse, eos_allowed_lse)
+        shift = lse - total
+        eos_lp = eos_lp + shift[:, None]
+    eos_best, eos_which = eos_lp.max(1)
+    fin_raw = torch.where(ok_eos, rows.c + eos_best, torch.full_like(rows.c, NEG_INF))
+    return Scored(mask, lse, shift, top.scores + shift[:, None], top.tokens, fin_raw, eos_which)
+
+
+def plain_candidates(scored: Scored, rows: Rows, n: int, k: int, kk: int, prune_threshold) -> Candidates:
+    """The top-``kk`` tokens of every beam entry, laid out per slot ``[n, k * kk]``."""
+    dev = scored.tokens.device
+    cand_s = torch.full((n * k, kk), NEG_INF, device=dev)
+    cand_t = torch.full((n * k, kk), -1, dtype=torch.long, device=dev)
+    cand_s[rows.idx] = scored.tok_scores
+    cand_t[rows.idx] = scored.tokens
+    cand_s = cand_s.view(n, k * kk)
+    cand_t = cand_t.view(n, k * kk)
+    cand_j = torch.arange(k, device=dev).repeat_interleave(kk).expand(n, k * kk)  # parent beam position
+    if prune_threshold is not None:  # absolute threshold (Freitag & Al-Onaizan 2017)
+        fin_slot = torch.full((n * k,), NEG_INF, device=dev)
+        fin_slot[rows.idx] = scored.fin_raw
+        best = torch.maximum(cand_s.max(1).values, fin_slot.view(n, k).max(1).values)
+        cand_s = torch.where(cand_s < best[:, None] - prune_threshold, torch.full_like(cand_s, NEG_INF), cand_s)
+    return Candidates(cand_s, cand_t, cand_j)
+
+
+def with_dba(plain: Candidates, dba_cands: tuple, has_phrases: torch.Tensor) -> Candidates:
+    """Slots with phrases take DBA's candidate set, the others keep the plain one, so an input's
+    result does not depend on what else is in the batch."""
+    d_s, d_t, d_j = dba_cands
+    N = max(d_s.shape[1], plain.s.shape[1])
+    pad = lambda x, v: torch.nn.functional.pad(x, (0, N - x.shape[1]), value=v)  # noqa: E731
+    hp = has_phrases[:, None]
+    return Candidates(torch.where(hp, pad(d_s, NEG_INF), pad(plain.s, NEG_INF)), torch.where(hp, pad(d_t, -1), pad(plain.t, -1)),
+                      torch.where(hp, pad(d_j, 0), pad(plain.j, 0)))
+
+
+def advance(cand: Candidates, beam: BeamState, tables, L: int):
+    """Next states of every candidate; candidates the automata refuse get score -inf.
+
+    Returns ``(scores, tokens, parent flat beam entry, next hard, next light, feasible)``, where
+    feasible = the candidate can still reach an accepting state within ``L`` tokens."""
+    n, k = beam.alive.shape
+    cand_s = cand.s
+    cand_t = torch.where(torch.isfinite(cand_s), cand.t, torch.zeros_like(cand.t))
+    slot = torch.arange(n, device=cand_s.device)[:, None].expand_as(cand.j)
+    parent = slot * k + cand.j
+    nh = tables.hard_next(beam.hstate.view(-1)[parent], cand_t)
+    ns = tables.light_next(beam.flat_lstate()[parent], cand_t)
+    valid = torch.isfinite(cand_s) & (nh >= 0) & ((ns >= 0).all(-1) if beam.P else True)
+    cand_s = torch.where(valid, cand_s, torch.full_like(cand_s, NEG_INF))
+    nh, ns = nh.clamp(min=0), ns.clamp(min=0)
+    feasible = (beam.length[:, None] + 1 + tables.lower_bound(nh, ns)) <= L
+    return cand_s, cand_t, parent, nh, ns, feasible
+
+
+def select(score: torch.Tensor, feasible: torch.Tensor, k: int, bank=None, num_banks=None, NB: int = 0) -> torch.Tensor:
+    """bool ``[n, N]``: at most ``k`` candidates per row.
+
+    Feasible candidates first: by DBA bank allocation when ``bank`` is given (then the best
+    remaining feasible ones fill unused slots), else simply the best ``k``. A row without any
+    feasible candidate keeps its best ``k`` infeasible ones (best partial output).
+    """
+    valid = torch.isfinite(score)
+    vf = valid & feasible
+    neg = torch.full_like(score, NEG_INF)
+    if bank is None:
+        chosen = top_mask(torch.where(vf, score, neg), k)
+    else:
+        chosen = dba.bank_choice(score, vf, bank, num_banks, NB, k)
+        # fill slots the allocation could not use with the best remaining feasible candidates
+        room = (k - chosen.sum(1)).clamp(min=0)
+        chosen |= top_mask(torch.where(vf & ~chosen, score, neg), room)
+    none = ~vf.any(1)
+    if bool(none.any()):
+        fallback = top_mask(torch.where(valid, score, neg), k)
+        chosen = torch.where(none[:, None], fallback, chosen)
+    return chosen
+
+
+def top_mask(score: torch.Tensor, k) -> torch.Tensor:
+    """bool mask of the ``k`` (int or ``[n]``) best finite entries per row."""
+    n, N = score.shape
+    order = torch.argsort(score, dim=1, descending=True, stable=True)
+    pos = torch.arange(N, device=score.device).expand(n, N)
+    kk = k if isinstance(k, torch.Tensor) else torch.full((n,), int(k), device=score.device)
+    take_sorted = (pos < kk[:, None]) & torch.isfinite(score.gather(1, order))
+    return torch.zeros_like(take_sorted).scatter(1, order, take_sorted)
