@@ -119,7 +119,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from fstbeam.compiler.vocab import Vocab
+    from fstbeam.contract.vocab import Vocab
     from fstbeam.runtime import Decoder
 
     letters = string.ascii_lowercase

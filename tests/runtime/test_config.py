@@ -68,7 +68,7 @@ def test_unknown_setting_names_the_key_and_the_settings(dec):
 
 
 def test_stop_at_line_is_eos_plus_the_newline_tokens():
-    from fstbeam.compiler.vocab import Vocab
+    from fstbeam.contract.vocab import Vocab
 
     toks = ["<eos>", "a", "b", "\n", " a", "\n\n", " b", "a\n"]
     v = Vocab.from_dict({i: t for i, t in enumerate(toks) if i}, eos_ids=[0])
