@@ -6,7 +6,10 @@ from pathlib import Path
 
 
 def decode_utf8(raw: bytes, path: str | os.PathLike, error: type[Exception]) -> str:
-    """``raw`` as text, or ``error`` naming the file, the bad byte, its offset and line."""
+    """``raw`` as text, or ``error`` naming the file, the bad byte, its offset and line.
+    A leading UTF-8 byte-order mark (Windows editors write one) is dropped, not read as text."""
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -27,4 +30,6 @@ def read_utf8(path: str | os.PathLike, error: type[Exception], *, what: str, exp
         raise error(f"{what} {path} does not exist: {expect}") from None
     except IsADirectoryError:
         raise error(f"{what} {path} is a directory: {expect}") from None
+    except OSError as exc:
+        raise error(f"{what} {path} cannot be read ({exc.strerror or exc}): {expect}") from None
     return decode_utf8(raw, f"{what} {path}", error)

@@ -18,7 +18,7 @@ from typing import Iterable
 import numpy as np
 import pynini
 
-from ..errors import SpecError, UnsatisfiableConstraintError
+from ..errors import GrammarError, SpecError, UnsatisfiableConstraintError
 from ..fst.optimize import optimize, sigma_star
 from ..grammars.lib.wordlist import word_list_fst
 from .cefr import cefr_words, parse_level
@@ -72,8 +72,19 @@ def _words_spec(words, cefr) -> WordList | None:
     if isinstance(words, WordList):
         return words
     if isinstance(words, (str, os.PathLike)):
+        if isinstance(words, str) and not words.strip():
+            raise SpecError("words= is an empty path: give a word-list file or a list of words")
         return read_word_file(words)
-    items = tuple(str(w).strip() for w in words if str(w).strip())
+    if isinstance(words, (bytes, bytearray, memoryview)):
+        raise SpecError("words= got bytes: pass a file path (str or Path) or a list of words (str), "
+                        "e.g. words=['cat'] or words=data.decode('utf-8').split()")
+    if isinstance(words, dict) or not hasattr(words, "__iter__"):
+        raise SpecError(f"words= must be a file path or a list of words, not {type(words).__name__}")
+    words = list(words)
+    bad = next((w for w in words if not isinstance(w, str)), None)
+    if bad is not None:
+        raise SpecError(f"words= holds {type(bad).__name__} {bad!r}: every word must be a str")
+    items = tuple(w.strip() for w in words if w.strip())
     if not items:
         raise SpecError("words= is empty: give at least one word")
     return WordList(items, "argument")
@@ -81,11 +92,23 @@ def _words_spec(words, cefr) -> WordList | None:
 
 def _grammar_language(grammar, grammar_params):
     """(language fst | None, phrases, avoid, description, source hash) for ``grammar``."""
+    if grammar_params is not None and not isinstance(grammar_params, dict):
+        raise GrammarError(f"grammar_params must be a dict such as {{'level': 'A1'}}, not {type(grammar_params).__name__} "
+                           f"{grammar_params!r}")
     if grammar is None:
+        if grammar_params:
+            raise SpecError("grammar_params= sets parameters of a grammar: give grammar= too (or drop grammar_params)")
         return None, (), (), None, None
     if isinstance(grammar, pynini.Fst):
+        if grammar.properties(pynini.ACCEPTOR, True) != pynini.ACCEPTOR:
+            raise GrammarError("grammar= is a transducer (its input and output labels differ): pass an acceptor, "
+                               "e.g. its output projection fst.project('output')")
+        if grammar_params:
+            raise SpecError("grammar_params= applies to a registered grammar name, not to a pynini automaton")
         h = hashlib.sha256(_fst_bytes(grammar)).hexdigest()
         return grammar, (), (), f"custom:{h[:12]}", h
+    if not isinstance(grammar, str):
+        raise GrammarError(f"grammar= must be a registered grammar name or a pynini acceptor, not {type(grammar).__name__}")
     from .. import grammars
 
     build = grammars.get(str(grammar)).build(**(grammar_params or {}))
