@@ -158,7 +158,11 @@ def _dir_manifest(folder: Path) -> dict:
 def dir_valid(folder: Path) -> bool:
     """The folder's ``.complete`` manifest matches its files (sizes; sha256 of files <= 64 MiB)."""
     try:
-        want = json.loads((folder / _COMPLETE).read_text(encoding="utf-8"))
+        marker = (folder / _COMPLETE).read_text(encoding="utf-8")
+        if marker == "ok\n":  # written before checksums (fstbeam 0.1): record them now, once
+            (folder / _COMPLETE).write_text(json.dumps(_dir_manifest(folder)), encoding="utf-8")
+            return True
+        want = json.loads(marker)
         if not isinstance(want, dict) or not want:
             return False
         for rel, (size, digest) in want.items():
