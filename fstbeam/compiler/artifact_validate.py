@@ -287,10 +287,10 @@ def _range(a: np.ndarray, lo: int, hi: int, name: str, path) -> None:
 
 def _keys(keys: np.ndarray, ptr: np.ndarray, radix: int, name: str, path) -> None:
     """Sorted keys ``owner * radix + x`` whose owner matches the CSR row they sit in."""
-    _need(keys.size == 0 or (np.diff(keys) > 0).all(), path, f"{name} must be strictly increasing")
     owner = np.repeat(np.arange(len(ptr) - 1, dtype=np.int64), np.diff(ptr))
     _need(keys.size == 0 or (int(keys.min()) >= 0 and (keys // radix == owner).all()), path,
           f"{name} must hold (row * {radix} + value) for the row each entry belongs to")
+    _need(keys.size == 0 or (np.diff(keys) > 0).all(), path, f"{name} must be strictly increasing")
 
 
 def check_hard(h, width: int, eos_ids, path) -> None:
@@ -340,8 +340,8 @@ def check_light(a, width: int, path, where: str) -> None:
     _range(a.default_next, -1, n, f"{where}/default_next", path)
     X = len(a.exc_key)
     _need(a.exc_next.shape == (X,), path, f"{where}: exc_next must match exc_key")
-    _need(X == 0 or ((np.diff(a.exc_key) > 0).all() and int(a.exc_key[0]) >= 0 and int(a.exc_key[-1]) < n * V),
-          path, f"{where}: exc_key must be strictly increasing in [0, {n} * {V})")
+    _range(a.exc_key, 0, n * V, f"{where}/exc_key", path)  # first: np.diff below must not overflow
+    _need(X == 0 or (np.diff(a.exc_key) > 0).all(), path, f"{where}: exc_key must be strictly increasing")
     _range(a.exc_next, -1, n, f"{where}/exc_next", path)
     _ptr(a.adv_ptr, n, len(a.adv_tokens), f"{where}/adv_ptr", path)
     _range(a.adv_tokens, 0, V, f"{where}/adv_tokens", path)
