@@ -23,7 +23,7 @@ from ..fst.optimize import optimize, sigma_star
 from ..grammars.lib.wordlist import word_list_fst
 from .cefr import cefr_words, parse_level
 from .char_dfa import CharDFA, fst_to_dfa
-from .satisfy import avoidable, phrase_possible, reachable_pair
+from .satisfy import avoidable, contains_dfa, jointly_possible, phrase_possible, reachable_pair
 from .compiled import CompiledConstraints
 from .spec import ConstraintSpec, Phrase, WordList, as_phrases, read_word_file
 from .tables import build_tables
@@ -195,7 +195,7 @@ def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix) -> None:
         if prefix is None:  # a local check: run the phrase from every state it may start in
             ok = phrase_possible(hard, p.text, word_boundary=p.word_boundary, case_sensitive=p.case_sensitive)
         else:  # the phrase may overlap the prefix: search (hard, phrase) state pairs
-            ok = reachable_pair(hard, fst_to_dfa(contains_fst(p)), want_other_final=True, start_text=start)
+            ok = reachable_pair(hard, _contains(p), want_other_final=True, start_text=start)
         if not ok:
             raise UnsatisfiableConstraintError(
                 f"phrase {p.text!r} ({p.source}) cannot appear in any text allowed by {base_name}{with_prefix}: "
@@ -203,11 +203,23 @@ def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix) -> None:
                 (f"phrase {p.text!r}", base_name),
             )
     if avoid:
-        if not avoidable(hard, [fst_to_dfa(contains_fst(a)) for a in avoid], start_text=start):
+        avoid_dfas = [_contains(a) for a in avoid]
+        if not avoidable(hard, avoid_dfas, start_text=start):
             raise UnsatisfiableConstraintError(
                 f"the avoid list {[a.text for a in avoid]} blocks every text allowed by {base_name}{with_prefix}",
                 ("avoid", base_name),
             )
+        for p in phrases:  # e.g. phrase "the cat" with avoid "cat": every text with one has the other
+            if jointly_possible(hard, [_contains(p)], avoid_dfas, start_text=start) is False:
+                raise UnsatisfiableConstraintError(
+                    f"phrase {p.text!r} ({p.source}) cannot appear without one of the avoid phrases "
+                    f"{[a.text for a in avoid]} in any text allowed by {base_name}{with_prefix}: drop one of them",
+                    (f"phrase {p.text!r}", "avoid"),
+                )
+
+
+def _contains(p: Phrase) -> CharDFA:
+    return contains_dfa(p.text, word_boundary=p.word_boundary, case_sensitive=p.case_sensitive)
 
 
 def compile_constraints(

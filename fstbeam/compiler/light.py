@@ -26,6 +26,7 @@ from typing import Literal
 import numpy as np
 
 from ..errors import DisallowedTokenError, SpecError, UnsatisfiableConstraintError
+from .light_lift import reach, token_exceptions
 from .token_index import IS_WORD_BYTE, N_CLASSES, NO_TEXT_CLASS, TokenIndex
 from .vocab import Vocab
 
@@ -134,16 +135,22 @@ def _symbols(lit: bytes, fold: bool) -> tuple[list[int], np.ndarray, int, int]:
 def _minimize(delta: np.ndarray, labels: list) -> tuple[np.ndarray, np.ndarray]:
     """Moore partition refinement starting from ``labels``; returns (new delta, old->new map).
     Blocks are numbered by their first state, so state 0 stays state 0."""
-    n = len(labels)
     block = _renumber(labels)
     while True:
-        sig = [(block[q], *block[delta[q]].tolist()) for q in range(n)]
-        new = _renumber(sig)
+        new = _renumber_rows(np.column_stack([block, block[delta]]))
         if new.max() == block.max():
             break
         block = new
     _, rep = np.unique(block, return_index=True)  # first state of each block
     return block[delta[rep]].astype(np.int32), block
+
+
+def _renumber_rows(rows: np.ndarray) -> np.ndarray:
+    """Block id of each row, blocks numbered in order of their first row (as ``_renumber``)."""
+    _, first, inv = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inv.reshape(-1)]
 
 
 def _renumber(keys: list) -> np.ndarray:
@@ -201,20 +208,28 @@ def phrase_char_dfa(lit: bytes, *, word_boundary: bool = True, case_sensitive: b
     start = (frozenset(), False, False)
     ids = {start: 0}
     states = [start]
-    rows: list[list[int]] = []
+    rows: list[np.ndarray] = []
     todo = deque([start])
+    lit_sym = [int(sym_of_byte[b]) for b in lit]
+    is_word_sym = np.array(sym_word)
+
+    def state_id(nxt) -> int:
+        if nxt not in ids:
+            ids[nxt] = len(states)
+            states.append(nxt)
+            todo.append(nxt)
+        return ids[nxt]
+
     while todo:
         st = todo.popleft()
-        row = []
-        for s in range(nsym):
-            nxt = step(st, s)
-            if nxt not in ids:
-                ids[nxt] = len(states)
-                states.append(nxt)
-                todo.append(nxt)
-            row.append(ids[nxt])
+        # A symbol that extends no partial match and starts none acts like the representative of
+        # its word class: compute those two, then only the few symbols that matter (linear total).
+        row = np.where(is_word_sym, state_id(step(st, word_sym)), state_id(step(st, nonword_sym)))
+        if st is not MET:
+            for s in {lit_sym[j] for j in st[0]} | {lit_sym[0]}:
+                row[s] = state_id(step(st, s))
         rows.append(row)
-    delta = np.array(rows, dtype=np.int64)
+    delta = np.array(rows, dtype=np.int64).reshape(len(rows), nsym)
     is_met = np.array([st is MET for st in states])
     is_pending = np.array([st is not MET and st[2] for st in states])
     progress = np.array([m if (st is MET or st[2]) else max(st[0], default=0) for st in states], dtype=np.int32)
@@ -460,16 +475,6 @@ def _phrase_candidates(lit: bytes, index: TokenIndex, *, word_boundary: bool, ca
     return _union(parts)
 
 
-def _closure(adj: np.ndarray, seeds: np.ndarray) -> np.ndarray:
-    seen = seeds.copy()
-    frontier = seeds.copy()
-    while frontier.any():
-        nxt = adj[frontier].any(axis=0) & ~seen
-        seen |= nxt
-        frontier = nxt
-    return seen
-
-
 def _lift(
     kind: Kind,
     text: str | bytes,
@@ -483,22 +488,23 @@ def _lift(
 ) -> LightAutomaton:
     V = index.width
     nq = dfa.n_states
-    allq = np.arange(nq, dtype=np.int32)
-    res = dfa.run_tokens(allq, index.padded[cands], index.lengths[cands])  # [Q, C]
     default = dfa.class_defaults()  # [Q, 4]
     cls = index.token_class[cands].astype(np.int64)  # [C]
+    # (state, candidate, next) wherever a candidate's next state differs from its class default,
+    # without a [Q, C] matrix (light_lift: near-linear in the phrase length).
+    eq, ek, en = token_exceptions(dfa.delta, dfa.sym_of_byte, index.padded[cands], index.lengths[cands], cls, default)
 
     # Token-level graph over char states: which states some allowed token moves between.
-    adj = np.zeros((nq, nq), dtype=bool)
-    adj[np.repeat(allq, res.shape[1]), res.ravel()] = True
     nonempty = np.flatnonzero(index.class_counts > 0)
-    adj[np.repeat(allq, len(nonempty)), default[:, nonempty].ravel()] = True
-    adj[:, dfa.forbidden] = False
+    src = np.concatenate([eq, np.repeat(np.arange(nq, dtype=np.int64), len(nonempty))])
+    dst = np.concatenate([en.astype(np.int64), default[:, nonempty].ravel().astype(np.int64)])
+    ok = ~dfa.forbidden[dst]
+    src, dst = src[ok], dst[ok]
     seed = np.zeros(nq, dtype=bool)
     seed[dfa.start] = True
-    keep = _closure(adj, seed) & ~dfa.forbidden
+    keep = reach(nq, src, dst, seed) & ~dfa.forbidden
     if kind != "phrase":  # states from which no output can finish are dead ends: disallow them
-        keep &= _closure(adj.T, dfa.final & keep)
+        keep &= reach(nq, dst, src, dfa.final & keep)
     _check_satisfiable(kind, text, lit, dfa, index, keep, word_boundary, case_sensitive, source)
 
     kept = np.flatnonzero(keep)  # ascending; the char start (0) becomes state 0
@@ -506,11 +512,11 @@ def _lift(
     cmap = np.full(nq, -1, dtype=np.int32)
     cmap[kept] = np.arange(n, dtype=np.int32)
     default_next = cmap[default[kept]]  # [n, 4]
-    lres = cmap[res[kept]]  # [n, C]
-    ldef = default_next[:, cls]  # [n, C]
-    qs, ks = np.nonzero(lres != ldef)  # row-major: sorted by state, then token
-    exc_key = qs.astype(np.int64) * V + cands[ks]
-    exc_next = lres[qs, ks].astype(np.int32)
+    lq, lnext = cmap[eq], cmap[en]
+    sel = (lq >= 0) & (lnext != cmap[default[eq, cls[ek]]])  # still an exception after dropping states
+    qs, ks, lnext = lq[sel].astype(np.int64), ek[sel], lnext[sel]  # sorted by state, then token
+    exc_key = qs * V + cands[ks]
+    exc_next = lnext.astype(np.int32)
 
     progress = dfa.progress[kept].astype(np.int32)
     if kind == "avoid":
@@ -519,11 +525,10 @@ def _lift(
         safe_def = np.where(default_next >= 0, default_next, 0)
         if ((default_next >= 0) & (progress[safe_def] > progress[:, None])).any():
             raise AssertionError(f"internal error: a class default raises progress in {kind} {text!r}")
-        safe = np.where(lres >= 0, lres, 0)
-        aq, ak = np.nonzero((lres >= 0) & (progress[safe] > progress[:, None]))
-        adv_tokens = cands[ak].astype(np.int32)
+        adv = (lnext >= 0) & (progress[np.maximum(lnext, 0)] > progress[qs])  # only exceptions can advance
+        adv_tokens = cands[ks[adv]].astype(np.int32)
         adv_ptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(aq, minlength=n), out=adv_ptr[1:])
+        np.cumsum(np.bincount(qs[adv], minlength=n), out=adv_ptr[1:])
 
     return LightAutomaton(
         kind=kind,

@@ -6,7 +6,9 @@ import pytest
 import fstbeam
 from fstbeam.compiler.cli import main as cli_main
 from fstbeam.compiler.vocab import Vocab
-from fstbeam.errors import SpecError, UnsatisfiableConstraintError
+from fstbeam.compiler.compile import compile_constraints
+from fstbeam.compiler.spec import Phrase
+from fstbeam.errors import GrammarError, SpecError, TokenizerError, UnsatisfiableConstraintError
 
 PIECES = ["a", "b", "c", " ", "ab", "ca", ".", "x", "y"]
 
@@ -78,3 +80,20 @@ def test_cli_exit_codes(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
     assert cli_main(["compile"]) == 2  # missing -o
     assert cli_main(["inspect", str(tmp_path / "missing.fstbeam")]) == 1
+
+
+@pytest.mark.parametrize("phrases, avoid", [
+    (["cat"], ["cat"]),
+    (["the cat"], ["cat"]),  # every text containing "the cat" contains "cat" at word boundaries
+    (["concatenate"], [Phrase("cat", word_boundary=False)]),  # inside words
+])
+def test_phrase_and_avoid_contradictions_are_compile_errors(phrases, avoid):
+    v = Vocab.from_dict(["a", "c", "t", " ", "n", "o", "e", "h", "cat", "the"], eos_ids=[10])
+    with pytest.raises(UnsatisfiableConstraintError, match="cannot appear without one of the avoid phrases"):
+        compile_constraints(tokenizer=v, phrases=phrases, avoid=avoid)
+
+
+def test_avoid_at_word_boundaries_does_not_block_a_longer_word():
+    v = Vocab.from_dict(["a", "c", "t", " ", "n", "o", "e", "h", "cat", "the"], eos_ids=[10])
+    cc = compile_constraints(tokenizer=v, phrases=["concatenate"], avoid=["cat"])
+    assert [a.text for a in cc.phrases] == ["concatenate"]
