@@ -91,12 +91,26 @@ class Decoder:
             self.adapter = adapter_for(model)
         self.tokenizer = tokenizer
         self._vocab = tokenizer if _is_vocab(tokenizer) else None
-        self.eos_ids = tuple(int(e) for e in (eos_ids if eos_ids is not None else (default_eos or self._model_eos())))
+        self.eos_ids = self._check_eos(eos_ids if eos_ids is not None else (default_eos or self._model_eos()))
         if not self.eos_ids:
             raise DecodeError("no EOS token id: pass eos_ids=[...] (the model config and tokenizer name none)")
         self.prompt_format = prompt_format
         self._checked: dict[int, Any] = {}
         self.last_stats = None
+
+    def _check_eos(self, eos_ids) -> tuple[int, ...]:
+        """EOS ids as ints inside the model's vocabulary, or a DecodeError naming the bad one."""
+        if isinstance(eos_ids, (int, str, bytes)) or not hasattr(eos_ids, "__iter__"):
+            eos_ids = [eos_ids]
+        out = []
+        V = self.vocab_size
+        for e in eos_ids:
+            if isinstance(e, bool) or not isinstance(e, (int,)) and not (hasattr(e, "__index__")):
+                raise DecodeError(f"eos_ids must be token ids (ints), not {type(e).__name__} {e!r}")
+            if not 0 <= int(e) < V:
+                raise DecodeError(f"EOS id {int(e)} is outside the model's vocabulary of {V} ids: pass ids in [0, {V})")
+            out.append(int(e))
+        return tuple(out)
 
     # ---- model facts -----------------------------------------------------------------------
     @property
@@ -256,7 +270,7 @@ class Decoder:
         """Decode an iterable of prompts, yielding results as inputs finish (in input order when
         ``ordered=True``). Options as for :meth:`generate`."""
         options = dict(options)
-        eos_ids = tuple(int(e) for e in options.pop("eos_ids", None) or self.eos_ids)
+        eos_ids = self._check_eos(options.pop("eos_ids", None) or self.eos_ids)
         cfg = self._config(beam_size, max_new_tokens, nbest, options)
         shared = constraints is None or hasattr(constraints, "vocab")
         cons_iter = None if shared else iter(constraints)
@@ -277,8 +291,13 @@ class Decoder:
                     ids = self.encode(p)
                 except DecodeError as exc:
                     ids, error = [], str(exc)
-                if error is None and not ids:
-                    error = "empty prompt: nothing to condition on (a causal LM needs at least one token)"
+                if error is None and (not ids or (isinstance(p, str) and not p.strip())):
+                    error = "empty prompt: nothing to condition on (give some text, or token ids)"
+                V = self.vocab_size
+                bad = next((t for t in ids if not 0 <= t < V), None) if error is None else None
+                if bad is not None:
+                    error = (f"prompt token id {bad} is outside the model's vocabulary of {V} ids: "
+                             "encode the prompt with this model's tokenizer")
                 maxpos = getattr(self.adapter, "max_positions", None)
                 if error is None and maxpos and self.adapter.kind == "causal" and len(ids) + max_new_tokens > maxpos:
                     error = (f"prompt of {len(ids)} tokens + max_new_tokens={max_new_tokens} exceeds the model's context "
