@@ -187,5 +187,5 @@ def test_jsonl_streams_results_and_ctrl_c_keeps_them(model_dir, tmp_path):
     lines = [first] + rest.splitlines()
     assert 1 <= len(lines) < 400
     assert [json.loads(line)["index"] for line in lines] == list(range(len(lines)))  # complete, in order
-    ours = [line for line in err.splitlines() if not line.startswith("Loading weights")]  # transformers' bar
+    ours = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("Loading weights")]  # transformers' bar
     assert len(ours) == 1 and "interrupted" in ours[0] and "Traceback" not in err
