@@ -97,3 +97,41 @@ def test_avoid_at_word_boundaries_does_not_block_a_longer_word():
     v = Vocab.from_dict(["a", "c", "t", " ", "n", "o", "e", "h", "cat", "the"], eos_ids=[10])
     cc = compile_constraints(tokenizer=v, phrases=["concatenate"], avoid=["cat"])
     assert [a.text for a in cc.phrases] == ["concatenate"]
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(words=5), SpecError, "file path or a list of words"),
+    (dict(words=b"cat"), SpecError, "bytes"),  # used to become {"99", "97", "116"}
+    (dict(words=["ab", 3]), SpecError, "must be a str"),
+    (dict(phrases=5), SpecError, "phrases"),
+    (dict(words=["ab"], grammar_params="level=A1"), GrammarError, "must be a dict"),
+    (dict(words=["ab"], grammar_params={"level": "A1"}), SpecError, "give grammar= too"),  # used to be ignored
+])
+def test_wrong_api_types_are_project_errors_with_the_fix(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        compile_constraints(tokenizer=vocab(), **kwargs)
+
+
+def test_a_transducer_as_grammar_is_refused():
+    import pynini
+
+    t = pynini.cross(pynini.accep("ab", token_type="byte"), pynini.accep("ca", token_type="byte"))
+    with pytest.raises(GrammarError, match="transducer"):
+        compile_constraints(tokenizer=vocab(), grammar=t)
+
+
+def test_tokenizer_json_holding_a_list_is_a_tokenizer_error(tmp_path):
+    (tmp_path / "tokenizer.json").write_text("[1, 2, 3]", encoding="utf-8")
+    with pytest.raises(TokenizerError, match="not a Hugging Face tokenizer.json"):
+        compile_constraints(tokenizer=tmp_path, words=["ab"])
+    (tmp_path / "tokenizer.json").write_text('{"model": {"vocab": {"a": "x"}}}', encoding="utf-8")
+    with pytest.raises(TokenizerError):
+        compile_constraints(tokenizer=tmp_path, words=["ab"])
+
+
+def test_word_list_with_a_utf8_bom_keeps_its_first_word(tmp_path):
+    f = tmp_path / "w.txt"
+    f.write_bytes("\ufeffab\nca\n".encode("utf-8"))
+    from fstbeam.compiler.spec import read_word_file
+
+    assert read_word_file(f).words == ("ab", "ca")
