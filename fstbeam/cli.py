@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from .compiler.cli import add_constraint_flags, nonempty, parse_params
+from .compiler.cli import add_constraint_flags, nonempty, parse_params, utf8_text
 
 __all__ = ["main", "build_parser"]
 
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fstbeam", description="finite-state constrained beam search")
     sub = p.add_subparsers(dest="command", required=True)
     g = sub.add_parser("generate", help="generate text for prompts under constraints")
-    g.add_argument("prompts", nargs="*", metavar="PROMPT", help="prompt text (or use --file)")
+    g.add_argument("prompts", nargs="*", type=utf8_text, metavar="PROMPT", help="prompt text (or use --file)")
     g.add_argument("--file", type=nonempty, metavar="FILE", help="prompts, one per line ('-' = stdin)")
     src = g.add_argument_group("constraints (an artifact, or the compile-constraints flags)")
     src.add_argument("--constraints", type=nonempty, metavar="ARTIFACT", help="compiled artifact from compile-constraints")

@@ -25,18 +25,23 @@ def parse_params(items: list[str]) -> dict[str, str]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def nonempty(value: str) -> str:
-    """argparse ``type`` for flags whose empty value would silently mean "no constraint"
-    (DESIGN.md, "never silent, also on the command line"): an empty value is a usage error.
-    Also refuses text that cannot be encoded (an undecodable byte passed through the shell)."""
-    if not value.strip():
-        raise argparse.ArgumentTypeError("empty value: give the text, file or name (or leave the flag out)")
+def utf8_text(value: str) -> str:
+    """argparse ``type``: text that can be encoded (an undecodable byte from the shell, such as
+    ``$'\\xff'``, arrives as a lone surrogate and would fail later with a traceback)."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise argparse.ArgumentTypeError(
             f"{value!r} is not valid UTF-8 text (an undecodable byte from the shell): pass UTF-8 text") from None
     return value
+
+
+def nonempty(value: str) -> str:
+    """argparse ``type`` for flags whose empty value would silently mean "no constraint"
+    (DESIGN.md, "never silent, also on the command line"): an empty value is a usage error."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("empty value: give the text, file or name (or leave the flag out)")
+    return utf8_text(value)
 
 
 def add_constraint_flags(parser) -> None:

@@ -51,6 +51,7 @@ class _Stages:
     def __call__(self, name: str):
         if self.bar is not None:
             self.bar.set_description_str(f"fstbeam: {name}...")
+        log.info("stage %s...", name)  # progress in logs too (no terminal: CI, batch jobs)
         t = time.perf_counter()
         yield
         self.timings[name] = round(time.perf_counter() - t, 4)
@@ -266,6 +267,7 @@ def compile_constraints(
         )
         hard_fst, hard_desc = None, None
         if wl is not None:
+            log.info("word list %s: %d entries", wl.source, len(wl.words))
             with stages("word list"):
                 hard_fst = word_list_fst(wl.words, case_variants=case_variants, digits=digits)
             hard_desc = f"the word list ({wl.source})"
@@ -346,6 +348,8 @@ def with_request(
 ) -> CompiledConstraints:
     """Per-request constraints on top of a compiled word list/grammar (shares its tables)."""
     phr, avd = as_phrases(phrases, "phrases"), as_phrases(avoid, "avoid")
+    if prefix is not None and (not isinstance(prefix, str) or prefix == ""):
+        raise SpecError("prefix= must be non-empty text (or None for no prefix)")
     if check:
         hard = _hard_dfa(cc.char_fst, cc.spec_hash)
         _check_request(hard, "the compiled constraints" if cc.char_fst else None, phr, avd, prefix)
