@@ -81,7 +81,10 @@ def locked(entry: Path) -> Iterator[None]:
 
 
 def _tmp_name(entry: Path) -> str:
-    return tempfile.mktemp(prefix=f".{entry.name}.", suffix=".tmp", dir=entry.parent)
+    """A fresh, empty file beside ``entry`` (mkstemp: never an existing path or a planted link)."""
+    fd, name = tempfile.mkstemp(prefix=f".{entry.name}.", suffix=".tmp", dir=entry.parent)
+    os.close(fd)
+    return name
 
 
 def sha256_file(path: Path) -> str:
@@ -103,7 +106,10 @@ def fill_file(entry: Path, build: Callable[[Path], None], *, valid: Callable[[Pa
                 return entry  # another process filled it while we waited
             log.warning("fstbeam cache: %s is damaged (fails its checksum); rebuilding it", entry)
             _remove(entry)
-        tmp = Path(_tmp_name(entry))
+        try:
+            tmp = Path(_tmp_name(entry))
+        except OSError as exc:
+            raise CacheError(f"cannot write to the cache at {entry.parent} ({exc.strerror or exc}): {_FIX}") from None
         try:
             build(tmp)
             if not valid(tmp):

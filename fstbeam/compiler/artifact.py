@@ -30,7 +30,7 @@ from ..fst.labels import token_to_label
 from ..fst.vector_fst import vector_fst_bytes
 from .artifact_validate import (
     MAX_MANIFEST_BYTES, check_char_fst, check_hard, check_light, check_vector_fst, corrupt, expected_members,
-    member_dtype, npy_array, open_archive, read_member,
+    member_dtype, member_ndim, npy_array, open_archive, read_member,
 )
 from .compiled import CompiledConstraints
 from .manifest_schema import check_manifest
@@ -197,8 +197,9 @@ def _manifest(zf: zipfile.ZipFile, path) -> dict:
     if missing or extra:
         raise corrupt(path, f"members {sorted(missing | extra)[:5]} do not match the manifest's automata")
     for name, info in manifest["members"].items():
-        if name.endswith(".npy") and info["dtype"] != member_dtype(name):
-            raise corrupt(path, f"member {name} has dtype {info['dtype']}, expected {member_dtype(name)}")
+        if name.endswith(".npy") and (info["dtype"] != member_dtype(name) or len(info["shape"]) != member_ndim(name)):
+            raise corrupt(path, f"member {name} is {info['dtype']} with {len(info['shape'])} dimensions, expected "
+                                f"{member_dtype(name)} with {member_ndim(name)}")
     return manifest
 
 

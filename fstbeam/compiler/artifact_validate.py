@@ -32,7 +32,7 @@ from ..errors import ArtifactCorruptError, ArtifactError
 
 #: Largest artifact file accepted (a CEFR C2 word list compiles to well under 1 GiB).
 MAX_ARTIFACT_BYTES = int(os.environ.get("FSTBEAM_MAX_ARTIFACT_BYTES", 8 << 30))
-MAX_MANIFEST_BYTES = 64 << 20
+MAX_MANIFEST_BYTES = 16 << 20
 _NPY_HEADER_MAX = 1 << 16  # a .npy header (magic, version, dict) is at most this long
 _FIX = "the artifact is damaged or was edited: recompile it with compile-constraints"
 
@@ -174,6 +174,14 @@ def expected_members(manifest: dict) -> set[str]:
     for i in range(len(manifest["light"])):
         names |= {f"light/{i}/{n}.npy" for n in LIGHT_DTYPES}
     return names
+
+
+#: Arrays with two dimensions; every other array member is one-dimensional.
+TWO_D = ("dense_masks", "default_next")
+
+
+def member_ndim(name: str) -> int:
+    return 2 if name.rsplit("/", 1)[-1].removesuffix(".npy") in TWO_D else 1
 
 
 def member_dtype(name: str) -> str | None:
