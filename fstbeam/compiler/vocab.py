@@ -123,14 +123,13 @@ class Vocab:
         path = Path(path)
         if path.is_dir():
             path = path / "tokenizer.json"
+        from ..textfile import read_utf8
+
+        text = read_utf8(path, TokenizerError, what="tokenizer file", expect="pass a tokenizer folder or tokenizer.json")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError as exc:
-            raise TokenizerError(f"no tokenizer.json at {path}: pass a tokenizer folder or file") from exc
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise TokenizerError(f"{path} is not a valid tokenizer.json: {exc}") from exc
-        except OSError as exc:
-            raise TokenizerError(f"{path} cannot be read ({exc.strerror or exc}): pass a tokenizer folder or file") from exc
+            data = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise TokenizerError(f"{path} is not a valid tokenizer.json: {exc}") from None
         if not isinstance(data, dict):
             raise TokenizerError(f"{path} is not a Hugging Face tokenizer.json (it holds a {type(data).__name__}, not an "
                                  "object): pass the tokenizer.json written by tokenizers / transformers")

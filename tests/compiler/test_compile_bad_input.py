@@ -135,3 +135,25 @@ def test_word_list_with_a_utf8_bom_keeps_its_first_word(tmp_path):
     from fstbeam.compiler.spec import read_word_file
 
     assert read_word_file(f).words == ("ab", "ca")
+
+
+def test_device_files_are_refused_not_read():
+    """/dev/zero as a word list or tokenizer used to be read until memory ran out."""
+    with pytest.raises(SpecError, match="device"):
+        compile_constraints(tokenizer=vocab(), words="/dev/zero")
+    with pytest.raises(TokenizerError, match="device"):
+        compile_constraints(tokenizer="/dev/zero", words=["ab"])
+
+
+def test_word_list_from_a_pipe_still_works(tmp_path):
+    """Process substitution (``--words <(grep ...)``) gives a FIFO: that stays allowed."""
+    import os
+    import threading
+
+    fifo = tmp_path / "words"
+    os.mkfifo(fifo)
+    t = threading.Thread(target=lambda: fifo.write_text("ab\nca\n"), daemon=True)
+    t.start()
+    cc = compile_constraints(tokenizer=vocab(), words=str(fifo), case_variants=False)
+    t.join(5)
+    assert cc.spec["words"]["count"] == 2
