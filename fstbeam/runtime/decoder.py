@@ -75,11 +75,9 @@ class Decoder:
             path = str(model)
             model = cls.from_pretrained(path, dtype=dtype or torch.float32).to(self.device)
             if tokenizer is None:
-                tokenizer = AutoTokenizer.from_pretrained(path)
+                tokenizer = _load_tokenizer(path)
         if isinstance(tokenizer, (str, os.PathLike)):
-            from transformers import AutoTokenizer
-
-            tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
+            tokenizer = _load_tokenizer(tokenizer)
         if _is_adapter(model):
             self.adapter = model
             self.model = getattr(model, "model", None)
@@ -399,6 +397,20 @@ class Decoder:
         logits = self.model(seq).logits[0, len(ids) - 1 : -1].float()
         lp = torch.log_softmax(logits, -1)
         return float(lp[torch.arange(len(cont)), torch.tensor(cont, device=dev)].sum())
+
+
+def _load_tokenizer(path):
+    """A Hugging Face tokenizer from a folder or file; a broken one (say, a tokenizer.json holding
+    a list) is a TokenizerError naming the path, not whatever transformers raises."""
+    from transformers import AutoTokenizer
+
+    from ..errors import TokenizerError
+
+    try:
+        return AutoTokenizer.from_pretrained(str(path))
+    except Exception as exc:  # noqa: BLE001 - transformers raises many kinds for a bad folder
+        raise TokenizerError(f"cannot load a tokenizer from {path} ({type(exc).__name__}: {str(exc)[:200]}): pass a "
+                             "folder with a valid tokenizer.json (and tokenizer_config.json)") from None
 
 
 def _is_vocab(obj) -> bool:

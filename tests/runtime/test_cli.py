@@ -189,3 +189,16 @@ def test_jsonl_streams_results_and_ctrl_c_keeps_them(model_dir, tmp_path):
     assert [json.loads(line)["index"] for line in lines] == list(range(len(lines)))  # complete, in order
     ours = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("Loading weights")]  # transformers' bar
     assert len(ours) == 1 and "interrupted" in ours[0] and "Traceback" not in err
+
+
+def test_tokenizer_json_holding_a_list_is_a_tokenizer_error(model_dir, tmp_path):
+    import shutil
+
+    from fstbeam.errors import TokenizerError
+    from fstbeam.runtime.decoder import Decoder
+
+    bad = tmp_path / "tok"
+    shutil.copytree(model_dir, bad)
+    (bad / "tokenizer.json").write_text("[1, 2, 3]", encoding="utf-8")
+    with pytest.raises(TokenizerError, match="tokenizer"):
+        Decoder(str(model_dir), tokenizer=str(bad), device="cpu")
