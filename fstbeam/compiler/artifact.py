@@ -29,7 +29,7 @@ from ..errors import ArtifactCorruptError, ArtifactError, ArtifactFormatError, T
 from ..fst.labels import token_to_label
 from ..fst.vector_fst import vector_fst_bytes
 from .artifact_validate import (
-    MAX_MANIFEST_BYTES, check_char_fst, check_hard, check_light, check_vector_fst, corrupt, expected_members,
+    MAX_MANIFEST_BYTES, check_against_vocab, check_char_fst, check_hard, check_light, check_vector_fst, corrupt, expected_members,
     member_dtype, member_ndim, npy_array, open_archive, read_member,
 )
 from .compiled import CompiledConstraints
@@ -234,6 +234,7 @@ def load_constraints(path, tokenizer=None) -> CompiledConstraints:
             arrays = {n: array(f"hard/{n}.npy") for n in HardTables.ARRAYS}
             hard = HardTables(start=manifest["hard"]["start"], width=manifest["hard"]["width"], **arrays)
             check_hard(hard, width, tok["eos_ids"], path)
+            check_against_vocab(hard, vocab, path)
         phrases, avoid, prefix = [], [], None
         for i, meta in enumerate(manifest["light"]):
             a = _load_light(meta, i, array)

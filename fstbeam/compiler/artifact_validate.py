@@ -356,3 +356,21 @@ def check_light(a, width: int, path, where: str) -> None:
     tc = a.token_class
     _need(tc is not None and tc.shape == (V,), path, f"{where}: token_class must have {V} entries")
     _range(tc, 0, 5, f"{where}/token_class", path)
+
+
+def check_against_vocab(h, vocab, path) -> None:
+    """The hard tables' first-byte table is the tokenizer's (lookups key on it)."""
+    first = np.array([b[0] if b else -1 for b in vocab.token_bytes], dtype=np.int16)
+    _need(np.array_equal(first, h.token_first_byte), path, "hard/token_first_byte disagrees with the tokenizer's tokens")
+    # Each block holds tokens of one first byte, and is linked from states under that byte: what
+    # the lookups (state, first byte) -> block -> token rely on.
+    V = len(first)
+    sizes = np.diff(h.block_ptr)
+    tok_first = first[h.block_key % V].astype(np.int64)
+    block_byte = np.full(len(sizes), -1, np.int64)
+    block_byte[np.repeat(np.arange(len(sizes)), sizes)] = tok_first
+    _need((tok_first >= 0).all() and (np.repeat(block_byte, sizes) == tok_first).all(), path,
+          "hard/block_key mixes tokens of different first bytes (or tokens without text) in one block")
+    linked = block_byte[h.state_block_id]
+    _need(((linked < 0) | (linked == h.state_block_key % 256)).all(), path,
+          "hard/state_block_key links a block under a byte its tokens do not start with")

@@ -37,6 +37,25 @@ def use(cc) -> None:
         t.hard_next(hs, tok)
         t.light_next(ls, tok)
         assert mask.shape[0] == 1
+    _decode(cc)
+
+
+_DECODER = []
+
+
+def _decode(cc) -> None:
+    """A short constrained beam search (scripted stub LM) over the loaded tables."""
+    import warnings
+
+    from fstbeam.runtime import Decoder
+    from rt_helpers import StubLM
+
+    if not _DECODER:
+        _DECODER.append(Decoder(StubLM(cc.width, eos=list(cc.eos_ids)), cc.vocab, eos_ids=list(cc.eos_ids), device="cpu"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        [r] = _DECODER[0].generate([[1]], cc, beam_size=3, max_new_tokens=6)
+    assert r.error is None or isinstance(r.error, str)
 
 
 def main() -> int:

@@ -2,7 +2,8 @@
 
 A few hundred mutations of a small artifact with every member kind (manifest fields, member bytes,
 array values and shapes, OpenFst counts, the zip structure; most re-sealed with fresh checksums)
-are loaded and used in subprocesses with a memory limit and a timeout. Each must either load and
+are loaded and used (per-request phrases, the host matcher, the pooled device tables and a short
+beam search) in subprocesses with a memory limit and a timeout. Each must either load and
 work or raise an fstbeam error: no signal, no hang, no foreign exception.
 """
 from __future__ import annotations
@@ -31,7 +32,8 @@ def _limit() -> None:
 
 
 def _run(paths: list[Path]) -> list[dict]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), str(HERE.parent.parent), os.environ.get("PYTHONPATH", "")]),
+    path = [str(HERE), str(HERE.parent / "runtime"), str(HERE.parent.parent), os.environ.get("PYTHONPATH", "")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path),
                FSTBEAM_NO_DISK_CACHE="1", OMP_NUM_THREADS="1")
     proc = subprocess.run([sys.executable, str(HERE / "artifact_fuzz_worker.py")], input="\n".join(map(str, paths)) + "\n",
                           capture_output=True, text=True, timeout=TIMEOUT_S, preexec_fn=_limit, env=env)
