@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from .compiler.cli import add_constraint_flags, parse_params
+from .compiler.cli import add_constraint_flags, nonempty, parse_params, utf8_text
 
 __all__ = ["main", "build_parser"]
 
@@ -28,19 +28,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fstbeam", description="finite-state constrained beam search")
     sub = p.add_subparsers(dest="command", required=True)
     g = sub.add_parser("generate", help="generate text for prompts under constraints")
-    g.add_argument("prompts", nargs="*", metavar="PROMPT", help="prompt text (or use --file)")
-    g.add_argument("--file", metavar="FILE", help="prompts, one per line ('-' = stdin)")
+    g.add_argument("prompts", nargs="*", type=utf8_text, metavar="PROMPT", help="prompt text (or use --file)")
+    g.add_argument("--file", type=nonempty, metavar="FILE", help="prompts, one per line ('-' = stdin)")
     src = g.add_argument_group("constraints (an artifact, or the compile-constraints flags)")
-    src.add_argument("--constraints", metavar="ARTIFACT", help="compiled artifact from compile-constraints")
+    src.add_argument("--constraints", type=nonempty, metavar="ARTIFACT", help="compiled artifact from compile-constraints")
     add_constraint_flags(src)
     src.add_argument("--leading-space", action=argparse.BooleanOptionalAction, default=None,
                      help="the output may start with a space before the first word (default: yes when the prompt is "
                           "continued as text, i.e. --format raw/qa/TEMPLATE, no for chat)")
     m = g.add_argument_group("model and search")
-    m.add_argument("--model", metavar="PATH", help="Hugging Face model folder or id (default: Gemma 3 270M)")
-    m.add_argument("--tokenizer", metavar="PATH", help="tokenizer (default: the model's)")
-    m.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, or auto (default)")
-    m.add_argument("--format", default="auto", metavar="raw|chat|auto|qa|TEMPLATE",
+    m.add_argument("--model", type=nonempty, metavar="PATH", help="Hugging Face model folder or id (default: Gemma 3 270M)")
+    m.add_argument("--tokenizer", type=nonempty, metavar="PATH", help="tokenizer (default: the model's)")
+    m.add_argument("--device", type=nonempty, default="auto", help="cpu, cuda, cuda:1, or auto (default)")
+    m.add_argument("--format", type=nonempty, default="auto", metavar="raw|chat|auto|qa|TEMPLATE",
                    help="prompt format: raw text, the chat template, auto (chat if the tokenizer has one), "
                         "qa ('Question: ...\\nAnswer:'), or a template containing {prompt}")
     m.add_argument("--beam", type=int, default=5, help="beam size (default 5)")
@@ -59,11 +59,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _read_prompts(args) -> list[str]:
+    from .errors import DecodeError
+    from .textfile import decode_utf8, read_utf8
+
     prompts = list(args.prompts)
     if args.file:
-        fh = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
-        with fh:
-            prompts += [line.rstrip("\n") for line in fh if line.strip()]
+        expect = "give a UTF-8 text file with one prompt per line ('-' = stdin)"
+        if args.file == "-":
+            text = decode_utf8(sys.stdin.buffer.read(), "prompt file <stdin>", DecodeError)
+        else:
+            text = read_utf8(args.file, DecodeError, what="prompt file", expect=expect)
+        prompts += [line for line in text.splitlines() if line.strip()]
     return prompts
 
 
@@ -96,12 +102,12 @@ def _generate(args) -> int:
     from .errors import Error
     from .runtime.decoder import Decoder
 
-    prompts = _read_prompts(args)
-    if not prompts:
-        print("fstbeam generate: no prompts (give PROMPT arguments or --file FILE)", file=sys.stderr)
-        return 2
     fmt = TEMPLATES.get(args.format, args.format)
     try:
+        prompts = _read_prompts(args)
+        if not prompts:
+            print("fstbeam generate: no prompts (give PROMPT arguments or --file FILE)", file=sys.stderr)
+            return 2
         decoder = Decoder(args.model, args.tokenizer, device=args.device, prompt_format=fmt)
         cc = _constraints(args, decoder)
         opts = dict(batch_size=args.batch_size)
@@ -111,38 +117,48 @@ def _generate(args) -> int:
             opts["length_reward"] = args.length_reward
             if args.length_ratio is not None:
                 opts["length_ratio"] = args.length_ratio
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # reported per result below
-            results = decoder.generate(prompts, cc, beam_size=args.beam, nbest=args.nbest,
-                                       max_new_tokens=args.max_new_tokens, **opts)
+        results = decoder.stream(prompts, cc, beam_size=args.beam, nbest=args.nbest,
+                                 max_new_tokens=args.max_new_tokens, ordered=True, **opts)
+        return _print_results(args, cc, results)
     except (Error, ValueError, OSError, argparse.ArgumentTypeError) as exc:
         print(f"fstbeam generate: {exc}", file=sys.stderr)
         return 2
+
+
+def _print_results(args, cc, results) -> int:
+    """Print each result as it finishes (flushed), so Ctrl-C keeps what is done."""
+    import warnings
+
     what = _describe(args, cc)
     bad = 0
-    for r in results:
-        bad += (not r.satisfied) or r.error is not None
-        if args.jsonl:
-            print(json.dumps(r.to_dict(), ensure_ascii=False))
-            continue
-        if args.quiet:
-            print(r.text.strip())
-            continue
-        print(f"> {r.prompt}")
-        for k, h in enumerate(r.hypotheses or ()):
-            tag = f"[{k + 1}] " if len(r.hypotheses) > 1 else ""
-            print(f"{tag}{h.text.strip()}")
-            if cc is not None:
-                print(f"    satisfied: {'yes' if h.satisfied else 'NO'}{' (' + what + ')' if what else ''}"
-                      f"{'; phrases met: ' + str(list(h.phrases_met)) if h.phrases_met else ''}"
-                      f"; score {h.score:.3f}")
-        for w in r.warnings:
-            print(f"    warning: {w}")
-        if r.error:
-            print(f"    error: {r.error}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # reported per result below
+        for r in results:
+            bad += (not r.satisfied) or r.error is not None
+            _print_result(args, cc, r, what)
+            sys.stdout.flush()
     return 1 if bad else 0
+
+
+def _print_result(args, cc, r, what: str) -> None:
+    if args.jsonl:
+        print(json.dumps(r.to_dict(), ensure_ascii=False))
+        return
+    if args.quiet:
+        print(r.text.strip())
+        return
+    print(f"> {r.prompt}")
+    for k, h in enumerate(r.hypotheses or ()):
+        tag = f"[{k + 1}] " if len(r.hypotheses) > 1 else ""
+        print(f"{tag}{h.text.strip()}")
+        if cc is not None:
+            print(f"    satisfied: {'yes' if h.satisfied else 'NO'}{' (' + what + ')' if what else ''}"
+                  f"{'; phrases met: ' + str(list(h.phrases_met)) if h.phrases_met else ''}"
+                  f"; score {h.score:.3f}")
+    for w in r.warnings:
+        print(f"    warning: {w}")
+    if r.error:
+        print(f"    error: {r.error}")
 
 
 def _describe(args, cc) -> str:
@@ -159,9 +175,20 @@ def _describe(args, cc) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.command == "generate":
-        return _generate(args)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: usage errors exit 2, --help 0
+        return int(exc.code or 0)
+    try:
+        if args.command == "generate":
+            return _generate(args)
+    except KeyboardInterrupt:
+        sys.stdout.flush()
+        print("fstbeam generate: interrupted (results printed so far are complete)", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # output piped into `head` and closed early
+        sys.stderr.close()
+        return 0
     return 2  # pragma: no cover
 
 

@@ -8,9 +8,7 @@ from chunk packages installed by pip.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
 from .errors import TokenizerError
@@ -22,13 +20,10 @@ _CACHE_LAYOUT_VERSION = "1"
 
 
 def cache_dir() -> Path:
-    """Root of fstbeam's cache (created on demand)."""
-    root = os.environ.get("FSTBEAM_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache"), "fstbeam"
-    )
-    path = Path(root)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """Root of fstbeam's cache (created on demand; a CacheError if it is not a writable folder)."""
+    from .cachefs import cache_root
+
+    return cache_root()
 
 
 def _package():
@@ -43,10 +38,20 @@ def _package():
 
 
 def gguf_path() -> Path:
-    """Path of the assembled GGUF file (assembled once by the package, verified by sha256)."""
+    """Path of the assembled GGUF file: concatenated once from the package's chunks (atomically,
+    under a lock, so concurrent first runs do not race) and verified by sha256; a damaged copy
+    is rebuilt with a warning."""
+    from .cachefs import fill_file, sha256_file, subdir
+
     pkg = _package()
-    target = cache_dir() / "gguf" / pkg.MODEL_NAME
-    return Path(pkg.assemble(target))
+
+    def build(tmp: Path) -> None:
+        with open(tmp, "wb") as out:
+            for chunk in pkg.chunk_paths():
+                with open(chunk, "rb") as fh:
+                    shutil.copyfileobj(fh, out, 1 << 20)
+
+    return fill_file(subdir("gguf") / pkg.MODEL_NAME, build, valid=lambda p: sha256_file(p) == pkg.EXPECTED_SHA256)
 
 
 def _converted_dir(kind: str) -> Path:
@@ -54,23 +59,19 @@ def _converted_dir(kind: str) -> Path:
 
 
 def _atomic_save(kind: str, save) -> Path:
-    """Run ``save(tmpdir)`` and move the result into place, so an interrupted
-    conversion never leaves a half-written cache entry."""
-    final = _converted_dir(kind)
-    if (final / ".complete").exists():
-        return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{kind}-", dir=final.parent))
-    try:
-        save(tmp)
-        (tmp / ".complete").write_text("ok\n")
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return final
+    """Run ``save(tmpdir)`` and move the result into place (cachefs.fill_dir: locked, atomic,
+    checksummed), so an interrupted or concurrent conversion never leaves a half-written entry."""
+    from .cachefs import fill_dir
+
+    return fill_dir(_converted_dir(kind), save)
+
+
+def repair(kind: str, why: str) -> Path:
+    """Drop a converted entry found damaged by its reader and convert it again (with a warning)."""
+    from .cachefs import invalidate
+
+    invalidate(_converted_dir(kind), why)
+    return default_tokenizer_dir() if kind == "tokenizer" else default_model_dir()
 
 
 def default_tokenizer_dir() -> Path:

@@ -52,3 +52,7 @@ class DecodeError(Error, ValueError):
 
 class DisallowedTokenError(Error, ValueError):
     """A token was advanced that the constraints do not allow in the current state."""
+
+
+class CacheError(Error, OSError):
+    """fstbeam's cache folder ($FSTBEAM_CACHE) cannot be used (not a directory, not writable)."""

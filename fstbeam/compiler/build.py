@@ -19,12 +19,12 @@ from typing import Iterable
 import numpy as np
 import pynini
 
-from ..errors import SpecError, UnsatisfiableConstraintError
+from ..errors import GrammarError, SpecError, UnsatisfiableConstraintError
 from ..fst.optimize import optimize
 from ..grammars.lib.wordlist import word_list_fst
 from .cefr import cefr_words, parse_level
 from .char_dfa import CharDFA, fst_to_dfa
-from .satisfy import avoidable, phrase_possible, reachable_pair
+from .satisfy import avoidable, jointly_possible, phrase_possible, reachable_pair
 from ..contract.compiled import CompiledConstraints
 from .spec import ConstraintSpec, Phrase, WordList, as_phrases, read_word_file
 from .tables import build_tables
@@ -49,6 +49,7 @@ class _Stages:
     def __call__(self, name: str):
         if self.bar is not None:
             self.bar.set_description_str(f"fstbeam: {name}...")
+        log.info("stage %s...", name)  # progress in logs too (no terminal: CI, batch jobs)
         t = time.perf_counter()
         yield
         self.timings[name] = round(time.perf_counter() - t, 4)
@@ -70,8 +71,19 @@ def _words_spec(words, cefr) -> WordList | None:
     if isinstance(words, WordList):
         return words
     if isinstance(words, (str, os.PathLike)):
+        if isinstance(words, str) and not words.strip():
+            raise SpecError("words= is an empty path: give a word-list file or a list of words")
         return read_word_file(words)
-    items = tuple(str(w).strip() for w in words if str(w).strip())
+    if isinstance(words, (bytes, bytearray, memoryview)):
+        raise SpecError("words= got bytes: pass a file path (str or Path) or a list of words (str), "
+                        "e.g. words=['cat'] or words=data.decode('utf-8').split()")
+    if isinstance(words, dict) or not hasattr(words, "__iter__"):
+        raise SpecError(f"words= must be a file path or a list of words, not {type(words).__name__}")
+    words = list(words)
+    bad = next((w for w in words if not isinstance(w, str)), None)
+    if bad is not None:
+        raise SpecError(f"words= holds {type(bad).__name__} {bad!r}: every word must be a str")
+    items = tuple(w.strip() for w in words if w.strip())
     if not items:
         raise SpecError("words= is empty: give at least one word")
     return WordList(items, "argument")
@@ -81,9 +93,19 @@ def _grammar_language(grammar, grammar_params):
     """(language fst | None, phrases, avoid, description, source hash) for ``grammar``: a
     registered name (with ``grammar_params``), a pynini acceptor, a built grammar (a
     ``GrammarBuild``, e.g. from ``grammars.combine``), or a list of names / builds (combined)."""
+    if grammar_params is not None and not isinstance(grammar_params, dict):
+        raise GrammarError(f"grammar_params must be a dict such as {{'level': 'A1'}}, not {type(grammar_params).__name__} "
+                           f"{grammar_params!r}")
     if grammar is None:
+        if grammar_params:
+            raise SpecError("grammar_params= sets parameters of a grammar: give grammar= too (or drop grammar_params)")
         return None, (), (), None, None
     if isinstance(grammar, pynini.Fst):
+        if grammar.properties(pynini.ACCEPTOR, True) != pynini.ACCEPTOR:
+            raise GrammarError("grammar= is a transducer (its input and output labels differ): pass an acceptor, "
+                               "e.g. its output projection fst.project('output')")
+        if grammar_params:
+            raise SpecError("grammar_params= applies to a registered grammar name, not to a pynini automaton")
         h = hashlib.sha256(_fst_bytes(grammar)).hexdigest()
         return grammar, (), (), f"custom:{h[:12]}", h
     from .. import grammars
@@ -162,11 +184,19 @@ def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix) -> None:
                 (f"phrase {p.text!r}", base_name),
             )
     if avoid:
-        if not avoidable(hard, [_contains_dfa(a) for a in avoid], start_text=start):
+        avoid_dfas = [_contains_dfa(a) for a in avoid]
+        if not avoidable(hard, avoid_dfas, start_text=start):
             raise UnsatisfiableConstraintError(
                 f"the avoid list {[a.text for a in avoid]} blocks every text allowed by {base_name}{with_prefix}",
                 ("avoid", base_name),
             )
+        for p in phrases:  # e.g. phrase "the cat" with avoid "cat": every text with one has the other
+            if jointly_possible(hard, [_contains_dfa(p)], avoid_dfas, start_text=start) is False:
+                raise UnsatisfiableConstraintError(
+                    f"phrase {p.text!r} ({p.source}) cannot appear without one of the avoid phrases "
+                    f"{[a.text for a in avoid]} in any text allowed by {base_name}{with_prefix}: drop one of them",
+                    (f"phrase {p.text!r}", "avoid"),
+                )
 
 
 def compile_with(
@@ -213,6 +243,7 @@ def compile_with(
         )
         hard_fst, hard_desc = None, None
         if wl is not None:
+            log.info("word list %s: %d entries", wl.source, len(wl.words))
             with stages("word list"):
                 hard_fst = word_list_fst(wl.words, case_variants=case_variants, digits=digits)
             hard_desc = f"the word list ({wl.source})"

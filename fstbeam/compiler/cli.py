@@ -25,16 +25,35 @@ def parse_params(items: list[str]) -> dict[str, str]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def utf8_text(value: str) -> str:
+    """argparse ``type``: text that can be encoded (an undecodable byte from the shell, such as
+    ``$'\\xff'``, arrives as a lone surrogate and would fail later with a traceback)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not valid UTF-8 text (an undecodable byte from the shell): pass UTF-8 text") from None
+    return value
+
+
+def nonempty(value: str) -> str:
+    """argparse ``type`` for flags whose empty value would silently mean "no constraint"
+    (DESIGN.md, "never silent, also on the command line"): an empty value is a usage error."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("empty value: give the text, file or name (or leave the flag out)")
+    return utf8_text(value)
+
+
 def add_constraint_flags(parser) -> None:
     """The constraint flags shared by ``compile-constraints compile`` and ``fstbeam generate``."""
     src = parser.add_mutually_exclusive_group()
-    src.add_argument("--words", metavar="FILE", help="word list: UTF-8, one entry per line")
-    src.add_argument("--cefr", metavar="LEVEL", help="every English word form at or below a CEFR level (A1..C2)")
-    parser.add_argument("--phrase", action="append", default=[], metavar="TEXT", help="phrase that must appear (repeatable)")
-    parser.add_argument("--avoid", action="append", default=[], metavar="TEXT", help="phrase that must never appear (repeatable)")
-    parser.add_argument("--prefix", metavar="TEXT", help="the output must start with this text")
-    parser.add_argument("--grammar", metavar="NAME", help="a registered grammar (compile-constraints inspect --list-grammars)")
-    parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="grammar parameter (repeatable)")
+    src.add_argument("--words", type=nonempty, metavar="FILE", help="word list: UTF-8, one entry per line")
+    src.add_argument("--cefr", type=nonempty, metavar="LEVEL", help="every English word form at or below a CEFR level (A1..C2)")
+    parser.add_argument("--phrase", type=nonempty, action="append", default=[], metavar="TEXT", help="phrase that must appear (repeatable)")
+    parser.add_argument("--avoid", type=nonempty, action="append", default=[], metavar="TEXT", help="phrase that must never appear (repeatable)")
+    parser.add_argument("--prefix", type=nonempty, metavar="TEXT", help="the output must start with this text")
+    parser.add_argument("--grammar", type=nonempty, metavar="NAME", help="a registered grammar (compile-constraints inspect --list-grammars)")
+    parser.add_argument("--param", type=nonempty, action="append", default=[], metavar="KEY=VALUE", help="grammar parameter (repeatable)")
     parser.add_argument("--canonical", action="store_true", help="only tokens the tokenizer itself uses for the listed words")
 
 
@@ -43,22 +62,24 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("compile", help="compile constraints for a tokenizer into one artifact file")
     add_constraint_flags(c)
-    c.add_argument("--tokenizer", default="default", metavar="PATH|default", help="tokenizer folder / tokenizer.json (default: Gemma 3)")
+    c.add_argument("--tokenizer", type=nonempty, default="default", metavar="PATH|default", help="tokenizer folder / tokenizer.json (default: Gemma 3)")
     c.add_argument("--leading-space", action="store_true",
                    help="the output may start with a space before the first word (for prompts continued as text)")
-    c.add_argument("-o", "--output", required=True, metavar="OUT", help="artifact file to write")
+    c.add_argument("--any", action="store_true",
+                   help="compile an artifact without any constraint (allows every text); without it, no constraint is an error")
+    c.add_argument("-o", "--output", type=nonempty, required=True, metavar="OUT", help="artifact file to write")
     c.add_argument("-v", "--verbose", action="store_true", help="per-stage timings and sizes")
     c.add_argument("--no-progress", action="store_true", help="no progress display")
 
     i = sub.add_parser("inspect", help="describe an artifact or a grammar: sizes, samples, allowed tokens, a drawing")
-    i.add_argument("artifact", metavar="OUT", nargs="?", help="artifact file (or use --grammar / --list-grammars)")
-    i.add_argument("--tokenizer", default=None, metavar="PATH|default", help="tokenizer to check the artifact against")
+    i.add_argument("artifact", type=nonempty, metavar="OUT", nargs="?", help="artifact file (or use --grammar / --list-grammars)")
+    i.add_argument("--tokenizer", type=nonempty, default=None, metavar="PATH|default", help="tokenizer to check the artifact against")
     i.add_argument("--after", metavar="TEXT", help="show the tokens allowed after this text")
     i.add_argument("--limit", type=int, default=30, help="how many allowed tokens to list (default 30)")
-    i.add_argument("--draw", metavar="FILE", help="render the character automaton (.svg/.png/.dot) if small enough")
+    i.add_argument("--draw", type=nonempty, metavar="FILE", help="render the character automaton (.svg/.png/.dot) if small enough")
     i.add_argument("--max-draw-states", type=int, default=200, metavar="N", help="refuse to draw more states (default 200)")
-    i.add_argument("--grammar", metavar="NAME", help="inspect a registered grammar instead of an artifact")
-    i.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="grammar parameter (repeatable)")
+    i.add_argument("--grammar", type=nonempty, metavar="NAME", help="inspect a registered grammar instead of an artifact")
+    i.add_argument("--param", type=nonempty, action="append", default=[], metavar="KEY=VALUE", help="grammar parameter (repeatable)")
     i.add_argument("--sample", type=int, default=10, metavar="N", help="how many accepted strings to list (grammar)")
     i.add_argument("--check", action="append", default=[], metavar="TEXT",
                    help="is TEXT accepted? if not, the longest accepted prefix and what may come next (repeatable)")
@@ -95,6 +116,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def _compile(args) -> int:
     from .compile import compile_constraints
+
+    given = args.words or args.cefr or args.phrase or args.avoid or args.prefix or args.grammar
+    if args.param and not args.grammar:
+        raise argparse.ArgumentTypeError("--param sets a grammar parameter: give --grammar NAME too")
+    if not given and not args.any:
+        raise argparse.ArgumentTypeError(
+            "no constraint given: the artifact would allow any text; give --words, --cefr, --grammar, --phrase, "
+            "--avoid or --prefix (or --any if that is really what you want)")
+    if given and args.any:
+        raise argparse.ArgumentTypeError("--any means no constraint: leave it out when giving constraint flags")
 
     out = Path(args.output)
     t0 = time.perf_counter()

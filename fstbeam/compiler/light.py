@@ -25,6 +25,7 @@ from ..contract.light import Kind, LightAutomaton, light_distances
 from ..contract.vocab import Vocab
 from ..errors import SpecError, UnsatisfiableConstraintError
 from ..fst.text import boundary_needs
+from .light_lift import reach, token_exceptions
 from .phrase_dfa import PhraseDFA, _ro, phrase_char_dfa, prefix_char_dfa
 from .token_index import TokenIndex
 
@@ -145,16 +146,6 @@ def _phrase_candidates(lit: bytes, index: TokenIndex, *, word_boundary: bool, ca
     return _union(parts)
 
 
-def _closure(adj: np.ndarray, seeds: np.ndarray) -> np.ndarray:
-    seen = seeds.copy()
-    frontier = seeds.copy()
-    while frontier.any():
-        nxt = adj[frontier].any(axis=0) & ~seen
-        seen |= nxt
-        frontier = nxt
-    return seen
-
-
 def _lift(
     kind: Kind,
     text: str | bytes,
@@ -168,22 +159,23 @@ def _lift(
 ) -> LightAutomaton:
     V = index.width
     nq = dfa.n_states
-    allq = np.arange(nq, dtype=np.int32)
-    res = dfa.run_tokens(allq, index.padded[cands], index.lengths[cands])  # [Q, C]
     default = dfa.class_defaults()  # [Q, 4]
     cls = index.token_class[cands].astype(np.int64)  # [C]
+    # (state, candidate, next) wherever a candidate's next state differs from its class default,
+    # without a [Q, C] matrix (light_lift: near-linear in the phrase length).
+    eq, ek, en = token_exceptions(dfa.delta, dfa.sym_of_byte, index.padded[cands], index.lengths[cands], cls, default)
 
     # Token-level graph over char states: which states some allowed token moves between.
-    adj = np.zeros((nq, nq), dtype=bool)
-    adj[np.repeat(allq, res.shape[1]), res.ravel()] = True
     nonempty = np.flatnonzero(index.class_counts > 0)
-    adj[np.repeat(allq, len(nonempty)), default[:, nonempty].ravel()] = True
-    adj[:, dfa.forbidden] = False
+    src = np.concatenate([eq, np.repeat(np.arange(nq, dtype=np.int64), len(nonempty))])
+    dst = np.concatenate([en.astype(np.int64), default[:, nonempty].ravel().astype(np.int64)])
+    ok = ~dfa.forbidden[dst]
+    src, dst = src[ok], dst[ok]
     seed = np.zeros(nq, dtype=bool)
     seed[dfa.start] = True
-    keep = _closure(adj, seed) & ~dfa.forbidden
+    keep = reach(nq, src, dst, seed) & ~dfa.forbidden
     if kind != "phrase":  # states from which no output can finish are dead ends: disallow them
-        keep &= _closure(adj.T, dfa.final & keep)
+        keep &= reach(nq, dst, src, dfa.final & keep)
     _check_satisfiable(kind, text, lit, dfa, index, keep, word_boundary, case_sensitive, source)
 
     kept = np.flatnonzero(keep)  # ascending; the char start (0) becomes state 0
@@ -191,11 +183,11 @@ def _lift(
     cmap = np.full(nq, -1, dtype=np.int32)
     cmap[kept] = np.arange(n, dtype=np.int32)
     default_next = cmap[default[kept]]  # [n, 4]
-    lres = cmap[res[kept]]  # [n, C]
-    ldef = default_next[:, cls]  # [n, C]
-    qs, ks = np.nonzero(lres != ldef)  # row-major: sorted by state, then token
-    exc_key = qs.astype(np.int64) * V + cands[ks]
-    exc_next = lres[qs, ks].astype(np.int32)
+    lq, lnext = cmap[eq], cmap[en]
+    sel = (lq >= 0) & (lnext != cmap[default[eq, cls[ek]]])  # still an exception after dropping states
+    qs, ks, lnext = lq[sel].astype(np.int64), ek[sel], lnext[sel]  # sorted by state, then token
+    exc_key = qs * V + cands[ks]
+    exc_next = lnext.astype(np.int32)
 
     progress = dfa.progress[kept].astype(np.int32)
     if kind == "avoid":
@@ -204,11 +196,10 @@ def _lift(
         safe_def = np.where(default_next >= 0, default_next, 0)
         if ((default_next >= 0) & (progress[safe_def] > progress[:, None])).any():
             raise AssertionError(f"internal error: a class default raises progress in {kind} {text!r}")
-        safe = np.where(lres >= 0, lres, 0)
-        aq, ak = np.nonzero((lres >= 0) & (progress[safe] > progress[:, None]))
-        adv_tokens = cands[ak].astype(np.int32)
+        adv = (lnext >= 0) & (progress[np.maximum(lnext, 0)] > progress[qs])  # only exceptions can advance
+        adv_tokens = cands[ks[adv]].astype(np.int32)
         adv_ptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(aq, minlength=n), out=adv_ptr[1:])
+        np.cumsum(np.bincount(qs[adv], minlength=n), out=adv_ptr[1:])
 
     return LightAutomaton(
         kind=kind,

@@ -113,16 +113,22 @@ def _symbols(lit: bytes, fold: bool) -> tuple[list[int], np.ndarray, int, int]:
 def _minimize(delta: np.ndarray, labels: list) -> tuple[np.ndarray, np.ndarray]:
     """Moore partition refinement starting from ``labels``; returns (new delta, old->new map).
     Blocks are numbered by their first state, so state 0 stays state 0."""
-    n = len(labels)
     block = _renumber(labels)
     while True:
-        sig = [(block[q], *block[delta[q]].tolist()) for q in range(n)]
-        new = _renumber(sig)
+        new = _renumber_rows(np.column_stack([block, block[delta]]))
         if new.max() == block.max():
             break
         block = new
     _, rep = np.unique(block, return_index=True)  # first state of each block
     return block[delta[rep]].astype(np.int32), block
+
+
+def _renumber_rows(rows: np.ndarray) -> np.ndarray:
+    """Block id of each row, blocks numbered in order of their first row (as ``_renumber``)."""
+    _, first, inv = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inv.reshape(-1)]
 
 
 def _renumber(keys: list) -> np.ndarray:
@@ -179,20 +185,28 @@ def phrase_char_dfa(lit: bytes, *, word_boundary: bool = True, case_sensitive: b
     start = (frozenset(), False, False)
     ids = {start: 0}
     states = [start]
-    rows: list[list[int]] = []
+    rows: list[np.ndarray] = []
     todo = deque([start])
+    lit_sym = [int(sym_of_byte[b]) for b in lit]
+    is_word_sym = np.array(sym_word)
+
+    def state_id(nxt) -> int:
+        if nxt not in ids:
+            ids[nxt] = len(states)
+            states.append(nxt)
+            todo.append(nxt)
+        return ids[nxt]
+
     while todo:
         st = todo.popleft()
-        row = []
-        for s in range(nsym):
-            nxt = step(st, s)
-            if nxt not in ids:
-                ids[nxt] = len(states)
-                states.append(nxt)
-                todo.append(nxt)
-            row.append(ids[nxt])
+        # A symbol that extends no partial match and starts none acts like the representative of
+        # its word class: compute those two, then only the few symbols that matter (linear total).
+        row = np.where(is_word_sym, state_id(step(st, word_sym)), state_id(step(st, nonword_sym)))
+        if st is not MET:
+            for s in {lit_sym[j] for j in st[0]} | {lit_sym[0]}:
+                row[s] = state_id(step(st, s))
         rows.append(row)
-    delta = np.array(rows, dtype=np.int64)
+    delta = np.array(rows, dtype=np.int64).reshape(len(rows), nsym)
     is_met = np.array([st is MET for st in states])
     is_pending = np.array([st is not MET and st[2] for st in states])
     progress = np.array([m if (st is MET or st[2]) else max(st[0], default=0) for st in states], dtype=np.int32)

@@ -120,3 +120,55 @@ def avoidable(hard: CharDFA, avoids: list[CharDFA], *, start_text: bytes = b"") 
             seen.add(row.tobytes())
         cols = np.array(fresh, dtype=np.int64).reshape(-1, 1 + len(avoids))
     return False
+
+
+def contains_dfa(text: str, *, word_boundary: bool = True, case_sensitive: bool = True) -> CharDFA:
+    """The "contains ``text``" automaton (boundaries as in DESIGN.md) built directly as a DFA in
+    time linear in the text (the light compiler's construction), instead of determinizing
+    ``Sigma* text Sigma*`` with OpenFst, which is super-linear in the text's length."""
+    from .light import phrase_char_dfa
+
+    d = phrase_char_dfa(text.encode("utf-8"), word_boundary=word_boundary, case_sensitive=case_sensitive, kind="phrase")
+    nxt = np.ascontiguousarray(d.delta[:, d.sym_of_byte.astype(np.int64)]).astype(np.int32)  # [Q, 256]
+    nxt[:, 0] = -1  # byte 0 is never text (label 0 is epsilon)
+    return CharDFA(nxt, np.asarray(d.final, bool).copy(), int(d.start))
+
+
+def jointly_possible(hard: CharDFA, musts: list[CharDFA], avoids: list[CharDFA], *, start_text: bytes = b"",
+                     max_tuples: int = 500_000) -> bool | None:
+    """Is some text (starting with ``start_text``) accepted by ``hard`` that contains every
+    ``musts`` phrase and none of the ``avoids``? ``None`` if the search passes ``max_tuples``
+    state tuples without an answer (then the decoder reports it per input instead)."""
+    autos = [hard, *musts, *avoids]
+    k_must = len(musts)
+    starts = [a.run(start_text) for a in autos]
+    if any(s < 0 for s in starts[: 1 + k_must]):
+        return False
+    absorbing = [_absorbing_final(a) for a in avoids]
+    if any(s >= 0 and absorbing[i][s] for i, s in enumerate(starts[1 + k_must:])):
+        return False
+    cols = np.array([starts], dtype=np.int64)
+    seen: set[bytes] = {cols.tobytes()}
+    bytes_ = np.arange(1, 256)
+    while len(cols):
+        ok = hard.final[cols[:, 0]]
+        for i, a in enumerate(musts):
+            ok &= a.final[cols[:, 1 + i]]
+        for i, a in enumerate(avoids):
+            ok &= ~a.final[cols[:, 1 + k_must + i]]
+        if ok.any():
+            return True
+        parts = [a.next[cols[:, i]][:, bytes_] for i, a in enumerate(autos)]  # each [F, 255]
+        keep = (parts[0] >= 0)
+        for i in range(k_must):
+            keep &= parts[1 + i] >= 0
+        for i in range(len(avoids)):
+            na = parts[1 + k_must + i]
+            keep &= ~absorbing[i][np.maximum(na, 0)]
+        nxt = np.unique(np.stack([p[keep] for p in parts], axis=1).astype(np.int64), axis=0)
+        fresh = [row for row in nxt if row.tobytes() not in seen]
+        seen.update(row.tobytes() for row in fresh)
+        if len(seen) > max_tuples:
+            return None
+        cols = np.array(fresh, dtype=np.int64).reshape(-1, len(autos))
+    return False

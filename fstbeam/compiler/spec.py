@@ -37,9 +37,13 @@ def as_phrases(items: Iterable[str | Phrase] | str | None, what: str) -> tuple[P
         return ()
     if isinstance(items, (str, Phrase)):
         items = [items]
+    if isinstance(items, (bytes, bytearray, dict)) or not hasattr(items, "__iter__"):
+        raise SpecError(f"{what}= must be a phrase (str) or a list of phrases, not {type(items).__name__}")
     out = []
     for i, p in enumerate(items):
-        out.append(p if isinstance(p, Phrase) else Phrase(str(p), source=f"{what}[{i}]"))
+        if not isinstance(p, (str, Phrase)):
+            raise SpecError(f"{what}[{i}] is {type(p).__name__} {p!r}: give the phrase as a str")
+        out.append(p if isinstance(p, Phrase) else Phrase(p, source=f"{what}[{i}]"))
     return tuple(out)
 
 

@@ -218,13 +218,21 @@ class TokenIndex:
 
     def ids_substrings_of(self, s: bytes) -> np.ndarray:
         """Sorted unique int32 ids of tokens whose bytes occur somewhere inside ``s``."""
-        first, parts = self._first, []
-        m = len(s)
+        first, keys, parts = self._first, self._keys, []
+        m, nk = len(s), len(self._keys)
+        seen: set[bytes] = set()
         for i in range(m):
             for k in range(i + 1, min(m, i + self.max_len) + 1):
-                lo = first.get(s[i:k])
+                sub = s[i:k]
+                lo = first.get(sub)
                 if lo is not None:
-                    parts.append(self._key_ids[lo : bisect.bisect_right(self._keys, s[i:k], lo)])
+                    if sub not in seen:
+                        seen.add(sub)
+                        parts.append(self._key_ids[lo : bisect.bisect_right(keys, sub, lo)])
+                else:  # stop growing once no token starts with sub (linear in len(s), not in max_len)
+                    j = bisect.bisect_left(keys, sub)
+                    if j >= nk or not keys[j].startswith(sub):
+                        break
         return np.unique(np.concatenate(parts)) if parts else _EMPTY
 
     def ids_starting_with(self, s: bytes, *, followed_by_nonword: bool = False) -> np.ndarray:

@@ -1,13 +1,15 @@
 """One versioned artifact file: a zip (stored, not compressed) holding
 
 - ``manifest.json``: format version, package version, tokenizer fingerprint, spec and its hash,
-  every member's shape, dtype and sha256;
+  every member's shape, dtype and sha256; ``manifest.sha256``: the manifest's own checksum
+  (format version 2 on);
 - ``hard/*.npy``: the hard automaton's tables (docs/tables.md), ``light/<i>/*.npy`` per-request ones;
 - ``token.fst`` / ``char.fst``: the OpenFst token and character automata (readable by OpenFst tools).
 
-No pickle anywhere: arrays are loaded with ``allow_pickle=False``. Loading checks the format
-version, every checksum and, when a tokenizer is given, its fingerprint, and raises a specific
-error for each. Saving writes a temporary file and renames it, so a failure leaves nothing behind.
+No pickle anywhere. An artifact is untrusted input: loading validates the file, the zip, the
+manifest (schema and checksum), every member's size, checksum, dtype and shape, the OpenFst
+members and every table's index ranges (``artifact_validate``, ``manifest_schema``) before any of it
+is used, and raises a specific error for each problem (docs/trust.md). Saving writes a temporary file and renames it, so a failure leaves nothing behind.
 """
 from __future__ import annotations
 
@@ -24,13 +26,20 @@ import numpy as np
 
 from .. import __version__
 from ..errors import ArtifactCorruptError, ArtifactError, ArtifactFormatError, TokenizerMismatchError
+from .artifact_validate import (
+    MAX_MANIFEST_BYTES, check_against_vocab, check_char_fst, check_hard, check_light, check_vector_fst, corrupt, expected_members,
+    member_dtype, member_ndim, npy_array, open_archive, read_member,
+)
+from .manifest_schema import check_manifest
 from .hard import HardTables
 from .layout import LIGHT_ROLES
 from .light import LightAutomaton
 from .vocab import Vocab, load_vocab
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: manifest.sha256 covers the manifest (1 is still read)
+READS = (1, 2)
 MAGIC = "fstbeam-constraints"
+
 
 
 def _npy(a: np.ndarray) -> bytes:
@@ -114,7 +123,9 @@ def save_artifact(cc, path) -> None:
         raise ArtifactError(f"cannot write {path}: {exc.strerror}; choose a writable output path") from exc
     try:
         with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as zf:
-            zf.writestr("manifest.json", json.dumps(manifest, indent=1, default=str))
+            text = json.dumps(manifest, indent=1, default=str).encode("utf-8")
+            zf.writestr("manifest.json", text)
+            zf.writestr("manifest.sha256", hashlib.sha256(text).hexdigest() + "\n")
             for name, data in members.items():
                 zf.writestr(name, data)
         umask = os.umask(0)
@@ -129,88 +140,111 @@ def save_artifact(cc, path) -> None:
 
 
 def read_manifest(path) -> dict:
-    path = Path(path)
-    try:
-        with zipfile.ZipFile(path) as zf:
-            return _manifest(zf, path)
-    except FileNotFoundError:
-        raise ArtifactError(f"no artifact at {path}") from None
-    except zipfile.BadZipFile as exc:
-        raise ArtifactCorruptError(f"{path} is not an fstbeam artifact or is truncated ({exc}); recompile it") from None
+    """The checked manifest of the artifact at ``path`` (members are not read)."""
+    fh, zf = open_archive(path)
+    with fh, zf:
+        return _manifest(zf, path)
 
 
 def _manifest(zf: zipfile.ZipFile, path) -> dict:
+    """Read (bounded), parse, checksum and schema-check ``manifest.json``; cross-check the zip's
+    member list against it."""
+    names = set(zf.namelist())
+    if "manifest.json" not in names:
+        raise ArtifactCorruptError(f"{path} has no manifest.json: it is not an fstbeam artifact; recompile it")
+    size = zf.getinfo("manifest.json").file_size
+    if size > MAX_MANIFEST_BYTES:
+        raise corrupt(path, f"manifest.json is {size:,} bytes")
+    raw = read_member(zf, "manifest.json", size, path)
     try:
-        manifest = json.loads(zf.read("manifest.json"))
-    except (KeyError, ValueError) as exc:
-        raise ArtifactCorruptError(f"{path} has no readable manifest ({exc}); recompile it") from None
-    if manifest.get("magic") != MAGIC:
-        raise ArtifactCorruptError(f"{path} is not an fstbeam constraints artifact")
+        manifest = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise corrupt(path, f"manifest.json is not valid JSON ({type(exc).__name__})") from None
+    if not isinstance(manifest, dict) or manifest.get("magic") != MAGIC:
+        raise ArtifactCorruptError(f"{path} is not an fstbeam constraints artifact (no '{MAGIC}' magic in its manifest)")
     fv = manifest.get("format_version")
-    if fv != FORMAT_VERSION:
+    if type(fv) is not int or fv not in READS:
         raise ArtifactFormatError(
-            f"{path} has artifact format version {fv}; this fstbeam ({__version__}) reads version "
-            f"{FORMAT_VERSION}: recompile it with compile-constraints"
+            f"{path} has artifact format version {fv}; this fstbeam ({__version__}) reads versions "
+            f"{', '.join(map(str, READS))}: recompile it with compile-constraints"
         )
+    if fv >= 2:  # version 2 on: the manifest's own checksum is stored beside it
+        if "manifest.sha256" not in names:
+            raise corrupt(path, "manifest.sha256 is missing")
+        want = read_member(zf, "manifest.sha256", min(zf.getinfo("manifest.sha256").file_size, 128), path)
+        if hashlib.sha256(raw).hexdigest().encode() != want.strip():
+            raise corrupt(path, "manifest.json fails its checksum (manifest.sha256): it was edited or damaged")
+    manifest = check_manifest(manifest, path, magic=MAGIC)
+    listed = set(manifest["members"])
+    meta_names = {"manifest.json"} | ({"manifest.sha256"} if fv >= 2 else set())
+    if names != listed | meta_names:
+        odd = sorted((names - listed - meta_names) | (listed - names))
+        raise corrupt(path, f"the zip's members and the manifest's member table differ ({', '.join(odd[:5])})")
+    missing = expected_members(manifest) - listed
+    extra = {n for n in listed - expected_members(manifest) if n.startswith(("hard/", "light/"))}
+    if missing or extra:
+        raise corrupt(path, f"members {sorted(missing | extra)[:5]} do not match the manifest's automata")
+    for name, info in manifest["members"].items():
+        if name.endswith(".npy") and (info["dtype"] != member_dtype(name) or len(info["shape"]) != member_ndim(name)):
+            raise corrupt(path, f"member {name} is {info['dtype']} with {len(info['shape'])} dimensions, expected "
+                                f"{member_dtype(name)} with {member_ndim(name)}")
     return manifest
 
 
 def read_artifact(path, tokenizer=None) -> dict:
     """The fields of a `CompiledConstraints` stored at ``path`` (see `compiled.load_constraints`).
     With ``tokenizer`` (HF tokenizer, path, ``"default"`` or Vocab) its fingerprint must match
-    the one the artifact was compiled for."""
-    path = Path(path)
-    try:
-        zf = zipfile.ZipFile(path)
-    except FileNotFoundError:
-        raise ArtifactError(f"no artifact at {path}: compile one with `compile-constraints compile -o {path}`") from None
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise ArtifactCorruptError(f"{path} is not an fstbeam artifact or is truncated ({exc}); recompile it") from None
-    with zf:
-        manifest = _manifest(zf, path)
-        names = set(zf.namelist())
+    the one the artifact was compiled for.
 
-        def member(name: str) -> bytes:
-            info = manifest["members"].get(name)
-            if info is None or name not in names:
-                raise ArtifactCorruptError(f"{path} is missing member {name}; recompile it")
-            try:
-                data = zf.read(name)
-            except (zipfile.BadZipFile, OSError, EOFError) as exc:
-                raise ArtifactCorruptError(f"{path}: member {name} cannot be read ({exc}); recompile it") from None
+    The artifact is untrusted (docs/trust.md): everything is validated (artifact_validate)
+    before it is used; anything wrong raises ArtifactCorruptError."""
+    fh, zf = open_archive(path)
+    with fh, zf:
+        manifest = _manifest(zf, path)
+        members = manifest["members"]
+
+        blobs: dict[str, bytes] = {}
+        for name, info in members.items():  # verify everything, also members we would not read
+            data = read_member(zf, name, info["bytes"], path)
             if hashlib.sha256(data).hexdigest() != info["sha256"]:
                 raise ArtifactCorruptError(f"{path}: member {name} fails its checksum (edited or damaged); recompile it")
-            return data
+            blobs[name] = data
+        member = blobs.__getitem__
 
         def array(name: str) -> np.ndarray:
-            try:
-                return np.load(io.BytesIO(member(name)), allow_pickle=False)
-            except ValueError as exc:
-                raise ArtifactCorruptError(f"{path}: member {name} is not a plain array ({exc})") from None
+            info = members[name]
+            return npy_array(member(name), name, info["shape"], info["dtype"], path)
 
-        for name in manifest["members"]:  # verify everything, also members we would not read
-            member(name)
         tok = manifest["tokenizer"]
+        width = tok["width"]
         vocab = _vocab_for(tokenizer, tok, path)
         hard = None
         if manifest["hard"] is not None:
             arrays = {n: array(f"hard/{n}.npy") for n in HardTables.ARRAYS}
             hard = HardTables(start=manifest["hard"]["start"], width=manifest["hard"]["width"], **arrays)
+            check_hard(hard, width, tok["eos_ids"], path)
+            check_against_vocab(hard, vocab, path)
         phrases, avoid, prefix = [], [], None
         for i, meta in enumerate(manifest["light"]):
             a = _load_light(meta, i, array)
+            check_light(a, width, path, f"light/{i}")
             if meta["role"] == "phrase":
                 phrases.append(a)
             elif meta["role"] == "avoid":
                 avoid.append(a)
             else:
                 prefix = a
+        char_state = array("char_state.npy") if "char_state.npy" in members else None
+        char_fst = token_fst = None
+        if "char.fst" in members:
+            char_fst = check_char_fst(member("char.fst"), path, hard_states=len(hard.final) if hard else 0,
+                                      char_state=char_state)
+        if "token.fst" in members:
+            token_fst, _ = check_vector_fst(member("token.fst"), "token.fst", path, max_label=width, epsilon=True)
         return dict(
             vocab=vocab, hard=hard, phrases=tuple(phrases), avoid=tuple(avoid), prefix=prefix,
             spec=manifest["spec"], spec_hash=manifest["spec_hash"], stats=manifest.get("stats", {}),
-            token_fst=member("token.fst") if "token.fst" in manifest["members"] else None,
-            char_fst=member("char.fst") if "char.fst" in manifest["members"] else None,
-            char_state=array("char_state.npy") if "char_state.npy" in manifest["members"] else None,
+            token_fst=token_fst, char_fst=char_fst, char_state=char_state,
         )
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -20,30 +19,39 @@ _VERSION = "1"
 def _dir() -> Path | None:
     if os.environ.get("FSTBEAM_NO_DISK_CACHE"):
         return None
-    from ..default_model import cache_dir
+    from ..cachefs import subdir
 
-    d = cache_dir() / "index"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+    return subdir("index")  # a CacheError names FSTBEAM_CACHE and the fix
 
 
 def cached_arrays(kind: str, key: str, build: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     d = _dir()
     if d is None:
         return build()
+    from ..cachefs import fill_file
+
     path = d / f"{kind}-v{_VERSION}-{key[:32]}.npz"
-    if path.exists():
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                return {k: z[k] for k in z.files}
-        except Exception as exc:  # damaged: rebuild
-            log.warning("ignoring damaged cache file %s (%s)", path, exc)
-    arrays = build()
+    hit = _read(path) if path.is_file() else None
+    if hit is not None:
+        return hit
+    built: dict[str, np.ndarray] = {}
+
+    def write(tmp: Path) -> None:
+        built.update(build())
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **built)
+
+    fill_file(path, write, valid=lambda p: _read(p) is not None)  # locked, atomic; damaged -> rebuilt
+    if built:
+        return built
+    arrays = _read(path)
+    return arrays if arrays is not None else build()
+
+
+def _read(path: Path) -> dict[str, np.ndarray] | None:
+    """The arrays of a cache file, or None if it is damaged (the zip CRCs check every member)."""
     try:
-        fd, tmp = tempfile.mkstemp(dir=d, suffix=".npz.tmp")
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
-        os.replace(tmp, path)
-    except OSError as exc:  # a read-only cache is not an error
-        log.info("could not write cache %s: %s", path, exc)
-    return arrays
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except Exception:  # noqa: BLE001 - any failure to read a cache file means: rebuild it
+        return None

@@ -123,16 +123,26 @@ class Vocab:
         path = Path(path)
         if path.is_dir():
             path = path / "tokenizer.json"
+        from ..textfile import read_utf8
+
+        text = read_utf8(path, TokenizerError, what="tokenizer file", expect="pass a tokenizer folder or tokenizer.json")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError as exc:
-            raise TokenizerError(f"no tokenizer.json at {path}: pass a tokenizer folder or file") from exc
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise TokenizerError(f"{path} is not a valid tokenizer.json: {exc}") from exc
+            data = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise TokenizerError(f"{path} is not a valid tokenizer.json: {exc}") from None
+        if not isinstance(data, dict):
+            raise TokenizerError(f"{path} is not a Hugging Face tokenizer.json (it holds a {type(data).__name__}, not an "
+                                 "object): pass the tokenizer.json written by tokenizers / transformers")
         eos = None if eos_ids is None else tuple(eos_ids)
-        if eos is None:
-            eos = _eos_from_config(path.parent, data)
-        return _from_tokenizer_data(data, width=width, eos_ids=eos, name=str(path.parent.name or path))
+        try:
+            if eos is None:
+                eos = _eos_from_config(path.parent, data)
+            return _from_tokenizer_data(data, width=width, eos_ids=eos, name=str(path.parent.name or path))
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            if isinstance(exc, TokenizerError):
+                raise
+            raise TokenizerError(f"{path} is not a well-formed tokenizer.json ({type(exc).__name__}: {exc}): "
+                                 "pass the tokenizer.json written by tokenizers / transformers") from None
 
     @classmethod
     def from_hf_tokenizer(cls, tokenizer, *, width: int | None = None, eos_ids: Iterable[int] | None = None) -> "Vocab":
@@ -154,7 +164,10 @@ def _eos_from_config(folder: Path, data: dict) -> tuple[int, ...]:
     cfg_path = folder / "tokenizer_config.json"
     eos_tok = None
     if cfg_path.exists():
-        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+        try:
+            cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise TokenizerError(f"{cfg_path} is not valid JSON ({exc}): repair or remove it") from None
         eos_tok = cfg.get("eos_token")
         if isinstance(eos_tok, dict):
             eos_tok = eos_tok.get("content")
@@ -165,9 +178,13 @@ def _eos_from_config(folder: Path, data: dict) -> tuple[int, ...]:
 
 
 def _from_tokenizer_data(data: dict, *, width: int | None, eos_ids: tuple[int, ...], name: str) -> Vocab:
+    if not isinstance(data, dict) or not isinstance(data.get("model") or {}, dict):
+        raise TokenizerError(f"tokenizer '{name}' is not a Hugging Face tokenizer.json (it holds a "
+                             f"{type(data).__name__}, not an object with a 'model'): pass the tokenizer.json "
+                             "written by tokenizers / transformers")
     model = data.get("model") or {}
     vocab = model.get("vocab")
-    if vocab is None:
+    if not isinstance(vocab, (dict, list)):
         raise TokenizerError(f"tokenizer '{name}' has no model vocabulary")
     pairs = vocab if isinstance(vocab, list) else list(vocab.items())
     if pairs and isinstance(pairs[0], list):  # Unigram: [[piece, score], ...] by id
@@ -251,9 +268,12 @@ def load_vocab(tokenizer, *, width: int | None = None, eos_ids: Iterable[int] | 
     if isinstance(tokenizer, Vocab):
         return tokenizer
     if tokenizer is None or (isinstance(tokenizer, str) and tokenizer == "default"):
-        from ..default_model import default_tokenizer_dir
+        from ..default_model import default_tokenizer_dir, repair
 
-        return _from_file_cached(default_tokenizer_dir(), width, eos_ids, "gemma3-270m (default)")
+        try:
+            return _from_file_cached(default_tokenizer_dir(), width, eos_ids, "gemma3-270m (default)")
+        except TokenizerError as exc:  # the converted copy in the cache is damaged: convert it again
+            return _from_file_cached(repair("tokenizer", str(exc)), width, eos_ids, "gemma3-270m (default)")
     if isinstance(tokenizer, (str, os.PathLike)):
         p = Path(tokenizer)
         if not p.exists():

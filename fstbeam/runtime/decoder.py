@@ -75,11 +75,9 @@ class Decoder:
             path = str(model)
             model = cls.from_pretrained(path, dtype=dtype or torch.float32).to(self.device)
             if tokenizer is None:
-                tokenizer = AutoTokenizer.from_pretrained(path)
+                tokenizer = _load_tokenizer(path)
         if isinstance(tokenizer, (str, os.PathLike)):
-            from transformers import AutoTokenizer
-
-            tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
+            tokenizer = _load_tokenizer(tokenizer)
         if _is_adapter(model):
             self.adapter = model
             self.model = getattr(model, "model", None)
@@ -91,12 +89,26 @@ class Decoder:
             self.adapter = adapter_for(model)
         self.tokenizer = tokenizer
         self._vocab = tokenizer if _is_vocab(tokenizer) else None
-        self.eos_ids = tuple(int(e) for e in (eos_ids if eos_ids is not None else (default_eos or self._model_eos())))
+        self.eos_ids = self._check_eos(eos_ids if eos_ids is not None else (default_eos or self._model_eos()))
         if not self.eos_ids:
             raise DecodeError("no EOS token id: pass eos_ids=[...] (the model config and tokenizer name none)")
         self.prompt_format = prompt_format
         self._checked: dict[int, Any] = {}
         self.last_stats = None
+
+    def _check_eos(self, eos_ids) -> tuple[int, ...]:
+        """EOS ids as ints inside the model's vocabulary, or a DecodeError naming the bad one."""
+        if isinstance(eos_ids, (int, str, bytes)) or not hasattr(eos_ids, "__iter__"):
+            eos_ids = [eos_ids]
+        out = []
+        V = self.vocab_size
+        for e in eos_ids:
+            if isinstance(e, bool) or not isinstance(e, (int,)) and not (hasattr(e, "__index__")):
+                raise DecodeError(f"eos_ids must be token ids (ints), not {type(e).__name__} {e!r}")
+            if not 0 <= int(e) < V:
+                raise DecodeError(f"EOS id {int(e)} is outside the model's vocabulary of {V} ids: pass ids in [0, {V})")
+            out.append(int(e))
+        return tuple(out)
 
     # ---- model facts -----------------------------------------------------------------------
     @property
@@ -231,7 +243,7 @@ class Decoder:
         """Decode an iterable of prompts, yielding results as inputs finish (in input order when
         ``ordered=True``). ``config`` and ``overrides`` as for :meth:`generate`."""
         cfg = self._config(config, overrides)
-        eos_ids = stop_ids(cfg, self.eos_ids, self.newline_ids)
+        eos_ids = self._check_eos(stop_ids(cfg, self.eos_ids, self.newline_ids))
         max_new_tokens = cfg.max_new_tokens
         shared = constraints is None or hasattr(constraints, "vocab")
         cons_iter = None if shared else iter(constraints)
@@ -252,8 +264,13 @@ class Decoder:
                     ids = self.encode(p)
                 except DecodeError as exc:
                     ids, error = [], str(exc)
-                if error is None and not ids:
-                    error = "empty prompt: nothing to condition on (a causal LM needs at least one token)"
+                if error is None and (not ids or (isinstance(p, str) and not p.strip())):
+                    error = "empty prompt: nothing to condition on (give some text, or token ids)"
+                V = self.vocab_size
+                bad = next((t for t in ids if not 0 <= t < V), None) if error is None else None
+                if bad is not None:
+                    error = (f"prompt token id {bad} is outside the model's vocabulary of {V} ids: "
+                             "encode the prompt with this model's tokenizer")
                 maxpos = getattr(self.adapter, "max_positions", None)
                 if error is None and maxpos and self.adapter.kind == "causal" and len(ids) + max_new_tokens > maxpos:
                     error = (f"prompt of {len(ids)} tokens + max_new_tokens={max_new_tokens} exceeds the model's context "
@@ -320,6 +337,20 @@ class Decoder:
         logits = self.model(seq).logits[0, len(ids) - 1 : -1].float()
         lp = torch.log_softmax(logits, -1)
         return float(lp[torch.arange(len(cont)), torch.tensor(cont, device=dev)].sum())
+
+
+def _load_tokenizer(path):
+    """A Hugging Face tokenizer from a folder or file; a broken one (say, a tokenizer.json holding
+    a list) is a TokenizerError naming the path, not whatever transformers raises."""
+    from transformers import AutoTokenizer
+
+    from ..errors import TokenizerError
+
+    try:
+        return AutoTokenizer.from_pretrained(str(path))
+    except Exception as exc:  # noqa: BLE001 - transformers raises many kinds for a bad folder
+        raise TokenizerError(f"cannot load a tokenizer from {path} ({type(exc).__name__}: {str(exc)[:200]}): pass a "
+                             "folder with a valid tokenizer.json (and tokenizer_config.json)") from None
 
 
 def _is_vocab(obj) -> bool:

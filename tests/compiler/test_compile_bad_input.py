@@ -6,7 +6,9 @@ import pytest
 import fstbeam
 from fstbeam.compiler.cli import main as cli_main
 from fstbeam.contract.vocab import Vocab
-from fstbeam.errors import SpecError, UnsatisfiableConstraintError
+from fstbeam.compiler.compile import compile_constraints
+from fstbeam.compiler.spec import Phrase
+from fstbeam.errors import GrammarError, SpecError, TokenizerError, UnsatisfiableConstraintError
 
 PIECES = ["a", "b", "c", " ", "ab", "ca", ".", "x", "y"]
 
@@ -78,3 +80,80 @@ def test_cli_exit_codes(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
     assert cli_main(["compile"]) == 2  # missing -o
     assert cli_main(["inspect", str(tmp_path / "missing.fstbeam")]) == 1
+
+
+@pytest.mark.parametrize("phrases, avoid", [
+    (["cat"], ["cat"]),
+    (["the cat"], ["cat"]),  # every text containing "the cat" contains "cat" at word boundaries
+    (["concatenate"], [Phrase("cat", word_boundary=False)]),  # inside words
+])
+def test_phrase_and_avoid_contradictions_are_compile_errors(phrases, avoid):
+    v = Vocab.from_dict(["a", "c", "t", " ", "n", "o", "e", "h", "cat", "the"], eos_ids=[10])
+    with pytest.raises(UnsatisfiableConstraintError, match="cannot appear without one of the avoid phrases"):
+        compile_constraints(tokenizer=v, phrases=phrases, avoid=avoid)
+
+
+def test_avoid_at_word_boundaries_does_not_block_a_longer_word():
+    v = Vocab.from_dict(["a", "c", "t", " ", "n", "o", "e", "h", "cat", "the"], eos_ids=[10])
+    cc = compile_constraints(tokenizer=v, phrases=["concatenate"], avoid=["cat"])
+    assert [a.text for a in cc.phrases] == ["concatenate"]
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(words=5), SpecError, "file path or a list of words"),
+    (dict(words=b"cat"), SpecError, "bytes"),  # used to become {"99", "97", "116"}
+    (dict(words=["ab", 3]), SpecError, "must be a str"),
+    (dict(phrases=5), SpecError, "phrases"),
+    (dict(words=["ab"], grammar_params="level=A1"), GrammarError, "must be a dict"),
+    (dict(words=["ab"], grammar_params={"level": "A1"}), SpecError, "give grammar= too"),  # used to be ignored
+])
+def test_wrong_api_types_are_project_errors_with_the_fix(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        compile_constraints(tokenizer=vocab(), **kwargs)
+
+
+def test_a_transducer_as_grammar_is_refused():
+    import pynini
+
+    t = pynini.cross(pynini.accep("ab", token_type="byte"), pynini.accep("ca", token_type="byte"))
+    with pytest.raises(GrammarError, match="transducer"):
+        compile_constraints(tokenizer=vocab(), grammar=t)
+
+
+def test_tokenizer_json_holding_a_list_is_a_tokenizer_error(tmp_path):
+    (tmp_path / "tokenizer.json").write_text("[1, 2, 3]", encoding="utf-8")
+    with pytest.raises(TokenizerError, match="not a Hugging Face tokenizer.json"):
+        compile_constraints(tokenizer=tmp_path, words=["ab"])
+    (tmp_path / "tokenizer.json").write_text('{"model": {"vocab": {"a": "x"}}}', encoding="utf-8")
+    with pytest.raises(TokenizerError):
+        compile_constraints(tokenizer=tmp_path, words=["ab"])
+
+
+def test_word_list_with_a_utf8_bom_keeps_its_first_word(tmp_path):
+    f = tmp_path / "w.txt"
+    f.write_bytes("\ufeffab\nca\n".encode("utf-8"))
+    from fstbeam.compiler.spec import read_word_file
+
+    assert read_word_file(f).words == ("ab", "ca")
+
+
+def test_device_files_are_refused_not_read():
+    """/dev/zero as a word list or tokenizer used to be read until memory ran out."""
+    with pytest.raises(SpecError, match="device"):
+        compile_constraints(tokenizer=vocab(), words="/dev/zero")
+    with pytest.raises(TokenizerError, match="device"):
+        compile_constraints(tokenizer="/dev/zero", words=["ab"])
+
+
+def test_word_list_from_a_pipe_still_works(tmp_path):
+    """Process substitution (``--words <(grep ...)``) gives a FIFO: that stays allowed."""
+    import os
+    import threading
+
+    fifo = tmp_path / "words"
+    os.mkfifo(fifo)
+    t = threading.Thread(target=lambda: fifo.write_text("ab\nca\n"), daemon=True)
+    t.start()
+    cc = compile_constraints(tokenizer=vocab(), words=str(fifo), case_variants=False)
+    t.join(5)
+    assert cc.spec["words"]["count"] == 2

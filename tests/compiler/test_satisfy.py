@@ -71,3 +71,43 @@ def test_many_avoid_phrases_stay_fast():
     t = time.perf_counter()
     fstbeam.compile_constraints(words=["abc", "fgh", "ij"], avoid=avoid, tokenizer=vocab)
     assert time.perf_counter() - t < 20  # the union-then-determinize check took > 300 s
+
+
+@settings(max_examples=80, deadline=None)
+@given(phrase=st.text(alphabet="abC .\u00e9", min_size=1, max_size=6).filter(lambda s: s.strip()),
+       boundary=st.booleans(), cs=st.booleans())
+def test_contains_dfa_equals_the_pynini_construction(phrase, boundary, cs):
+    """The linear-time "contains" DFA accepts exactly the language of contains_fst (the oracle)."""
+    from fstbeam.compiler.satisfy import contains_dfa
+
+    p = Phrase(phrase, word_boundary=boundary, case_sensitive=cs)
+    got = contains_dfa(phrase, word_boundary=boundary, case_sensitive=cs)
+    # Rebuild an OpenFst acceptor from the DFA and compare languages with pynini.
+    f = pynini.Fst()
+    for _ in range(got.num_states):
+        f.add_state()
+    f.set_start(got.start)
+    one = pynini.Weight.one(f.weight_type())
+    for s in range(got.num_states):
+        if got.final[s]:
+            f.set_final(s)
+        for b in range(1, 256):
+            if got.next[s, b] >= 0:
+                f.add_arc(s, pynini.Arc(b, b, one, int(got.next[s, b])))
+    want = contains_fst(p)
+    assert pynini.equivalent(pynini.determinize(f).minimize(), pynini.determinize(want.copy()).minimize())
+
+
+@settings(max_examples=60, deadline=None)
+@given(words=words_st, phrase=text_st, avoid=st.lists(text_st, min_size=1, max_size=2), wb=st.booleans())
+def test_joint_phrase_and_avoid_check_matches_pynini(words, phrase, avoid, wb):
+    from fstbeam.compiler.satisfy import contains_dfa, jointly_possible
+
+    hard_fst = word_list_fst(words, case_variants=False, contractions=False, digits=False)
+    p = Phrase(phrase, word_boundary=wb)
+    avoids = [Phrase(a, word_boundary=wb) for a in avoid]
+    banned = pynini.union(*(contains_fst(a) for a in avoids)).optimize()
+    expected = nonempty(pynini.difference(pynini.intersect(hard_fst, contains_fst(p)).optimize(), banned))
+    got = jointly_possible(fst_to_dfa(hard_fst), [contains_dfa(phrase, word_boundary=wb)],
+                           [contains_dfa(a, word_boundary=wb) for a in avoid])
+    assert got == expected

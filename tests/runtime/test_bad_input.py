@@ -108,3 +108,22 @@ def test_string_prompts_with_a_model_and_no_tokenizer_fail_clearly():
         warnings.simplefilter("ignore")
         [r] = dec.generate(["hello"])
     assert r.error and "tokenizer" in r.error
+
+
+def test_prompt_token_id_outside_the_vocabulary_flags_only_that_input(setup):
+    v, dec, _ = setup
+    with pytest.warns(UserWarning):
+        res = dec.generate([[1, v.width + 5], [1], [-1]], beam_size=2, max_new_tokens=3)
+    assert res[0].error and "outside the model's vocabulary" in res[0].error
+    assert res[2].error and "outside" in res[2].error
+    assert res[1].error is None
+    assert res[1].token_ids == dec.generate([[1]], beam_size=2, max_new_tokens=3)[0].token_ids
+
+
+@pytest.mark.parametrize("eos", [[10**6], [-1], ["x"], [1.5]])
+def test_bad_eos_ids_are_decode_errors(setup, eos):
+    v, dec, _ = setup
+    with pytest.raises(DecodeError, match="EOS id|eos_ids"):
+        dec.generate([[1]], beam_size=2, max_new_tokens=3, eos_ids=eos)
+    with pytest.raises(DecodeError, match="EOS id|eos_ids"):
+        Decoder(StubLM(v.width, eos=[0], max_positions=12), v, eos_ids=eos, device="cpu")

@@ -111,3 +111,106 @@ def test_grammar_parameters_reach_the_compiler(model_dir, capsys):
     assert "--grammar" in capsys.readouterr().err
     assert main(["generate", "--model", str(model_dir), "--device", "cpu", "--grammar", "numbers", "--param", "oops", "x"]) == 2
     assert "key=value" in capsys.readouterr().err
+
+
+def test_empty_string_prompt_is_flagged_like_an_empty_id_list(model_dir):
+    """The choice (docs/decoding.md): an empty or blank string prompt is an error for that input
+    only, even though the tokenizer could turn it into special tokens."""
+    from fstbeam.runtime.decoder import Decoder
+
+    dec = Decoder(str(model_dir), device="cpu", prompt_format="raw")
+    with pytest.warns(UserWarning):
+        res = dec.generate(["", "  ", "a cat"], beam_size=2, max_new_tokens=2)
+    assert [bool(r.error) for r in res] == [True, True, False]
+    assert "empty prompt" in res[0].error
+
+
+@pytest.mark.parametrize("flag", ["--cefr", "--words", "--grammar", "--prefix", "--constraints", "--phrase", "--avoid",
+                                  "--param", "--file", "--model", "--tokenizer"])
+def test_empty_flag_value_is_a_usage_error(model_dir, flag, capsys):
+    """An empty value never means "no constraint" (it used to decode unconstrained and exit 0)."""
+    assert main(["generate", "--model", str(model_dir), "--device", "cpu", flag, "", "What do you eat?"]) == 2
+    assert "empty value" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", ["--cefr", "--words", "--grammar", "--prefix", "--phrase", "--avoid", "--param",
+                                  "--tokenizer", "-o"])
+def test_compile_constraints_empty_flag_value_is_a_usage_error(flag, tmp_path, capsys):
+    from fstbeam.compiler.cli import main as cc_main
+
+    args = ["compile", "--phrase", "cat", "-o", str(tmp_path / "x.fstbeam")]
+    assert cc_main(args + [flag, ""]) == 2
+    assert "empty value" in capsys.readouterr().err
+    assert not (tmp_path / "x.fstbeam").exists()
+
+
+def test_compile_without_any_constraint_needs_any(tmp_path, capsys):
+    from fstbeam.compiler.cli import main as cc_main
+
+    out = tmp_path / "x.fstbeam"
+    assert cc_main(["compile", "--tokenizer", "default", "-o", str(out)]) == 2
+    assert "no constraint given" in capsys.readouterr().err and not out.exists()
+    assert cc_main(["compile", "--param", "level=A1", "--phrase", "x", "-o", str(out)]) == 2
+    assert "--grammar" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content, what", [(None, "does not exist"), (b"\xff\xfe bad\n", "not UTF-8"), ("dir", "directory")])
+def test_bad_prompt_file_is_a_usage_error(model_dir, tmp_path, capsys, content, what):
+    f = tmp_path / "prompts.txt"
+    if content == "dir":
+        f.mkdir()
+    elif content is not None:
+        f.write_bytes(content)
+    assert main(["generate", "--model", str(model_dir), "--device", "cpu", "--file", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert what in err and "Traceback" not in err
+
+
+def test_undecodable_phrase_argument_is_a_usage_error(model_dir, capsys):
+    import os
+
+    bad = os.fsdecode(b"\xff")  # what Python makes of $'\xff' in argv (a lone surrogate)
+    assert main(["generate", "--model", str(model_dir), "--device", "cpu", "--phrase", bad, "x"]) == 2
+    assert "UTF-8" in capsys.readouterr().err
+
+
+def test_jsonl_streams_results_and_ctrl_c_keeps_them(model_dir, tmp_path):
+    """Each result is printed (and flushed) as it finishes; SIGINT exits 130 with one line on
+    stderr and keeps every line already printed."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    prompts = tmp_path / "p.txt"
+    prompts.write_text("\n".join(["the cat"] * 400) + "\n", encoding="utf-8")
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fstbeam.cli", "generate", "--model", str(model_dir), "--device", "cpu", "--file",
+         str(prompts), "--jsonl", "--beam", "2", "--max-new-tokens", "24", "--batch-size", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    first = proc.stdout.readline()  # blocks until the first result is out: proof of streaming
+    assert json.loads(first)["index"] == 0
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    lines = [first] + rest.splitlines()
+    assert 1 <= len(lines) < 400
+    assert [json.loads(line)["index"] for line in lines] == list(range(len(lines)))  # complete, in order
+    ours = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("Loading weights")]  # transformers' bar
+    assert len(ours) == 1 and "interrupted" in ours[0] and "Traceback" not in err
+
+
+def test_tokenizer_json_holding_a_list_is_a_tokenizer_error(model_dir, tmp_path):
+    import shutil
+
+    from fstbeam.errors import TokenizerError
+    from fstbeam.runtime.decoder import Decoder
+
+    bad = tmp_path / "tok"
+    shutil.copytree(model_dir, bad)
+    (bad / "tokenizer.json").write_text("[1, 2, 3]", encoding="utf-8")
+    with pytest.raises(TokenizerError, match="tokenizer"):
+        Decoder(str(model_dir), tokenizer=str(bad), device="cpu")

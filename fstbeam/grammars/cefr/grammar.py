@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
-import tempfile
 from importlib import metadata
 from pathlib import Path
 from typing import Literal, NamedTuple
@@ -43,7 +41,7 @@ _FORM_POS = {
     "CMP": {"JJR", "RBR"},
     "SUP": {"JJS", "RBS"},
 }
-_CACHE_FORMAT = "2"
+_CACHE_FORMAT = "3"  # 3: with a sha256 trailer (cachefs.write_text_checked)
 
 
 try:
@@ -53,9 +51,9 @@ except metadata.PackageNotFoundError:  # pragma: no cover - depends on the insta
 
 
 def _cache_path() -> Path:
-    from fstbeam.default_model import cache_dir
+    from fstbeam.cachefs import subdir
 
-    return cache_dir() / "grammars" / f"cefr-{_CACHE_FORMAT}-{DATA_VERSION.split()[-1]}.tsv"
+    return subdir("grammars") / f"cefr-{_CACHE_FORMAT}-{DATA_VERSION.split()[-1]}.tsv"
 
 
 class _Entry(NamedTuple):
@@ -71,14 +69,19 @@ def _table() -> dict[str, _Entry]:
     Reading cefrpy takes a few seconds, so the table is written once to fstbeam's cache dir
     (keyed by the cefrpy version) as ``word<TAB>level<TAB>noun<TAB>verb<TAB>adj<TAB>tags``.
     """
-    path = _cache_path()
-    if path.is_file():
-        out = {}
-        for line in path.read_text(encoding="utf-8").splitlines():
-            word, level, noun, verb, adj, tags = line.split("\t")
-            out[word] = _Entry(int(level), (int(noun), int(verb), int(adj)), frozenset(tags.split(",")))
-        if out:
-            return out
+    from fstbeam.cachefs import fill_file, read_text_checked, text_valid
+
+    path = fill_file(_cache_path(), _write_table, valid=text_valid)  # locked, atomic, checksummed
+    out = {}
+    for line in (read_text_checked(path) or "").splitlines():
+        word, level, noun, verb, adj, tags = line.split("\t")
+        out[word] = _Entry(int(level), (int(noun), int(verb), int(adj)), frozenset(tags.split(",")))
+    return out
+
+
+def _write_table(path: Path) -> None:
+    from fstbeam.cachefs import write_text_checked
+
     try:
         from cefrpy import CEFRAnalyzer
     except ImportError as exc:  # pragma: no cover - depends on the install
@@ -93,13 +96,8 @@ def _table() -> dict[str, _Entry]:
         if cls is not None:
             i = 1 + _CLASSES.index(cls)
             row[i] = min(row[i], v)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        for w, r in sorted(rows.items()):
-            fh.write(f"{w}\t{r[0]}\t{r[1]}\t{r[2]}\t{r[3]}\t{','.join(sorted(r[4]))}\n")
-    os.replace(tmp, path)
-    return {w: _Entry(r[0], (r[1], r[2], r[3]), frozenset(r[4])) for w, r in rows.items()}
+    write_text_checked(path, "".join(
+        f"{w}\t{r[0]}\t{r[1]}\t{r[2]}\t{r[3]}\t{','.join(sorted(r[4]))}\n" for w, r in sorted(rows.items())))
 
 
 def words_at(level: str, *, inflections: bool = True) -> set[str]:

@@ -1,0 +1,376 @@
+"""Validation of an untrusted artifact before any native code or kernel touches it.
+
+Order of checks (docs/trust.md):
+
+1. :func:`open_archive`: a regular file only (opened with ``O_NONBLOCK`` and checked with
+   ``fstat``, so a FIFO cannot block and ``/dev/zero`` cannot be read), no larger than
+   :data:`MAX_ARTIFACT_BYTES`; a zip whose members are all *stored* (no decompression, so no zip
+   bomb), each listed once, each no larger than the file itself.
+2. :func:`read_member`: at most the member's declared size is read, in bounded chunks.
+3. The manifest (``manifest_schema``), its checksum, the member table against the archive, each
+   ``.npy`` header's dtype and shape against the manifest (the size they imply bounds the read).
+4. :func:`check_vector_fst`: our own bounded reader of OpenFst's VectorFst binary format (header,
+   counts, per-state arcs, label and state ranges, determinism) before pywrapfst parses it.
+5. :func:`check_hard` / :func:`check_light`: every table's shape, dtype and index range against
+   the others, so neither the numpy lookups, the kernels (no bounds checks) nor the search can
+   read outside an array.
+
+Anything wrong raises :class:`~fstbeam.errors.ArtifactCorruptError`.
+"""
+from __future__ import annotations
+
+import io
+import os
+import stat
+import struct
+import zipfile
+from typing import BinaryIO
+
+import numpy as np
+
+from ..errors import ArtifactCorruptError, ArtifactError
+
+#: Largest artifact file accepted (a CEFR C2 word list compiles to well under 1 GiB).
+MAX_ARTIFACT_BYTES = int(os.environ.get("FSTBEAM_MAX_ARTIFACT_BYTES", 8 << 30))
+MAX_MANIFEST_BYTES = 16 << 20
+_NPY_HEADER_MAX = 1 << 16  # a .npy header (magic, version, dict) is at most this long
+_FIX = "the artifact is damaged or was edited: recompile it with compile-constraints"
+
+
+def corrupt(path, what: str) -> ArtifactCorruptError:
+    return ArtifactCorruptError(f"{path}: {what}; {_FIX}")
+
+
+# ---- 1. the file and the zip ---------------------------------------------------------------------
+def open_archive(path) -> tuple[BinaryIO, zipfile.ZipFile]:
+    """Open ``path`` as an artifact: a regular file, a sane stored zip. Returns (file, zip)."""
+    if path is None or not isinstance(path, (str, os.PathLike)):
+        raise ArtifactError(f"an artifact path must be a str or Path, not {type(path).__name__}: "
+                            "pass the file written by compile-constraints compile -o FILE")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise ArtifactError(f"no artifact at {path}: compile one with `compile-constraints compile -o {path}`") from None
+    except IsADirectoryError:
+        raise ArtifactError(f"{path} is a directory, not an artifact file: pass the .fstbeam file") from None
+    except OSError as exc:
+        raise ArtifactError(f"cannot open artifact {path} ({exc.strerror or exc})") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ArtifactError(f"{path} is a directory, not an artifact file: pass the .fstbeam file")
+        if not stat.S_ISREG(st.st_mode):
+            raise ArtifactCorruptError(f"{path} is not a regular file (a device, FIFO or socket): "
+                                       "artifacts are read from regular files only")
+        if st.st_size > MAX_ARTIFACT_BYTES:
+            raise ArtifactCorruptError(f"{path} is {st.st_size:,} bytes, over the {MAX_ARTIFACT_BYTES:,}-byte limit "
+                                       "(FSTBEAM_MAX_ARTIFACT_BYTES)")
+        os.set_blocking(fd, True)
+        fh = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    try:
+        zf = zipfile.ZipFile(fh)
+        _check_zip(zf, st.st_size, path)
+    except ArtifactError:
+        fh.close()
+        raise
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError, NotImplementedError,
+            UnicodeDecodeError, struct.error, OverflowError, IndexError, KeyError, TypeError) as exc:
+        fh.close()
+        raise corrupt(path, f"not a readable artifact zip ({type(exc).__name__}: {exc})") from None
+    return fh, zf
+
+
+def _check_zip(zf: zipfile.ZipFile, size: int, path) -> None:
+    seen: set[str] = set()
+    infos = zf.infolist()
+    if len(infos) > 10_000:
+        raise corrupt(path, f"the zip lists {len(infos)} members")
+    for info in infos:
+        if info.filename in seen:
+            raise corrupt(path, f"member {info.filename!r} is listed twice")
+        seen.add(info.filename)
+        if info.compress_type != zipfile.ZIP_STORED:
+            raise corrupt(path, f"member {info.filename!r} is compressed; artifacts store members uncompressed")
+        if info.file_size != info.compress_size or info.file_size > size or info.header_offset > size:
+            raise corrupt(path, f"member {info.filename!r} declares {info.file_size:,} bytes in a "
+                                f"{size:,}-byte file")
+        if info.flag_bits & 0x1:
+            raise corrupt(path, f"member {info.filename!r} is encrypted")
+
+
+# ---- 2. bounded member reads ---------------------------------------------------------------------
+def read_member(zf: zipfile.ZipFile, name: str, limit: int, path) -> bytes:
+    """The member's bytes, reading at most ``limit`` bytes (its size from the manifest)."""
+    try:
+        info = zf.getinfo(name)
+    except KeyError:
+        raise corrupt(path, f"member {name} is missing") from None
+    if info.file_size != limit:
+        raise corrupt(path, f"member {name} holds {info.file_size:,} bytes, the manifest says {limit:,}")
+    try:
+        with zf.open(info) as fh:
+            chunks, left = [], limit
+            while left > 0:
+                block = fh.read(min(left, 1 << 20))
+                if not block:
+                    break
+                chunks.append(block)
+                left -= len(block)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, struct.error) as exc:
+        raise corrupt(path, f"member {name} cannot be read ({type(exc).__name__}: {exc})") from None
+    data = b"".join(chunks)
+    if len(data) != limit:
+        raise corrupt(path, f"member {name} is truncated ({len(data):,} of {limit:,} bytes)")
+    return data
+
+
+# ---- 3. arrays -----------------------------------------------------------------------------------
+def npy_array(data: bytes, name: str, shape: list, dtype: str, path) -> np.ndarray:
+    """Parse a ``.npy`` member whose header must declare exactly ``shape`` and ``dtype``."""
+    want = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * want.itemsize
+    if not nbytes <= len(data) <= nbytes + _NPY_HEADER_MAX:
+        raise corrupt(path, f"member {name} has {len(data):,} bytes, not what shape {shape} of {dtype} implies")
+    fh = io.BytesIO(data)
+    try:
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            hshape, fortran, hdtype = np.lib.format.read_array_header_1_0(fh)
+        elif version == (2, 0):
+            hshape, fortran, hdtype = np.lib.format.read_array_header_2_0(fh)
+        else:
+            raise ValueError(f"npy version {version}")
+    except Exception as exc:  # noqa: BLE001 - numpy's header parser raises many kinds on hostile bytes
+        raise corrupt(path, f"member {name} is not a plain .npy array ({type(exc).__name__})") from None
+    if list(hshape) != list(shape) or hdtype != want:
+        raise corrupt(path, f"member {name} holds {hdtype} {list(hshape)}, the manifest says {dtype} {shape}")
+    body = data[fh.tell():]
+    if len(body) != nbytes:
+        raise corrupt(path, f"member {name} has {len(body):,} data bytes, shape {shape} of {dtype} needs {nbytes:,}")
+    arr = np.frombuffer(body, dtype=hdtype).reshape(hshape, order="F" if fortran else "C")
+    return np.ascontiguousarray(arr.astype(want, copy=False))
+
+
+#: The dtype of every array member (what ``build_tables`` and ``light._lift`` produce).
+HARD_DTYPES = {
+    "final": "bool", "dist_to_final": "int32", "state_block_key": "int64", "state_block_id": "int32",
+    "state_block_ptr": "int64", "block_key": "int64", "block_next": "int32", "block_ptr": "int64",
+    "state_block_dense": "bool", "dense_masks": "int32", "state_dense_row": "int32", "state_sparse_ptr": "int64",
+    "state_sparse_tokens": "int32", "token_first_byte": "int16", "eos_ids": "int32",
+}
+LIGHT_DTYPES = {
+    "final": "bool", "progress": "int32", "default_next": "int32", "exc_key": "int64", "exc_next": "int32",
+    "adv_ptr": "int64", "adv_tokens": "int32", "token_class": "int8",
+}
+ROOT_DTYPES = {"char_state": "int32"}
+
+
+def expected_members(manifest: dict) -> set[str]:
+    """Every member an artifact with this manifest must have (no more, no fewer)."""
+    names = {f"hard/{n}.npy" for n in HARD_DTYPES} if manifest["hard"] is not None else set()
+    for i in range(len(manifest["light"])):
+        names |= {f"light/{i}/{n}.npy" for n in LIGHT_DTYPES}
+    return names
+
+
+#: Arrays with two dimensions; every other array member is one-dimensional.
+TWO_D = ("dense_masks", "default_next")
+
+
+def member_ndim(name: str) -> int:
+    return 2 if name.rsplit("/", 1)[-1].removesuffix(".npy") in TWO_D else 1
+
+
+def member_dtype(name: str) -> str | None:
+    stem = name.rsplit("/", 1)[-1].removesuffix(".npy")
+    table = HARD_DTYPES if name.startswith("hard/") else LIGHT_DTYPES if name.startswith("light/") else ROOT_DTYPES
+    return table.get(stem) if name.endswith(".npy") else None
+
+
+# ---- 4. OpenFst VectorFst members ----------------------------------------------------------------
+_FST_MAGIC = 2125659606
+_ARC = np.dtype([("ilabel", "<i4"), ("olabel", "<i4"), ("weight", "<f4"), ("next", "<i4")])
+_SAFE_PROPS = struct.pack("<Q", 0x3)  # kExpanded | kMutable: every other property recomputed by OpenFst
+
+
+def _fst_string(data: bytes, at: int, name, path) -> tuple[str, int]:
+    (n,) = struct.unpack_from("<i", data, at)
+    if not 0 <= n <= 64:
+        raise corrupt(path, f"{name} has a header string of length {n}")
+    return data[at + 4: at + 4 + n].decode("ascii", "replace"), at + 4 + n
+
+
+def check_vector_fst(data: bytes, name: str, path, *, max_label: int, epsilon: bool) -> tuple[bytes, dict]:
+    """Validate an unweighted acceptor in OpenFst's VectorFst format without OpenFst.
+
+    Returns the bytes with the header's property bits reset to "unknown" (OpenFst trusts them) and
+    the automaton as arrays: ``start``, ``final`` [S], ``arc_state``/``label``/``next`` [A]."""
+    try:
+        if struct.unpack_from("<i", data, 0)[0] != _FST_MAGIC:
+            raise corrupt(path, f"{name} is not an OpenFst file (bad magic number)")
+        fst_type, at = _fst_string(data, 4, name, path)
+        arc_type, at = _fst_string(data, at, name, path)
+        version, flags, _props, start, n_states, n_arcs = struct.unpack_from("<iiQqqq", data, at)
+        props_at = at + 8
+        at += 40
+    except struct.error:
+        raise corrupt(path, f"{name} is shorter than an OpenFst header") from None
+    if (fst_type, arc_type, version) != ("vector", "standard", 2) or flags != 0:
+        raise corrupt(path, f"{name} is {fst_type!r}/{arc_type!r} version {version} flags {flags}; "
+                            "expected a plain 'vector'/'standard' version 2 automaton without symbol tables")
+    body = len(data) - at
+    if not 0 <= n_states <= body // 12 or not (-1 <= start < n_states) or n_arcs < 0 or n_arcs > body // 16:
+        raise corrupt(path, f"{name} declares {n_states} states, {n_arcs} arcs, start {start} in {len(data):,} bytes")
+    final = np.zeros(n_states, bool)
+    first = np.zeros(n_states + 1, np.int64)
+    arcs_at = np.zeros(n_states, np.int64)
+    pos = at
+    for s in range(n_states):
+        if pos + 12 > len(data):
+            raise corrupt(path, f"{name} ends inside state {s}")
+        w, k = struct.unpack_from("<fq", data, pos)
+        if not 0 <= k <= (len(data) - pos - 12) // 16:
+            raise corrupt(path, f"{name}: state {s} declares {k} arcs past the end of the file")
+        if w != 0.0 and w != float("inf"):
+            raise corrupt(path, f"{name}: state {s} has final weight {w}; artifacts hold unweighted automata")
+        final[s] = w == 0.0
+        arcs_at[s] = pos + 12
+        first[s + 1] = first[s] + k
+        pos += 12 + 16 * k
+    if pos != len(data):
+        raise corrupt(path, f"{name} has {len(data) - pos} bytes after its last state")
+    if n_arcs not in (0, int(first[-1])):
+        raise corrupt(path, f"{name} declares {n_arcs} arcs and holds {int(first[-1])}")
+    arc_state = np.repeat(np.arange(n_states, dtype=np.int64), np.diff(first))
+    off = arcs_at[arc_state] + 16 * (np.arange(len(arc_state)) - first[arc_state])  # byte offset of each arc
+    raw = np.frombuffer(data, np.uint8)
+    arcs = raw[off[:, None] + np.arange(16)].copy().view(_ARC).reshape(-1)
+    lo = 0 if epsilon else 1
+    bad = ((arcs["ilabel"] != arcs["olabel"]) | (arcs["ilabel"] < lo) | (arcs["ilabel"] > max_label)
+           | (arcs["next"] < 0) | (arcs["next"] >= n_states) | (arcs["weight"] != 0.0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise corrupt(path, f"{name}: arc {i} of state {int(arc_state[i])} has labels {int(arcs['ilabel'][i])}:"
+                            f"{int(arcs['olabel'][i])}, weight {float(arcs['weight'][i])}, target {int(arcs['next'][i])} "
+                            f"(labels {lo}..{max_label}, targets < {n_states}, weight 0 expected)")
+    fixed = data[:props_at] + _SAFE_PROPS + data[props_at + 8:]
+    return fixed, {"start": int(start), "final": final, "arc_state": arc_state,
+                   "label": arcs["ilabel"].astype(np.int64), "next": arcs["next"].astype(np.int64)}
+
+
+def check_char_fst(data: bytes, path, *, hard_states: int, char_state: np.ndarray | None) -> bytes:
+    """``char.fst``: a deterministic, epsilon-free byte acceptor; ``char_state`` indexes it."""
+    fixed, f = check_vector_fst(data, "char.fst", path, max_label=255, epsilon=False)
+    n = len(f["final"])
+    if n == 0 or f["start"] < 0:
+        raise corrupt(path, "char.fst has no start state")
+    key = f["arc_state"] * 256 + f["label"]
+    if len(np.unique(key)) != len(key):
+        raise corrupt(path, "char.fst is not deterministic (two arcs leave a state on the same byte)")
+    if char_state is not None:
+        if char_state.shape != (hard_states,) or (len(char_state) and (char_state.min() < 0 or char_state.max() >= n)):
+            raise corrupt(path, f"char_state.npy must map each of the {hard_states} token states to one of "
+                                f"the {n} states of char.fst")
+    return fixed
+
+
+# ---- 5. table cross-checks -----------------------------------------------------------------------
+def _need(ok, path, what: str) -> None:
+    if not bool(ok):
+        raise corrupt(path, what)
+
+
+def _ptr(p: np.ndarray, n: int, total: int, name: str, path) -> None:
+    _need(p.shape == (n + 1,), path, f"{name} must have {n + 1} entries")
+    _need(p[0] == 0 and p[-1] == total and (np.diff(p) >= 0).all(), path,
+          f"{name} must rise from 0 to {total} (offsets into an array of that length)")
+
+
+def _range(a: np.ndarray, lo: int, hi: int, name: str, path) -> None:
+    _need(a.size == 0 or (int(a.min()) >= lo and int(a.max()) < hi), path, f"{name} must lie in [{lo}, {hi})")
+
+
+def _keys(keys: np.ndarray, ptr: np.ndarray, radix: int, name: str, path) -> None:
+    """Sorted keys ``owner * radix + x`` whose owner matches the CSR row they sit in."""
+    owner = np.repeat(np.arange(len(ptr) - 1, dtype=np.int64), np.diff(ptr))
+    _need(keys.size == 0 or (int(keys.min()) >= 0 and (keys // radix == owner).all()), path,
+          f"{name} must hold (row * {radix} + value) for the row each entry belongs to")
+    _need(keys.size == 0 or (np.diff(keys) > 0).all(), path, f"{name} must be strictly increasing")
+
+
+def check_hard(h, width: int, eos_ids, path) -> None:
+    """Every array of :class:`HardTables` against the others (docs/tables.md)."""
+    from .bitmask import bitmask_width
+
+    S, V = len(h.final), width
+    E, K = len(h.state_block_key), len(h.block_key)
+    NB = len(h.block_ptr) - 1
+    _need(S >= 1 and 0 <= h.start < S, path, f"hard start state {h.start} must be one of the {S} states")
+    _need(h.width == V, path, f"hard tables are {h.width} ids wide, the tokenizer {V}")
+    for n in ("dist_to_final", "state_dense_row"):
+        _need(getattr(h, n).shape == (S,), path, f"hard/{n} must have one entry per state ({S})")
+    _need(int(h.dist_to_final.min()) >= 0, path, "hard/dist_to_final must be non-negative")
+    _ptr(h.state_block_ptr, S, E, "hard/state_block_ptr", path)
+    _keys(h.state_block_key, h.state_block_ptr, 256, "hard/state_block_key", path)
+    _need(h.state_block_id.shape == (E,) and h.state_block_dense.shape == (E,), path,
+          "hard/state_block_id and state_block_dense must match state_block_key")
+    _need(NB >= 0, path, "hard/block_ptr is empty")
+    _ptr(h.block_ptr, NB, K, "hard/block_ptr", path)
+    _range(h.state_block_id, 0, NB, "hard/state_block_id", path)
+    _keys(h.block_key, h.block_ptr, V, "hard/block_key", path)
+    _need(h.block_next.shape == (K,), path, "hard/block_next must match hard/block_key")
+    _range(h.block_next, 0, S, "hard/block_next", path)
+    W = bitmask_width(V)
+    _need(h.dense_masks.ndim == 2 and h.dense_masks.shape[1] == W and h.dense_masks.shape[0] >= 1, path,
+          f"hard/dense_masks must be [rows, {W}]")
+    if V % 32:
+        pad = np.int32(np.uint32(~((1 << (V % 32)) - 1) & 0xFFFFFFFF).view(np.int32))
+        _need(not (h.dense_masks[:, -1] & pad).any(), path, "hard/dense_masks sets bits past the last token id")
+    _range(h.state_dense_row, 0, h.dense_masks.shape[0], "hard/state_dense_row", path)
+    _ptr(h.state_sparse_ptr, S, len(h.state_sparse_tokens), "hard/state_sparse_ptr", path)
+    _range(h.state_sparse_tokens, 0, V, "hard/state_sparse_tokens", path)
+    _need(h.token_first_byte.shape == (V,), path, f"hard/token_first_byte must have {V} entries")
+    _range(h.token_first_byte, -1, 256, "hard/token_first_byte", path)
+    _need(sorted(h.eos_ids.tolist()) == sorted(eos_ids), path, "hard/eos_ids disagrees with the tokenizer's EOS ids")
+
+
+def check_light(a, width: int, path, where: str) -> None:
+    """A light automaton's tables (docs/tables.md, "Light automata") against each other."""
+    n, V = len(a.final), width
+    _need(n >= 1 and 0 <= a.start < n, path, f"{where}: start {a.start} must be one of its {n} states")
+    _need(a.width == V and len(a.literal) >= 1 and 0 not in a.literal, path, f"{where}: width or literal is wrong")
+    _need(a.progress.shape == (n,), path, f"{where}: progress must have one entry per state")
+    _range(a.progress, 0, len(a.literal) + 1, f"{where}/progress", path)
+    _need(a.default_next.shape == (n, 4), path, f"{where}: default_next must be [{n}, 4]")
+    _range(a.default_next, -1, n, f"{where}/default_next", path)
+    X = len(a.exc_key)
+    _need(a.exc_next.shape == (X,), path, f"{where}: exc_next must match exc_key")
+    _range(a.exc_key, 0, n * V, f"{where}/exc_key", path)  # first: np.diff below must not overflow
+    _need(X == 0 or (np.diff(a.exc_key) > 0).all(), path, f"{where}: exc_key must be strictly increasing")
+    _range(a.exc_next, -1, n, f"{where}/exc_next", path)
+    _ptr(a.adv_ptr, n, len(a.adv_tokens), f"{where}/adv_ptr", path)
+    _range(a.adv_tokens, 0, V, f"{where}/adv_tokens", path)
+    tc = a.token_class
+    _need(tc is not None and tc.shape == (V,), path, f"{where}: token_class must have {V} entries")
+    _range(tc, 0, 5, f"{where}/token_class", path)
+
+
+def check_against_vocab(h, vocab, path) -> None:
+    """The hard tables' first-byte table is the tokenizer's (lookups key on it)."""
+    first = np.array([b[0] if b else -1 for b in vocab.token_bytes], dtype=np.int16)
+    _need(np.array_equal(first, h.token_first_byte), path, "hard/token_first_byte disagrees with the tokenizer's tokens")
+    # Each block holds tokens of one first byte, and is linked from states under that byte: what
+    # the lookups (state, first byte) -> block -> token rely on.
+    V = len(first)
+    sizes = np.diff(h.block_ptr)
+    tok_first = first[h.block_key % V].astype(np.int64)
+    block_byte = np.full(len(sizes), -1, np.int64)
+    block_byte[np.repeat(np.arange(len(sizes)), sizes)] = tok_first
+    _need((tok_first >= 0).all() and (np.repeat(block_byte, sizes) == tok_first).all(), path,
+          "hard/block_key mixes tokens of different first bytes (or tokens without text) in one block")
+    linked = block_byte[h.state_block_id]
+    _need(((linked < 0) | (linked == h.state_block_key % 256)).all(), path,
+          "hard/state_block_key links a block under a byte its tokens do not start with")
