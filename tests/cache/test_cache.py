@@ -103,14 +103,15 @@ def test_damaged_default_tokenizer_is_repaired(tmp_path, monkeypatch, caplog):
     from tokenizers import ByteLevelBPETokenizer
 
     from fstbeam import default_model
-    from fstbeam.compiler import vocab as vocab_mod
+    from fstbeam.contract import vocab as vocab_mod
+    from fstbeam.contract.cache import shared_cache
 
     bpe = ByteLevelBPETokenizer()
     bpe.train_from_iterator(["a cat and a dog"] * 5, vocab_size=280, min_frequency=1, show_progress=False)
     good = bpe._tokenizer.to_str()
     monkeypatch.setenv("FSTBEAM_CACHE", str(tmp_path))
     monkeypatch.setenv("FSTBEAM_NO_DISK_CACHE", "1")
-    monkeypatch.setattr(vocab_mod, "_FILE_CACHE", {})
+    shared_cache().discard(lambda k: k[0] == "vocab-file")  # forget vocabularies read in this process
 
     def fake_tokenizer_dir():
         return default_model._atomic_save("tokenizer", lambda d: (d / "tokenizer.json").write_text(good))
@@ -118,7 +119,7 @@ def test_damaged_default_tokenizer_is_repaired(tmp_path, monkeypatch, caplog):
     monkeypatch.setattr(default_model, "default_tokenizer_dir", fake_tokenizer_dir)
     v1 = vocab_mod.load_vocab("default")
     (fake_tokenizer_dir() / "tokenizer.json").write_text("[1, 2]")  # damaged
-    monkeypatch.setattr(vocab_mod, "_FILE_CACHE", {})
+    shared_cache().discard(lambda k: k[0] == "vocab-file")  # forget vocabularies read in this process
     with caplog.at_level(logging.WARNING, logger="fstbeam.cachefs"):
         v2 = vocab_mod.load_vocab("default")
     assert v2.fingerprint == v1.fingerprint
