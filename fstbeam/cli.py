@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     out = g.add_argument_group("output")
     out.add_argument("--jsonl", action="store_true", help="one JSON object per prompt")
     out.add_argument("-q", "--quiet", action="store_true", help="only the generated text")
+    from .batch_cli import add_batch_parser
+
+    add_batch_parser(sub)
     return p
 
 
@@ -162,6 +165,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "generate":
         return _generate(args)
+    if args.command == "batch":
+        from .batch_cli import run
+
+        return run(args)
     return 2  # pragma: no cover
 
 

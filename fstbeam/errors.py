@@ -52,3 +52,8 @@ class DecodeError(Error, ValueError):
 
 class DisallowedTokenError(Error, ValueError):
     """A token was advanced that the constraints do not allow in the current state."""
+
+
+class BatchError(Error, ValueError):
+    """A batch job cannot run: bad input file or column, an output folder of another job, or a
+    missing optional dependency (Ray, pyarrow)."""
