@@ -7,6 +7,7 @@ same rows together.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -119,8 +120,9 @@ def _run_on_ray(job: BatchJob, rows, pending, prog, finished) -> None:
     from .ray_data import WIRE_JSON, WIRE_ROW, map_rows, require_ray
 
     ray = require_ray()
-    started = _connect(ray, job.ray_address)
-    try:
+    with contextlib.ExitStack() as stack:
+        if _connect(ray, job.ray_address):
+            stack.callback(ray.shutdown)
         # one Arrow block per chunk, so the actors get the same chunks as the in-process path
         blocks = []
         for shard in pending:
@@ -131,22 +133,24 @@ def _run_on_ray(job: BatchJob, rows, pending, prog, finished) -> None:
                       batch_size=job.rows_per_task, num_cpus=job.num_cpus)
         owner = {i: s for s in pending for i in range(s.start, s.stop)}
         got: dict[Shard, dict[int, dict]] = {s: {} for s in pending}
-        for batch in ds.iter_batches(batch_format="pyarrow", batch_size=None):
+        batches = iter(ds.iter_batches(batch_format="pyarrow", batch_size=None))
+        stack.callback(getattr(batches, "close", lambda: None))  # stops the actors on Ctrl-C too
+        for batch in batches:
             idx, js = batch.column(WIRE_ROW).to_pylist(), batch.column(WIRE_JSON).to_pylist()
+            new = 0
             for i, j in zip(idx, js):
-                s = owner[i]
-                got[s][i] = _fix_unreadable(json.loads(j), rows[i])
-            prog.update(len(idx))
+                part = got.get(owner[i])
+                if part is not None and i not in part:  # a row seen twice (a retried task) counts once
+                    part[i] = _fix_unreadable(json.loads(j), rows[i])
+                    new += 1
+            prog.update(new)
             for s in {owner[i] for i in idx}:
-                if len(got[s]) == len(s):
+                if s in got and len(got[s]) == len(s):
                     finished(s, [got[s][i] for i in range(s.start, s.stop)])
                     del got[s]
         if got:  # Ray lost rows: never write a partial shard
             missing = sum(len(s) - len(v) for s, v in got.items())
             raise RuntimeError(f"Ray returned no output for {missing} rows; rerun to resume")
-    finally:
-        if started:
-            ray.shutdown()
 
 
 def _connect(ray, address: str) -> bool:
