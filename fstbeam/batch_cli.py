@@ -51,6 +51,7 @@ def add_batch_parser(sub) -> argparse.ArgumentParser:
                         "without it, in-process")
     r.add_argument("--concurrency", type=_positive, default=1, help="Ray actors, one model each (default 1)")
     r.add_argument("--cpus-per-actor", type=float, default=1.0, help="CPUs Ray reserves per actor (default 1)")
+    r.add_argument("--gpus-per-actor", type=float, default=0.0, help="GPUs Ray reserves per actor (default 0)")
     r.add_argument("--shard-size", type=_positive, default=1000, help="input rows per output shard (default 1000)")
     r.add_argument("--rows-per-task", type=_positive, default=64,
                    help="rows given to one actor call, streamed through the decoder (default 64)")
@@ -81,7 +82,8 @@ def _job(args):
                         prompt_format=TEMPLATES.get(args.format, args.format), stop_at_newline=args.stop_at_newline,
                         decode_batch_size=args.batch_size, **opts)
     return BatchJob(Path(args.input), Path(args.output), cfg, shard_size=args.shard_size, rows_per_task=args.rows_per_task,
-                    ray_address=args.ray_address, concurrency=args.concurrency, num_cpus=args.cpus_per_actor)
+                    ray_address=args.ray_address, concurrency=args.concurrency, num_cpus=args.cpus_per_actor,
+                    num_gpus=args.gpus_per_actor)
 
 
 def run(args) -> int:

@@ -31,6 +31,7 @@ class BatchJob:
     ray_address: str | None = None  # None: in-process; "local": start a local cluster; else connect
     concurrency: int = 1
     num_cpus: float = 1
+    num_gpus: float = 0
 
     def manifest(self, rows: int) -> dict:
         """What the output depends on (not how it was run: concurrency or cluster may change)."""
@@ -130,7 +131,7 @@ def _run_on_ray(job: BatchJob, rows, pending, prog, finished) -> None:
                 blocks.append(pa.table({WIRE_ROW: pa.array(range(a, b), pa.int64()),
                                         WIRE_JSON: [json.dumps(_wire_row(rows, i), ensure_ascii=False) for i in range(a, b)]}))
         ds = map_rows(ray.data.from_arrow(blocks), job.worker, wire="json", concurrency=job.concurrency,
-                      batch_size=job.rows_per_task, num_cpus=job.num_cpus)
+                      batch_size=job.rows_per_task, num_cpus=job.num_cpus, num_gpus=job.num_gpus)
         owner = {i: s for s in pending for i in range(s.start, s.stop)}
         got: dict[Shard, dict[int, dict]] = {s: {} for s in pending}
         batches = iter(ds.iter_batches(batch_format="pyarrow", batch_size=None))

@@ -68,7 +68,7 @@ def _to_arrow(rows: list[dict]):
 
 
 def map_rows(ds, config: dict, *, wire: str, concurrency: int, batch_size: int, num_cpus: float = 1,
-             max_restarts: int = 3, max_task_retries: int = 3):
+             num_gpus: float = 0, max_restarts: int = 3, max_task_retries: int = 3):
     """``ds.map_batches`` on a pool of ``concurrency`` decoding actors (lazy)."""
     ray = require_ray()
     if not isinstance(concurrency, int) or concurrency < 1:
@@ -83,12 +83,13 @@ def map_rows(ds, config: dict, *, wire: str, concurrency: int, batch_size: int, 
         return ds.map_batches(
             _actor_class(config, wire), batch_size=batch_size,
             batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=concurrency), num_cpus=num_cpus,
-            max_restarts=max_restarts, max_task_retries=max_task_retries,
+            **({"num_gpus": num_gpus} if num_gpus else {}), max_restarts=max_restarts, max_task_retries=max_task_retries,
         )
 
 
 def generate_dataset(ds, constraints=None, *, model=None, concurrency: int = 1, batch_size: int = 64,
-                     num_cpus: float = 1, max_restarts: int = 3, max_task_retries: int = 3, tokenizer=None,
+                     num_cpus: float = 1, num_gpus: float = 0, max_restarts: int = 3, max_task_retries: int = 3,
+                     tokenizer=None,
                      device: str = "auto", prompt_format: str = "auto", stop_at_newline: bool = False,
                      decode_batch_size: int | None = None, **search_options: Any):
     """Decode every row of a Ray Dataset; returns a lazy ``ray.data.Dataset`` of output rows.
@@ -100,7 +101,9 @@ def generate_dataset(ds, constraints=None, *, model=None, concurrency: int = 1, 
 
     ``constraints``: ``None``, an artifact path (each actor loads it and checks its tokenizer
     fingerprint) or a ``CompiledConstraints``. ``model``: ``None`` (the default model) or a path
-    every actor can read. ``concurrency``: actors (model replicas), each with ``num_cpus``;
+    every actor can read. ``concurrency``: actors (model replicas), each with ``num_cpus`` and
+    ``num_gpus`` (``device="auto"`` then picks the actor's GPU); ``max_restarts`` /
+    ``max_task_retries``: how often Ray restarts a dead actor and reruns its batch;
     ``batch_size``: rows per actor call, which stream through ``Decoder.stream``;
     ``decode_batch_size``: inputs the decoder runs together (its ``batch_size`` option).
     Other keywords are search options of ``Decoder.generate`` (``beam_size``, ...).
@@ -114,7 +117,7 @@ def generate_dataset(ds, constraints=None, *, model=None, concurrency: int = 1, 
         raise BatchError(f"unknown column(s) {sorted(extra)}: a row may have id, prompt, phrases, avoid and prefix "
                          "(select or rename the columns first)")
     return map_rows(ds, config, wire="columns", concurrency=concurrency, batch_size=batch_size, num_cpus=num_cpus,
-                    max_restarts=max_restarts, max_task_retries=max_task_retries)
+                    num_gpus=num_gpus, max_restarts=max_restarts, max_task_retries=max_task_retries)
 
 
 def worker_config(constraints=None, *, model=None, tokenizer=None, device="auto", prompt_format="auto",
