@@ -110,13 +110,20 @@ def run(args) -> int:
         print(f"fstbeam batch: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # noqa: BLE001 - e.g. Ray gave up retrying: say so, keep what is done
-        print(f"fstbeam batch: the job failed ({type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}); "
-              f"finished shards are kept in {job.output}; rerun the same command to resume", file=sys.stderr)
+        print(f"fstbeam batch: the job failed ({_cause(exc)}); finished shards are kept in {job.output}; "
+              "rerun the same command to resume", file=sys.stderr)
         return 3
     skipped = f" ({summary.skipped_shards} already there)" if summary.skipped_shards else ""
     print(f"fstbeam batch: {summary.rows} rows in {summary.shards} shard(s){skipped} in {job.output}; "
           f"{summary.bad_rows} with an error or unsatisfied", file=sys.stderr)
     return 1 if summary.bad_rows else 0
+
+
+def _cause(exc: BaseException) -> str:
+    """The root cause of a (Ray) error in one line: Ray wraps it in a traceback of its own."""
+    lines = [x.strip() for x in str(exc).strip().splitlines() if x.strip()]
+    first = f"{type(exc).__name__}: {lines[0] if lines else ''}"
+    return first[:200] + (f" ... {lines[-1][:300]}" if len(lines) > 1 else "")
 
 
 class _Silent:

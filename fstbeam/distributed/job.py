@@ -121,6 +121,7 @@ def _run_on_ray(job: BatchJob, rows, pending, prog, finished) -> None:
     from .ray_data import WIRE_JSON, WIRE_ROW, map_rows, require_ray
 
     ray = require_ray()
+    _preflight(job.worker)
     with contextlib.ExitStack() as stack:
         if _connect(ray, job.ray_address):
             stack.callback(ray.shutdown)
@@ -152,6 +153,19 @@ def _run_on_ray(job: BatchJob, rows, pending, prog, finished) -> None:
         if got:  # Ray lost rows: never write a partial shard
             missing = sum(len(s) - len(v) for s, v in got.items())
             raise RuntimeError(f"Ray returned no output for {missing} rows; rerun to resume")
+
+
+def _preflight(worker: dict) -> None:
+    """Check the artifact against the model's tokenizer here, before any actor starts: an actor
+    whose constructor fails is retried by Ray and reported late and wrapped."""
+    cons = worker.get("constraints")
+    if not isinstance(cons, (str, os.PathLike)):
+        return
+    import fstbeam
+
+    tok = worker.get("tokenizer") or worker.get("model") or "default"
+    if isinstance(tok, (str, os.PathLike)):
+        fstbeam.load_constraints(cons, tokenizer=tok)
 
 
 def _connect(ray, address: str) -> bool:

@@ -26,6 +26,7 @@ class Progress:
         self.stream = stream if stream is not None else sys.stderr
         self.interval = interval
         self.t0 = self.last = time.monotonic()
+        self.printed = None
         use_bar = bar if bar is not None else bool(getattr(self.stream, "isatty", lambda: False)())
         self.bar = None
         if use_bar:
@@ -52,10 +53,14 @@ class Progress:
         now = time.monotonic()
         if now - self.last >= self.interval:
             self.last = now
-            print(self.line(), file=self.stream, flush=True)
+            self._print()
+
+    def _print(self) -> None:
+        self.printed = self.done
+        print(self.line(), file=self.stream, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
-        else:
-            print(self.line(), file=self.stream, flush=True)
+        elif self.printed != self.done:
+            self._print()

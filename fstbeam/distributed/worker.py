@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import fstbeam
 
-from ..errors import Error
+from ..errors import Error, TokenizerMismatchError
 from .rows import RowRequest, error_row, parse_row, result_row
 
 __all__ = ["DecodeWorker"]
@@ -41,7 +41,13 @@ class DecodeWorker:
         self._cache: OrderedDict[tuple, Any] = OrderedDict()
 
     def _load(self, constraints):
-        if constraints is None or hasattr(constraints, "vocab"):
+        if constraints is None:
+            return None
+        if hasattr(constraints, "vocab"):
+            mine, theirs = self.decoder.vocab, constraints.vocab
+            if mine.fingerprint != theirs.fingerprint and mine.token_bytes != theirs.token_bytes:
+                raise TokenizerMismatchError(f"the constraints were compiled for another tokenizer ({theirs.describe()}) "
+                                             f"than the model's ({mine.describe()}): recompile them for this model")
             return constraints
         if isinstance(constraints, (str, os.PathLike)):
             dec = self.decoder

@@ -8,6 +8,16 @@ import torch
 WORDS = ["a", "cat", "dog", "the", "sat", "on", "mat", "and", "ran"]
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """One thread, as in each 1-CPU Ray actor: on a busy 2-core machine two threads of a tiny
+    model are an order of magnitude slower than one."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory):
     from tokenizers import ByteLevelBPETokenizer

@@ -81,7 +81,8 @@ def test_ctrl_c_keeps_finished_shards_and_exits_130(model_dir, words_artifact, t
     write_jsonl(tmp_path / "in.jsonl", make_rows(400))
     out = tmp_path / "out"
     args = batch_args(model_dir, words_artifact, tmp_path / "in.jsonl", out)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ, OMP_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.Popen([sys.executable, "-m", "fstbeam.cli", *args], stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 120
     while not list(out.glob("rows-*.jsonl")) and time.monotonic() < deadline and proc.poll() is None:

@@ -81,6 +81,17 @@ def test_batch_on_ray_equals_in_process_and_resumes(ray_cluster, model_dir, word
     assert [o["id"] for o in out] == list(range(24)) and "zebra" in out[7]["error"]
 
 
+def test_an_artifact_for_another_tokenizer_fails_before_any_actor_starts(ray_cluster, model_dir, tmp_path, capsys):
+    import fstbeam
+
+    other = fstbeam.Vocab.from_dict({1: "a", 2: "b", 3: " "}, eos_ids=[0], width=4)
+    fstbeam.compile_constraints(tokenizer=other, words=["a", "b"]).save(tmp_path / "other.fstbeam")
+    write_jsonl(tmp_path / "in.jsonl", make_rows(2))
+    args = batch_args(model_dir, tmp_path / "other.fstbeam", tmp_path / "in.jsonl", tmp_path / "out", "--ray-address", "auto")
+    assert main(args) == 2
+    assert "tokenizer" in capsys.readouterr().err
+
+
 def _actor_pids() -> list[int]:
     """Processes of our decoding actors (Ray titles them after the actor class)."""
     pids = []

@@ -78,3 +78,16 @@ def test_row_phrases_add_to_the_shared_phrases(model_dir, words_artifact):
         check_constraints(more, {"phrases": ["cat", "dog"]})
     [clash] = w.decode_rows([{"prompt": "a", "prefix": " the"}])
     assert clash["error"] is None  # the shared set has no prefix: the row's applies
+
+
+def test_constraints_for_another_tokenizer_are_refused(model_dir, tmp_path):
+    import fstbeam
+    from fstbeam.errors import TokenizerError, TokenizerMismatchError
+
+    other = fstbeam.Vocab.from_dict({1: "a", 2: "b", 3: " "}, eos_ids=[0], width=4)
+    cc = fstbeam.compile_constraints(tokenizer=other, words=["a", "b"])
+    with pytest.raises(TokenizerMismatchError, match="another tokenizer"):
+        DecodeWorker(model=str(model_dir), constraints=cc, device="cpu")
+    cc.save(tmp_path / "other.fstbeam")
+    with pytest.raises((TokenizerMismatchError, TokenizerError)):
+        DecodeWorker(model=str(model_dir), constraints=str(tmp_path / "other.fstbeam"), device="cpu")
