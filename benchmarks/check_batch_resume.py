@@ -1,7 +1,7 @@
 """End-to-end check of ``fstbeam batch``: a 1,000-row JSONL file with per-row phrases, decoded
-in-process and on a local Ray cluster (2 actors) that is interrupted midway (SIGINT to the
-command) and rerun; the Ray output must equal the in-process output row for row, with no row
-lost or doubled. A tiny random-weight model keeps it to minutes on a CPU.
+in-process and on a local Ray cluster: the Ray run (1 actor) is interrupted midway (SIGINT to the
+command, or SIGKILL) and rerun (2 actors); the Ray output must equal the in-process output row
+for row, with no row lost or doubled. A tiny random-weight model keeps it to minutes on a CPU.
 
     python benchmarks/check_batch_resume.py [--rows 1000] [--kill-after 5] [--signal INT|KILL]
 """
