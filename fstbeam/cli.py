@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     out = g.add_argument_group("output")
     out.add_argument("--jsonl", action="store_true", help="one JSON object per prompt")
     out.add_argument("-q", "--quiet", action="store_true", help="only the generated text")
+    from .batch_cli import add_batch_parser
+
+    add_batch_parser(sub)
     return p
 
 
@@ -182,6 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "generate":
             return _generate(args)
+        if args.command == "batch":
+            from .batch_cli import run
+
+            return run(args)
     except KeyboardInterrupt:
         sys.stdout.flush()
         print("fstbeam generate: interrupted (results printed so far are complete)", file=sys.stderr)

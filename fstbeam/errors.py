@@ -56,3 +56,8 @@ class DisallowedTokenError(Error, ValueError):
 
 class CacheError(Error, OSError):
     """fstbeam's cache folder ($FSTBEAM_CACHE) cannot be used (not a directory, not writable)."""
+
+
+class BatchError(Error, ValueError):
+    """A batch job cannot run: bad input file or column, an output folder of another job, or a
+    missing optional dependency (Ray, pyarrow)."""

@@ -1,0 +1,134 @@
+"""``fstbeam batch``: decode a file of prompts into resumable, sharded JSONL output.
+
+    fstbeam batch --input prompts.jsonl --output out/ --constraints a1.fstbeam --format qa
+    fstbeam batch --input prompts.parquet --output out/ --constraints a1.fstbeam --ray-address auto --concurrency 8
+
+Without ``--ray-address`` it runs in-process; with it, on a Ray cluster (``local`` starts one on
+this machine). Rerunning the same command resumes: written shards are skipped. Exit codes: 0
+every row satisfied, 1 some row has ``error`` or ``satisfied=false``, 2 usage or input error,
+3 the job failed (e.g. Ray gave up retrying), 130 interrupted; finished shards are kept.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["add_batch_parser", "run"]
+
+#: Prompt templates by name (as for ``fstbeam generate``).
+TEMPLATES = {"qa": "Question: {prompt}\nAnswer:"}
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {v})")
+    return v
+
+
+def _nonempty(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty value is not allowed")
+    return text
+
+
+def add_batch_parser(sub) -> argparse.ArgumentParser:
+    b = sub.add_parser("batch", help="decode a .jsonl/.parquet file of prompts into resumable sharded output",
+                       description="Decode every row of a file (columns: prompt, optional id, phrases, avoid, prefix) "
+                                   "into JSONL shards named by row range. Rerun the same command to resume.")
+    b.add_argument("--input", required=True, type=_nonempty, metavar="FILE", help="prompts: .jsonl or .parquet")
+    b.add_argument("--output", required=True, type=_nonempty, metavar="DIR", help="output folder (shards + _job.json)")
+    b.add_argument("--constraints", type=_nonempty, metavar="ARTIFACT",
+                   help="shared compiled constraints (compile-constraints compile ... -o FILE); rows add their own "
+                        "phrases, avoid and prefix on top")
+    r = b.add_argument_group("where it runs")
+    r.add_argument("--ray-address", type=_nonempty, metavar="ADDR",
+                   help="run on Ray: 'auto' (the cluster `ray start` made), 'local' (start one here) or HOST:PORT; "
+                        "without it, in-process")
+    r.add_argument("--concurrency", type=_positive, default=1, help="Ray actors, one model each (default 1)")
+    r.add_argument("--cpus-per-actor", type=float, default=1.0, help="CPUs Ray reserves per actor (default 1)")
+    r.add_argument("--gpus-per-actor", type=float, default=0.0, help="GPUs Ray reserves per actor (default 0)")
+    r.add_argument("--shard-size", type=_positive, default=1000, help="input rows per output shard (default 1000)")
+    r.add_argument("--rows-per-task", type=_positive, default=64,
+                   help="rows given to one actor call, streamed through the decoder (default 64)")
+    m = b.add_argument_group("model and search")
+    m.add_argument("--model", type=_nonempty, metavar="PATH", help="model folder (default: Gemma 3 270M)")
+    m.add_argument("--tokenizer", type=_nonempty, metavar="PATH", help="tokenizer (default: the model's)")
+    m.add_argument("--device", default="auto", help="cpu, cuda or auto (default)")
+    m.add_argument("--format", default="auto", metavar="raw|chat|auto|qa|TEMPLATE", help="prompt format (as for generate)")
+    m.add_argument("--beam", type=_positive, default=5, help="beam size (default 5)")
+    m.add_argument("--max-new-tokens", type=_positive, default=64, help="length limit (default 64)")
+    m.add_argument("--length-reward", type=float, default=None, metavar="R", help="bounded length reward per token")
+    m.add_argument("--batch-size", type=_positive, default=8, help="inputs decoded together per model (default 8)")
+    m.add_argument("--stop-at-newline", action="store_true", help="end an output at a newline")
+    b.add_argument("-q", "--quiet", action="store_true", help="no progress, only the final line")
+    return b
+
+
+def _job(args):
+    from .distributed.job import BatchJob
+    from .distributed.ray_data import worker_config
+
+    opts = dict(beam_size=args.beam, max_new_tokens=args.max_new_tokens)
+    if args.length_reward is not None:
+        opts["length_reward"] = args.length_reward
+    cons = str(Path(args.constraints).resolve()) if args.constraints else None
+    model = str(Path(args.model).resolve()) if args.model and Path(args.model).exists() else args.model
+    cfg = worker_config(cons, model=model, tokenizer=args.tokenizer, device=args.device,
+                        prompt_format=TEMPLATES.get(args.format, args.format), stop_at_newline=args.stop_at_newline,
+                        decode_batch_size=args.batch_size, **opts)
+    return BatchJob(Path(args.input), Path(args.output), cfg, shard_size=args.shard_size, rows_per_task=args.rows_per_task,
+                    ray_address=args.ray_address, concurrency=args.concurrency, num_cpus=args.cpus_per_actor,
+                    num_gpus=args.gpus_per_actor)
+
+
+def run(args) -> int:
+    from .distributed.job import run_batch
+    from .distributed.progress import Progress
+    from .errors import Error
+
+    if args.constraints and not Path(args.constraints).is_file():
+        print(f"fstbeam batch: no artifact at {args.constraints}: compile one with "
+              f"`compile-constraints compile ... -o {args.constraints}`", file=sys.stderr)
+        return 2
+    job = _job(args)
+    progress = None
+    if args.quiet:
+        progress = _Silent()
+    try:
+        summary = run_batch(job, progress=progress)
+    except KeyboardInterrupt:
+        done = sum(1 for _ in job.output.glob("rows-*.jsonl")) if job.output.is_dir() else 0
+        print(f"fstbeam batch: interrupted; {done} shard(s) kept in {job.output}; rerun the same command to resume",
+              file=sys.stderr)
+        return 130
+    except (Error, ValueError, OSError, TypeError) as exc:
+        print(f"fstbeam batch: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - e.g. Ray gave up retrying: say so, keep what is done
+        print(f"fstbeam batch: the job failed ({_cause(exc)}); finished shards are kept in {job.output}; "
+              "rerun the same command to resume", file=sys.stderr)
+        return 3
+    skipped = f" ({summary.skipped_shards} already there)" if summary.skipped_shards else ""
+    print(f"fstbeam batch: {summary.rows} rows in {summary.shards} shard(s){skipped} in {job.output}; "
+          f"{summary.bad_rows} with an error or unsatisfied", file=sys.stderr)
+    return 1 if summary.bad_rows else 0
+
+
+def _cause(exc: BaseException) -> str:
+    """The root cause of a (Ray) error in one line: Ray wraps it in a traceback of its own."""
+    lines = [x.strip() for x in str(exc).strip().splitlines() if x.strip()]
+    first = f"{type(exc).__name__}: {lines[0] if lines else ''}"
+    return first[:200] + (f" ... {lines[-1][:300]}" if len(lines) > 1 else "")
+
+
+class _Silent:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,66 @@
+"""Progress of a batch job on stderr: rows done / total, rows per second, time left.
+
+A tqdm bar on a terminal; otherwise (a log file, a CI job) one plain line every ``interval``
+seconds and at the end. Rows already written by an earlier run count as done but not in the rate.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+__all__ = ["Progress", "format_eta"]
+
+
+def format_eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    s = int(round(seconds))
+    h, rem = divmod(s, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+class Progress:
+    def __init__(self, total: int, done: int = 0, *, stream=None, interval: float = 10.0, bar: bool | None = None):
+        self.total, self.done, self.start_done = total, done, done
+        self.stream = stream if stream is not None else sys.stderr
+        self.interval = interval
+        self.t0 = self.last = time.monotonic()
+        self.printed = None
+        use_bar = bar if bar is not None else bool(getattr(self.stream, "isatty", lambda: False)())
+        self.bar = None
+        if use_bar:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, initial=done, unit="row", file=self.stream, dynamic_ncols=True, smoothing=0.1)
+
+    def rate(self) -> float:
+        dt = time.monotonic() - self.t0
+        return (self.done - self.start_done) / dt if dt > 0 else 0.0
+
+    def line(self) -> str:
+        rate = self.rate()
+        eta = (self.total - self.done) / rate if rate > 0 else None
+        pct = 100.0 * self.done / self.total if self.total else 100.0
+        return (f"fstbeam batch: {self.done}/{self.total} rows ({pct:.1f}%), {rate:.2f} rows/s, "
+                f"ETA {format_eta(eta) if self.done < self.total else '0s'}")
+
+    def update(self, n: int) -> None:
+        self.done += n
+        if self.bar is not None:
+            self.bar.update(n)
+            return
+        now = time.monotonic()
+        if now - self.last >= self.interval:
+            self.last = now
+            self._print()
+
+    def _print(self) -> None:
+        self.printed = self.done
+        print(self.line(), file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        elif self.printed != self.done:
+            self._print()

@@ -1,0 +1,136 @@
+"""Ray Data: ``map_batches`` on an actor pool, one :class:`DecodeWorker` (one model) per actor.
+
+Ray schedules, retries and restarts; nothing here is a scheduler. An actor that dies is
+restarted (``max_restarts``) and its in-flight batch is run again (``max_task_retries``).
+"""
+from __future__ import annotations
+
+import json
+import warnings
+from typing import Any
+
+from ..errors import BatchError
+from .rows import OUTPUT_COLUMNS
+from .worker import DecodeWorker
+
+__all__ = ["generate_dataset", "require_ray", "map_rows", "WIRE_ROW", "WIRE_JSON"]
+
+#: Columns of the batch command's wire format: the input row number and the row as JSON text
+#: (JSON keeps rows whose columns have mixed types, which Arrow would refuse).
+WIRE_ROW, WIRE_JSON = "_row", "_json"
+
+
+def require_ray():
+    try:
+        import ray
+        import ray.data  # noqa: F401
+    except ImportError:
+        raise BatchError("Ray is not installed: pip install 'fstbeam[ray]' (or run without --ray-address, in-process)") from None
+    return ray
+
+
+class _RayWorker:
+    """The actor's callable: Arrow batch in, Arrow batch out."""
+
+    def __init__(self, config: dict, wire: str):
+        self.worker = DecodeWorker(**config)
+        self.wire = wire
+
+    def __call__(self, table):
+        import pyarrow as pa
+
+        if self.wire == "json":
+            rows = [json.loads(s) for s in table.column(WIRE_JSON).to_pylist()]
+            out = self.worker.decode_rows(rows)
+            return pa.table({WIRE_ROW: table.column(WIRE_ROW),
+                             WIRE_JSON: pa.array([json.dumps(o, ensure_ascii=False) for o in out], pa.string())})
+        return _to_arrow(self.worker.decode_rows(table.to_pylist()))
+
+
+def _actor_class(config: dict, wire: str):
+    """The actor class with its settings inside (pickled with the class), so Ray keeps no
+    constructor arguments in the object store that a restarted actor would need back."""
+
+    class FstbeamDecoder(_RayWorker):
+        def __init__(self):
+            super().__init__(config, wire)
+
+    return FstbeamDecoder
+
+
+def _to_arrow(rows: list[dict]):
+    import pyarrow as pa
+
+    types = {"prompt": pa.string(), "text": pa.string(), "satisfied": pa.bool_(), "phrases_met": pa.list_(pa.bool_()),
+             "score": pa.float64(), "logprob": pa.float64(), "finish_reason": pa.string(), "error": pa.string()}
+    cols = {c: pa.array([r[c] for r in rows], types.get(c)) for c in OUTPUT_COLUMNS}
+    return pa.table(cols)
+
+
+def map_rows(ds, config: dict, *, wire: str, concurrency: int, batch_size: int, num_cpus: float = 1,
+             num_gpus: float = 0, max_restarts: int = 3, max_task_retries: int = 3):
+    """``ds.map_batches`` on a pool of ``concurrency`` decoding actors (lazy)."""
+    ray = require_ray()
+    if not isinstance(concurrency, int) or concurrency < 1:
+        raise BatchError(f"concurrency must be a positive integer (got {concurrency!r})")
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise BatchError(f"batch_size must be a positive integer (got {batch_size!r})")
+    with warnings.catch_warnings():
+        # Ray 2.60 names max_restarts / max_task_retries "ray_remote_args" and warns; they are
+        # still the actor pool's retry settings.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings("ignore", message=".*ray_remote_args.*")
+        return ds.map_batches(
+            _actor_class(config, wire), batch_size=batch_size,
+            batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=concurrency), num_cpus=num_cpus,
+            **({"num_gpus": num_gpus} if num_gpus else {}), max_restarts=max_restarts, max_task_retries=max_task_retries,
+        )
+
+
+def generate_dataset(ds, constraints=None, *, model=None, concurrency: int = 1, batch_size: int = 64,
+                     num_cpus: float = 1, num_gpus: float = 0, max_restarts: int = 3, max_task_retries: int = 3,
+                     tokenizer=None,
+                     device: str = "auto", prompt_format: str = "auto", stop_at_newline: bool = False,
+                     decode_batch_size: int | None = None, **search_options: Any):
+    """Decode every row of a Ray Dataset; returns a lazy ``ray.data.Dataset`` of output rows.
+
+    Input columns: ``prompt`` (text), optional ``id``, ``phrases`` / ``avoid`` (lists of text)
+    and ``prefix`` (per-row constraints, on top of ``constraints``). Output columns:
+    ``id, prompt, text, satisfied, phrases_met, score, logprob, finish_reason, error``; a row that
+    cannot be decoded has ``error`` set and is never dropped.
+
+    ``constraints``: ``None``, an artifact path (each actor loads it and checks its tokenizer
+    fingerprint) or a ``CompiledConstraints``. ``model``: ``None`` (the default model) or a path
+    every actor can read. ``concurrency``: actors (model replicas), each with ``num_cpus`` and
+    ``num_gpus`` (``device="auto"`` then picks the actor's GPU); ``max_restarts`` /
+    ``max_task_retries``: how often Ray restarts a dead actor and reruns its batch;
+    ``batch_size``: rows per actor call, which stream through ``Decoder.stream``;
+    ``decode_batch_size``: inputs the decoder runs together (its ``batch_size`` option).
+    Other keywords are search options of ``Decoder.generate`` (``beam_size``, ...).
+    """
+    config = worker_config(constraints, model=model, tokenizer=tokenizer, device=device, prompt_format=prompt_format,
+                           stop_at_newline=stop_at_newline, decode_batch_size=decode_batch_size, **search_options)
+    extra = set(ds.columns() or ()) - {"id", "prompt", "phrases", "avoid", "prefix"}
+    if "prompt" not in (ds.columns() or ()):
+        raise BatchError(f"the dataset has no 'prompt' column (columns: {ds.columns()}): name the prompt column 'prompt'")
+    if extra:
+        raise BatchError(f"unknown column(s) {sorted(extra)}: a row may have id, prompt, phrases, avoid and prefix "
+                         "(select or rename the columns first)")
+    return map_rows(ds, config, wire="columns", concurrency=concurrency, batch_size=batch_size, num_cpus=num_cpus,
+                    num_gpus=num_gpus, max_restarts=max_restarts, max_task_retries=max_task_retries)
+
+
+def worker_config(constraints=None, *, model=None, tokenizer=None, device="auto", prompt_format="auto",
+                  stop_at_newline=False, decode_batch_size=None, **search_options) -> dict:
+    """The keyword arguments of :class:`DecodeWorker` (what travels to each actor)."""
+    cfg = dict(model=model, tokenizer=tokenizer, constraints=_portable(constraints), device=device,
+               prompt_format=prompt_format, stop_at_newline=stop_at_newline, **search_options)
+    if decode_batch_size is not None:
+        cfg["batch_size"] = decode_batch_size
+    return cfg
+
+
+def _portable(constraints):
+    import os
+
+    return os.fspath(constraints) if isinstance(constraints, os.PathLike) else constraints
