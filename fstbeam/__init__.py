@@ -14,6 +14,7 @@ _LAZY = {
     "with_request": ("fstbeam.compiler.compile", "with_request"),
     "CompiledConstraints": ("fstbeam.compiler.compiled", "CompiledConstraints"),
     "Phrase": ("fstbeam.compiler.spec", "Phrase"),
+    "AnyOf": ("fstbeam.compiler.alternatives", "AnyOf"),
     "load_constraints": ("fstbeam.compiler.artifact", "load_constraints"),
     "Vocab": ("fstbeam.compiler.vocab", "Vocab"),
     "load_vocab": ("fstbeam.compiler.vocab", "load_vocab"),

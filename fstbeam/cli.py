@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from .compiler.cli import add_constraint_flags, parse_params
+from .compiler.cli import add_constraint_flags, parse_params, phrase_items
 
 __all__ = ["main", "build_parser"]
 
@@ -86,8 +86,8 @@ def _constraints(args, decoder):
     if args.leading_space and not hard:
         raise ValueError("--leading-space applies to a word list or grammar (--words, --cefr or --grammar)")
     return compile_constraints(
-        words=args.words, cefr=args.cefr, phrases=args.phrase, avoid=args.avoid, prefix=args.prefix,
-        grammar=args.grammar, grammar_params=parse_params(args.param) or None,
+        words=args.words, cefr=args.cefr, phrases=phrase_items(args), avoid=args.avoid, prefix=args.prefix,
+        grammar=args.grammar, ordered=args.ordered, grammar_params=parse_params(args.param) or None,
         tokenizer=decoder.tokenizer if args.canonical else decoder.vocab, canonical=args.canonical, leading_space=hard and lead,
     )
 

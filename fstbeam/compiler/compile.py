@@ -157,8 +157,12 @@ def _hard_dfa(char_fst: bytes | None, key: str) -> CharDFA:
     return hit
 
 
-def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix) -> None:
-    """Raise UnsatisfiableConstraintError naming the parts that conflict (docs/compiler.md)."""
+def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix, *, ordered: int = 0) -> None:
+    """Raise UnsatisfiableConstraintError naming the parts that conflict (docs/compiler.md).
+    ``ordered``: the first ``ordered`` phrases must occur in order (``compiler.ordered``)."""
+    from .alternatives import is_general
+    from .ordered import check_items
+
     base_name = base_name or "the output"
     start = (prefix or "").encode("utf-8")
     if prefix is not None and hard.run(start) < 0:
@@ -168,7 +172,12 @@ def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix) -> None:
             ("prefix", base_name),
         )
     with_prefix = " after the prefix" if prefix else ""
+    if ordered > 1:
+        check_items(hard, base_name, phrases[:ordered], ordered=True, prefix=prefix)
+    check_items(hard, base_name, phrases, ordered=False, prefix=prefix)
     for p in phrases:
+        if is_general(p):
+            continue
         if prefix is None:  # a local check: run the phrase from every state it may start in
             ok = phrase_possible(hard, p.text, word_boundary=p.word_boundary, case_sensitive=p.case_sensitive)
         else:  # the phrase may overlap the prefix: search (hard, phrase) state pairs
@@ -201,6 +210,7 @@ def compile_constraints(
     case_variants: bool = True,
     digits: bool = True,
     leading_space: bool = False,
+    ordered: bool = False,
     progress: bool = False,
 ) -> CompiledConstraints:
     """Compile constraints for ``tokenizer`` (a HF tokenizer, a path, ``"default"`` or a Vocab).
@@ -213,6 +223,9 @@ def compile_constraints(
     ``case_variants``: also allow Title and UPPER forms of listed words; ``digits``: also allow
     numbers written in digits between the words. ``leading_space``: the output may start with one
     space before the word list's or grammar's text (as a continuation of "Answer:" naturally does).
+    A ``phrases`` item may be an ``AnyOf`` (or a nested list): met when any alternative occurs.
+    ``ordered=True``: the ``phrases`` items (not a grammar's) must occur in the given order,
+    without overlapping (docs/terminology.md).
     """
     stages = _Stages(progress)
     try:
@@ -220,14 +233,17 @@ def compile_constraints(
             vocab = load_vocab(tokenizer)
         wl = _words_spec(words, cefr)
         g_lang, g_phr, g_avoid, g_desc, g_hash = _grammar_language(grammar, grammar_params)
-        phr = as_phrases(phrases, "phrases") + as_phrases(g_phr, f"grammar {grammar}")
-        avd = as_phrases(avoid, "avoid") + as_phrases(g_avoid, f"grammar {grammar}")
+        user = as_phrases(phrases, "phrases")
+        n_ordered = _ordered_count(ordered, user)
+        phr = user + as_phrases(g_phr, f"grammar {grammar}")
+        avd = as_phrases(avoid, "avoid", flatten=True) + as_phrases(g_avoid, f"grammar {grammar}", flatten=True)
         if prefix is not None and (not isinstance(prefix, str) or prefix == ""):
             raise SpecError("prefix= must be non-empty text (or None for no prefix)")
         spec = ConstraintSpec(
             words=wl, cefr=str(cefr).upper() if cefr else None, phrases=phr, avoid=avd, prefix=prefix,
             grammar=g_desc, grammar_hash=g_hash, canonical=canonical,
-            extra={"case_variants": case_variants, "digits": digits, **({"leading_space": True} if leading_space else {})},
+            extra={"case_variants": case_variants, "digits": digits, **({"leading_space": True} if leading_space else {}),
+                   **({"ordered": True} if n_ordered else {})},
         )
         hard_fst, hard_desc = None, None
         if wl is not None:
@@ -278,46 +294,69 @@ def compile_constraints(
                 char_fst = _fst_bytes(hard_fst)
                 char_state = fsa.char_state
         with stages("check"):
-            _check_request(dfa, hard_desc, phr, avd, prefix)
+            _check_request(dfa, hard_desc, phr, avd, prefix, ordered=n_ordered)
         cc = CompiledConstraints(
             vocab=vocab, hard=hard, spec=spec.describe(), spec_hash=spec.spec_hash(),
             token_fst=token_fst, char_fst=char_fst, char_state=char_state,
         )
         with stages("phrases"):
-            cc = _attach_light(cc, phr, avd, prefix)
+            cc = _attach_light(cc, phr, avd, prefix, ordered=n_ordered)
         return replace(cc, stats={"seconds": stages.timings})
     finally:
         stages.close()
 
 
-def _attach_light(cc: CompiledConstraints, phrases, avoid, prefix) -> CompiledConstraints:
+def _ordered_count(ordered, user) -> int:
+    """How many leading phrases are ordered: all the user's with ``ordered=True``, else none."""
+    if not isinstance(ordered, bool):
+        raise SpecError(f"ordered= must be True or False, not {ordered!r}")
+    return len(user) if ordered and len(user) > 1 else 0
+
+
+def _attach_light(cc: CompiledConstraints, phrases, avoid, prefix, *, ordered: int = 0) -> CompiledConstraints:
     if not phrases and not avoid and prefix is None:
         return cc
-    from .light import compile_avoid, compile_phrase, compile_prefix
+    from .light import compile_avoid, compile_prefix
+    from .ordered import compile_must_include
     from .token_index import TokenIndex
 
     index = TokenIndex.for_vocab(cc.vocab)
     opts = lambda p: dict(word_boundary=p.word_boundary, case_sensitive=p.case_sensitive)  # noqa: E731
+    n_user = ordered or len(phrases)
     return replace(
         cc,
-        phrases=tuple(compile_phrase(p.text, index, **opts(p)) for p in phrases),
+        phrases=compile_must_include(phrases[:n_user], phrases[n_user:], index, ordered=bool(ordered)),
         avoid=tuple(compile_avoid(p.text, index, **opts(p)) for p in avoid),
         prefix=compile_prefix(prefix, index) if prefix is not None else None,
     )
 
 
 def with_request(
-    cc: CompiledConstraints, *, phrases=(), avoid=(), prefix: str | None = None, check: bool = True
+    cc: CompiledConstraints, *, phrases=(), avoid=(), prefix: str | None = None, ordered: bool = False,
+    check: bool = True,
 ) -> CompiledConstraints:
-    """Per-request constraints on top of a compiled word list/grammar (shares its tables)."""
-    phr, avd = as_phrases(phrases, "phrases"), as_phrases(avoid, "avoid")
+    """Per-request constraints on top of a compiled word list/grammar (shares its tables).
+    ``phrases`` items may be ``AnyOf`` objects or nested lists; ``ordered`` as in
+    :func:`compile_constraints`."""
+    phr, avd = as_phrases(phrases, "phrases"), as_phrases(avoid, "avoid", flatten=True)
+    n_ordered = _ordered_count(ordered, phr)
     if check:
         hard = _hard_dfa(cc.char_fst, cc.spec_hash)
-        _check_request(hard, "the compiled constraints" if cc.char_fst else None, phr, avd, prefix)
-    spec = dict(cc.spec, phrases=[p.text for p in phr], avoid=[p.text for p in avd], prefix=prefix)
-    h = hashlib.sha256((cc.spec_hash + repr((spec["phrases"], spec["avoid"], prefix))).encode()).hexdigest()
+        _check_request(hard, "the compiled constraints" if cc.char_fst else None, phr, avd, prefix, ordered=n_ordered)
+    spec = dict(cc.spec, phrases=[_spec_text(p) for p in phr], avoid=[p.text for p in avd], prefix=prefix)
+    if n_ordered:
+        spec["ordered"] = True
+    h = hashlib.sha256((cc.spec_hash + repr((spec["phrases"], spec["avoid"], prefix, bool(n_ordered)))).encode()).hexdigest()
     base = replace(cc, phrases=(), avoid=(), prefix=None, spec=spec, spec_hash=h)
-    return _attach_light(base, phr, avd, prefix)
+    return _attach_light(base, phr, avd, prefix, ordered=n_ordered)
+
+
+def _spec_text(p):
+    """How a phrase is recorded in the spec: its text, or the list of an AnyOf's alternatives."""
+    alts = getattr(p, "alternatives", None)
+    if alts is not None:
+        return list(alts)
+    return p.text + (" (sentence case)" if getattr(p, "sentence_case", False) else "")
 
 
 def _canonical_tokens(tokenizer, vocab: Vocab, wl: WordList | None) -> np.ndarray:

@@ -286,6 +286,10 @@ class LightAutomaton:
     token_class: np.ndarray = field(default=None, repr=False)  # int8 [V], shared with the index
     char_dfa: CharDFA | None = field(default=None, repr=False)
     char_state: np.ndarray | None = field(default=None, repr=False)  # int32 [n]: char DFA state of each state
+    # AnyOf / ordered / sentence-case automata (compiler.alternatives): the top progress, and the
+    # items as JSON. 0 and "" for one literal (artifacts written before they existed).
+    max_progress: int = 0
+    items: str = ""
 
     TABLE_FIELDS = ("final", "progress", "default_next", "exc_key", "exc_next", "adv_ptr", "adv_tokens")
 
@@ -299,8 +303,9 @@ class LightAutomaton:
 
     @property
     def length(self) -> int:
-        """Progress of a met phrase / consumed prefix: the literal's length in bytes."""
-        return len(self.literal)
+        """Progress of a met phrase / consumed prefix: the literal's length in bytes (for AnyOf
+        and ordered automata, ``max_progress``)."""
+        return self.max_progress or len(self.literal)
 
     def tables(self) -> dict[str, np.ndarray]:
         """The arrays of the table contract (``start`` is the scalar ``self.start``)."""
