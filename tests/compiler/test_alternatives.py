@@ -79,7 +79,7 @@ def items(draw, max_items=3):
     return out
 
 
-TEXT_UNITS = [b"a", b"b", b"c", b" ", b".", b"A", b"1", b"!", "é".encode(), b"\n", b"B", b"x"]
+TEXT_UNITS = [b"a", b"b", b"c", b" ", b".", b"?", b"A", b"1", b"!", "é".encode(), b"\n", b"B", b"x"]
 outputs = st.lists(st.sampled_from(TEXT_UNITS), max_size=12).map(b"".join)
 
 
@@ -130,6 +130,8 @@ CASES = [
     ([AnyOf("York", "Yorkey")], False, "Yorke", False),
     ([Phrase("the hero", sentence_case=True)], False, "The hero came.", True),  # start of the output
     ([Phrase("the hero", sentence_case=True)], False, "Yes. The hero", True),  # after a full stop
+    ([Phrase("the hero", sentence_case=True)], False, "Why?\n  The hero", True),  # ? and white space
+    ([Phrase("the hero", sentence_case=True)], False, "Yes!The hero", True),  # no space needed
     ([Phrase("the hero", sentence_case=True)], False, "Yes,  The hero", False),  # mid-sentence capital
     ([Phrase("the hero", sentence_case=True)], False, "yes the hero", True),  # the exact form anywhere
     ([Phrase("the hero")], False, "The hero", False),  # the default stays exact
