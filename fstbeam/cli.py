@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from .compiler.cli import add_constraint_flags, parse_params, phrase_items
+from .inputs import is_jsonl
 
 __all__ = ["main", "build_parser"]
 
@@ -29,7 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     g = sub.add_parser("generate", help="generate text for prompts under constraints")
     g.add_argument("prompts", nargs="*", metavar="PROMPT", help="prompt text (or use --file)")
-    g.add_argument("--file", metavar="FILE", help="prompts, one per line ('-' = stdin)")
+    g.add_argument("--file", metavar="FILE",
+                   help="prompts, one per line ('-' = stdin); a .jsonl file holds one JSON object per line with the "
+                        "prompt and its own phrases/avoid/prefix (docs/terminology.md)")
     src = g.add_argument_group("constraints (an artifact, or the compile-constraints flags)")
     src.add_argument("--constraints", metavar="ARTIFACT", help="compiled artifact from compile-constraints")
     add_constraint_flags(src)
@@ -60,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _read_prompts(args) -> list[str]:
     prompts = list(args.prompts)
-    if args.file:
+    if args.file and not is_jsonl(args.file):
         fh = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
         with fh:
             prompts += [line.rstrip("\n") for line in fh if line.strip()]
@@ -97,13 +100,19 @@ def _generate(args) -> int:
     from .runtime.decoder import Decoder
 
     prompts = _read_prompts(args)
-    if not prompts:
+    jsonl_in = bool(args.file) and is_jsonl(args.file)
+    if not prompts and not jsonl_in:
         print("fstbeam generate: no prompts (give PROMPT arguments or --file FILE)", file=sys.stderr)
         return 2
     fmt = TEMPLATES.get(args.format, args.format)
     try:
         decoder = Decoder(args.model, args.tokenizer, device=args.device, prompt_format=fmt)
         cc = _constraints(args, decoder)
+        constraints, lines, bad_lines = cc, None, 0
+        if jsonl_in:  # per-line constraints on top of the shared ones; bad lines reported, not decoded
+            prompts, constraints, lines, bad_lines = _jsonl_inputs(args.file, prompts, cc, decoder)
+            if not prompts:
+                return 2
         opts = dict(batch_size=args.batch_size)
         if args.stop_at_newline:
             opts["eos_ids"] = tuple(decoder.eos_ids) + decoder.newline_ids()
@@ -115,7 +124,7 @@ def _generate(args) -> int:
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # reported per result below
-            results = decoder.generate(prompts, cc, beam_size=args.beam, nbest=args.nbest,
+            results = decoder.generate(prompts, constraints, beam_size=args.beam, nbest=args.nbest,
                                        max_new_tokens=args.max_new_tokens, **opts)
     except (Error, ValueError, OSError, argparse.ArgumentTypeError) as exc:
         print(f"fstbeam generate: {exc}", file=sys.stderr)
@@ -125,7 +134,10 @@ def _generate(args) -> int:
     for r in results:
         bad += (not r.satisfied) or r.error is not None
         if args.jsonl:
-            print(json.dumps(r.to_dict(), ensure_ascii=False))
+            d = r.to_dict()
+            if lines is not None and lines[r.index] is not None:
+                d["line"] = lines[r.index]
+            print(json.dumps(d, ensure_ascii=False))
             continue
         if args.quiet:
             print(r.text.strip())
@@ -142,7 +154,18 @@ def _generate(args) -> int:
             print(f"    warning: {w}")
         if r.error:
             print(f"    error: {r.error}")
-    return 1 if bad else 0
+    return 2 if bad_lines else 1 if bad else 0
+
+
+def _jsonl_inputs(path, prompts, cc, decoder):
+    """(prompts, constraints, line numbers (None: a PROMPT argument), bad lines) for --file X.jsonl."""
+    from .inputs import read_inputs
+
+    inp = read_inputs(path, cc, decoder.vocab)
+    for msg in inp.errors:
+        print(f"fstbeam generate: {msg}", file=sys.stderr)
+    per = [cc] * len(prompts) + inp.constraints
+    return prompts + inp.prompts, per, [None] * len(prompts) + inp.lines, len(inp.errors)
 
 
 def _describe(args, cc) -> str:
