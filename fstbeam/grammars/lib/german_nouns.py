@@ -33,6 +33,7 @@ CLASSES = {
     "n-e": ("", "+G", "+es", "+e", "+e+N"),  # das Jahr, des Jahr(e)s, die Jahre
     "n-er": ("", "+G", "+es", "+U+er", "+U+er+N"),  # das Haus, des Hauses, die Häuser, den Häusern
     "m-0": ("", "+G", "+N"),  # der Lehrer, des Lehrers, die Lehrer, den Lehrern
+    "n-0": ("", "+G", "+N"),  # das Fenster, des Fensters, die Fenster, den Fenstern
     "m-0u": ("", "+G", "+U", "+U+N"),  # der Vater, des Vaters, die Väter, den Vätern
     "n-s": ("", "+G"),  # das Auto, des Autos, die Autos (one spelling: -s)
     "f-en": ("", "+en"),  # die Zeitung, die Zeitungen; die Lampe, die Lampen

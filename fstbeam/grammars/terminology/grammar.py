@@ -20,8 +20,8 @@ The forms column is either the forms themselves, comma-separated (``Haus, Hauses
 (``grammars/lib/inflection.py``) or a German noun class such as ``@n-er``
 (``grammars/lib/german_nouns.py``); in a multi-word term the last word is inflected. No forms
 column: the target term only. With ``source`` (the text being translated), only the rows whose
-source term occurs in it are required (case-insensitive, starting a word: "house" also finds
-"houses").
+source term occurs in it are required (case-insensitive, at word boundaries, as written or in
+its English plural: "city" also finds "cities").
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from typing import Literal
 
 from fstbeam.errors import GrammarError
 from fstbeam.grammars import GrammarParts
-from fstbeam.grammars.lib.phrases import is_word_char, occurs
+from fstbeam.grammars.lib.phrases import occurs
 from fstbeam.grammars.lib.tsv import read_tsv
 
 _DATA = Path(__file__).resolve().parent / "data"
@@ -103,7 +103,7 @@ def _termbase_phrases(path: Path, lang: str, source: str) -> list[tuple[str, ...
         src, target = row.fields[0].strip(), row.fields[1].strip()
         if not src or not target:
             raise GrammarError(f"{row.where}: empty source or target term")
-        if source and not _starts_a_word(source.lower(), src.lower()):
+        if source and not any(occurs(source.lower(), f) for f in _source_forms(src.lower())):
             continue
         spec = row.fields[2].strip() if len(row.fields) > 2 else ""
         try:
@@ -114,13 +114,14 @@ def _termbase_phrases(path: Path, lang: str, source: str) -> list[tuple[str, ...
     return out
 
 
-def _starts_a_word(text: str, term: str) -> bool:
-    i = text.find(term)
-    while i != -1:
-        if i == 0 or not is_word_char(text[i - 1]):
-            return True
-        i = text.find(term, i + 1)
-    return False
+def _source_forms(term: str) -> set[str]:
+    """The source term and its English plural (last word inflected): "city" also finds "cities"."""
+    head, _, last = term.rpartition(" ")
+    head = head + " " if head else ""
+    from fstbeam.grammars.lib.inflection import forms, read_irregular
+
+    plural = forms([last], "PL", read_irregular()) if last.isascii() and last.isalpha() else set()
+    return {term} | {head + f for f in plural}
 
 
 def _forms(target: str, spec: str, lang: str) -> tuple[str, ...]:
