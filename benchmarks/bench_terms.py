@@ -74,7 +74,7 @@ def fragment(text: str, known: set[str]) -> bool:
     for a, b in zip(low, low[1:]):
         if a != b and b.startswith(a):
             return True
-    return any(w not in known and not w.isdigit() for w in low)
+    return any(w not in known and w.casefold() not in known and not w.isdigit() for w in low)  # wordfreq folds ß
 
 
 def main(argv=None) -> int:
@@ -84,14 +84,10 @@ def main(argv=None) -> int:
     ap.add_argument("--max-new-tokens", type=int, default=32)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--out", default=str(HERE / "results" / "terms.json"))
+    ap.add_argument("--rescore", metavar="JSON", help="recompute the metrics from the outputs stored in JSON")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
-    import sacrebleu
     import torch
-    import wordfreq
-
-    import fstbeam
-    from fstbeam.runtime.decoder import Decoder
 
     rows = load_data(args.limit)
     forms = term_forms(rows)
@@ -102,13 +98,22 @@ def main(argv=None) -> int:
         raise SystemExit(f"references without an allowed term form: {missing}")
     print(f"{len(rows)} sentences, {n_terms} terms, {inflected} ({inflected / n_terms:.0%}) inflected in the reference")
 
+    prompts = [SHOTS + f"English: {r['source']}\nGerman:" for r in rows]
+    out = Path(args.out)
+    if args.rescore:
+        old = json.loads(Path(args.rescore).read_text(encoding="utf-8"))
+        n = old["timing"]["done"]  # a checkpoint holds the first n sentences
+        outs = {m: [o[m] for o in old["outputs"][:n]] for m in MODES}
+        report = dict(old, results=score(rows[:n], forms[:n], prompts[:n], outs, old["timing"]))
+        return write(report, out)
+
+    import fstbeam
+    from fstbeam.runtime.decoder import Decoder
+
     t0 = time.perf_counter()
     dec = Decoder(prompt_format="raw")
     load_s = time.perf_counter() - t0
     eos = tuple(dec.eos_ids) + dec.newline_ids()
-    known = set(wordfreq.top_n_list("de", 200_000))
-    prompts = [SHOTS + f"English: {r['source']}\nGerman:" for r in rows]
-    prompt_words = [{w.lower() for w in WORD.findall(p)} for p in prompts]
 
     def constraints(mode, i):
         if mode == "unconstrained":
@@ -135,7 +140,31 @@ def main(argv=None) -> int:
                 outs[mode][i] = r.text.strip()
                 satisfied[mode] += bool(r.satisfied)
         print(f"  {idx[-1] + 1}/{len(rows)} sentences done, {time.perf_counter() - t0:.0f} s", flush=True)
+        report = {
+            "benchmark": "bench_terms",
+            "config": {"sentences": len(rows), "terms": n_terms, "inflected_in_reference": inflected, "beam": args.beam,
+                       "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size,
+                       "model": "default (Gemma 3 270M)", "load_seconds": round(load_s, 1),
+                       "prompt": "two-shot 'English: ...\\nGerman: ...', stop at newline"},
+            "machine": {"platform": platform.platform(), "python": sys.version.split()[0], "torch": torch.__version__,
+                        "threads": torch.get_num_threads()},
+            "timing": {"wall": wall, "cpu": cpu, "satisfied": satisfied, "done": idx[-1] + 1},
+            "outputs": [{"source": r["source"], "reference": r["reference"], "terms": {k: list(v) for k, v in f.items()},
+                         **{m: outs[m][i] for m in MODES}} for i, (r, f) in enumerate(zip(rows, forms))],
+        }
+        write(report, out.with_suffix(".partial.json"), quiet=True)  # a checkpoint: --rescore it if needed
+    report["results"] = score(rows, forms, prompts, outs, report["timing"])
+    return write(report, out)
 
+
+def score(rows, forms, prompts, outs, timing) -> dict:
+    import sacrebleu
+    import wordfreq
+
+    known = set(wordfreq.top_n_list("de", 200_000))
+    prompt_words = [{w.lower() for w in WORD.findall(p)} for p in prompts]
+    n_terms = sum(len(f) for f in forms)
+    wall, cpu, satisfied = timing["wall"], timing["cpu"], timing["satisfied"]
     refs = [r["reference"] for r in rows]
     results = {}
     for mode in MODES:
@@ -154,21 +183,14 @@ def main(argv=None) -> int:
     for m, r in results.items():
         print(f"{m:<15}{r['term_accuracy']:>9.3f}{r['chrf']:>7.1f}{r['fragment_rate']:>10.3f}"
               f"{r['seconds_per_sentence_wall']:>8.2f}{r['seconds_per_sentence_cpu']:>7.2f}")
-    report = {
-        "benchmark": "bench_terms",
-        "config": {"sentences": len(rows), "terms": n_terms, "inflected_in_reference": inflected, "beam": args.beam,
-                   "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size, "model": "default (Gemma 3 270M)",
-                   "prompt": "two-shot 'English: ...\\nGerman: ...', stop at newline", "load_seconds": round(load_s, 1)},
-        "machine": {"platform": platform.platform(), "python": sys.version.split()[0], "torch": torch.__version__,
-                    "threads": torch.get_num_threads()},
-        "results": results,
-        "outputs": [{"source": r["source"], "reference": r["reference"], "terms": {k: list(v) for k, v in f.items()},
-                     **{m: outs[m][i] for m in MODES}} for i, (r, f) in enumerate(zip(rows, forms))],
-    }
-    out = Path(args.out)
+    return results
+
+
+def write(report: dict, out: Path, quiet: bool = False) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {out}")
+    if not quiet:
+        print(f"wrote {out}")
     return 0
 
 
