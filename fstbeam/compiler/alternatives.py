@@ -302,7 +302,8 @@ def _why_impossible(items, index: TokenIndex, ordered: bool, source: str) -> Uns
             )
     what = [i.text for i in items]
     return UnsatisfiableConstraintError(
-        f"the phrases {what}{where} can never be met {'in this order' if ordered else ''} with this tokenizer",
+        f"the phrases {what}{where} can never be met{' in this order' if ordered else ''} with this tokenizer: "
+        "check the texts" + (", or drop ordered=True" if ordered else ""),
         tuple(what),
     )
 
