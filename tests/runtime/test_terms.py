@@ -141,6 +141,7 @@ def test_generate_jsonl_per_line_constraints_and_bad_lines(model_dir, tmp_path, 
         {"prompt": "y", "phrases": ["zebra"]},
         {"prompt": "a", "avoid": ["cat"], "prefix": "the"},
         {"prompt": "z", "colour": "red"},
+        {"prompt": "on", "phrases": ["the cat"], "sentence_case": True},
     ]
     f = tmp_path / "inputs.jsonl"
     f.write_text("\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n", encoding="utf-8")
@@ -148,7 +149,7 @@ def test_generate_jsonl_per_line_constraints_and_bad_lines(model_dir, tmp_path, 
                  "--beam", "4", "--max-new-tokens", "10", "--jsonl"])
     cap = capsys.readouterr()
     out = [json.loads(line) for line in cap.out.splitlines()]
-    assert [o["line"] for o in out] == [1, 3, 6]  # the good lines, decoded and written in order
+    assert [o["line"] for o in out] == [1, 3, 6, 8]  # the good lines, decoded and written in order
     for n in (2, 4, 5, 7):
         assert f"{f}:{n}:" in cap.err, n  # each bad line named by its number
     assert "zebra" in cap.err and "not valid JSON" in cap.err and "colour" in cap.err
@@ -164,6 +165,16 @@ def test_generate_jsonl_per_line_constraints_and_bad_lines(model_dir, tmp_path, 
         assert any(has(t[: m.start()], "sat") for m in re.finditer("mat", t))
     if by[6]["satisfied"]:
         assert by[6]["text"].lstrip().startswith("the") and not has(by[6]["text"], "cat")
+    # each line decodes as the Python API decodes it alone, all constraints compiled at once
+    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.runtime.decoder import Decoder
+
+    dec = Decoder(str(model_dir), device="cpu")
+    for n, kw in ((1, dict(phrases=[["dog", "mat"]])), (3, dict(phrases=["sat", "mat"], ordered=True)),
+                  (6, dict(avoid=["cat"], prefix="the")), (8, dict(phrases=[Phrase("the cat", sentence_case=True)]))):
+        cc = compile_constraints(tokenizer=dec.vocab, words=str(words), leading_space=True, **kw)
+        [r] = dec.generate([lines[n - 1]["prompt"]], cc, beam_size=4, max_new_tokens=10)
+        assert r.text == by[n]["text"] and r.satisfied == by[n]["satisfied"], n
 
 
 # ---- seq2seq ---------------------------------------------------------------------------------
