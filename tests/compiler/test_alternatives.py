@@ -150,6 +150,18 @@ def test_cases(its, ordered, text, met):
     assert items_char_dfa(stages_of(its)).accepts(text.encode()) == met
 
 
+@pytest.mark.parametrize("its, ordered", [
+    ([Phrase("the hero", sentence_case=True)], False),  # white-space-only and .!? tokens are exceptions
+    ([AnyOf("New York", "New York City", sentence_case=True)], False),
+    ([Phrase("the", sentence_case=True), AnyOf("York", "New York")], True),
+])
+def test_every_transition_on_a_vocabulary_with_sentence_marks(its, ordered):
+    v = char_vocab()
+    a = compile_items(its, TokenIndex.for_vocab(v), ordered=ordered)
+    check_tables(a)
+    check_every_transition(a, v)
+
+
 def test_progress_is_the_best_over_the_alternatives():
     v = char_vocab()
     a = compile_items([AnyOf("New York", "New York City")], TokenIndex.for_vocab(v))
