@@ -16,7 +16,8 @@ import json
 import sys
 from pathlib import Path
 
-from .compiler.cli import add_constraint_flags, nonempty, parse_params, utf8_text
+from .compiler.cli import add_constraint_flags, nonempty, parse_params, phrase_items, utf8_text
+from .inputs import is_jsonl
 
 __all__ = ["main", "build_parser"]
 
@@ -29,7 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     g = sub.add_parser("generate", help="generate text for prompts under constraints")
     g.add_argument("prompts", nargs="*", type=utf8_text, metavar="PROMPT", help="prompt text (or use --file)")
-    g.add_argument("--file", type=nonempty, metavar="FILE", help="prompts, one per line ('-' = stdin)")
+    g.add_argument("--file", type=nonempty, metavar="FILE",
+                   help="prompts, one per line ('-' = stdin); a .jsonl file holds one JSON object per line with the "
+                        "prompt and its own phrases/avoid/prefix (docs/terminology.md)")
     src = g.add_argument_group("constraints (an artifact, or the compile-constraints flags)")
     src.add_argument("--constraints", type=nonempty, metavar="ARTIFACT", help="compiled artifact from compile-constraints")
     add_constraint_flags(src)
@@ -66,7 +69,7 @@ def _read_prompts(args) -> list[str]:
     from .textfile import decode_utf8, read_utf8
 
     prompts = list(args.prompts)
-    if args.file:
+    if args.file and not is_jsonl(args.file):  # a .jsonl file is read by _jsonl_inputs
         expect = "give a UTF-8 text file with one prompt per line ('-' = stdin)"
         if args.file == "-":
             text = decode_utf8(sys.stdin.buffer.read(), "prompt file <stdin>", DecodeError)
@@ -95,8 +98,8 @@ def _constraints(args, decoder):
     if args.leading_space and not hard:
         raise ValueError("--leading-space applies to a word list or grammar (--words, --cefr or --grammar)")
     return compile_constraints(
-        words=args.words, cefr=args.cefr, phrases=args.phrase, avoid=args.avoid, prefix=args.prefix,
-        grammar=args.grammar, grammar_params=parse_params(args.param) or None,
+        words=args.words, cefr=args.cefr, phrases=phrase_items(args), avoid=args.avoid, prefix=args.prefix,
+        grammar=args.grammar, ordered=args.ordered, grammar_params=parse_params(args.param) or None,
         tokenizer=decoder.tokenizer if args.canonical else decoder.vocab, canonical=args.canonical, leading_space=hard and lead,
     )
 
@@ -108,11 +111,17 @@ def _generate(args) -> int:
     fmt = TEMPLATES.get(args.format, args.format)
     try:
         prompts = _read_prompts(args)
-        if not prompts:
+        jsonl_in = bool(args.file) and is_jsonl(args.file)
+        if not prompts and not jsonl_in:
             print("fstbeam generate: no prompts (give PROMPT arguments or --file FILE)", file=sys.stderr)
             return 2
         decoder = Decoder(args.model, args.tokenizer, device=args.device, prompt_format=fmt)
         cc = _constraints(args, decoder)
+        constraints, lines, bad_lines = cc, None, 0
+        if jsonl_in:  # per-line constraints on top of the shared ones; bad lines reported, not decoded
+            prompts, constraints, lines, bad_lines = _jsonl_inputs(args.file, prompts, cc, decoder)
+            if not prompts:
+                return 2
         opts = dict(batch_size=args.batch_size)
         if args.stop_at_newline:
             opts["stop_at"] = "line"
@@ -120,15 +129,15 @@ def _generate(args) -> int:
             opts["length_reward"] = args.length_reward
             if args.length_ratio is not None:
                 opts["length_ratio"] = args.length_ratio
-        results = decoder.stream(prompts, cc, beam_size=args.beam, nbest=args.nbest,
+        results = decoder.stream(prompts, constraints, beam_size=args.beam, nbest=args.nbest,
                                  max_new_tokens=args.max_new_tokens, ordered=True, **opts)
-        return _print_results(args, cc, results)
+        return _print_results(args, cc, results, lines, bad_lines)
     except (Error, ValueError, OSError, argparse.ArgumentTypeError) as exc:
         print(f"fstbeam generate: {exc}", file=sys.stderr)
         return 2
 
 
-def _print_results(args, cc, results) -> int:
+def _print_results(args, cc, results, lines=None, bad_lines: int = 0) -> int:
     """Print each result as it finishes (flushed), so Ctrl-C keeps what is done."""
     import warnings
 
@@ -138,14 +147,28 @@ def _print_results(args, cc, results) -> int:
         warnings.simplefilter("ignore")  # reported per result below
         for r in results:
             bad += (not r.satisfied) or r.error is not None
-            _print_result(args, cc, r, what)
+            _print_result(args, cc, r, what, None if lines is None else lines[r.index])
             sys.stdout.flush()
-    return 1 if bad else 0
+    return 2 if bad_lines else 1 if bad else 0
 
 
-def _print_result(args, cc, r, what: str) -> None:
+def _jsonl_inputs(path, prompts, cc, decoder):
+    """(prompts, constraints, line numbers (None: a PROMPT argument), bad lines) for --file X.jsonl."""
+    from .inputs import read_inputs
+
+    inp = read_inputs(path, cc, decoder.vocab)
+    for msg in inp.errors:
+        print(f"fstbeam generate: {msg}", file=sys.stderr)
+    per = [cc] * len(prompts) + inp.constraints
+    return prompts + inp.prompts, per, [None] * len(prompts) + inp.lines, len(inp.errors)
+
+
+def _print_result(args, cc, r, what: str, line: int | None = None) -> None:
     if args.jsonl:
-        print(json.dumps(r.to_dict(), ensure_ascii=False))
+        d = r.to_dict()
+        if line is not None:  # the input's line in a .jsonl file
+            d["line"] = line
+        print(json.dumps(d, ensure_ascii=False))
         return
     if args.quiet:
         print(r.text.strip())

@@ -161,8 +161,12 @@ def hard_dfa_from_bytes(char_fst: bytes | None) -> CharDFA:
     return _SIGMA_DFA if char_fst is None else fst_to_dfa(pynini.Fst.read_from_string(char_fst))
 
 
-def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix) -> None:
-    """Raise UnsatisfiableConstraintError naming the parts that conflict (docs/compiler.md)."""
+def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix, *, ordered: int = 0) -> None:
+    """Raise UnsatisfiableConstraintError naming the parts that conflict (docs/compiler.md).
+    ``ordered``: the first ``ordered`` phrases must occur in order (``compiler.ordered``)."""
+    from .alternatives import is_general
+    from .ordered import check_items
+
     base_name = base_name or "the output"
     start = (prefix or "").encode("utf-8")
     if prefix is not None and hard.run(start) < 0:
@@ -172,7 +176,12 @@ def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix) -> None:
             ("prefix", base_name),
         )
     with_prefix = " after the prefix" if prefix else ""
+    if ordered > 1:
+        check_items(hard, base_name, phrases[:ordered], ordered=True, prefix=prefix)
+    check_items(hard, base_name, phrases, ordered=False, prefix=prefix)
     for p in phrases:
+        if is_general(p):  # AnyOf / sentence case: checked by check_items
+            continue
         if prefix is None:  # a local check: run the phrase from every state it may start in
             ok = phrase_possible(hard, p.text, word_boundary=p.word_boundary, case_sensitive=p.case_sensitive)
         else:  # the phrase may overlap the prefix: search (hard, phrase) state pairs
@@ -213,6 +222,7 @@ def compile_with(
     case_variants: bool = True,
     digits: bool = True,
     leading_space: bool = False,
+    ordered: bool = False,
     progress: bool = False,
 ) -> CompiledConstraints:
     """Compile constraints with ``comp`` (a `fstbeam.Compiler`: vocabulary, trie, index, caches).
@@ -226,20 +236,26 @@ def compile_with(
     ``case_variants``: also allow Title and UPPER forms of listed words; ``digits``: also allow
     numbers written in digits between the words. ``leading_space``: the output may start with one
     space before the word list's or grammar's text (as a continuation of "Answer:" naturally does).
+    A ``phrases`` item may be an ``AnyOf`` (or a nested list): met when any alternative occurs.
+    ``ordered=True``: the ``phrases`` items (not a grammar's) must occur in the given order,
+    without overlapping (docs/terminology.md).
     """
     stages = _Stages(progress)
     try:
         vocab = comp.vocab
         wl = _words_spec(words, cefr)
         g_lang, g_phr, g_avoid, g_desc, g_hash = _grammar_language(grammar, grammar_params)
-        phr = as_phrases(phrases, "phrases") + as_phrases(g_phr, f"grammar {grammar}")
-        avd = as_phrases(avoid, "avoid") + as_phrases(g_avoid, f"grammar {grammar}")
+        user = as_phrases(phrases, "phrases")
+        n_ordered = _ordered_count(ordered, user)
+        phr = user + as_phrases(g_phr, f"grammar {grammar}")
+        avd = as_phrases(avoid, "avoid", flatten=True) + as_phrases(g_avoid, f"grammar {grammar}", flatten=True)
         if prefix is not None and (not isinstance(prefix, str) or prefix == ""):
             raise SpecError("prefix= must be non-empty text (or None for no prefix)")
         spec = ConstraintSpec(
             words=wl, cefr=str(cefr).upper() if cefr else None, phrases=phr, avoid=avd, prefix=prefix,
             grammar=g_desc, grammar_hash=g_hash, canonical=canonical,
-            extra={"case_variants": case_variants, "digits": digits, **({"leading_space": True} if leading_space else {})},
+            extra={"case_variants": case_variants, "digits": digits, **({"leading_space": True} if leading_space else {}),
+                   **({"ordered": True} if n_ordered else {})},
         )
         hard_fst, hard_desc = None, None
         if wl is not None:
@@ -289,29 +305,40 @@ def compile_with(
                 char_fst = _fst_bytes(hard_fst)
                 char_state = fsa.char_state
         with stages("check"):
-            _check_request(dfa, hard_desc, phr, avd, prefix)
+            _check_request(dfa, hard_desc, phr, avd, prefix, ordered=n_ordered)
         cc = CompiledConstraints(
             vocab=vocab, hard=hard, spec=spec.describe(), spec_hash=spec.spec_hash(),
             token_fst=token_fst, char_fst=char_fst, char_state=char_state,
         )
         comp.remember_hard(cc, dfa)
         with stages("phrases"):
-            cc = _attach_light(cc, comp.index, phr, avd, prefix)
+            cc = _attach_light(cc, comp.index, phr, avd, prefix, ordered=n_ordered)
         return replace(cc, stats={"seconds": stages.timings})
     finally:
         stages.close()
 
 
-def _attach_light(cc: CompiledConstraints, index, phrases, avoid, prefix) -> CompiledConstraints:
-    """``cc`` with light automata for ``phrases``, ``avoid`` and ``prefix`` added to its own."""
+def _ordered_count(ordered, user) -> int:
+    """How many leading phrases are ordered: all the user's with ``ordered=True``, else none."""
+    if not isinstance(ordered, bool):
+        raise SpecError(f"ordered= must be True or False, not {ordered!r}")
+    return len(user) if ordered and len(user) > 1 else 0
+
+
+def _attach_light(cc: CompiledConstraints, index, phrases, avoid, prefix, *, ordered: int = 0) -> CompiledConstraints:
+    """``cc`` with light automata for ``phrases``, ``avoid`` and ``prefix`` added to its own; the
+    first ``ordered`` phrases form one ordered automaton (``compiler.ordered``)."""
     if not phrases and not avoid and prefix is None:
         return cc
-    from .light import compile_avoid, compile_phrase, compile_prefix
+    from .light import compile_avoid, compile_prefix
+    from .ordered import compile_must_include
 
     opts = lambda p: dict(word_boundary=p.word_boundary, case_sensitive=p.case_sensitive, source=p.source)  # noqa: E731
+    n_user = ordered or len(phrases)
+    new = compile_must_include(phrases[:n_user], phrases[n_user:], index, ordered=bool(ordered))
     return replace(
         cc,
-        phrases=tuple(cc.phrases) + tuple(compile_phrase(p.text, index, **opts(p)) for p in phrases),
+        phrases=tuple(cc.phrases) + tuple(new),
         avoid=tuple(cc.avoid) + tuple(compile_avoid(p.text, index, **opts(p)) for p in avoid),
         prefix=compile_prefix(prefix, index) if prefix is not None else cc.prefix,
     )
@@ -321,12 +348,15 @@ def _as_phrase(a) -> Phrase:
     return Phrase(a.text, word_boundary=a.word_boundary, case_sensitive=a.case_sensitive, source=a.source or "base")
 
 
-def extend_with(comp, cc: CompiledConstraints, *, phrases=(), avoid=(), prefix=None, check=True) -> CompiledConstraints:
+def extend_with(comp, cc: CompiledConstraints, *, phrases=(), avoid=(), prefix=None, ordered: bool = False,
+                check=True) -> CompiledConstraints:
     """``cc`` plus more phrases, avoid phrases and (if it has none) a prefix; shares its tables.
 
     What ``cc`` already requires stays: its phrases and avoid list (also those a grammar
-    supplied) and its prefix. The whole request is checked against the hard automaton."""
-    phr, avd = as_phrases(phrases, "phrases"), as_phrases(avoid, "avoid")
+    supplied) and its prefix. The whole request is checked against the hard automaton.
+    ``ordered``: the NEW phrases must occur in the given order (as in ``compile_with``)."""
+    phr, avd = as_phrases(phrases, "phrases"), as_phrases(avoid, "avoid", flatten=True)
+    n_ordered = _ordered_count(ordered, phr)
     if prefix is not None and (not isinstance(prefix, str) or prefix == ""):
         raise SpecError("prefix= must be non-empty text (or None for no prefix)")
     if prefix is not None and cc.prefix is not None and prefix != cc.prefix.text:
@@ -339,20 +369,32 @@ def extend_with(comp, cc: CompiledConstraints, *, phrases=(), avoid=(), prefix=N
     new_prefix = prefix if cc.prefix is None else None
     all_prefix = prefix if prefix is not None else (cc.prefix.text if cc.prefix is not None else None)
     if check:
-        old_phr = tuple(_as_phrase(a) for a in cc.phrases)
+        # AnyOf / ordered automata of the base (``items``) were checked when they were compiled.
+        old_phr = tuple(_as_phrase(a) for a in cc.phrases if not a.items)
         old_avd = tuple(_as_phrase(a) for a in cc.avoid)
         name = "the compiled constraints" if cc.char_fst else None
-        _check_request(comp.hard_dfa(cc), name, old_phr + phr, old_avd + avd, all_prefix)
+        _check_request(comp.hard_dfa(cc), name, phr + old_phr, old_avd + avd, all_prefix, ordered=n_ordered)
     spec = dict(
         cc.spec,
-        phrases=[*cc.spec.get("phrases", []), *(asdict(p) for p in phr)],
+        phrases=[*cc.spec.get("phrases", []), *(_spec_item(p) for p in phr)],
         avoid=[*cc.spec.get("avoid", []), *(asdict(p) for p in avd)],
         prefix=all_prefix,
     )
-    h = hashlib.sha256((cc.spec_hash + repr(([p.text for p in phr], [p.text for p in avd], prefix))).encode()).hexdigest()
-    out = _attach_light(replace(cc, spec=spec, spec_hash=h), comp.index, phr, avd, new_prefix)
+    if n_ordered:
+        spec["ordered"] = True
+    key = repr(([_spec_item(p) for p in phr], [p.text for p in avd], prefix, bool(n_ordered)))
+    h = hashlib.sha256((cc.spec_hash + key).encode()).hexdigest()
+    out = _attach_light(replace(cc, spec=spec, spec_hash=h), comp.index, phr, avd, new_prefix, ordered=n_ordered)
     comp.share_hard(cc, out)
     return out
+
+
+def _spec_item(p) -> dict:
+    """How a phrase is recorded in the spec (an AnyOf: its fields, the alternatives a list)."""
+    d = asdict(p)
+    if "alternatives" in d:
+        d["alternatives"] = list(d["alternatives"])
+    return d
 
 
 def _canonical_tokens(tokenizer, vocab: Vocab, wl: WordList | None) -> np.ndarray:

@@ -44,12 +44,38 @@ def nonempty(value: str) -> str:
     return utf8_text(value)
 
 
+def _alternatives(value: str) -> list[str]:
+    """``--any-of`` value: alternatives separated by ``|`` (an empty one is an error later)."""
+    return nonempty(value).split("|")
+
+
+def phrase_items(args) -> list:
+    """The ``--phrase`` / ``--any-of`` constraints in command-line order, with ``--sentence-case``."""
+    from .alternatives import AnyOf
+    from .spec import Phrase
+
+    items = []
+    for i, p in enumerate(args.phrase):
+        where = f"--any-of {'|'.join(p)!r}" if isinstance(p, list) else f"--phrase {p!r}"
+        if isinstance(p, list):
+            items.append(AnyOf(*p, sentence_case=args.sentence_case, source=where))
+        else:
+            items.append(Phrase(p, sentence_case=args.sentence_case, source=where))
+    return items
+
+
 def add_constraint_flags(parser) -> None:
     """The constraint flags shared by ``compile-constraints compile`` and ``fstbeam generate``."""
     src = parser.add_mutually_exclusive_group()
     src.add_argument("--words", type=nonempty, metavar="FILE", help="word list: UTF-8, one entry per line")
     src.add_argument("--cefr", type=nonempty, metavar="LEVEL", help="every English word form at or below a CEFR level (A1..C2)")
     parser.add_argument("--phrase", type=nonempty, action="append", default=[], metavar="TEXT", help="phrase that must appear (repeatable)")
+    parser.add_argument("--any-of", action="append", dest="phrase", type=_alternatives, metavar="A|B|...",
+                        help="must-include constraint met by any one of its |-separated alternatives (repeatable)")
+    parser.add_argument("--ordered", action="store_true",
+                        help="the --phrase/--any-of constraints must appear in the order given, without overlapping")
+    parser.add_argument("--sentence-case", action="store_true",
+                        help="phrases also match with a capital first letter where a sentence starts")
     parser.add_argument("--avoid", type=nonempty, action="append", default=[], metavar="TEXT", help="phrase that must never appear (repeatable)")
     parser.add_argument("--prefix", type=nonempty, metavar="TEXT", help="the output must start with this text")
     parser.add_argument("--grammar", type=nonempty, metavar="NAME", help="a registered grammar (compile-constraints inspect --list-grammars)")
@@ -130,8 +156,8 @@ def _compile(args) -> int:
     out = Path(args.output)
     t0 = time.perf_counter()
     cc = compile_constraints(
-        words=args.words, cefr=args.cefr, phrases=args.phrase, avoid=args.avoid, prefix=args.prefix,
-        grammar=args.grammar, grammar_params=parse_params(args.param) or None, tokenizer=args.tokenizer,
+        words=args.words, cefr=args.cefr, phrases=phrase_items(args), avoid=args.avoid, prefix=args.prefix,
+        grammar=args.grammar, grammar_params=parse_params(args.param) or None, tokenizer=args.tokenizer, ordered=args.ordered,
         canonical=args.canonical, leading_space=args.leading_space, progress=not args.no_progress and sys.stderr.isatty(),
     )
     cc.save(out)

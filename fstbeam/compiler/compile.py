@@ -29,6 +29,7 @@ def compile_constraints(
     case_variants: bool = True,
     digits: bool = True,
     leading_space: bool | str = False,
+    ordered: bool = False,
     progress: bool = False,
 ) -> CompiledConstraints:
     """Compile constraints for ``tokenizer`` (a HF tokenizer, a path, ``"default"``, a Vocab, a
@@ -49,13 +50,15 @@ def compile_constraints(
     return compiler_for(tokenizer).compile(
         words=words, cefr=cefr, phrases=phrases, avoid=avoid, prefix=prefix, grammar=grammar,
         grammar_params=grammar_params, canonical=canonical, case_variants=case_variants, digits=digits,
-        leading_space=leading_space, progress=progress,
+        leading_space=leading_space, ordered=ordered, progress=progress,
     )
 
 
 def with_request(
-    cc: CompiledConstraints, *, phrases=(), avoid=(), prefix: str | None = None, check: bool = True
+    cc: CompiledConstraints, *, phrases=(), avoid=(), prefix: str | None = None, ordered: bool = False,
+    check: bool = True,
 ) -> CompiledConstraints:
     """Per-request constraints on top of ``cc`` (an alias of `Compiler.extend`): the new phrases
     and avoid phrases are added to ``cc``'s own, which stay."""
-    return compiler_for(cc.vocab).extend(cc, phrases=phrases, avoid=avoid, prefix=prefix, check=check)
+    return compiler_for(cc.vocab).extend(cc, phrases=phrases, avoid=avoid, prefix=prefix, ordered=ordered,
+                                             check=check)

@@ -69,11 +69,12 @@ class Compiler:
         """Compile a constraint spec (the keywords of :func:`fstbeam.compile_constraints`)."""
         return compile_with(self, leading_space=self._leading_space(leading_space), **spec)
 
-    def extend(self, cc: CompiledConstraints, *, phrases=(), avoid=(), prefix: str | None = None, check: bool = True) -> CompiledConstraints:
+    def extend(self, cc: CompiledConstraints, *, phrases=(), avoid=(), prefix: str | None = None, ordered: bool = False,
+               check: bool = True) -> CompiledConstraints:
         """``cc`` with more phrases, avoid phrases and a prefix, ADDED to what it already has
         (its own and a grammar's phrases and avoid list stay). Shares ``cc``'s tables; only the
         new small automata are compiled (milliseconds)."""
-        return extend_with(self, cc, phrases=phrases, avoid=avoid, prefix=prefix, check=check)
+        return extend_with(self, cc, phrases=phrases, avoid=avoid, prefix=prefix, ordered=ordered, check=check)
 
     # ---- the hard character automaton, kept so extend() never re-parses char_fst ---------
     def hard_dfa(self, cc: CompiledConstraints) -> CharDFA:

@@ -17,13 +17,16 @@ class Phrase:
     """A phrase that must appear (or, in ``avoid``, must never appear) in the output.
 
     ``word_boundary``: match only where the phrase is not glued to letters/digits on either side.
-    ``case_sensitive=False`` folds ASCII case.
+    ``case_sensitive=False`` folds ASCII case. ``sentence_case=True``: also met with its first
+    letter capitalized where a sentence starts ("the hero" -> "The hero" at the start of the
+    output or after ``.``/``!``/``?``); see docs/terminology.md.
     """
 
     text: str
     word_boundary: bool = True
     case_sensitive: bool = True
     source: str = "argument"
+    sentence_case: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str) or not self.text.strip():
@@ -32,18 +35,31 @@ class Phrase:
             raise SpecError(f"phrase {self.text!r} ({self.source}) contains a NUL byte, which no token can spell")
 
 
-def as_phrases(items: Iterable[str | Phrase] | str | None, what: str) -> tuple[Phrase, ...]:
+def as_phrases(items, what: str, *, flatten: bool = False) -> tuple:
+    """``Phrase`` items from strings, ``Phrase`` objects, ``AnyOf`` objects and nested lists (a
+    list item is an ``AnyOf`` of its texts). ``flatten``: alternatives become separate phrases
+    (for avoid lists: avoiding any of them means avoiding each)."""
+    from .alternatives import AnyOf
+
     if items is None:
         return ()
-    if isinstance(items, (str, Phrase)):
+    if isinstance(items, (str, Phrase, AnyOf)):
         items = [items]
     if isinstance(items, (bytes, bytearray, dict)) or not hasattr(items, "__iter__"):
         raise SpecError(f"{what}= must be a phrase (str) or a list of phrases, not {type(items).__name__}")
-    out = []
+    out: list = []
     for i, p in enumerate(items):
-        if not isinstance(p, (str, Phrase)):
+        where = f"{what}[{i}]"
+        if isinstance(p, (list, tuple)):
+            p = AnyOf(*p, source=where)
+        if not isinstance(p, (str, Phrase, AnyOf)):
             raise SpecError(f"{what}[{i}] is {type(p).__name__} {p!r}: give the phrase as a str")
-        out.append(p if isinstance(p, Phrase) else Phrase(p, source=f"{what}[{i}]"))
+        if isinstance(p, AnyOf) and flatten:
+            out += [Phrase(t, p.word_boundary, p.case_sensitive, p.source) for t in p.alternatives]
+        elif isinstance(p, AnyOf) and len(p.alternatives) == 1 and not p.sentence_case:
+            out.append(Phrase(p.alternatives[0], p.word_boundary, p.case_sensitive, p.source))
+        else:
+            out.append(p if isinstance(p, (Phrase, AnyOf)) else Phrase(p, source=where))
     return tuple(out)
 
 

@@ -257,6 +257,8 @@ def _load_light(meta: dict, i: int, array):
         if f.name in _LIGHT_SKIP:
             continue
         v = meta.get(f.name, ...)
+        if v is ... and isinstance(f.default, (int, str)):
+            continue  # a plain field added later (max_progress, items): older artifacts lack it
         if v is ...:
             kwargs[f.name] = array(f"light/{i}/{f.name}.npy")
         elif isinstance(v, dict) and "hex" in v:

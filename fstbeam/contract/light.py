@@ -46,6 +46,10 @@ class LightAutomaton:
     token_class: np.ndarray = field(default=None, repr=False)  # int8 [V], shared with the index
     char_dfa: Any = field(default=None, repr=False)  # the compiler's PhraseDFA (debugging only)
     char_state: np.ndarray | None = field(default=None, repr=False)  # int32 [n]: char DFA state of each state
+    # AnyOf / ordered / sentence-case automata (compiler.alternatives): the top progress, and the
+    # items as JSON. 0 and "" for one literal (artifacts written before they existed).
+    max_progress: int = 0
+    items: str = ""
     # int64 [n]: fewest tokens from each state to a final one (DBA's lower bound). Computed at
     # compile time, or on load from the tables (artifact v1 does not store it).
     dist: np.ndarray | None = field(default=None, repr=False)
@@ -66,8 +70,9 @@ class LightAutomaton:
 
     @property
     def length(self) -> int:
-        """Progress of a met phrase / consumed prefix: the literal's length in bytes."""
-        return len(self.literal)
+        """Progress of a met phrase / consumed prefix: the literal's length in bytes (for AnyOf
+        and ordered automata, ``max_progress``)."""
+        return self.max_progress or len(self.literal)
 
     #: Fields that are derived or for debugging only: the artifact does not store them.
     DERIVED_FIELDS = ("char_dfa", "char_state", "dist")

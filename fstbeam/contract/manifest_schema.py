@@ -98,7 +98,7 @@ def check_manifest(m: Any, path, *, magic: str) -> dict:
 
 
 _LIGHT_KEYS = {"class", "role", "kind", "text", "literal", "width", "start", "word_boundary", "case_sensitive",
-               "source", "fingerprint"}
+               "source", "fingerprint", "max_progress", "items"}
 
 
 def _check_light_meta(c: _Checker, meta: Any, where: str, width: int) -> None:
@@ -124,8 +124,9 @@ def _check_light_meta(c: _Checker, meta: Any, where: str, width: int) -> None:
     c.int_(c.key(meta, "start", where), f"{where}.start", 0, (1 << 31) - 1)
     for flag in ("word_boundary", "case_sensitive"):
         c.bool_(c.key(meta, flag, where), f"{where}.{flag}")
-    for s in ("source", "fingerprint"):
+    for s in ("source", "fingerprint", "items"):  # items: AnyOf / ordered automata (JSON)
         c.str_(meta.get(s, ""), f"{where}.{s}")
+    c.int_(meta.get("max_progress", 0), f"{where}.max_progress", 0, (1 << 31) - 1)
 
 
 def _check_member(c: _Checker, name: Any, info: Any) -> None:

@@ -26,7 +26,8 @@ class GrammarParts:
     """What a grammar's ``build`` may return when it is more than a language.
 
     ``language``: hard constraint, an acceptor over bytes (None: no hard constraint).
-    ``phrases``: texts that must appear in the output. ``avoid``: texts that must never appear.
+    ``phrases``: texts that must appear in the output (a tuple of texts: any one of them, an
+    ``AnyOf``). ``avoid``: texts that must never appear.
     A grammar that only has a language may return the ``pynini.Fst`` itself.
     """
 
@@ -118,9 +119,13 @@ def _texts(items: Any, name: str, what: str) -> tuple[str, ...]:
         items = (items,)
     out = []
     for item in items or ():
-        if not isinstance(item, str) or not item.strip():
+        if isinstance(item, (tuple, list)) and what == "phrases":  # alternatives: any one must appear
+            if not item:
+                raise GrammarError(f"grammar {name!r}: an empty tuple of alternatives in {what}")
+            item = _texts(item, name, "alternatives")
+        elif not isinstance(item, str) or not item.strip():
             raise GrammarError(f"grammar {name!r}: {what} entry {item!r} is not a non-empty string")
-        if "\x00" in item:
+        elif "\x00" in item:
             raise GrammarError(f"grammar {name!r}: {what} entry {item!r} contains a NUL byte")
         if item not in out:
             out.append(item)

@@ -126,7 +126,8 @@ def check_text(build: GrammarBuild, text: str) -> str | None:
         if reason is not None:
             return reason
     for phrase in build.phrases:
-        if not occurs(text, phrase):
+        alts = phrase if isinstance(phrase, tuple) else (phrase,)  # a tuple: any one form
+        if not any(occurs(text, p) for p in alts):
             return f"the required phrase {phrase!r} does not occur"
     for phrase in build.avoid:
         if occurs(text, phrase):

@@ -23,7 +23,20 @@ def vocab():
     return Vocab.from_dict({i: t for i, t in enumerate(toks) if i}, eos_ids=[0])
 
 
-def test_counted_work_is_flat_in_the_number_of_phrases(vocab, monkeypatch):
+def _forms(i: int) -> list[str]:
+    """Three forms of constraint i (AnyOf): a letter and two words starting with it."""
+    a, b, c = (string.ascii_lowercase[(i + d) % 26] for d in (0, 1, 2))
+    return [a, a + b, a + c]
+
+
+PHRASE_SETS = {
+    "phrases": lambda P: list(string.ascii_lowercase[:P]),
+    "anyof3": lambda P: [_forms(i) for i in range(P)],  # P AnyOf constraints of 3 forms each
+}
+
+
+@pytest.mark.parametrize("kind", list(PHRASE_SETS))
+def test_counted_work_is_flat_in_the_number_of_phrases(vocab, monkeypatch, kind):
     from fstbeam.compiler.compile import compile_constraints
 
     calls = {"topk": 0, "sets": 0}
@@ -44,7 +57,8 @@ def test_counted_work_is_flat_in_the_number_of_phrases(vocab, monkeypatch):
     dec = Decoder(lm, vocab, eos_ids=[0], device="cpu")
     per_step = {}
     for P in (1, 2, 4, 8, 16):
-        cc = compile_constraints(tokenizer=vocab, phrases=list(string.ascii_lowercase[:P]))
+        cc = compile_constraints(tokenizer=vocab, phrases=PHRASE_SETS[kind](P))
+        assert len(cc.phrases) == P  # one light automaton per constraint, AnyOf included
         calls.update(topk=0, sets=0)
         rows0 = lm.forward_rows
         with warnings.catch_warnings():
