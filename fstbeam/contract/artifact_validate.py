@@ -343,7 +343,7 @@ def check_light(a, width: int, path, where: str) -> None:
     _need(n >= 1 and 0 <= a.start < n, path, f"{where}: start {a.start} must be one of its {n} states")
     _need(a.width == V and len(a.literal) >= 1 and 0 not in a.literal, path, f"{where}: width or literal is wrong")
     _need(a.progress.shape == (n,), path, f"{where}: progress must have one entry per state")
-    _range(a.progress, 0, len(a.literal) + 1, f"{where}/progress", path)
+    _range(a.progress, 0, a.length + 1, f"{where}/progress", path)  # length: max_progress for AnyOf / ordered
     _need(a.default_next.shape == (n, 4), path, f"{where}: default_next must be [{n}, 4]")
     _range(a.default_next, -1, n, f"{where}/default_next", path)
     X = len(a.exc_key)

@@ -151,10 +151,42 @@ def _texts(items: Any) -> list:
     return [p.get("text") if isinstance(p, dict) else p for p in items]
 
 
+def _spec_alternatives(items: Any) -> list:
+    """The spec's must-include items, each as its list of alternative texts."""
+    if not isinstance(items, list):
+        return [None]
+    out = []
+    for p in items:
+        alts = p.get("alternatives") if isinstance(p, dict) else None
+        out.append(list(alts) if isinstance(alts, list) else [p.get("text") if isinstance(p, dict) else p])
+    return out
+
+
+def _light_alternatives(c: _Checker, metas: list) -> list:
+    """The phrase automata's items, each as its list of alternatives: an AnyOf or ordered
+    automaton stores its items as JSON (``items``), a plain one is its text."""
+    import json
+
+    out = []
+    for meta in metas:
+        if not meta.get("items"):
+            out.append([meta["text"]])
+            continue
+        try:
+            items = json.loads(meta["items"])["items"]
+        except (ValueError, TypeError, KeyError):
+            raise c.fail("light", "holds an automaton whose items are not valid JSON") from None
+        if not isinstance(items, list) or not all(isinstance(i, list) for i in items):
+            raise c.fail("light", "holds an automaton whose items are not lists of alternatives")
+        out += items
+    return out
+
+
 def _check_spec_agrees(c: _Checker, m: dict, spec: dict) -> None:
     """Roles and presence agree with the spec, so dropping or re-labelling an automaton is caught."""
     by_role = {r: [meta["text"] for meta in m["light"] if meta["role"] == r] for r in ROLES}
-    if by_role["phrase"] != _texts(spec.get("phrases", [])):
+    phrase_metas = [meta for meta in m["light"] if meta["role"] == "phrase"]
+    if _light_alternatives(c, phrase_metas) != _spec_alternatives(spec.get("phrases", [])):
         raise c.fail("light", "does not hold the spec's phrases in order (an automaton was dropped, added or re-labelled)")
     if by_role["avoid"] != _texts(spec.get("avoid", [])):
         raise c.fail("light", "does not hold the spec's avoid phrases in order (an automaton was dropped, added or re-labelled)")

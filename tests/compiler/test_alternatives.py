@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from fstbeam.compiler.alternatives import AnyOf, compile_items, items_char_dfa, stages_of
 from fstbeam.compiler.spec import Phrase
 from fstbeam.compiler.token_index import TokenIndex
-from fstbeam.compiler.vocab import Vocab
+from fstbeam.contract.vocab import Vocab
 from fstbeam.errors import SpecError, UnsatisfiableConstraintError
 
 from test_light import HYP, check_every_transition, check_tables, decode, is_word, vocabularies, walk
@@ -231,7 +231,7 @@ def test_ordered_with_request_matches_compile_constraints():
 
 
 def test_artifact_round_trip_keeps_progress(tmp_path):
-    from fstbeam.compiler.artifact import load_constraints
+    from fstbeam import load_constraints
     from fstbeam.compiler.compile import compile_constraints
 
     v = char_vocab()

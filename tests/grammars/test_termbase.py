@@ -73,7 +73,7 @@ def test_bad_rows_name_file_and_line(tmp_path, text, line, what):
 
 def test_each_term_compiles_to_one_anyof_automaton(tmp_path):
     from fstbeam.compiler.compile import compile_constraints
-    from fstbeam.compiler.vocab import Vocab
+    from fstbeam.contract.vocab import Vocab
 
     toks = list("DieHausäÄrnesdLhc. ") + ["Häuser", " Häusern", "Haus", " des", " Lehrers", "ä".encode()[:1].decode("latin1")]
     v = Vocab.from_dict({i: t for i, t in enumerate(dict.fromkeys(toks))}, eos_ids=[99], width=100)

@@ -99,7 +99,7 @@ def test_compile_constraints_cli_matches_the_api(model_dir, tmp_path):  # noqa: 
     """--any-of / --ordered / --sentence-case build the same automata as the Python API."""
     import numpy as np
 
-    from fstbeam.compiler.artifact import load_constraints
+    from fstbeam import load_constraints
     from fstbeam.compiler.cli import main
     from fstbeam.compiler.compile import compile_constraints
 
@@ -181,7 +181,7 @@ def test_generate_jsonl_per_line_constraints_and_bad_lines(model_dir, tmp_path, 
 def test_per_input_terms_on_a_tiny_encoder_decoder():
     """A tiny T5: each source gets its own AnyOf term; the wide beam equals brute force."""
     from fstbeam.compiler.compile import compile_constraints
-    from fstbeam.compiler.vocab import Vocab
+    from fstbeam.contract.vocab import Vocab
     from fstbeam.runtime.adapters import Seq2SeqAdapter
 
     toks = ["<pad>", "<eos>", "a", "b", " ", "ab", " a", " b", "c", " c", "ba"]
