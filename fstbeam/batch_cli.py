@@ -16,10 +16,6 @@ from pathlib import Path
 
 __all__ = ["add_batch_parser", "run"]
 
-#: Prompt templates by name (as for ``fstbeam generate``).
-TEMPLATES = {"qa": "Question: {prompt}\nAnswer:"}
-
-
 def _positive(text: str) -> int:
     try:
         v = int(text)
@@ -70,6 +66,7 @@ def add_batch_parser(sub) -> argparse.ArgumentParser:
 
 
 def _job(args):
+    from .cli import TEMPLATES
     from .distributed.job import BatchJob
     from .distributed.ray_data import worker_config
 

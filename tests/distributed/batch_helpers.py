@@ -5,7 +5,8 @@ import json
 import math
 import re
 
-from conftest import WORDS
+#: The tiny word list of the test artifact.
+WORDS = ["a", "cat", "dog", "the", "sat", "on", "mat", "and", "ran"]
 
 SEARCH = dict(beam_size=3, max_new_tokens=8)
 

@@ -2,10 +2,14 @@
 actors can load them by path), a word-list artifact for it, and one local Ray cluster."""
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 import torch
 
-WORDS = ["a", "cat", "dog", "the", "sat", "on", "mat", "and", "ran"]
+sys.path.insert(0, os.path.dirname(__file__))  # batch_helpers.py
+from batch_helpers import WORDS  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="module")
