@@ -66,7 +66,7 @@ def add_batch_parser(sub) -> argparse.ArgumentParser:
 
 
 def _job(args):
-    from .cli import TEMPLATES
+    from .templates import prompt_format
     from .distributed.job import BatchJob
     from .distributed.ray_data import worker_config
 
@@ -76,7 +76,7 @@ def _job(args):
     cons = str(Path(args.constraints).resolve()) if args.constraints else None
     model = str(Path(args.model).resolve()) if args.model and Path(args.model).exists() else args.model
     cfg = worker_config(cons, model=model, tokenizer=args.tokenizer, device=args.device,
-                        prompt_format=TEMPLATES.get(args.format, args.format), stop_at_newline=args.stop_at_newline,
+                        prompt_format=prompt_format(args.format), stop_at_newline=args.stop_at_newline,
                         decode_batch_size=args.batch_size, **opts)
     return BatchJob(Path(args.input), Path(args.output), cfg, shard_size=args.shard_size, rows_per_task=args.rows_per_task,
                     ray_address=args.ray_address, concurrency=args.concurrency, num_cpus=args.cpus_per_actor,

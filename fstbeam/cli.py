@@ -18,11 +18,10 @@ from pathlib import Path
 
 from .compiler.cli import add_constraint_flags, nonempty, parse_params, phrase_items, utf8_text
 from .inputs import is_jsonl
+from .templates import TEMPLATES, prompt_format  # noqa: F401 - TEMPLATES re-exported
 
 __all__ = ["main", "build_parser"]
 
-#: Prompt templates by name; ``qa`` suits a base model answering a question.
-TEMPLATES = {"qa": "Question: {prompt}\nAnswer:"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -108,7 +107,7 @@ def _generate(args) -> int:
     from .errors import Error
     from .runtime.decoder import Decoder
 
-    fmt = TEMPLATES.get(args.format, args.format)
+    fmt = prompt_format(args.format)
     try:
         prompts = _read_prompts(args)
         jsonl_in = bool(args.file) and is_jsonl(args.file)

@@ -75,10 +75,8 @@ class DecodeWorker:
         spec = base.spec or {}
         if req.prefix is not None and spec.get("prefix") not in (None, req.prefix):
             raise ValueError(f"the row's prefix {req.prefix!r} conflicts with the shared constraints' prefix {spec['prefix']!r}")
-        cc = fstbeam.with_request(
-            base, phrases=_phrases(spec.get("phrases")) + req.phrases, avoid=_phrases(spec.get("avoid")) + req.avoid,
-            prefix=req.prefix if req.prefix is not None else spec.get("prefix"),
-        )
+        # with_request ADDS the row's phrases and avoid list to the shared set's own (Compiler.extend).
+        cc = fstbeam.with_request(base, phrases=req.phrases, avoid=req.avoid, prefix=req.prefix)
         self._cache[key] = cc
         if len(self._cache) > _CACHE_SIZE:
             self._cache.popitem(last=False)
@@ -121,14 +119,3 @@ class DecodeWorker:
         except Exception as exc:  # noqa: BLE001 - a row's failure is that row's output
             return error_row(req, f"{type(exc).__name__}: {exc}")
 
-
-def _phrases(items) -> tuple:
-    """Phrases of a compiled spec (dicts with their options, or plain texts) as ``Phrase``s."""
-    out = []
-    for p in items or ():
-        if isinstance(p, dict):
-            out.append(fstbeam.Phrase(p["text"], word_boundary=p.get("word_boundary", True),
-                                      case_sensitive=p.get("case_sensitive", True), source=p.get("source", "constraints")))
-        else:
-            out.append(fstbeam.Phrase(str(p), source="constraints"))
-    return tuple(out)

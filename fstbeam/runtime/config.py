@@ -7,6 +7,8 @@ are field names of :class:`SearchConfig` and replace the config's values for tha
 """
 from __future__ import annotations
 
+import operator
+
 import dataclasses
 from dataclasses import dataclass
 from typing import Literal, Sequence, get_args
@@ -92,10 +94,13 @@ class SearchConfig:
             if not isinstance(getattr(self, name), bool):
                 raise DecodeError(f"{name} must be True or False (got {getattr(self, name)!r})")
         if self.eos_ids is not None:
-            try:
-                ids = tuple(int(e) for e in self.eos_ids)
-            except (TypeError, ValueError) as exc:
-                raise DecodeError(f"eos_ids must be a list of token ids (got {self.eos_ids!r})") from exc
+            if isinstance(self.eos_ids, (str, bytes)) or not hasattr(self.eos_ids, "__iter__"):
+                raise DecodeError(f"eos_ids must be a list of token ids (got {self.eos_ids!r})")
+            eos = list(self.eos_ids)
+            bad = [e for e in eos if isinstance(e, bool) or not hasattr(e, "__index__")]
+            if bad:  # token ids are integers: never 1.5, "x" or True
+                raise DecodeError(f"eos_ids must be a list of token ids (ints), not {bad[0]!r}")
+            ids = tuple(operator.index(e) for e in eos)
             if not ids:
                 raise DecodeError("eos_ids must name at least one token id (or be None for the model's)")
             object.__setattr__(self, "eos_ids", ids)
