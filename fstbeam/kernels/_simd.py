@@ -28,7 +28,7 @@ Exposed to numba code (all results float32):
                                                    elements > -inf and >= t (into out[g])
 where S = sum(2**(x*L - zref)) with L = LOG2E_F32 = float32(log2(e)). Callers pass
 zref = float32(ref * L) for a reference value `ref` (the running max) and undo the rounding
-of that product exactly (`cpu_fast._exp_ref`), so that S * correction = sum(exp(x - ref)) up
+of that product exactly (`cpu_kernels._exp_ref`), so that S * correction = sum(exp(x - ref)) up
 to float32 rounding. Folding the reference into one FMA saves an instruction per 8 elements.
 
 2**z is evaluated by range reduction: z is clamped at -126, rounded to an integer n with the
