@@ -220,6 +220,8 @@ class Decoder:
         (or ``None``) per prompt. Options: ``length_reward`` (r) with ``target_length`` or
         ``length_ratio`` (``l = ratio * prompt tokens``; default ``l = max_new_tokens``),
         ``length_normalization`` (alpha), ``renormalize`` (log-probs over the allowed tokens),
+        ``shortlist`` (with ``renormalize``: compute logits only for the allowed tokens; ``"auto"``
+        where it pays, the default, ``"on"``, ``"off"``),
         ``prune_threshold`` (delta), ``max_per_parent`` (M), ``dba`` (default True),
         ``stopping`` (``"optimal"`` or ``"exhaustive"``: to the length limit), ``batch_size``
         (inputs decoded together, default 8), ``streaming`` (refill the batch as inputs finish,
@@ -335,6 +337,9 @@ class Decoder:
         delta = opts.pop("prune_threshold", None)
         if delta is not None and not delta >= 0:
             raise DecodeError(f"prune_threshold must be >= 0 (got {delta!r})")
+        shortlist = opts.pop("shortlist", "auto")
+        if shortlist not in ("auto", "on", "off"):
+            raise DecodeError(f"shortlist must be 'auto', 'on' or 'off' (got {shortlist!r})")
         tl = opts.pop("target_length", None)
         lr = opts.pop("length_ratio", None)
         cfg = SearchConfig(
@@ -342,6 +347,7 @@ class Decoder:
             length_ratio=lr, renormalize=bool(opts.pop("renormalize", False)), prune_threshold=delta,
             max_per_parent=mpp, dba=bool(opts.pop("dba", True)), stopping=stopping, batch_size=batch_size,
             refill=refill, streaming=bool(opts.pop("streaming", True)), expand=expand, kernel_backend=opts.pop("kernel_backend", "auto"),
+            shortlist=shortlist,
         )
         if opts:
             raise DecodeError(f"unknown option(s): {sorted(opts)}")

@@ -7,7 +7,9 @@ token history, the model row of each live hypothesis); the model runs only on li
 
 One step (:meth:`SearchEngine._expand`), for every live hypothesis at once:
 
-1. the allowed-token bitmask of its automaton states (``Tables.build_mask``);
+1. the allowed-token bitmask of its automaton states (``Tables.build_mask``); with
+   ``renormalize=True`` the logits may be computed only for the union of the rows' allowed tokens
+   (the shortlist output layer, :mod:`.shortlist`; columns are mapped back to token ids);
 2. masked log-softmax + top-k through the kernel dispatch (one read of the logits), EOS
    log-probabilities by a gather (EOS is allowed only in accepting states);
 3. candidates: the top-k of each row; with must-include phrases (DBA) also each row's best
@@ -38,6 +40,8 @@ import torch
 from . import _kernels
 from .dba import allocate
 from .scoring import Scoring
+from .shortlist import StepLogits
+from .shortlist import resolve as resolve_shortlist
 from .tables import INF_DIST, InputConstraints, Tables
 
 __all__ = ["SearchConfig", "Request", "RawHypothesis", "RawResult", "SearchEngine", "SearchStats"]
@@ -63,6 +67,7 @@ class SearchConfig:
     streaming: bool = True
     expand: Literal["all", "least_advanced"] = "all"
     kernel_backend: str = "auto"
+    shortlist: Literal["auto", "on", "off"] = "auto"  # logits of the allowed tokens only (renormalize=True)
 
 
 @dataclass
@@ -104,6 +109,7 @@ class SearchStats:
     candidates: int = 0  # candidates considered by the selection
     refills: int = 0
     paused: int = 0  # input-steps spent parked (expand="least_advanced")
+    shortlist_steps: int = 0  # steps whose logits were computed over a shortlist
 
 
 # Search tensors with one entry per slot (first dimension), moved together when slots leave,
@@ -145,6 +151,8 @@ class SearchEngine:
         self.V = int(adapter.vocab_size)
         self.stats = SearchStats()
         self._eos = torch.tensor(self.eos_ids, dtype=torch.long, device=self.device)
+        # With a shortlist the adapter returns hidden states and the logits are computed in _expand.
+        self.shortlist = resolve_shortlist(adapter, config.shortlist, config.renormalize, self._eos, self.V)
 
     # ============================================================================ driver
     def run(self, requests: Iterable[Request]) -> Iterator[RawResult]:
@@ -191,7 +199,7 @@ class SearchEngine:
                     yield res
             if self.slots:
                 tokens = self.pending_tokens
-                self.logits = self.adapter.step(self.state, tokens)
+                self.logits = self._model_step(tokens)
                 self.stats.model_rows += int(tokens.shape[0])
             else:
                 self.logits = None
@@ -291,7 +299,8 @@ class SearchEngine:
     def _admit(self, batch: list[Request]):
         """Prefill ``batch`` and append its slots (model rows go after the live ones)."""
         cfg, dev, k, L = self.cfg, self.device, self.cfg.beam_size, self.cfg.max_new_tokens
-        logits, state = self.adapter.prefill([r.ids for r in batch])
+        prompts = [r.ids for r in batch]
+        logits, state = self.adapter.prefill(prompts, hidden=True) if self.shortlist else self.adapter.prefill(prompts)
         self.stats.model_rows += len(batch)
         self.stats.refills += 1
         # Rebuild the pooled tables when new automata arrive (keeping only the live inputs' ones)
@@ -385,6 +394,21 @@ class SearchEngine:
         return self.lstate.reshape(n * k, P)
 
     # ============================================================================ one step
+    def _model_step(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits ``[R, V]`` of the next token, or hidden states ``[R, d]`` with a shortlist."""
+        if self.shortlist:
+            return self.adapter.step(self.state, tokens, hidden=True)
+        return self.adapter.step(self.state, tokens)
+
+    def _step_logits(self, out: torch.Tensor, mask: torch.Tensor) -> StepLogits:
+        """The output layer: the model's logits as they are, or computed from its hidden states
+        over the shortlist of allowed tokens (or over every token when that does not pay)."""
+        if self.shortlist is None:
+            return StepLogits(out, mask, None, self._eos)
+        res = self.shortlist.logits(out, mask)
+        self.stats.shortlist_steps += res.ids is not None
+        return res
+
     def _expand(self, logits: torch.Tensor) -> list[int]:
         """Expand every live hypothesis; update beams and finished pools; return finished slots."""
         cfg, tb = self.cfg, self.tables
@@ -397,17 +421,20 @@ class SearchEngine:
         h = self.hstate.view(-1)[ridx]  # [R]
         s = self._flat_lstate()[ridx]  # [R, P]
         c = self.cum.view(-1)[ridx]  # [R]
-        mask = tb.build_mask(h, s)  # [R, W]
+        out = self._step_logits(logits, tb.build_mask(h, s))  # columns: all tokens or the shortlist
+        logits, mask = out.logits, out.mask  # [R, M], [R, ceil(M/32)]
         kk = min(k, cfg.max_per_parent or k, V)
         rows = torch.arange(R, device=dev)
         top = _kernels.masked_topk(logits, mask, rows, c, kk, allowed_lse=cfg.renormalize, backend=cfg.kernel_backend)
-        self.stats.logits_elements += R * V
-        lse = top.lse
+        top_tokens = out.to_ids(top.tokens)
+        self.stats.logits_elements += R * int(logits.shape[1])
+        lse = top.lse  # over the columns: with a shortlist, cancelled by the renormalizing shift below
         shift = torch.zeros_like(lse)
-        eos_lp = logits.index_select(1, self._eos) - lse[:, None]  # [R, E]
+        eos_logits = logits.index_select(1, out.eos_cols)  # [R, E]
+        eos_lp = eos_logits - lse[:, None]
         ok_eos = tb.accepting(h, s)
         if cfg.renormalize:  # normalizer over the allowed tokens, EOS included where allowed
-            eos_allowed_lse = torch.logsumexp(torch.where(ok_eos[:, None], logits.index_select(1, self._eos), torch.full_like(eos_lp, NEG_INF)), 1)
+            eos_allowed_lse = torch.logsumexp(torch.where(ok_eos[:, None], eos_logits, torch.full_like(eos_lp, NEG_INF)), 1)
             total = torch.logaddexp(top.allowed_lse, eos_allowed_lse)
             shift = lse - total
             eos_lp = eos_lp + shift[:, None]
@@ -419,7 +446,7 @@ class SearchEngine:
         cand_s = torch.full((n * k, kk), NEG_INF, device=dev)
         cand_t = torch.full((n * k, kk), -1, dtype=torch.long, device=dev)
         cand_s[ridx] = tok_scores
-        cand_t[ridx] = top.tokens
+        cand_t[ridx] = top_tokens
         cand_s = cand_s.view(n, k * kk)
         cand_t = cand_t.view(n, k * kk)
         cand_j = torch.arange(k, device=dev).repeat_interleave(kk).expand(n, k * kk)  # parent beam position
@@ -433,7 +460,7 @@ class SearchEngine:
         if use_dba:
             # Slots with phrases take DBA's candidate set, the others keep the plain one, so an
             # input's result does not depend on what else is in the batch.
-            d_s, d_t, d_j = self._dba_candidates(logits, mask, lse, shift, ridx, s, c, cand_s, cand_t, cand_j, kk)
+            d_s, d_t, d_j = self._dba_candidates(out, lse, shift, ridx, s, c, cand_s, cand_t, cand_j, kk)
             N = max(d_s.shape[1], cand_s.shape[1])
             pad = lambda x, v: torch.nn.functional.pad(x, (0, N - x.shape[1]), value=v)  # noqa: E731
             hp = has_phr[:, None]
@@ -501,7 +528,7 @@ class SearchEngine:
         self.pending_tokens = sel_tok.view(-1)[keep.view(-1)]
         return torch.nonzero(done).flatten().tolist()
 
-    def _dba_candidates(self, logits, mask, lse, shift, ridx, s, c, cand_s, cand_t, cand_j, kk):
+    def _dba_candidates(self, out: StepLogits, lse, shift, ridx, s, c, cand_s, cand_t, cand_j, kk):
         """Post & Vilar's candidate set: global top-k, each row's best, each row's best token
         advancing each unmet phrase; duplicates removed."""
         cfg, tb = self.cfg, self.tables
@@ -516,8 +543,9 @@ class SearchEngine:
         b_t = cand_t.view(n, k, kk)[:, :, 0]
         b_j = torch.arange(k, device=dev).expand(n, k)
         # best advancing token per (row, phrase)
-        sets = tb.advance_sets(s)  # [R, P, C]
-        a_t, a_lp = _kernels.best_in_sets(logits, mask, torch.arange(R, device=dev), sets, lse)
+        sets = tb.advance_sets(s)  # [R, P, C] token ids
+        a_c, a_lp = _kernels.best_in_sets(out.logits, out.mask, torch.arange(R, device=dev), out.to_cols(sets), lse)
+        a_t = out.to_ids(a_c)
         self.stats.advance_elements += int(sets.numel())
         a_full_s = torch.full((n * k, P), NEG_INF, device=dev)
         a_full_t = torch.full((n * k, P), -1, dtype=torch.long, device=dev)
