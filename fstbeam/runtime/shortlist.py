@@ -23,7 +23,7 @@ the full head.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import torch
@@ -51,19 +51,29 @@ def pays(columns: int, rows: int, vocab: int) -> bool:
 # ---------------------------------------------------------------------------------------------
 # The output layer
 # ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class OutputHead:
     """``logits = softcap(hidden @ weight.T + bias)`` (the model's dtype, then float32)."""
 
     weight: torch.Tensor  # [V, d], tied embeddings included
     bias: torch.Tensor | None  # [V]
     softcap: float | None
+    _buf: torch.Tensor | None = field(default=None, repr=False)  # gathered rows, reused across searches
 
-    def logits(self, hidden: torch.Tensor, ids: torch.Tensor | None = None, buf: torch.Tensor | None = None) -> torch.Tensor:
-        """Logits of every id, or of ``ids`` only (rows of ``weight`` gathered into ``buf``)."""
+    def _gather(self, ids: torch.Tensor) -> torch.Tensor:
+        """``weight[ids]`` into a buffer that only grows (by a quarter at least): no page faults
+        per step (at most the "auto" fraction of the weight, about 200 MB for the default model)."""
+        M, w = int(ids.shape[0]), self.weight
+        if self._buf is None or self._buf.shape[0] < M:
+            rows = min(M + M // 4, w.shape[0])
+            self._buf = torch.empty(rows, w.shape[1], dtype=w.dtype, device=w.device)
+        return torch.index_select(w, 0, ids, out=self._buf[:M])
+
+    def logits(self, hidden: torch.Tensor, ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits of every id, or of ``ids`` only."""
         w, b = self.weight, self.bias
         if ids is not None:
-            w = torch.index_select(w, 0, ids, out=buf) if buf is not None else w.index_select(0, ids)
+            w = self._gather(ids)
             b = b.index_select(0, ids) if b is not None else None
         x = torch.nn.functional.linear(hidden.to(w.dtype), w, b)
         if self.softcap is not None:  # Gemma 2/3's order of operations
@@ -186,16 +196,6 @@ class Shortlist:
 
     def __init__(self, head: OutputHead, mode: Mode, vocab: int, eos: torch.Tensor):
         self.head, self.mode, self.V, self.eos = head, mode, int(vocab), eos
-        self._buf: torch.Tensor | None = None
-        self.steps = 0  # steps computed over a shortlist
-        self.columns = 0  # logits computed (sum over steps of rows x columns)
-
-    def _buffer(self, M: int) -> torch.Tensor:
-        w = self.head.weight
-        if self._buf is None or self._buf.shape[0] < M:
-            grow = max(M, 2 * self._buf.shape[0] if self._buf is not None else 0)
-            self._buf = torch.empty(min(grow, self.V), w.shape[1], dtype=w.dtype, device=w.device)
-        return self._buf[:M]
 
     def logits(self, hidden: torch.Tensor, mask: torch.Tensor) -> StepLogits:
         R = int(hidden.shape[0])
@@ -203,11 +203,8 @@ class Shortlist:
             ids = union_ids(mask, self.V, self.eos)
             M = int(ids.shape[0])
             if self.mode == "on" or pays(M, R, self.V):
-                self.steps += 1
-                self.columns += R * M
-                logits = self.head.logits(hidden, ids, self._buffer(M))
+                logits = self.head.logits(hidden, ids)
                 return StepLogits(logits, sub_mask(mask, ids), ids, torch.searchsorted(ids, self.eos))
-        self.columns += R * self.V
         return StepLogits(self.head.logits(hidden), mask, None, self.eos)
 
 

