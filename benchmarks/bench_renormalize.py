@@ -38,17 +38,19 @@ def main(argv=None) -> int:
     ap.add_argument("--max-new-tokens", type=int, default=24)
     ap.add_argument("--beam", type=int, default=5)
     ap.add_argument("--limit", type=int, default=len(QUESTIONS), help="first N questions only")
+    ap.add_argument("--stop", choices=("newline", "eos"), default="newline",
+                    help="end an answer at EOS or a newline (default), or at EOS only (longer outputs)")
     args = ap.parse_args(argv)
     from fstbeam.compiler.compile import compile_constraints
     from fstbeam.runtime import Decoder
 
     dec = Decoder(device="cpu", prompt_format="Question: {prompt}\nAnswer:")
     qs = QUESTIONS[: args.limit]
-    stop = dec.eos_ids + dec.newline_ids()
+    stop = dec.eos_ids + (dec.newline_ids() if args.stop == "newline" else ())
     kw = dict(beam_size=args.beam, max_new_tokens=args.max_new_tokens, eos_ids=stop, batch_size=8)
 
     def rescore(res):  # the model's full-softmax log-probability of what was output, end token included
-        return [_model_logprob(dec, q, r) for q, r in zip(qs, res)]
+        return [_model_logprob(dec, q, r, stop) for q, r in zip(qs, res)]
 
     def run(cc, **opts):
         t = time.process_time()
@@ -57,7 +59,7 @@ def main(argv=None) -> int:
             res = dec.generate(qs, cc, **kw, **opts)
         return res, time.process_time() - t
 
-    out = {"env": {"questions": len(qs), "beam": args.beam, "max_new_tokens": args.max_new_tokens,
+    out = {"env": {"questions": len(qs), "beam": args.beam, "max_new_tokens": args.max_new_tokens, "stop": args.stop,
                    "loadavg_start": os.getloadavg()}, "levels": {}}
     free, _ = run(None)
     free_lp = rescore(free)
@@ -92,7 +94,7 @@ def main(argv=None) -> int:
     return 0
 
 
-def _model_logprob(dec, prompt, res) -> float:
+def _model_logprob(dec, prompt, res, stop) -> float:
     """Full-softmax log-probability of the output, plus its end token when it ended by itself (the
     search ends with the most likely allowed end token, EOS or newline, so that one)."""
     import torch
@@ -104,7 +106,7 @@ def _model_logprob(dec, prompt, res) -> float:
     toks = torch.tensor(res.token_ids, dtype=torch.long)
     total = float(lp[torch.arange(len(ids) - 1, len(seq) - 1), toks].sum()) if len(toks) else 0.0
     if res.finish_reason == "eos":
-        total += float(lp[-1, torch.tensor(list(dec.eos_ids + dec.newline_ids()))].max())
+        total += float(lp[-1, torch.tensor(list(stop))].max())
     return total
 
 
