@@ -35,11 +35,13 @@ __all__ = ["OutputHead", "HiddenTap", "probe_output_head", "StepLogits", "Shortl
 
 Mode = Literal["auto", "on", "off"]
 
-# Measured crossover (benchmarks/results/shortlist_crossover.json, 2-core CPU, V=262144, d=640):
-# the shortlist is faster while |U| / V stays below this fraction; with one row the full head is a
-# matrix-vector product that only streams W once, so the gather must be smaller to pay.
-MAX_FRACTION_ONE_ROW = 0.2
-MAX_FRACTION = 0.3
+# Measured crossover (benchmarks/bench_shortlist.py -> results/shortlist_crossover.json, 2-core CPU,
+# V=262144, d=640): the shortlist step is faster while |U| / V stays below about 0.2 (a loaded
+# machine, memory bandwidth shared) to 0.35 (a quiet one) for 5-40 rows; with one row the full
+# head is a matrix-vector product that streams W once, and the gather (read, write, read again)
+# pays only below about 0.15.
+MAX_FRACTION_ONE_ROW = 0.15
+MAX_FRACTION = 0.25
 
 
 def pays(columns: int, rows: int, vocab: int) -> bool:
