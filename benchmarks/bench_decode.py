@@ -16,7 +16,8 @@ Sections (each prints its ratios; everything lands in one JSON file):
 5. ``stopping``: steps taken with the optimal-stopping certificate vs the length limit vs HF's
    ``early_stopping=True``.
 6. ``shortlist``: time per step and throughput of unconstrained decoding, CEFR A1 and B1 with the
-   full output layer and with the shortlist (``renormalize=True``, ``shortlist="off"`` / ``"on"``),
+   full output layer and with the shortlist (``renormalize=True``, ``shortlist="off"`` / ``"auto"``,
+   or ``"on"`` with ``--shortlist on``),
    8 prompts in one batch x beam 5, all to the length limit (same number of steps), run
    alternately; ratios to unconstrained and shortlist to full head; whether the outputs agree.
 
@@ -144,7 +145,7 @@ def interleaved(n, *fns):
     return tuple((o[0], b, o[2]) for o, b in zip(outs, bests))
 
 
-def shortlist_section(dec, prompts, beam, steps, repeats) -> dict:
+def shortlist_section(dec, prompts, beam, steps, repeats, shortlist_mode="auto") -> dict:
     """6. Unconstrained vs A1/B1 with the full head and with the shortlist, same prompts and steps."""
     from fstbeam.compiler.compile import compile_constraints
 
@@ -153,12 +154,13 @@ def shortlist_section(dec, prompts, beam, steps, repeats) -> dict:
     runs = {"unconstrained": lambda: fst_run(dec, prompts, **kw)}
     for lvl, cc in levels.items():
         for head in ("full", "shortlist"):
-            mode = "off" if head == "full" else "on"
+            mode = "off" if head == "full" else shortlist_mode
             runs[f"{lvl}_{head}"] = lambda cc=cc, mode=mode: fst_run(dec, prompts, cc, **kw, renormalize=True, shortlist=mode)
     names = list(runs)
     load0 = os.getloadavg()
     outs = dict(zip(names, interleaved(repeats, *runs.values())))
     sec = {"prompts": len(prompts), "batch_size": len(prompts), "beam": beam, "steps_to_limit": steps, "repeats": repeats,
+           "shortlist_mode": shortlist_mode,
            "loadavg_start": load0, "loadavg_end": os.getloadavg(), "configs": {}}
     base = outs["unconstrained"]
     base_step = base[1].cpu / base[2].steps
@@ -192,6 +194,7 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--beam", type=int, default=5)
     ap.add_argument("--sections", default="1,2,3,4,5,6", help="which sections to run, e.g. 3,4")
+    ap.add_argument("--shortlist", default="auto", choices=("auto", "on"), help="section 6: the shortlist setting measured")
     ap.add_argument("--repeats", type=int, default=None, help="runs per configuration, min CPU time kept (default 2 quick, 3 full)")
     args = ap.parse_args(argv)
     out_path = Path(args.out or ("benchmarks/results/decode_quick.json" if args.quick else "benchmarks/results/decode.json"))
@@ -336,7 +339,7 @@ def main(argv=None) -> int:
               f"{sec4['least_advanced_throughput_ratio_wall']:.2f}x wall ({s_sl.steps} steps); identical outputs: {same}")
 
     if 6 in sections:
-        result["shortlist"] = shortlist_section(dec, (LEARNER + MT)[:8], beam, M, R)
+        result["shortlist"] = shortlist_section(dec, (LEARNER + MT)[:8], beam, M, R, args.shortlist)
 
     env["loadavg_end"] = os.getloadavg()
     out_path.parent.mkdir(parents=True, exist_ok=True)
