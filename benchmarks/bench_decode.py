@@ -15,6 +15,11 @@ Sections (each prints its ratios; everything lands in one JSON file):
    inputs of mixed output lengths; the outputs must be identical.
 5. ``stopping``: steps taken with the optimal-stopping certificate vs the length limit vs HF's
    ``early_stopping=True``.
+6. ``shortlist``: time per step and throughput of unconstrained decoding, CEFR A1 and B1 with the
+   full output layer and with the shortlist (``renormalize=True``, ``shortlist="off"`` / ``"auto"``,
+   or ``"on"`` with ``--shortlist on``),
+   8 prompts in one batch x beam 5, all to the length limit (same number of steps), run
+   alternately; ratios to unconstrained and shortlist to full head; whether the outputs agree.
 
 Times are wall-clock seconds and process CPU seconds (``time.process_time``: the machine is
 shared, so CPU time is the steadier figure; ratios use it). Timings live here, never in tests.
@@ -140,6 +145,47 @@ def interleaved(n, *fns):
     return tuple((o[0], b, o[2]) for o, b in zip(outs, bests))
 
 
+def shortlist_section(dec, prompts, beam, steps, repeats, shortlist_mode="auto") -> dict:
+    """6. Unconstrained vs A1/B1 with the full head and with the shortlist, same prompts and steps."""
+    from fstbeam.compiler.compile import compile_constraints
+
+    levels = {lvl: compile_constraints(cefr=lvl, tokenizer=dec.vocab, leading_space=True) for lvl in ("A1", "B1")}
+    kw = dict(beam_size=beam, max_new_tokens=steps, batch_size=len(prompts), stopping="exhaustive")
+    runs = {"unconstrained": lambda: fst_run(dec, prompts, **kw)}
+    for lvl, cc in levels.items():
+        for head in ("full", "shortlist"):
+            mode = "off" if head == "full" else shortlist_mode
+            runs[f"{lvl}_{head}"] = lambda cc=cc, mode=mode: fst_run(dec, prompts, cc, **kw, renormalize=True, shortlist=mode)
+    names = list(runs)
+    load0 = os.getloadavg()
+    outs = dict(zip(names, interleaved(repeats, *runs.values())))
+    sec = {"prompts": len(prompts), "batch_size": len(prompts), "beam": beam, "steps_to_limit": steps, "repeats": repeats,
+           "shortlist_mode": shortlist_mode,
+           "loadavg_start": load0, "loadavg_end": os.getloadavg(), "configs": {}}
+    base = outs["unconstrained"]
+    base_step = base[1].cpu / base[2].steps
+    for name, (res, t, st) in outs.items():
+        per_step = t.cpu / st.steps
+        sec["configs"][name] = {
+            "cpu": t.cpu, "wall": t.wall, "steps": st.steps, "cpu_per_step": per_step, "wall_per_step": t.wall / st.steps,
+            "tokens_per_cpu_s": len(prompts) * st.steps / t.cpu, "per_step_vs_unconstrained": per_step / base_step,
+            "shortlist_steps": st.shortlist_steps, "logits_per_row": st.logits_elements / max(1, st.model_rows),
+            "satisfied": sum(r.satisfied for r in res)}
+    for lvl in levels:
+        (full, t_f, s_f), (short, t_s, s_s) = outs[f"{lvl}_full"], outs[f"{lvl}_shortlist"]
+        sec[f"{lvl}_shortlist_vs_full_per_step"] = (t_s.cpu / s_s.steps) / (t_f.cpu / s_f.steps)
+        sec[f"{lvl}_identical_tokens"] = [a.token_ids for a in full] == [b.token_ids for b in short]
+        sec[f"{lvl}_max_score_diff"] = max(abs(a.score - b.score) for a, b in zip(full, short))
+        sec[f"{lvl}_texts"] = [r.text for r in short]
+        print(f"[6] {lvl}: full head {sec['configs'][f'{lvl}_full']['per_step_vs_unconstrained']:.3f}x, shortlist "
+              f"{sec['configs'][f'{lvl}_shortlist']['per_step_vs_unconstrained']:.3f}x per step vs unconstrained "
+              f"(shortlist/full {sec[f'{lvl}_shortlist_vs_full_per_step']:.3f}x); identical tokens "
+              f"{sec[f'{lvl}_identical_tokens']}, max score diff {sec[f'{lvl}_max_score_diff']:.2e}; "
+              f"logits per row {sec['configs'][f'{lvl}_shortlist']['logits_per_row']:.0f}")
+    print(f"[6] unconstrained {base_step:.3f}s cpu per step ({len(prompts)} x beam {beam}); load {load0} -> {sec['loadavg_end']}")
+    return sec
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer prompts and tokens (a few minutes on 2 cores)")
@@ -147,7 +193,8 @@ def main(argv=None) -> int:
                                                 "sections not run keep their previous figures")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--beam", type=int, default=5)
-    ap.add_argument("--sections", default="1,2,3,4,5", help="which sections to run, e.g. 3,4")
+    ap.add_argument("--sections", default="1,2,3,4,5,6", help="which sections to run, e.g. 3,4")
+    ap.add_argument("--shortlist", default="auto", choices=("auto", "on"), help="section 6: the shortlist setting measured")
     ap.add_argument("--repeats", type=int, default=None, help="runs per configuration, min CPU time kept (default 2 quick, 3 full)")
     args = ap.parse_args(argv)
     out_path = Path(args.out or ("benchmarks/results/decode_quick.json" if args.quick else "benchmarks/results/decode.json"))
@@ -169,7 +216,7 @@ def main(argv=None) -> int:
                      "quick": quick, "beam": beam, "max_new_tokens": M, "prompts": len(prompts), "repeats": R,
                      "timing": "min process CPU seconds over repeats, configurations compared run alternately",
                      "load_seconds": round(t_load.wall, 2), "sections_run": sorted(sections)}
-    if sections >= {1, 2, 3, 4, 5} or "env" not in result:
+    if sections >= {1, 2, 3, 4, 5, 6} or "env" not in result:
         result["env"] = env
         result.pop("reruns", None)
     else:  # a partial rerun: the other sections keep the figures (and environment) of their run
@@ -290,6 +337,9 @@ def main(argv=None) -> int:
               f"{sec4['throughput_ratio_wall']:.2f}x wall ({s_st.steps} -> {s_sm.steps} batch steps); "
               f"least_advanced {sec4['least_advanced_throughput_ratio']:.2f}x cpu / "
               f"{sec4['least_advanced_throughput_ratio_wall']:.2f}x wall ({s_sl.steps} steps); identical outputs: {same}")
+
+    if 6 in sections:
+        result["shortlist"] = shortlist_section(dec, (LEARNER + MT)[:8], beam, M, R, args.shortlist)
 
     env["loadavg_end"] = os.getloadavg()
     out_path.parent.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,11 @@ An adapter has four operations over an opaque per-batch *state* (cache plus book
 - ``take(state, index [R'])``: a new state with those rows, ``state`` untouched (pausing inputs);
 - ``concat(states) -> state``: rows of several states together (streaming refill).
 
+Optional capability, the shortlist output layer (:mod:`.shortlist`): ``output_projection()``
+returns the model's output layer as an :class:`~.shortlist.OutputHead` (or ``None``, reason in
+``no_head_reason``), and ``prefill(..., hidden=True)`` / ``step(..., hidden=True)`` return the
+final hidden state ``[R, d]`` (the head's input) instead of the logits.
+
 Prompts of different lengths are *left*-padded. The adapter records, for every cache column of
 every row, the real position of the token there (``-1`` for padding), and passes the model an
 explicit 4-D additive attention mask built from those positions (plus explicit ``position_ids``),
@@ -27,6 +32,7 @@ import torch
 
 from ..errors import DecodeError
 from .cache import RowCache, concat_caches, fork_cache
+from .shortlist import OutputHead, HiddenTap, probe_output_head
 
 __all__ = ["ModelAdapter", "CausalLMAdapter", "Seq2SeqAdapter", "adapter_for"]
 
@@ -127,6 +133,16 @@ class CausalLMAdapter:
         self._mask_2d = getattr(cfg, "model_type", None) in _MASK_2D_MODELS
         self.forward_rows = 0  # rows through the model (counted work)
         self.forward_calls = 0
+        self._head: OutputHead | None | bool = False  # False: not probed yet
+        self.no_head_reason: str | None = None
+
+    # -- output layer (shortlist capability) ----------------------------------------------------
+    def output_projection(self) -> OutputHead | None:
+        """The output layer as weight/bias/soft-cap, checked once against the model's own logits;
+        ``None`` (reason in ``no_head_reason``) when the logits are not reproducible from it."""
+        if self._head is False:
+            self._head, self.no_head_reason = probe_output_head(self.model, self.vocab_size, self.device)
+        return self._head
 
     # -- masks ----------------------------------------------------------------------------------
     def _mask(self, q_pos: torch.Tensor, kv_pos: torch.Tensor, window: int | None) -> torch.Tensor:
@@ -147,18 +163,22 @@ class CausalLMAdapter:
             return {name: self._mask(q_pos, kv_pos, w) for name, w in self.windows.items()}
         return self._mask(q_pos, kv_pos, self.window)
 
-    def _forward(self, ids, mask, pos, cache) -> torch.Tensor:
+    def _forward(self, ids, mask, pos, cache, hidden: bool = False) -> torch.Tensor:
         kw = dict(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True)
         if self._keep:
             kw["logits_to_keep"] = 1
         self.forward_rows += int(ids.shape[0])
         self.forward_calls += 1
+        if hidden:  # the output layer runs on an empty slice; its input is returned
+            with HiddenTap(self.model, skip_head=True) as tap:
+                self.model(**kw)
+            return tap.last_hidden()
         out = self.model(**kw)
         return out.logits[:, -1, :].float()
 
     # -- operations -----------------------------------------------------------------------------
     @torch.inference_mode()
-    def prefill(self, prompts: Sequence[Sequence[int]]) -> tuple[torch.Tensor, CausalState]:
+    def prefill(self, prompts: Sequence[Sequence[int]], hidden: bool = False) -> tuple[torch.Tensor, CausalState]:
         n = len(prompts)
         T0 = max(len(p) for p in prompts)
         if T0 == 0:
@@ -178,16 +198,16 @@ class CausalLMAdapter:
             for m in () if self._mask_2d else masks.values() if isinstance(masks, dict) else (masks,):
                 m.squeeze(1).masked_fill_(fix, 0)
         cache = RowCache()
-        logits = self._forward(ids, masks, kv_pos.clamp(min=0), cache)
+        logits = self._forward(ids, masks, kv_pos.clamp(min=0), cache, hidden)
         lengths = torch.tensor([len(p) for p in prompts], dtype=torch.long, device=self.device)
         return logits, CausalState(cache, kv_pos, lengths)
 
     @torch.inference_mode()
-    def step(self, state: CausalState, tokens: torch.Tensor) -> torch.Tensor:
+    def step(self, state: CausalState, tokens: torch.Tensor, hidden: bool = False) -> torch.Tensor:
         pos = state.next_pos
         state.kv_pos = torch.cat([state.kv_pos, pos[:, None]], 1)
         masks = self._masks(pos[:, None], state.kv_pos)
-        logits = self._forward(tokens.view(-1, 1).to(self.device), masks, pos[:, None], state.cache)
+        logits = self._forward(tokens.view(-1, 1).to(self.device), masks, pos[:, None], state.cache, hidden)
         state.next_pos = pos + 1
         return logits
 

@@ -117,11 +117,11 @@ class Rows:
 class Scored:
     """Masked top-k of each row and its EOS candidate."""
 
-    mask: torch.Tensor  # [R, W] allowed text tokens
-    lse: torch.Tensor  # [R] full-softmax normalizer
+    mask: torch.Tensor  # [R, W] allowed text tokens, over the step's columns (all tokens or a shortlist)
+    lse: torch.Tensor  # [R] full-softmax normalizer (over the columns)
     shift: torch.Tensor  # [R] added to log-probs (renormalization over the allowed tokens; else 0)
     tok_scores: torch.Tensor  # [R, kk] cumulative scores of the top tokens
-    tokens: torch.Tensor  # [R, kk] (-1 pad)
+    tokens: torch.Tensor  # [R, kk] token ids (-1 pad)
     fin_raw: torch.Tensor  # [R] cumulative score with the best EOS (-inf where EOS is not allowed)
     eos_which: torch.Tensor  # [R] which EOS id
 

@@ -16,12 +16,13 @@ from typing import Literal, Sequence, get_args
 from ..errors import DecodeError
 from .scoring import Scoring
 
-__all__ = ["SearchConfig", "KernelBackend", "StopAt", "Stopping", "Expand", "resolve_config"]
+__all__ = ["SearchConfig", "KernelBackend", "StopAt", "Stopping", "Expand", "ShortlistMode", "resolve_config"]
 
 KernelBackend = Literal["auto", "torch", "cpu-fast", "triton"]
 StopAt = Literal["eos", "line"]
 Stopping = Literal["optimal", "exhaustive"]
 Expand = Literal["all", "least_advanced"]
+ShortlistMode = Literal["auto", "on", "off"]
 
 
 def _positive_int(name: str, value) -> None:
@@ -49,6 +50,8 @@ class SearchConfig:
     ``stop_at``: ``"eos"`` (the model's end-of-sequence ids) or ``"line"`` (those plus the tokens
     made only of newlines: a base model answering a question stops at the end of its line).
     ``eos_ids``, when given, replaces the ids ``stop_at`` names.
+    ``shortlist`` (with ``renormalize=True`` only): compute the logits of the live rows' allowed
+    tokens only (:mod:`.shortlist`); ``"auto"`` where it pays, ``"on"`` always, ``"off"`` never.
     """
 
     beam_size: int = 5
@@ -70,6 +73,7 @@ class SearchConfig:
     kernel_backend: KernelBackend = "auto"
     stop_at: StopAt = "eos"
     eos_ids: tuple[int, ...] | None = None
+    shortlist: ShortlistMode = "auto"  # logits of the allowed tokens only (renormalize=True)
 
     def __post_init__(self):
         _positive_int("beam_size", self.beam_size)
@@ -90,9 +94,13 @@ class SearchConfig:
         _choice("expand", self.expand, Expand)
         _choice("kernel_backend", self.kernel_backend, KernelBackend)
         _choice("stop_at", self.stop_at, StopAt)
+        _choice("shortlist", self.shortlist, ShortlistMode)
         for name in ("renormalize", "dba", "streaming"):
             if not isinstance(getattr(self, name), bool):
                 raise DecodeError(f"{name} must be True or False (got {getattr(self, name)!r})")
+        if self.shortlist == "on" and not self.renormalize:
+            raise DecodeError("shortlist='on' needs renormalize=True: the full softmax needs every logit "
+                              "(use renormalize=True, or shortlist='auto'/'off')")
         if self.eos_ids is not None:
             if isinstance(self.eos_ids, (str, bytes)) or not hasattr(self.eos_ids, "__iter__"):
                 raise DecodeError(f"eos_ids must be a list of token ids (got {self.eos_ids!r})")

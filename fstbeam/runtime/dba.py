@@ -70,21 +70,23 @@ def allocate(counts: torch.Tensor, num_banks: torch.Tensor, beam_size: int) -> t
     return final
 
 
-def candidates(plain, rows, scored, logits, tables, *, k: int, kk: int, prune_threshold, stats):
+def candidates(plain, rows, scored, out, tables, *, k: int, kk: int, prune_threshold, stats):
     """Post & Vilar's candidate set ``(S, T, J)`` (score, token, parent position; ``[n, N]``):
     the slot's global top-k of ``plain`` (a ``Candidates`` of ``kk`` tokens per parent), each
-    row's best, and each row's best token advancing each unmet phrase; duplicates removed."""
+    row's best, and each row's best token advancing each unmet phrase; duplicates removed.
+    ``out``: the step's :class:`~.shortlist.StepLogits` (columns = every token or a shortlist)."""
     cand_s, cand_t, cand_j = plain.s, plain.t, plain.j
     n, dev = cand_s.shape[0], cand_s.device
     R, P = rows.s.shape
-    V = logits.shape[1]
+    V = tables.V  # token ids, not columns
     g_s, g_i = cand_s.topk(min(k, cand_s.shape[1]), dim=1)  # global top-k of the slot
     g_t, g_j = cand_t.gather(1, g_i), cand_j.gather(1, g_i)
     b_s = cand_s.view(n, k, kk)[:, :, 0]  # each row's best
     b_t = cand_t.view(n, k, kk)[:, :, 0]
     b_j = torch.arange(k, device=dev).expand(n, k)
-    sets = tables.advance_sets(rows.s)  # [R, P, C]: best advancing token per (row, phrase)
-    a_t, a_lp = kd.best_in_sets(logits, scored.mask, torch.arange(R, device=dev), sets, scored.lse)
+    sets = tables.advance_sets(rows.s)  # [R, P, C] token ids: best advancing token per (row, phrase)
+    a_c, a_lp = kd.best_in_sets(out.logits, scored.mask, torch.arange(R, device=dev), out.to_cols(sets), scored.lse)
+    a_t = out.to_ids(a_c)
     stats.advance_elements += int(sets.numel())
     a_full_s = torch.full((n * k, P), NEG_INF, device=dev)
     a_full_t = torch.full((n * k, P), -1, dtype=torch.long, device=dev)

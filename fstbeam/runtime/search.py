@@ -8,7 +8,10 @@ automaton states, token history, finished pool); the model runs only on live hyp
 One step (:meth:`SearchEngine._expand`, the stages in :mod:`.step`, :mod:`.dba` and :mod:`.pool`),
 for every live hypothesis at once:
 
-1. the allowed-token bitmask of its automaton states (``Tables.build_mask``);
+1. the allowed-token bitmask of its automaton states (``Tables.build_mask``); with
+   ``renormalize=True`` the logits may be computed only for the union of the rows' allowed tokens
+   (the shortlist output layer, :mod:`.shortlist`: the model then returns its final hidden states
+   and the search computes the logits; columns are mapped back to token ids);
 2. masked log-softmax + top-k through the kernel dispatch (one read of the logits), EOS
    log-probabilities by a gather (EOS is allowed only in accepting states);
 3. candidates: the top-k of each row; with must-include phrases (DBA) also each row's best
@@ -38,6 +41,8 @@ from . import dba, pool, step
 from .beam import BeamState
 from .config import SearchConfig
 from .pool import RawHypothesis, RawResult
+from .shortlist import StepLogits
+from .shortlist import resolve as resolve_shortlist
 from .tables import INF_DIST, InputConstraints, Tables
 
 __all__ = ["SearchConfig", "Request", "RawHypothesis", "RawResult", "SearchEngine", "SearchStats"]
@@ -62,6 +67,7 @@ class SearchStats:
     candidates: int = 0  # candidates considered by the selection
     refills: int = 0
     paused: int = 0  # input-steps spent parked (expand="least_advanced")
+    shortlist_steps: int = 0  # steps whose logits were computed over a shortlist
 
 
 @dataclass
@@ -96,6 +102,10 @@ class SearchEngine:
         self.V = int(adapter.vocab_size)
         self.stats = SearchStats()
         self._eos = torch.tensor(self.eos_ids, dtype=torch.long, device=self.device)
+        # With a shortlist the adapter returns hidden states (``self.logits`` holds them) and
+        # :meth:`_output_layer` computes the logits.
+        self.shortlist = resolve_shortlist(adapter, config, self._eos, self.V)
+        self._hidden = {"hidden": True} if self.shortlist is not None else {}
 
     # ============================================================================ driver
     def run(self, requests: Iterable[Request]) -> Iterator[RawResult]:
@@ -129,7 +139,7 @@ class SearchEngine:
                 yield from self._retire(done)
             if self.slots:
                 tokens = self.pending_tokens
-                self.logits = self.adapter.step(self.state, tokens)
+                self.logits = self.adapter.step(self.state, tokens, **self._hidden)
                 self.stats.model_rows += int(tokens.shape[0])
             else:
                 self.logits = None
@@ -218,7 +228,7 @@ class SearchEngine:
 
     def _admit(self, batch: list[Request]):
         """Prefill ``batch`` and append its slots (model rows go after the live ones)."""
-        logits, state = self.adapter.prefill([r.ids for r in batch])
+        logits, state = self.adapter.prefill([r.ids for r in batch], **self._hidden)
         self.stats.model_rows += len(batch)
         self.stats.refills += 1
         tables = self._pool_tables([r.constraints for r in batch])
@@ -283,20 +293,31 @@ class SearchEngine:
         return _Slot(r, c.n_phrases, nbanks, tgt, warn)
 
     # ============================================================================ one step
-    def _expand(self, logits: torch.Tensor) -> list[int]:
-        """Expand every live hypothesis (mask -> top-k -> candidates -> advance -> select -> pool);
-        update the beams; return the slots that finished."""
+    def _output_layer(self, model_out: torch.Tensor, mask: torch.Tensor) -> StepLogits:
+        """The step's logits: the model's as they are, or computed from its hidden states over the
+        shortlist of allowed tokens (or over every token where that does not pay). A shortlist
+        costs one host read per step: the union's size shapes the gathered weight rows."""
+        if self.shortlist is None:
+            return StepLogits(model_out, mask, None, self._eos)
+        out = self.shortlist.logits(model_out, mask)
+        self.stats.shortlist_steps += out.ids is not None
+        return out
+
+    def _expand(self, model_out: torch.Tensor) -> list[int]:
+        """Expand every live hypothesis (mask -> output layer -> top-k -> candidates -> advance ->
+        select -> pool); update the beams; return the slots that finished."""
         cfg, tb, beam = self.cfg, self.tables, self.beam
         n, k = beam.alive.shape
-        R = int(logits.shape[0])
+        R = int(model_out.shape[0])
         rows = step.live_rows(beam, R)
         kk = min(k, cfg.max_per_parent or k, self.V)
-        scored = step.score_rows(logits, rows, tb, self._eos, kk, cfg)
-        self.stats.logits_elements += R * self.V
+        out = self._output_layer(model_out, tb.build_mask(rows.h, rows.s))  # [R, M]: all tokens or a shortlist
+        scored = step.score_rows(out, rows, tb, kk, cfg)
+        self.stats.logits_elements += R * int(out.logits.shape[1])
         cand = step.plain_candidates(scored, rows, n, k, kk, cfg.prune_threshold)
         use_dba = cfg.dba and any(sl.n_phrases for sl in self.slots)
         if use_dba:
-            d = dba.candidates(cand, rows, scored, logits, tb, k=k, kk=kk, prune_threshold=cfg.prune_threshold, stats=self.stats)
+            d = dba.candidates(cand, rows, scored, out, tb, k=k, kk=kk, prune_threshold=cfg.prune_threshold, stats=self.stats)
             cand = step.with_dba(cand, d, beam.nbanks > 1)
         cand_s, cand_t, parent, nh, ns, feasible = step.advance(cand, beam, tb, cfg.max_new_tokens)
         self.stats.candidates += int(cand_s.shape[0] * cand_s.shape[1])

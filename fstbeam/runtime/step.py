@@ -1,6 +1,7 @@
 """The stages of one search step, each a function over tensors (no state of its own):
 
-    live_rows -> score_rows (mask, masked top-k, EOS) -> plain_candidates (+ dba.candidates)
+    live_rows -> (output layer: :class:`~.shortlist.StepLogits`) -> score_rows (masked top-k, EOS)
+    -> plain_candidates (+ dba.candidates)
     -> advance (next automaton states, feasibility) -> select (beam or DBA banks)
 
 then :mod:`.pool` merges the finished hypotheses. :meth:`SearchEngine._expand` runs them in turn.
@@ -15,6 +16,7 @@ import torch
 from ..kernels import dispatch as kd
 from . import dba
 from .beam import NEG_INF, BeamState, Candidates, Rows, Scored
+from .shortlist import StepLogits
 
 __all__ = ["live_rows", "score_rows", "plain_candidates", "with_dba", "advance", "select", "top_mask"]
 
@@ -25,16 +27,16 @@ def live_rows(beam: BeamState, R: int) -> Rows:
     return Rows(ridx, beam.hstate.view(-1)[ridx], beam.flat_lstate()[ridx], beam.cum.view(-1)[ridx])
 
 
-def score_rows(logits: torch.Tensor, rows: Rows, tables, eos: torch.Tensor, kk: int, cfg) -> Scored:
-    """Allowed-token mask, masked top-``kk`` (one read of the logits) and the best EOS of each row
-    (EOS allowed only in accepting states)."""
-    mask = tables.build_mask(rows.h, rows.s)  # [R, W]
+def score_rows(out: StepLogits, rows: Rows, tables, kk: int, cfg) -> Scored:
+    """Masked top-``kk`` (one read of the logits) and the best EOS of each row (EOS allowed only in
+    accepting states). ``out``'s columns are every token or a shortlist; the tokens returned are ids."""
+    logits, mask = out.logits, out.mask  # [R, M], [R, ceil(M/32)]
     R = rows.idx.shape[0]
     top = kd.masked_topk(logits, mask, torch.arange(R, device=logits.device), rows.c, kk, allowed_lse=cfg.renormalize,
                          backend=cfg.kernel_backend)
-    lse = top.lse
+    lse = top.lse  # over the columns: with a shortlist, cancelled by the renormalizing shift
     shift = torch.zeros_like(lse)
-    eos_logits = logits.index_select(1, eos)
+    eos_logits = logits.index_select(1, out.eos_cols)
     eos_lp = eos_logits - lse[:, None]  # [R, E]
     ok_eos = tables.accepting(rows.h, rows.s)
     if cfg.renormalize:  # normalizer over the allowed tokens, EOS included where allowed
@@ -44,7 +46,7 @@ def score_rows(logits: torch.Tensor, rows: Rows, tables, eos: torch.Tensor, kk: 
         eos_lp = eos_lp + shift[:, None]
     eos_best, eos_which = eos_lp.max(1)
     fin_raw = torch.where(ok_eos, rows.c + eos_best, torch.full_like(rows.c, NEG_INF))
-    return Scored(mask, lse, shift, top.scores + shift[:, None], top.tokens, fin_raw, eos_which)
+    return Scored(mask, lse, shift, top.scores + shift[:, None], out.to_ids(top.tokens), fin_raw, eos_which)
 
 
 def plain_candidates(scored: Scored, rows: Rows, n: int, k: int, kk: int, prune_threshold) -> Candidates:

@@ -51,6 +51,8 @@ def test_config_and_keywords_are_the_same_search(dec):
         (dict(eos_ids=[]), "eos_ids must name at least one"),
         (dict(eos_ids=["x"]), "eos_ids must be a list of token ids"),
         (dict(length_normalization=-1.0), "length_normalization must be >= 0"),
+        (dict(shortlist=True), r"shortlist must be one of 'auto', 'on', 'off' \(got True\)"),
+        (dict(shortlist="on"), r"shortlist='on' needs renormalize=True"),  # the full softmax needs every logit
     ],
 )
 def test_bad_values_name_the_setting_and_what_it_accepts(dec, kwargs, match):

@@ -1,0 +1,224 @@
+"""Shortlist output layer: logits only for the tokens some live hypothesis may take next.
+
+On the default model the output projection (262,144 x 640) is most of a decode step, and under
+constraints most of its logits are masked away. Marian's lexical shortlists (Hoang et al. 2018)
+compute only the logits of a candidate set; here the automata give the set exactly: the union
+of the live rows' allowed-token bitmask rows, plus the EOS ids. When scores are renormalized over
+the allowed tokens (``renormalize=True``) nothing outside that set contributes to any score, so:
+
+1. the union ``U`` (sorted ids) is an OR over the mask rows, unpacked once;
+2. the rows ``W[U]`` of the output projection are gathered (into a reused buffer: a fresh
+   allocation of that size page-faults on every step) and ``hidden @ W[U].T`` computed, with the
+   model's bias and final soft-capping (Gemma 2/3), which are elementwise, in the model's order;
+3. each row's mask is remapped to the columns of ``U`` and the masked top-k runs over
+   ``[R, |U|]``; column ``j`` is token ``U[j]``. ``U`` is sorted, so "lower id first" among ties
+   is the same order, and the renormalized scores are the same numbers as with the full head up
+   to float rounding (the log-sum-exp is taken over a different set and shifted back).
+
+Whether it pays depends on ``|U|`` against ``V`` and on the rows: :func:`pays` encodes the crossover
+measured by ``benchmarks/bench_shortlist.py``. The output layer comes from the model adapter
+(:meth:`CausalLMAdapter.output_projection`), checked once against the model's own logits, so a
+model whose logits are not ``softcap(hidden @ W.T + b)`` (a logit scale, a non-linear head) keeps
+the full head.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from ..errors import DecodeError
+from ..kernels.bitmask import pack_bool_mask_torch, unpack_bitmask_torch
+from .config import ShortlistMode
+
+__all__ = ["OutputHead", "HiddenTap", "probe_output_head", "StepLogits", "Shortlist", "pays", "union_ids", "sub_mask"]
+
+# Measured crossover (benchmarks/bench_shortlist.py -> results/shortlist_crossover.json, 2-core CPU,
+# V=262144, d=640): the shortlist step is faster while |U| / V stays below about 0.2 (a loaded
+# machine, memory bandwidth shared) to 0.35 (a quiet one) for 5-40 rows; with one row the full
+# head is a matrix-vector product that streams W once, and the gather (read, write, read again)
+# pays only below about 0.15.
+MAX_FRACTION_ONE_ROW = 0.15
+MAX_FRACTION = 0.25
+
+
+def pays(columns: int, rows: int, vocab: int) -> bool:
+    """Whether the shortlist of ``columns`` ids beats the full head for ``rows`` rows."""
+    limit = MAX_FRACTION_ONE_ROW if rows <= 1 else MAX_FRACTION
+    return columns <= limit * vocab
+
+
+# ---------------------------------------------------------------------------------------------
+# The output layer
+# ---------------------------------------------------------------------------------------------
+@dataclass(eq=False)
+class OutputHead:
+    """``logits = softcap(hidden @ weight.T + bias)`` (the model's dtype, then float32)."""
+
+    weight: torch.Tensor  # [V, d], tied embeddings included
+    bias: torch.Tensor | None  # [V]
+    softcap: float | None
+    _buf: torch.Tensor | None = field(default=None, repr=False)  # gathered rows, reused across searches
+
+    def _gather(self, ids: torch.Tensor) -> torch.Tensor:
+        """``weight[ids]`` into a buffer that only grows (by a quarter at least): no page faults
+        per step (at most the "auto" fraction of the weight, about 200 MB for the default model)."""
+        M, w = int(ids.shape[0]), self.weight
+        if self._buf is None or self._buf.shape[0] < M:
+            rows = min(M + M // 4, w.shape[0])
+            self._buf = torch.empty(rows, w.shape[1], dtype=w.dtype, device=w.device)
+        return torch.index_select(w, 0, ids, out=self._buf[:M])
+
+    def logits(self, hidden: torch.Tensor, ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits of every id, or of ``ids`` only."""
+        w, b = self.weight, self.bias
+        if ids is not None:
+            w = self._gather(ids)
+            b = b.index_select(0, ids) if b is not None else None
+        x = torch.nn.functional.linear(hidden.to(w.dtype), w, b)
+        if self.softcap is not None:  # Gemma 2/3's order of operations
+            x = x / self.softcap
+            x = torch.tanh(x)
+            x = x * self.softcap
+        return x.float()
+
+
+class HiddenTap:
+    """Captures the input of the model's output layer during one forward call; with
+    ``skip_head`` the layer gets an empty slice of it instead (no logits are computed)."""
+
+    def __init__(self, model, *, skip_head: bool):
+        self.module = model.get_output_embeddings()
+        self.skip = skip_head
+        self.hidden: torch.Tensor | None = None
+
+    def _hook(self, module, args):
+        h = args[0]
+        self.hidden = h
+        if self.skip and h.dim() == 3:
+            return (h[:, :0, :],) + tuple(args[1:])
+        return None
+
+    def __enter__(self) -> "HiddenTap":
+        self._handle = self.module.register_forward_pre_hook(self._hook)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._handle.remove()
+
+    def last_hidden(self) -> torch.Tensor:
+        if self.hidden is None:
+            raise DecodeError("the model's forward did not call its output layer; use shortlist='off'")
+        h = self.hidden
+        return h[:, -1, :] if h.dim() == 3 else h
+
+
+def probe_output_head(model, vocab_size: int, device) -> tuple[OutputHead | None, str | None]:
+    """The model's output layer, if its logits are exactly ``softcap(hidden @ W.T + b)``: checked
+    on a short probe sequence against the model's own logits. Else ``(None, reason)``."""
+    lin = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if not isinstance(lin, torch.nn.Linear):
+        return None, f"{type(model).__name__} has no linear output layer"
+    if lin.weight.dim() != 2 or lin.weight.shape[0] != vocab_size:
+        return None, f"{type(model).__name__}'s output layer is not [vocab={vocab_size}, hidden]"
+    if getattr(model.config, "is_encoder_decoder", False):
+        return None, "encoder-decoder models keep the full output layer"
+    cfg = model.config.get_text_config(decoder=True)
+    cap = getattr(cfg, "final_logit_softcapping", None)
+    head = OutputHead(lin.weight.detach(), lin.bias.detach() if lin.bias is not None else None, float(cap) if cap else None)
+    ids = (torch.arange(1, 4, device=device) % vocab_size)[None]
+    with torch.inference_mode(), HiddenTap(model, skip_head=False) as tap:
+        ref = model(input_ids=ids, use_cache=False).logits[:, -1, :].float()
+    if tap.hidden is None:
+        return None, f"{type(model).__name__}'s forward does not call its output layer"
+    mine = head.logits(tap.last_hidden())
+    scale = float(ref.abs().max()) + 1.0
+    if mine.shape != ref.shape or not torch.allclose(mine, ref, rtol=1e-5, atol=1e-5 * scale):
+        return None, (f"{type(model).__name__}'s logits are not its output projection of the final hidden state "
+                      "(e.g. a logit scale): they cannot be computed for a subset")
+    return head, None
+
+
+# ---------------------------------------------------------------------------------------------
+# The shortlist of one step
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class StepLogits:
+    """One step's logits over ``columns`` (``ids[j]`` is the token of column ``j``; ``ids=None``:
+    every token, column = id), the rows' masks over those columns and the EOS columns."""
+
+    logits: torch.Tensor  # [R, M] float32
+    mask: torch.Tensor  # [R, ceil(M/32)] int32
+    ids: torch.Tensor | None  # [M] int64, sorted
+    eos_cols: torch.Tensor  # [E] int64
+
+    def to_ids(self, cols: torch.Tensor) -> torch.Tensor:
+        """Token ids of columns (-1 stays -1)."""
+        if self.ids is None:
+            return cols
+        return torch.where(cols >= 0, self.ids[cols.clamp(min=0)], cols)
+
+    def to_cols(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Columns of token ids; -1 for -1 and for ids outside the shortlist."""
+        if self.ids is None:
+            return tokens
+        pos = torch.searchsorted(self.ids, tokens.clamp(min=0)).clamp(max=self.ids.shape[0] - 1)
+        return torch.where((tokens >= 0) & (self.ids[pos] == tokens), pos, torch.full_like(tokens, -1))
+
+
+def _or_rows(mask: torch.Tensor) -> torch.Tensor:
+    """Bitwise OR of the rows of ``mask`` [R, W] (a tree of log2(R) row operations)."""
+    m = mask
+    while m.shape[0] > 1:
+        if m.shape[0] % 2:
+            m = torch.cat([m, torch.zeros_like(m[:1])])
+        m = m[0::2] | m[1::2]
+    return m[0] if m.shape[0] else torch.zeros(mask.shape[1], dtype=mask.dtype, device=mask.device)
+
+
+def union_ids(mask: torch.Tensor, vocab: int, extra: torch.Tensor) -> torch.Tensor:
+    """Sorted ids allowed in any row of ``mask`` [R, W], plus ``extra`` ids."""
+    allowed = unpack_bitmask_torch(_or_rows(mask)[None], vocab)[0]
+    allowed[extra] = True
+    return allowed.nonzero().squeeze(1)
+
+
+def sub_mask(mask: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """The rows of ``mask`` [R, W] over the columns ``ids`` [M]: int32 [R, ceil(M/32)]."""
+    words = mask.index_select(1, ids >> 5)  # [R, M]
+    bits = (words >> (ids & 31).to(torch.int32)) & 1
+    return pack_bool_mask_torch(bits.bool())
+
+
+class Shortlist:
+    """Per search: computes each step's logits from the model's hidden states, over the shortlist
+    when it pays (``mode="auto"``), always (``"on"``), or never (full head from hidden states)."""
+
+    def __init__(self, head: OutputHead, mode: ShortlistMode, vocab: int, eos: torch.Tensor):
+        self.head, self.mode, self.V, self.eos = head, mode, int(vocab), eos
+
+    def logits(self, hidden: torch.Tensor, mask: torch.Tensor) -> StepLogits:
+        R = int(hidden.shape[0])
+        if self.mode != "off":
+            ids = union_ids(mask, self.V, self.eos)
+            M = int(ids.shape[0])
+            if self.mode == "on" or pays(M, R, self.V):
+                logits = self.head.logits(hidden, ids)
+                return StepLogits(logits, sub_mask(mask, ids), ids, torch.searchsorted(ids, self.eos))
+        return StepLogits(self.head.logits(hidden), mask, None, self.eos)
+
+
+def resolve(adapter, config, eos: torch.Tensor, vocab: int) -> Shortlist | None:
+    """The search's shortlist, or ``None`` (the adapter returns full logits). ``config`` is a
+    validated :class:`~.config.SearchConfig` (it refuses ``"on"`` without ``renormalize``);
+    ``"on"`` also refuses a model whose head cannot give exact subset logits, instead of falling back."""
+    if config.shortlist == "off" or not config.renormalize:
+        return None
+    probe = getattr(adapter, "output_projection", None)
+    head = probe() if probe is not None else None
+    if head is None:
+        if config.shortlist == "on":
+            why = getattr(adapter, "no_head_reason", None) or f"{type(adapter).__name__} has no output_projection()"
+            raise DecodeError(f"shortlist='on' is not possible: {why}; use shortlist='auto' or 'off'")
+        return None
+    return Shortlist(head, config.shortlist, vocab, eos)

