@@ -68,3 +68,10 @@ def fst_to_dfa(fst: pynini.Fst) -> CharDFA:
                 raise SpecError(f"automaton is not deterministic at state {s}, byte {arc.ilabel:#04x}: optimize it first")
             nxt[s, arc.ilabel] = arc.nextstate
     return CharDFA(nxt, final, fst.start())
+
+
+def text_to_dfa(text) -> CharDFA:
+    """Flatten a `fstbeam.grammars.lib.text_dfa.TextDFA` (arc arrays, start 0)."""
+    nxt = np.full((text.num_states, 256), -1, dtype=np.int32)
+    nxt[text.src, text.byte] = text.dst
+    return CharDFA(nxt, text.final.copy(), 0)

@@ -20,9 +20,9 @@ import pynini
 
 from ..errors import SpecError, UnsatisfiableConstraintError
 from ..fst.optimize import optimize, sigma_star
-from ..grammars.lib.wordlist import word_list_fst
+from ..grammars.lib.wordlist import text_dfa_fst_bytes, word_list_dfa
 from .cefr import cefr_words, parse_level
-from .char_dfa import CharDFA, fst_to_dfa
+from .char_dfa import CharDFA, fst_to_dfa, text_to_dfa
 from .satisfy import avoidable, phrase_possible, reachable_pair
 from .compiled import CompiledConstraints
 from .spec import ConstraintSpec, Phrase, WordList, as_phrases, read_word_file
@@ -137,6 +137,22 @@ def contains_fst(p: Phrase) -> pynini.Fst:
     return (left + lit + right).optimize()
 
 
+def _with_grammar(words_text, words_desc, g_lang, g_desc) -> tuple[pynini.Fst, str]:
+    """(the hard language, its description): the grammar, intersected with the word list if any."""
+    g = optimize(g_lang, stage=f"grammar {g_desc}")
+    if _is_empty(g):
+        raise UnsatisfiableConstraintError(f"grammar {g_desc} accepts no text", (f"grammar {g_desc}",))
+    if words_text is None:
+        return g, f"grammar {g_desc}"
+    words = pynini.Fst.read_from_string(text_dfa_fst_bytes(words_text))
+    both = optimize(pynini.intersect(words, g), stage="words & grammar")
+    if _is_empty(both):
+        raise UnsatisfiableConstraintError(
+            f"{words_desc} and grammar {g_desc} have no text in common", (words_desc, f"grammar {g_desc}")
+        )
+    return both, f"{words_desc} and grammar {g_desc}"
+
+
 def _is_empty(fst: pynini.Fst) -> bool:
     f = pynini.connect(fst.copy())
     return f.num_states() == 0
@@ -229,40 +245,36 @@ def compile_constraints(
             grammar=g_desc, grammar_hash=g_hash, canonical=canonical,
             extra={"case_variants": case_variants, "digits": digits, **({"leading_space": True} if leading_space else {})},
         )
-        hard_fst, hard_desc = None, None
+        hard_fst, hard_desc, hard_text = None, None, None
         if wl is not None:
             with stages("word list"):
-                hard_fst = word_list_fst(wl.words, case_variants=case_variants, digits=digits)
+                # Built as arrays (no pynini) unless a grammar must be intersected with it.
+                hard_text = word_list_dfa(
+                    wl.words, case_variants=case_variants, digits=digits, leading_space=leading_space and g_lang is None
+                )
             hard_desc = f"the word list ({wl.source})"
         if g_lang is not None:
             with stages("grammar"):
-                g = optimize(g_lang, stage=f"grammar {g_desc}")
-                if _is_empty(g):
-                    raise UnsatisfiableConstraintError(f"grammar {g_desc} accepts no text", (f"grammar {g_desc}",))
-                if hard_fst is None:
-                    hard_fst, hard_desc = g, f"grammar {g_desc}"
-                else:
-                    hard_fst = optimize(pynini.intersect(hard_fst, g), stage="words & grammar")
-                    if _is_empty(hard_fst):
-                        raise UnsatisfiableConstraintError(
-                            f"{hard_desc} and grammar {g_desc} have no text in common",
-                            (hard_desc, f"grammar {g_desc}"),
-                        )
-                    hard_desc = f"{hard_desc} and grammar {g_desc}"
-        if leading_space:
-            if hard_fst is None:
-                raise SpecError(
-                    "leading_space=True applies to a word list or grammar: give words=, cefr= or grammar= "
-                    "(phrases, avoid and prefix alone allow any text, spaces included)"
-                )
-            space = pynini.accep(" ", token_type="byte")
-            hard_fst = optimize(pynini.closure(space, 0, 1) + hard_fst, stage="leading space")
+                hard_fst, hard_desc = _with_grammar(hard_text, hard_desc, g_lang, g_desc)
+                hard_text = None
+            if leading_space:
+                space = pynini.accep(" ", token_type="byte")
+                hard_fst = optimize(pynini.closure(space, 0, 1) + hard_fst, stage="leading space")
+        elif leading_space and hard_text is None:
+            raise SpecError(
+                "leading_space=True applies to a word list or grammar: give words=, cefr= or grammar= "
+                "(phrases, avoid and prefix alone allow any text, spaces included)"
+            )
         hard = token_fst = char_fst = char_state = None
         dfa = _SIGMA_DFA
-        if hard_fst is not None:
-            hard_fst = pynini.connect(hard_fst)
+        if hard_fst is not None or hard_text is not None:
             with stages("lift"):
-                dfa = fst_to_dfa(hard_fst)
+                if hard_text is not None:
+                    dfa, char_fst = text_to_dfa(hard_text), text_dfa_fst_bytes(hard_text)
+                else:
+                    hard_fst = pynini.connect(hard_fst)
+                    dfa, char_fst = fst_to_dfa(hard_fst), _fst_bytes(hard_fst)
+                del hard_text, hard_fst
                 allowed = _canonical_tokens(tokenizer, vocab, wl) if canonical else None
                 fsa = lift(dfa, token_trie(vocab), vocab.width, allowed_tokens=allowed)
             if not fsa.final.any():
@@ -275,7 +287,6 @@ def compile_constraints(
                 from .artifact import token_fst_bytes
 
                 token_fst = token_fst_bytes(fsa)
-                char_fst = _fst_bytes(hard_fst)
                 char_state = fsa.char_state
         with stages("check"):
             _check_request(dfa, hard_desc, phr, avd, prefix)

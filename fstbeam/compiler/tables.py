@@ -103,23 +103,9 @@ def build_tables(
     dense_pairs |= sparse_total[sb_state] > sparse_max
 
     # Dense rows: distinct combinations of dense blocks per state (row 0 = none).
-    combos: dict[tuple[int, ...], int] = {(): 0}
-    state_row = np.zeros(S, dtype=np.int32)
     dstate, dblock = sb_state[dense_pairs], fsa.state_block_id[dense_pairs]
-    if len(dstate):
-        splits = np.flatnonzero(np.diff(dstate)) + 1
-        for st, blks in zip(np.split(dstate, splits), np.split(dblock, splits)):
-            state_row[st[0]] = combos.setdefault(tuple(blks.tolist()), len(combos))
-    W = bitmask_width(V)
-    dense_masks = np.zeros((len(combos), W), dtype=np.int32)
-    block_rows = {}
-    for combo, row in combos.items():
-        acc = np.zeros(W, dtype=np.int32)
-        for b in combo:
-            if b not in block_rows:
-                block_rows[b] = pack_ids(fsa.block_tokens[fsa.block_ptr[b]:fsa.block_ptr[b + 1]], V)
-            acc |= block_rows[b]
-        dense_masks[row] = acc
+    state_row, combo_blocks = _dense_combinations(dstate, dblock, S)
+    dense_masks = _dense_rows(combo_blocks, fsa, V)
 
     # Sparse lists: tokens of each state's small blocks, sorted.
     sp = ~dense_pairs
@@ -133,10 +119,7 @@ def build_tables(
     sparse_ptr = np.zeros(S + 1, dtype=np.int64)
     np.cumsum(np.bincount(tok_state, minlength=S), out=sparse_ptr[1:])
 
-    first = np.full(V, -1, dtype=np.int16)
-    for i, b in enumerate(vocab.token_bytes):
-        if b:
-            first[i] = b[0]
+    first = _first_bytes(vocab)
     blk_of_entry = np.repeat(np.arange(len(sizes)), sizes)
     return HardTables(
         start=0,
@@ -157,3 +140,53 @@ def build_tables(
         token_first_byte=first,
         eos_ids=np.asarray(vocab.eos_ids, dtype=np.int32),
     )
+
+
+def _dense_combinations(dstate: np.ndarray, dblock: np.ndarray, S: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(row of each state, blocks of each row): states with equal lists of dense blocks share a
+    row, row 0 has none. The lists are compared exactly, one position at a time (no per-state
+    Python)."""
+    count = np.bincount(dstate, minlength=S)
+    first = np.cumsum(count) - count  # dstate is sorted: a state's blocks are contiguous
+    rank = np.zeros(S, np.int64)
+    for j in range(int(count.max()) if S else 0):
+        has = np.flatnonzero(count > j)
+        key = rank[has] * (int(dblock.max()) + 1) + dblock[first[has] + j]
+        _, inv = np.unique(key, return_inverse=True)
+        rank[has] = int(rank.max()) + 1 + inv
+    rank[count == 0] = -1  # keep row 0 for "no dense block"
+    uniq, row = np.unique(rank, return_inverse=True)
+    if not len(uniq) or uniq[0] != -1:
+        row = row + 1
+    reps = np.zeros(int(row.max()) + 1 if S else 1, np.int64)
+    reps[row] = np.arange(S)
+    blocks = [dblock[first[q]:first[q] + count[q]] for q in reps.tolist()]
+    blocks[0] = dblock[:0]
+    return row.astype(np.int32), blocks
+
+
+def _dense_rows(combo_blocks: list[np.ndarray], fsa: TokenFSA, V: int) -> np.ndarray:
+    """Bit rows: the OR of each combination's blocks (each block packed once)."""
+    masks = np.zeros((len(combo_blocks), bitmask_width(V)), dtype=np.int32)
+    packed: dict[int, np.ndarray] = {}
+    for row, blocks in enumerate(combo_blocks):
+        for b in blocks.tolist():
+            if b not in packed:
+                packed[b] = pack_ids(fsa.block_tokens[fsa.block_ptr[b]:fsa.block_ptr[b + 1]], V)
+            masks[row] |= packed[b]
+    return masks
+
+
+_FIRST_BYTES: dict[str, np.ndarray] = {}
+
+
+def _first_bytes(vocab: Vocab) -> np.ndarray:
+    """int16 [V]: each token's first byte, -1 for tokens without text (cached per tokenizer)."""
+    hit = _FIRST_BYTES.get(vocab.fingerprint)
+    if hit is None:
+        first = np.full(vocab.width, -1, dtype=np.int16)
+        for i, b in enumerate(vocab.token_bytes):
+            if b:
+                first[i] = b[0]
+        hit = _FIRST_BYTES[vocab.fingerprint] = first
+    return hit.copy()
