@@ -22,6 +22,11 @@ DENSE_MIN_TOKENS = 256
 # without a space) gets them in its own dense row instead, so no mask needs a long sparse list.
 SPARSE_MAX_TOKENS = 512
 
+# A small block joins a dense row used by at least this many states if this fraction of them
+# have it.
+SHARED_MIN_STATES = 64
+SHARED_FRACTION = 0.9
+
 
 @dataclass(frozen=True, eq=False)
 class HardTables:
@@ -92,7 +97,11 @@ class HardTables:
 
 
 def build_tables(
-    fsa: TokenFSA, vocab: Vocab, *, dense_min: int = DENSE_MIN_TOKENS, sparse_max: int = SPARSE_MAX_TOKENS
+    fsa: TokenFSA,
+    vocab: Vocab,
+    *,
+    dense_min: int = DENSE_MIN_TOKENS,
+    sparse_max: int = SPARSE_MAX_TOKENS,
 ) -> HardTables:
     V, S = vocab.width, fsa.num_states
     sizes = np.diff(fsa.block_ptr)
@@ -101,6 +110,18 @@ def build_tables(
     dense_pairs = pair_size >= dense_min
     sparse_total = np.bincount(sb_state, weights=np.where(dense_pairs, 0, pair_size), minlength=S)
     dense_pairs |= sparse_total[sb_state] > sparse_max
+    # A small block that (nearly) every state of a large dense row also uses (punctuation after
+    # each word end) joins that row: those states keep sharing one row instead of each repeating
+    # the block in its sparse list (C2: 10.3M sparse ids -> 1.7M). A row splits only where a
+    # few states lack the block, so the number of rows barely grows.
+    row0, _ = _dense_combinations(sb_state[dense_pairs], fsa.state_block_id[dense_pairs], S)
+    row_size = np.bincount(row0, minlength=int(row0.max()) + 1)
+    key = row0[sb_state].astype(np.int64) * (fsa.num_blocks + 1) + fsa.state_block_id
+    cand = ~dense_pairs & (row0[sb_state] > 0)
+    uniq, inv, cnt = np.unique(key[cand], return_inverse=True, return_counts=True)
+    size = row_size[uniq // (fsa.num_blocks + 1)]
+    in_all = (cnt >= SHARED_FRACTION * size) & (size >= SHARED_MIN_STATES)
+    dense_pairs[np.flatnonzero(cand)[in_all[inv]]] = True
 
     # Dense rows: distinct combinations of dense blocks per state (row 0 = none).
     dstate, dblock = sb_state[dense_pairs], fsa.state_block_id[dense_pairs]

@@ -78,19 +78,12 @@ def lift(dfa: CharDFA, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarra
     block = np.arange(nb, dtype=np.int64)
     empty = np.zeros(0, np.int64)
     out_block, out_node, out_state = [empty], [empty], [empty]
+    step = _Stepper(dfa, trie)
     while len(node):
         has = trie.tok_ptr[node + 1] > trie.tok_ptr[node]
         out_block.append(block[has]); out_node.append(node[has]); out_state.append(state[has])
-        lo, hi = trie.child_lo[node], trie.child_hi[node]
-        counts = hi - lo
-        total = int(counts.sum())
-        if total == 0:
-            break
-        rep = np.repeat(np.arange(len(node)), counts)
-        child = concat_ranges(lo, hi)
-        ns = nxt[state[rep], trie.node_byte[child]]
-        keep = ns >= 0
-        node, state, block = child[keep], ns[keep].astype(np.int64), block[rep][keep]
+        src, node, state = step(node, state)
+        block = block[src]
     e_block = np.concatenate(out_block)
     e_node = np.concatenate(out_node)
     e_state = np.concatenate(out_state)
@@ -114,6 +107,49 @@ def lift(dfa: CharDFA, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarra
         S, fsa.num_states, fsa.num_blocks, len(fsa.block_tokens), fsa.expanded_arcs(), time.perf_counter() - t0,
     )
     return fsa
+
+
+class _Stepper:
+    """One BFS step over (trie node, char state) pairs: every (child, next state) pair.
+
+    A pair can be extended from either side: the node's trie children (checked against the
+    DFA row) or the state's DFA arcs (looked up among the node's children). Each pair takes the
+    side with fewer candidates: inside words a state has a few arcs while a short token's node
+    has dozens of children, and at word starts it is the other way round."""
+
+    def __init__(self, dfa: CharDFA, trie: TokenTrie):
+        self.nxt = dfa.next
+        q, b = np.nonzero(dfa.next >= 0)  # row-major: arcs sorted by state, then byte
+        self.arc_ptr = _csr(q, dfa.num_states)
+        self.arc_byte, self.arc_next = b, dfa.next[q, b].astype(np.int64)
+        self.trie = trie
+        n_children = trie.child_hi - trie.child_lo
+        parent = np.repeat(np.arange(trie.num_nodes), n_children)  # of nodes 1..N-1, in id order
+        self.child_key = parent * 256 + trie.node_byte[1:]  # sorted: children are id ranges by byte
+
+    def __call__(self, node: np.ndarray, state: np.ndarray):
+        """(source pair index, child node, next state) of every surviving extension."""
+        t = self.trie
+        lo, hi = t.child_lo[node], t.child_hi[node]
+        alo, ahi = self.arc_ptr[state], self.arc_ptr[state + 1]
+        by_trie = (hi - lo) <= (ahi - alo)
+        i = np.flatnonzero(by_trie)
+        rep = np.repeat(i, (hi - lo)[i])
+        child = concat_ranges(lo[i], hi[i])
+        ns = self.nxt[state[rep], t.node_byte[child]].astype(np.int64)
+        keep = ns >= 0
+        src1, child1, ns1 = rep[keep], child[keep], ns[keep]
+        j = np.flatnonzero(~by_trie)
+        rep = np.repeat(j, (ahi - alo)[j])
+        arc = concat_ranges(alo[j], ahi[j])
+        key = node[rep] * 256 + self.arc_byte[arc]
+        pos = np.minimum(np.searchsorted(self.child_key, key), len(self.child_key) - 1)
+        found = self.child_key[pos] == key if len(self.child_key) else np.zeros(len(key), bool)
+        return (
+            np.concatenate([src1, rep[found]]),
+            np.concatenate([child1, pos[found] + 1]),
+            np.concatenate([ns1, self.arc_next[arc[found]]]),
+        )
 
 
 def _csr(keys: np.ndarray, n: int) -> np.ndarray:
