@@ -269,14 +269,15 @@ def compile_constraints(
         dfa = _SIGMA_DFA
         if hard_fst is not None or hard_text is not None:
             with stages("lift"):
-                if hard_text is not None:
-                    dfa, char_fst = text_to_dfa(hard_text), text_dfa_fst_bytes(hard_text)
+                if hard_text is not None:  # lifted from its arcs; the [S, 256] table only if a check needs it
+                    char_fst = text_dfa_fst_bytes(hard_text)
+                    dfa = text_to_dfa(hard_text) if (phr or avd or prefix is not None) else None
                 else:
                     hard_fst = pynini.connect(hard_fst)
                     dfa, char_fst = fst_to_dfa(hard_fst), _fst_bytes(hard_fst)
-                del hard_text, hard_fst
                 allowed = _canonical_tokens(tokenizer, vocab, wl) if canonical else None
-                fsa = lift(dfa, token_trie(vocab), vocab.width, allowed_tokens=allowed)
+                fsa = lift(hard_text if hard_text is not None else dfa, token_trie(vocab), vocab.width, allowed_tokens=allowed)
+                del hard_text, hard_fst
             if not fsa.final.any():
                 raise UnsatisfiableConstraintError(
                     f"no token sequence of {vocab.describe()} spells any text allowed by {hard_desc}",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -56,16 +57,52 @@ class TokenFSA:
         return int(sizes[self.state_block_id].sum())
 
 
-def lift(dfa: CharDFA, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None = None) -> TokenFSA:
-    """Token automaton for ``dfa`` over the tokens in ``trie`` (optionally only ``allowed_tokens``)."""
+@dataclass(frozen=True, eq=False)
+class _Arcs:
+    """A character DFA as arcs sorted by (state, byte): what the lift reads (no [S, 256] table,
+    which would take a gigabyte at a million words)."""
+
+    num_states: int
+    start: int
+    final: np.ndarray
+    src: np.ndarray  # int64 [A]
+    byte: np.ndarray  # int64 [A]
+    dst: np.ndarray  # int64 [A]
+
+    @staticmethod
+    def of(dfa) -> "_Arcs":
+        if isinstance(dfa, CharDFA):
+            q, b = np.nonzero(dfa.next >= 0)  # row-major: sorted by state, then byte
+            return _Arcs(dfa.num_states, dfa.start, dfa.final, q, b, dfa.next[q, b].astype(np.int64))
+        # a TextDFA (fstbeam.grammars.lib.text_dfa): start 0, arcs already sorted
+        return _Arcs(dfa.num_states, 0, dfa.final, dfa.src, dfa.byte.astype(np.int64), dfa.dst)
+
+    @cached_property
+    def ptr(self) -> np.ndarray:
+        return _csr(self.src, self.num_states)
+
+    @cached_property
+    def key(self) -> np.ndarray:
+        return self.src * 256 + self.byte  # sorted
+
+    def step(self, state: np.ndarray, byte: np.ndarray) -> np.ndarray:
+        """Next state for each (state, byte) pair, -1 where there is no arc."""
+        key = state * 256 + byte
+        pos = np.minimum(np.searchsorted(self.key, key), max(len(self.key) - 1, 0))
+        if not len(self.key):
+            return np.full(len(key), -1, np.int64)
+        return np.where(self.key[pos] == key, self.dst[pos], -1)
+
+
+def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None = None) -> TokenFSA:
+    """Token automaton for ``dfa`` (a `CharDFA` or a word list's `TextDFA`) over the tokens in
+    ``trie`` (optionally only ``allowed_tokens``)."""
     t0 = time.perf_counter()
+    dfa = _Arcs.of(dfa)
     S = dfa.num_states
-    nxt = dfa.next
     # 1. Distinct (first byte, state after it) pairs become blocks.
-    q_idx, b_idx = np.nonzero(nxt >= 0)
-    has_tok = trie.depth1[b_idx] >= 0
-    q_idx, b_idx = q_idx[has_tok], b_idx[has_tok]
-    r_idx = nxt[q_idx, b_idx].astype(np.int64)
+    has_tok = trie.depth1[dfa.byte] >= 0
+    q_idx, b_idx, r_idx = dfa.src[has_tok], dfa.byte[has_tok], dfa.dst[has_tok]
     pair_key = b_idx.astype(np.int64) * S + r_idx
     uniq_keys, pair_block = np.unique(pair_key, return_inverse=True)
     nb = len(uniq_keys)
@@ -117,11 +154,9 @@ class _Stepper:
     side with fewer candidates: inside words a state has a few arcs while a short token's node
     has dozens of children, and at word starts it is the other way round."""
 
-    def __init__(self, dfa: CharDFA, trie: TokenTrie):
-        self.nxt = dfa.next
-        q, b = np.nonzero(dfa.next >= 0)  # row-major: arcs sorted by state, then byte
-        self.arc_ptr = _csr(q, dfa.num_states)
-        self.arc_byte, self.arc_next = b, dfa.next[q, b].astype(np.int64)
+    def __init__(self, dfa: _Arcs, trie: TokenTrie):
+        self.dfa = dfa
+        self.arc_ptr, self.arc_byte, self.arc_next = dfa.ptr, dfa.byte, dfa.dst
         self.trie = trie
         n_children = trie.child_hi - trie.child_lo
         parent = np.repeat(np.arange(trie.num_nodes), n_children)  # of nodes 1..N-1, in id order
@@ -136,7 +171,7 @@ class _Stepper:
         i = np.flatnonzero(by_trie)
         rep = np.repeat(i, (hi - lo)[i])
         child = concat_ranges(lo[i], hi[i])
-        ns = self.nxt[state[rep], t.node_byte[child]].astype(np.int64)
+        ns = self.dfa.step(state[rep], t.node_byte[child].astype(np.int64))
         keep = ns >= 0
         src1, child1, ns1 = rep[keep], child[keep], ns[keep]
         j = np.flatnonzero(~by_trie)
