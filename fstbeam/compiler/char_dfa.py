@@ -70,8 +70,13 @@ def fst_to_dfa(fst: pynini.Fst) -> CharDFA:
     return CharDFA(nxt, final, fst.start())
 
 
+def arcs_to_dfa(final: np.ndarray, src: np.ndarray, byte: np.ndarray, dst: np.ndarray, start: int) -> CharDFA:
+    """A DFA given as arc arrays, flattened."""
+    nxt = np.full((len(final), 256), -1, dtype=np.int32)
+    nxt[src, byte] = dst
+    return CharDFA(nxt, np.asarray(final, bool).copy(), int(start))
+
+
 def text_to_dfa(text) -> CharDFA:
     """Flatten a `fstbeam.grammars.lib.text_dfa.TextDFA` (arc arrays, start 0)."""
-    nxt = np.full((text.num_states, 256), -1, dtype=np.int32)
-    nxt[text.src, text.byte] = text.dst
-    return CharDFA(nxt, text.final.copy(), 0)
+    return arcs_to_dfa(text.final, text.src, text.byte, text.dst, 0)

@@ -8,8 +8,10 @@ character level so a contradiction is an error at compile time, not an empty bea
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import replace
@@ -22,11 +24,12 @@ from ..errors import SpecError, UnsatisfiableConstraintError
 from ..fst.optimize import optimize, sigma_star
 from ..grammars.lib.wordlist import text_dfa_fst_bytes, word_list_dfa
 from .cefr import cefr_words, parse_level
-from .char_dfa import CharDFA, fst_to_dfa, text_to_dfa
+from .char_dfa import CharDFA, arcs_to_dfa, fst_to_dfa
+from .disk_cache import load_arrays, source_fingerprint, store_arrays
 from .satisfy import avoidable, phrase_possible, reachable_pair
 from .compiled import CompiledConstraints
 from .spec import ConstraintSpec, Phrase, WordList, as_phrases, read_word_file
-from .tables import build_tables
+from .tables import HardTables, build_tables
 from .token_fsa import lift
 from .token_trie import token_trie
 from .vocab import Vocab, load_vocab
@@ -153,11 +156,87 @@ def _with_grammar(words_text, words_desc, g_lang, g_desc) -> tuple[pynini.Fst, s
     return both, f"{words_desc} and grammar {g_desc}"
 
 
+def _hard_key(vocab: Vocab, wl: WordList | None, g_hash, opts: dict) -> str:
+    """Disk-cache key of the hard part: the list, the grammar, the options, the tokenizer and the
+    source of every module that builds it."""
+    from ..fst import vector_fst
+    from ..grammars.lib import acyclic, text, text_dfa, wordlist
+    from . import artifact, char_dfa, tables, token_fsa, token_trie as trie_module
+
+    h = hashlib.sha256(json.dumps([vocab.fingerprint, g_hash, sorted(opts.items())]).encode())
+    if wl is not None:
+        h.update("\n".join(wl.words).encode())
+    h.update(source_fingerprint(
+        acyclic, text, text_dfa, wordlist, vector_fst, artifact, char_dfa, tables, token_fsa, trie_module, sys.modules[__name__]
+    ).encode())
+    return h.hexdigest()
+
+
+def _compile_hard(stages, tokenizer, vocab: Vocab, wl, g_lang, g_desc, opts) -> dict[str, np.ndarray]:
+    """Word list and/or grammar -> character DFA -> token automaton -> tables, as flat arrays."""
+    hard_fst = hard_text = None
+    hard_desc = f"the word list ({wl.source})" if wl is not None else None
+    if wl is not None:
+        with stages("word list"):
+            # Built as arrays (no pynini) unless a grammar must be intersected with it.
+            hard_text = word_list_dfa(
+                wl.words, case_variants=opts["case_variants"], digits=opts["digits"],
+                leading_space=opts["leading_space"] and g_lang is None,
+            )
+    if g_lang is not None:
+        with stages("grammar"):
+            hard_fst, hard_desc = _with_grammar(hard_text, hard_desc, g_lang, g_desc)
+            hard_text = None
+        if opts["leading_space"]:
+            space = pynini.accep(" ", token_type="byte")
+            hard_fst = optimize(pynini.closure(space, 0, 1) + hard_fst, stage="leading space")
+    with stages("lift"):
+        if hard_text is not None:  # lifted from its arcs, no [S, 256] table
+            char_fst = text_dfa_fst_bytes(hard_text)
+            arcs = (hard_text.final, hard_text.src, hard_text.byte, hard_text.dst, 0)
+            source = hard_text
+        else:
+            hard_fst = pynini.connect(hard_fst)
+            source, char_fst = fst_to_dfa(hard_fst), _fst_bytes(hard_fst)
+            q, b = np.nonzero(source.next >= 0)
+            arcs = (source.final, q, b, source.next[q, b], source.start)
+        allowed = _canonical_tokens(tokenizer, vocab, wl) if opts["canonical"] else None
+        fsa = lift(source, token_trie(vocab), vocab.width, allowed_tokens=allowed)
+        del hard_text, hard_fst, source
+    if not fsa.final.any():
+        raise UnsatisfiableConstraintError(
+            f"no token sequence of {vocab.describe()} spells any text allowed by {hard_desc}",
+            (hard_desc, "tokenizer"),
+        )
+    with stages("tables"):
+        hard = build_tables(fsa, vocab)
+        from .artifact import token_fst_bytes
+
+        out = {f"t_{k}": v for k, v in hard.arrays().items()}
+        out.update(
+            t_start=np.int64(hard.start), t_width=np.int64(hard.width), char_state=fsa.char_state,
+            token_fst=np.frombuffer(token_fst_bytes(fsa), np.uint8), char_fst=np.frombuffer(char_fst, np.uint8),
+            c_final=arcs[0], c_src=arcs[1], c_byte=arcs[2], c_dst=arcs[3], c_start=np.int64(arcs[4]),
+        )
+    return out
+
+
+def _unpack_hard(a: dict[str, np.ndarray]):
+    """(tables, token fst bytes, char fst bytes, char_state, char-DFA arcs) from `_compile_hard`."""
+    hard = HardTables(
+        start=int(a["t_start"]), width=int(a["t_width"]), **{k: a[f"t_{k}"] for k in HardTables.ARRAYS}
+    )
+    arcs = (a["c_final"], a["c_src"], a["c_byte"], a["c_dst"], int(a["c_start"]))
+    return hard, a["token_fst"].tobytes(), a["char_fst"].tobytes(), a["char_state"], arcs
+
+
 def _is_empty(fst: pynini.Fst) -> bool:
     f = pynini.connect(fst.copy())
     return f.num_states() == 0
 
 
+# Compiled word lists / grammars kept in the disk cache (oldest dropped first).
+HARD_CACHE_ENTRIES = 16
 _SIGMA_DFA = CharDFA(np.where(np.arange(256) > 0, 0, -1).astype(np.int32)[None, :], np.ones(1, bool), 0)
 _DFA_CACHE: dict[str, CharDFA] = {}
 
@@ -245,50 +324,28 @@ def compile_constraints(
             grammar=g_desc, grammar_hash=g_hash, canonical=canonical,
             extra={"case_variants": case_variants, "digits": digits, **({"leading_space": True} if leading_space else {})},
         )
-        hard_fst, hard_desc, hard_text = None, None, None
-        if wl is not None:
-            with stages("word list"):
-                # Built as arrays (no pynini) unless a grammar must be intersected with it.
-                hard_text = word_list_dfa(
-                    wl.words, case_variants=case_variants, digits=digits, leading_space=leading_space and g_lang is None
-                )
-            hard_desc = f"the word list ({wl.source})"
-        if g_lang is not None:
-            with stages("grammar"):
-                hard_fst, hard_desc = _with_grammar(hard_text, hard_desc, g_lang, g_desc)
-                hard_text = None
-            if leading_space:
-                space = pynini.accep(" ", token_type="byte")
-                hard_fst = optimize(pynini.closure(space, 0, 1) + hard_fst, stage="leading space")
-        elif leading_space and hard_text is None:
+        if leading_space and wl is None and g_lang is None:
             raise SpecError(
                 "leading_space=True applies to a word list or grammar: give words=, cefr= or grammar= "
                 "(phrases, avoid and prefix alone allow any text, spaces included)"
             )
         hard = token_fst = char_fst = char_state = None
-        dfa = _SIGMA_DFA
-        if hard_fst is not None or hard_text is not None:
-            with stages("lift"):
-                if hard_text is not None:  # lifted from its arcs; the [S, 256] table only if a check needs it
-                    char_fst = text_dfa_fst_bytes(hard_text)
-                    dfa = text_to_dfa(hard_text) if (phr or avd or prefix is not None) else None
-                else:
-                    hard_fst = pynini.connect(hard_fst)
-                    dfa, char_fst = fst_to_dfa(hard_fst), _fst_bytes(hard_fst)
-                allowed = _canonical_tokens(tokenizer, vocab, wl) if canonical else None
-                fsa = lift(hard_text if hard_text is not None else dfa, token_trie(vocab), vocab.width, allowed_tokens=allowed)
-                del hard_text, hard_fst
-            if not fsa.final.any():
-                raise UnsatisfiableConstraintError(
-                    f"no token sequence of {vocab.describe()} spells any text allowed by {hard_desc}",
-                    (hard_desc, "tokenizer"),
-                )
-            with stages("tables"):
-                hard = build_tables(fsa, vocab)
-                from .artifact import token_fst_bytes
-
-                token_fst = token_fst_bytes(fsa)
-                char_state = fsa.char_state
+        dfa, hard_desc = _SIGMA_DFA, None
+        if wl is not None or g_lang is not None:
+            opts = dict(case_variants=case_variants, digits=digits, leading_space=leading_space, canonical=canonical)
+            hard_desc = " and ".join(
+                ([f"the word list ({wl.source})"] if wl is not None else []) + ([f"grammar {g_desc}"] if g_lang is not None else [])
+            )
+            key = _hard_key(vocab, wl, g_hash, opts)
+            hit = load_arrays("hard", key)
+            if hit is None:
+                built = _compile_hard(stages, tokenizer, vocab, wl, g_lang, g_desc, opts)
+                store_arrays("hard", key, built, keep=HARD_CACHE_ENTRIES)
+            else:
+                log.info("hard automaton loaded from the disk cache (%s)", key[:12])
+            hard, token_fst, char_fst, char_state, arcs = _unpack_hard(hit if hit is not None else built)
+            if phr or avd or prefix is not None:  # the [S, 256] table only if a check needs it
+                dfa = arcs_to_dfa(*arcs)
         with stages("check"):
             _check_request(dfa, hard_desc, phr, avd, prefix)
         cc = CompiledConstraints(
