@@ -216,15 +216,21 @@ def _reachable(start, sb_state, sb_block, e_block, e_next, nb, S) -> np.ndarray:
     e_ptr = _csr(e_block, nb)
     frontier = np.array([start])
     block_seen = np.zeros(nb, bool)
+    b_stamp, s_stamp = np.zeros(nb, np.int64), np.zeros(S, np.int64)
     while len(frontier):
-        idx = _ranges(sb_ptr, frontier)
-        blocks = np.unique(sb_block[sb_order[idx]])
-        blocks = blocks[~block_seen[blocks]]
-        block_seen[blocks] = True
-        nxt = np.unique(e_next[e_order[_ranges(e_ptr, blocks)]])
-        frontier = nxt[~seen[nxt]]
-        seen[frontier] = True
+        blocks = _first_seen(sb_block[sb_order[_ranges(sb_ptr, frontier)]], block_seen, b_stamp)
+        frontier = _first_seen(e_next[e_order[_ranges(e_ptr, blocks)]], seen, s_stamp)
     return seen
+
+
+def _first_seen(ids: np.ndarray, seen: np.ndarray, stamp: np.ndarray) -> np.ndarray:
+    """The ids not yet ``seen``, each once (marked seen); O(len(ids)), no sort."""
+    ids = ids[~seen[ids]]
+    pos = np.arange(len(ids))
+    stamp[ids] = pos  # the last write wins: keep one occurrence of each id
+    ids = ids[stamp[ids] == pos]
+    seen[ids] = True
+    return ids
 
 
 def concat_ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

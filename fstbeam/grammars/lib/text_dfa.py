@@ -191,12 +191,16 @@ def _reach(n: int, seeds: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.nd
     seen = np.zeros(n, bool)
     seen[seeds] = True
     frontier = np.asarray(seeds, np.int64)
+    stamp = np.zeros(n, np.int64)
     while len(frontier):
         lo, hi = ptr[frontier], ptr[frontier + 1]
         counts = hi - lo
         idx = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-        cand = np.unique(nxt[idx])
-        frontier = cand[~seen[cand]]
+        cand = nxt[idx]
+        cand = cand[~seen[cand]]
+        pos = np.arange(len(cand))
+        stamp[cand] = pos  # keep one occurrence of each state, without sorting
+        frontier = cand[stamp[cand] == pos]
         seen[frontier] = True
     return seen
 

@@ -56,22 +56,35 @@ def contraction_forms(words: set[str]) -> set[str]:
 
 def normalize_entries(entries: Iterable[str], *, source: str = "word list") -> list[str]:
     """Strip and validate entries; an empty result is an error naming the source."""
-    words = []
-    for n, raw in enumerate(entries, 1):
-        w = raw.strip()
-        if not w or w.startswith("#"):
-            continue
-        if "\x00" in w:
-            raise SpecError(f"{source}:{n}: entry contains a NUL byte, which no text can spell")
-        words.append(w)
+    stripped = [raw.strip() for raw in entries]
+    if "\x00" in "".join(stripped):  # one scan; the line number only when there is an error
+        n = next(i for i, w in enumerate(stripped, 1) if "\x00" in w)
+        raise SpecError(f"{source}:{n}: entry contains a NUL byte, which no text can spell")
+    words = [w for w in stripped if w and w[0] != "#"]
     if not words:
         raise SpecError(f"{source} has no words: give at least one entry (one per line)")
     return words
 
 
-def _case_expanded(plain: list[str]) -> np.ndarray:
+def _encoded(entries: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(UTF-8 forms as an ``S`` array, bool: the entry is ASCII lower case) without a Python
+    object per entry: one join, then numpy over the bytes (entries hold no NUL, the separator)."""
+    buf = np.frombuffer("\x00".join(entries).encode("utf-8") + b"\x00", np.uint8)
+    ends = np.flatnonzero(buf == 0)
+    starts = np.r_[0, ends[:-1] + 1]
+    lens = ends - starts
+    row = np.repeat(np.arange(len(entries)), lens)
+    col = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+    data = buf[buf != 0]
+    mat = np.zeros((len(entries), max(int(lens.max()), 1)), np.uint8)
+    mat[row, col] = data
+    odd = (data >= 0x80) | ((data >= ord("A")) & (data <= ord("Z")))
+    plain = np.bincount(row, weights=odd, minlength=len(entries)) == 0
+    return mat.view(f"S{mat.shape[1]}").ravel(), plain
+
+
+def _case_expanded(low: np.ndarray) -> np.ndarray:
     """lower, Title and UPPER forms of ASCII lower-case words, made on the byte matrix."""
-    low = forms_array(w.encode("ascii") for w in plain)
     if not len(low):
         return low
     mat = low.view(np.uint8).reshape(len(low), low.dtype.itemsize)
@@ -83,16 +96,16 @@ def _case_expanded(plain: list[str]) -> np.ndarray:
 
 
 def _word_forms(entries: list[str], case_variants: bool) -> np.ndarray:
+    forms, plain = _encoded(entries)
     if not case_variants:
-        return forms_array(w.encode("utf-8") for w in entries)
+        return forms
     # ASCII lower-case entries (nearly all of a dictionary) get their variants in numpy.
-    plain = [w for w in entries if w.isascii() and w == w.lower()]
     other: set[str] = set()
-    for w in entries:
-        if not (w.isascii() and w == w.lower()):
-            other |= cased_forms(w)
+    for i in np.flatnonzero(~plain).tolist():
+        other |= cased_forms(entries[i])
     extra = forms_array(f.encode("utf-8") for f in sorted(other))
-    return np.concatenate([_case_expanded(plain), extra]) if len(extra) else _case_expanded(plain)
+    expanded = _case_expanded(forms[plain])
+    return np.concatenate([expanded, extra]) if len(extra) else expanded
 
 
 def _control(contracted: set[str], *, punctuation: bool, digits: bool, possessive: bool, leading_space: bool):
