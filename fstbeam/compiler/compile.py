@@ -216,7 +216,8 @@ def _compile_hard(stages, tokenizer, vocab: Vocab, wl, g_lang, g_desc, opts) -> 
         out.update(
             t_start=np.int64(hard.start), t_width=np.int64(hard.width), char_state=fsa.char_state,
             token_fst=np.frombuffer(token_fst_bytes(fsa), np.uint8), char_fst=np.frombuffer(char_fst, np.uint8),
-            c_final=arcs[0], c_src=arcs[1], c_byte=arcs[2], c_dst=arcs[3], c_start=np.int64(arcs[4]),
+            c_final=arcs[0], c_src=np.asarray(arcs[1], np.int32), c_byte=np.asarray(arcs[2], np.uint8),
+            c_dst=np.asarray(arcs[3], np.int32), c_start=np.int64(arcs[4]),
         )
     return out
 
@@ -236,7 +237,7 @@ def _is_empty(fst: pynini.Fst) -> bool:
 
 
 # Compiled word lists / grammars kept in the disk cache (oldest dropped first).
-HARD_CACHE_ENTRIES = 16
+HARD_CACHE_ENTRIES = 8
 _SIGMA_DFA = CharDFA(np.where(np.arange(256) > 0, 0, -1).astype(np.int32)[None, :], np.ones(1, bool), 0)
 _DFA_CACHE: dict[str, CharDFA] = {}
 

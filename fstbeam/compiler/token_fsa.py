@@ -233,6 +233,17 @@ def _first_seen(ids: np.ndarray, seen: np.ndarray, stamp: np.ndarray) -> np.ndar
     return ids
 
 
+def _order_by(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
+    """``np.lexsort((minor, major))`` for non-negative ints; one argsort of a packed key when
+    both fit in 63 bits (a third of lexsort's time on millions of arcs)."""
+    if not len(major):
+        return np.zeros(0, np.int64)
+    shift = int(minor.max()).bit_length()
+    if shift + int(major.max()).bit_length() > 63:
+        return np.lexsort((minor, major))
+    return np.argsort((major.astype(np.int64) << shift) | minor, kind="stable")
+
+
 def concat_ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Concatenation of ``arange(lo[i], hi[i])`` for every i, without a Python loop."""
     counts = hi - lo
@@ -273,8 +284,8 @@ def _assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next) -> T
     e_block, e_tok, e_next = blk_new[e_block[e_keep]], e_tok[e_keep], new_id[e_next[e_keep]]
     nbn, Sn = int(used.sum()), len(order)
 
-    sb_order = np.lexsort((b_idx, q_idx))
-    e_order = np.lexsort((e_tok, e_block))
+    sb_order = _order_by(q_idx, b_idx)
+    e_order = _order_by(e_block, e_tok)
     fin = final[order].copy()
     d = dist[order].astype(np.int32)
     if not (dist[dfa.start] < UNREACHABLE):

@@ -183,6 +183,7 @@ def word_list_dfa(
     ``leading_space``: the text may start with one space."""
     t0 = time.perf_counter()
     entries = normalize_entries(words)
+    log.info("word list: %d entries", len(entries))  # a progress line before a long compile
     lower = {w.lower() for w in entries}
     forms = _word_forms(entries, case_variants)
     contracted: set[str] = set()
