@@ -194,17 +194,22 @@ def _csr(keys: np.ndarray, n: int) -> np.ndarray:
 
 
 def _distances(final, sb_state, sb_block, e_block, e_next, nb, S) -> np.ndarray:
-    """Fewest tokens from each state to a final state (UNREACHABLE if none)."""
-    dist = np.where(final, 0, UNREACHABLE).astype(np.int64)
-    while True:
-        bmin = np.full(nb, UNREACHABLE, np.int64)
-        np.minimum.at(bmin, e_block, dist[e_next])
-        smin = np.full(S, UNREACHABLE, np.int64)
-        np.minimum.at(smin, sb_state, bmin[sb_block])
-        new = np.minimum(dist, np.where(smin < UNREACHABLE, smin + 1, UNREACHABLE))
-        if np.array_equal(new, dist):
-            return dist
-        dist = new
+    """Fewest tokens from each state to a final state (UNREACHABLE if none): a breadth-first
+    search backwards from the final states, each arc and state-block link visited once."""
+    dist = np.full(S, UNREACHABLE, np.int64)
+    seen = np.asarray(final, bool).copy()
+    dist[seen] = 0
+    by_next, next_ptr = np.argsort(e_next, kind="stable"), _csr(e_next, S)
+    by_block, block_ptr = np.argsort(sb_block, kind="stable"), _csr(sb_block, nb)
+    block_seen = np.zeros(nb, bool)
+    b_stamp, s_stamp = np.zeros(nb, np.int64), np.zeros(S, np.int64)
+    frontier, d = np.flatnonzero(seen), 0
+    while len(frontier):
+        d += 1
+        blocks = _first_seen(e_block[by_next[_ranges(next_ptr, frontier)]], block_seen, b_stamp)
+        frontier = _first_seen(sb_state[by_block[_ranges(block_ptr, blocks)]], seen, s_stamp)
+        dist[frontier] = d
+    return dist
 
 
 def _reachable(start, sb_state, sb_block, e_block, e_next, nb, S) -> np.ndarray:
