@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from ..kernels.bitmask import bitmask_width, pack_ids  # numpy only: safe on the compile side
-from .token_fsa import TokenFSA, concat_ranges
+from .token_fsa import TokenFSA, concat_ranges, order_by
 from .vocab import Vocab
 
 # A block with at least this many tokens is stored as bits. Below it a sorted id list is smaller
@@ -136,7 +136,7 @@ def build_tables(
     pos = concat_ranges(lo, hi)
     tok_state = np.repeat(sp_state, counts)
     toks = fsa.block_tokens[pos]
-    order = np.lexsort((toks, tok_state))
+    order = order_by(tok_state, toks)
     sparse_ptr = np.zeros(S + 1, dtype=np.int64)
     np.cumsum(np.bincount(tok_state, minlength=S), out=sparse_ptr[1:])
 

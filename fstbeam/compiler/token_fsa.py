@@ -238,7 +238,7 @@ def _first_seen(ids: np.ndarray, seen: np.ndarray, stamp: np.ndarray) -> np.ndar
     return ids
 
 
-def _order_by(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
+def order_by(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
     """``np.lexsort((minor, major))`` for non-negative ints; one argsort of a packed key when
     both fit in 63 bits (a third of lexsort's time on millions of arcs)."""
     if not len(major):
@@ -289,8 +289,8 @@ def _assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next) -> T
     e_block, e_tok, e_next = blk_new[e_block[e_keep]], e_tok[e_keep], new_id[e_next[e_keep]]
     nbn, Sn = int(used.sum()), len(order)
 
-    sb_order = _order_by(q_idx, b_idx)
-    e_order = _order_by(e_block, e_tok)
+    sb_order = order_by(q_idx, b_idx)
+    e_order = order_by(e_block, e_tok)
     fin = final[order].copy()
     d = dist[order].astype(np.int32)
     if not (dist[dfa.start] < UNREACHABLE):

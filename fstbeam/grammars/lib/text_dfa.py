@@ -216,5 +216,5 @@ def _trim(final, start, src, byte, dst) -> TextDFA:
     new[order] = np.arange(len(order))
     a = keep[src] & keep[dst]
     src, byte, dst = new[src[a]], byte[a], new[dst[a]]
-    o = np.lexsort((byte, src))
+    o = np.argsort(src * 256 + byte, kind="stable")
     return TextDFA(final[order], src[o], byte[o].astype(np.uint8), dst[o])
