@@ -213,5 +213,6 @@ def text_dfa_fst_bytes(dfa: TextDFA) -> bytes:
 
 
 def word_list_fst(words: Iterable[str], **options) -> pynini.Fst:
-    """`word_list_dfa` as a pynini acceptor (deterministic, arcs sorted by label)."""
+    """`word_list_dfa` as a pynini acceptor (deterministic, arcs sorted by label); ``options`` are
+    `word_list_dfa`'s (case_variants, punctuation, contractions, digits, leading_space)."""
     return pynini.Fst.read_from_string(text_dfa_fst_bytes(word_list_dfa(words, **options)))
