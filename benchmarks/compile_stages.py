@@ -149,8 +149,7 @@ def plot(results: list[dict], path: Path) -> None:
     for stage, style in (("word list", "o-"), ("lift", "s-"), ("tables", "^-")):
         a.plot(x, [r["stages"][stage]["cpu_s"] for r in pts], style, label=f"{stage} (CPU)")
     a.plot(x, [r["total_cpu_s"] for r in pts], "k*-", label="total (CPU)")
-    a.plot(x, [r["total_wall_s"] for r in pts], "k--", alpha=0.5, label="total (wall, shared machine)")
-    a.set(xlabel="words (thousands)", ylabel="seconds", title="compile time per stage")
+    a.set(xlabel="words (thousands)", ylabel="CPU seconds", title="compile time per stage (CPU; wall in the JSON)")
     a.legend(fontsize=8)
     b.plot(x, [r["peak_rss_mb"] for r in pts], "o-", label="peak RSS")
     b.plot(x, [r["rss_before_mb"] for r in pts], "--", label="tokenizer loaded (before compiling)")
