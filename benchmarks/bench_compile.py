@@ -215,7 +215,7 @@ def main() -> int:
         print(json.dumps(run_row(args.stages)))
         return 0
     if args.lexicon is not None:
-        return lexicon(args.lexicon or ["C2-before", "C2", "C2-simple", "C2-cached", "250k", "500k", "1M"], args.repeat)
+        return lexicon(args.lexicon or LEXICON_ROWS, args.repeat)
     levels = ["A1"] if args.quick else ["A1", "A1+A2", "all"]
     kinds = ["fstbeam-simple", "fstbeam-wordlist"] + ([] if args.no_anchors else ["xgrammar", "llguidance"])
     rows = []
@@ -250,6 +250,9 @@ def main() -> int:
     return 0
 
 
+LEXICON_ROWS = ["C2-before", "C2", "C2-simple", "C2-cached", "250k", "500k", "1M"]
+
+
 def lexicon(names: list[str], repeat: int) -> int:
     from compile_stages import plot, rows
 
@@ -262,11 +265,14 @@ def lexicon(names: list[str], repeat: int) -> int:
         print(f"{r['row']:<10} {r.get('words', 0):>9} {cells[0]:>14} {cells[1]:>14} {cells[2]:>14} {total:>16} "
               f"{r.get('peak_rss_mb', 0):>8} {r.get('table_mb', 0):>9}  load {r.get('load_1min')}" + (f"  ERROR {r['error'][-200:]}" if "error" in r else ""))
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / "compile_lexicon.json"
+    full = names == LEXICON_ROWS  # a subset of rows is written beside, without the plot
+    out = RESULTS / ("compile_lexicon.json" if full else f"compile_lexicon_{'_'.join(names)}.json")
     out.write_text(json.dumps({"machine": {"cpus": os.cpu_count(), "platform": platform.platform()}, "rows": results}, indent=1))
-    png = Path(__file__).parent.parent / "docs" / "compile_scaling.png"
-    plot(results, png)
-    print(f"wrote {out} and {png}")
+    print(f"wrote {out}")
+    if full:
+        png = Path(__file__).parent.parent / "docs" / "compile_scaling.png"
+        plot(results, png)
+        print(f"wrote {png}")
     return 0
 
 
