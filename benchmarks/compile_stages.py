@@ -55,7 +55,11 @@ def run_row(row: str) -> dict:
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(relativeCreated)8.0f ms %(name)s: %(message)s")
     from fstbeam.compiler.token_trie import token_trie
-    from fstbeam.compiler.vocab import load_vocab
+
+    try:
+        from fstbeam.compiler.vocab import load_vocab
+    except ImportError:  # C2-before on a main branch where the vocabulary moved to the contract
+        from fstbeam.contract.vocab import load_vocab
 
     vocab = load_vocab("default")
     trie = token_trie(vocab)
