@@ -77,3 +77,26 @@ def test_another_process_loads_it(cache):
     runs = [json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout)
             for _ in range(2)]
     assert "word list" in runs[0] and "word list" not in runs[1]
+
+
+def test_extend_checks_against_the_kept_arcs(cache):
+    """A compile with nothing to check keeps only the DFA's arcs; extend() flattens them into the
+    same language as the artifact's character FST (the independent oracle) and checks with it."""
+    from fstbeam.compiler.build import hard_dfa_from_bytes
+    from fstbeam.compiler.compiler import compiler_for
+    from fstbeam.errors import UnsatisfiableConstraintError
+
+    cc = fstbeam.compile_constraints(words=WORDS, tokenizer=_vocab())
+    comp = compiler_for(cc.vocab)
+    assert ("hard-arcs", cc.vocab.fingerprint, cc.spec_hash) in comp.cache
+    assert ("hard-dfa", cc.vocab.fingerprint, cc.spec_hash) not in comp.cache
+    with pytest.raises(UnsatisfiableConstraintError):
+        fstbeam.with_request(cc, phrases=["dog"])
+    fstbeam.with_request(cc, phrases=["cats"])
+    kept, oracle = comp.hard_dfa(cc), hard_dfa_from_bytes(cc.char_fst)
+    rng = np.random.default_rng(0)
+    alphabet = list("thecas .,!'0T")
+    texts = ["the cat", "cats.", "The cat's", "cat 12", "dog", ""]
+    texts += ["".join(rng.choice(alphabet, size=rng.integers(1, 9))) for _ in range(400)]
+    for t in texts:
+        assert kept.accepts(t.encode()) == oracle.accepts(t.encode()), t
