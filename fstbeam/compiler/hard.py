@@ -52,7 +52,7 @@ def hard_key(vocab: Vocab, wl: WordList | None, g_hash, opts: dict) -> str:
     """Disk-cache key of the hard part: the list, the grammar, the options, the tokenizer and the
     source of every module that builds it."""
     from ..contract import bitmask, hard, layout
-    from ..fst import vector_fst
+    from ..fst import optimize as fst_optimize, vector_fst
     from ..grammars.lib import acyclic, text, text_dfa, wordlist
     from . import char_dfa, tables, token_fsa, token_trie
 
@@ -60,7 +60,7 @@ def hard_key(vocab: Vocab, wl: WordList | None, g_hash, opts: dict) -> str:
     if wl is not None:
         h.update("\n".join(wl.words).encode())
     h.update(source_fingerprint(
-        acyclic, text, text_dfa, wordlist, vector_fst, bitmask, hard, layout, char_dfa, tables, token_fsa,
+        acyclic, text, text_dfa, wordlist, vector_fst, fst_optimize, bitmask, hard, layout, char_dfa, tables, token_fsa,
         token_trie, sys.modules[__name__],
     ).encode())
     return h.hexdigest()
