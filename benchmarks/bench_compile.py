@@ -7,6 +7,8 @@ installed. Each configuration runs in a fresh subprocess so peak RSS is its own.
 
     python benchmarks/bench_compile.py            # A1, A1+A2, every level
     python benchmarks/bench_compile.py --quick    # A1 only
+    python benchmarks/bench_compile.py --lexicon  # C2 and 250k/500k/1M words, per stage, before/after
+                                                  # (benchmarks/compile_stages.py; docs/compile_scaling.png)
 """
 from __future__ import annotations
 
@@ -200,10 +202,20 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="A1 only")
     ap.add_argument("--one", nargs=2, metavar=("KIND", "LEVEL"), help=argparse.SUPPRESS)
     ap.add_argument("--no-anchors", action="store_true", help="skip XGrammar / llguidance")
+    ap.add_argument("--lexicon", nargs="*", metavar="ROW", help="lexicon-scale rows (default: all)")
+    ap.add_argument("--repeat", type=int, default=1, help="--lexicon: runs per row, interleaved; fastest kept")
+    ap.add_argument("--stages", metavar="ROW", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
         one(*args.one)
         return 0
+    if args.stages:
+        from compile_stages import run_row
+
+        print(json.dumps(run_row(args.stages)))
+        return 0
+    if args.lexicon is not None:
+        return lexicon(args.lexicon or LEXICON_ROWS, args.repeat)
     levels = ["A1"] if args.quick else ["A1", "A1+A2", "all"]
     kinds = ["fstbeam-simple", "fstbeam-wordlist"] + ([] if args.no_anchors else ["xgrammar", "llguidance"])
     rows = []
@@ -235,6 +247,32 @@ def main() -> int:
     out.write_text(json.dumps({"machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
                                "rows": rows, "ratios": ratios}, indent=1))
     print(f"wrote {out}")
+    return 0
+
+
+LEXICON_ROWS = ["C2-before", "C2", "C2-simple", "C2-cached", "250k", "500k", "1M"]
+
+
+def lexicon(names: list[str], repeat: int) -> int:
+    from compile_stages import plot, rows
+
+    results = rows(names, repeat)
+    print(f"{'row':<10} {'words':>9} {'word list':>14} {'lift':>14} {'tables':>14} {'total wall/cpu':>16} {'peak MB':>8} {'tables MB':>9}  (stage: wall/cpu s)")
+    for r in results:
+        st = r.get("stages", {})
+        cells = [f"{st[k]['wall_s']:.2f}/{st[k]['cpu_s']:.2f}" if k in st else "-" for k in ("word list", "lift", "tables")]
+        total = f"{r.get('total_wall_s', float('nan')):.2f}/{r.get('total_cpu_s', float('nan')):.2f}"
+        print(f"{r['row']:<10} {r.get('words', 0):>9} {cells[0]:>14} {cells[1]:>14} {cells[2]:>14} {total:>16} "
+              f"{r.get('peak_rss_mb', 0):>8} {r.get('table_mb', 0):>9}  load {r.get('load_1min')}" + (f"  ERROR {r['error'][-200:]}" if "error" in r else ""))
+    RESULTS.mkdir(exist_ok=True)
+    full = names == LEXICON_ROWS  # a subset of rows is written beside, without the plot
+    out = RESULTS / ("compile_lexicon.json" if full else f"compile_lexicon_{'_'.join(names)}.json")
+    out.write_text(json.dumps({"machine": {"cpus": os.cpu_count(), "platform": platform.platform()}, "rows": results}, indent=1))
+    print(f"wrote {out}")
+    if full:
+        png = Path(__file__).parent.parent / "docs" / "compile_scaling.png"
+        plot(results, png)
+        print(f"wrote {png}")
     return 0
 
 

@@ -20,16 +20,12 @@ import numpy as np
 import pynini
 
 from ..errors import GrammarError, SpecError, UnsatisfiableConstraintError
-from ..fst.optimize import optimize
-from ..grammars.lib.wordlist import word_list_fst
 from .cefr import cefr_words, parse_level
-from .char_dfa import CharDFA, fst_to_dfa
+from .char_dfa import CharDFA, arcs_to_dfa, fst_to_dfa
 from .satisfy import avoidable, jointly_possible, phrase_possible, reachable_pair
 from ..contract.compiled import CompiledConstraints
 from .spec import ConstraintSpec, Phrase, WordList, as_phrases, read_word_file
-from .tables import build_tables
-from .token_fsa import lift, token_fst_bytes
-from ..contract.vocab import Vocab
+from .hard import fst_bytes, hard_automaton
 from .phrase_dfa import phrase_char_dfa
 
 log = logging.getLogger(__name__)
@@ -106,7 +102,7 @@ def _grammar_language(grammar, grammar_params):
                                "e.g. its output projection fst.project('output')")
         if grammar_params:
             raise SpecError("grammar_params= applies to a registered grammar name, not to a pynini automaton")
-        h = hashlib.sha256(_fst_bytes(grammar)).hexdigest()
+        h = hashlib.sha256(fst_bytes(grammar)).hexdigest()
         return grammar, (), (), f"custom:{h[:12]}", h
     from .. import grammars
 
@@ -134,23 +130,10 @@ def _grammar_language(grammar, grammar_params):
     return language, tuple(build.phrases), tuple(build.avoid), desc, h
 
 
-def _fst_bytes(fst: pynini.Fst) -> bytes:
-    import tempfile
-
-    with tempfile.NamedTemporaryFile(suffix=".fst") as tmp:
-        fst.write(tmp.name)
-        return open(tmp.name, "rb").read()
-
-
 def _contains_dfa(p: Phrase) -> CharDFA:
     """Character DFA of the texts containing ``p`` (the boundary rule of `fstbeam.fst.text`)."""
     lit = p.text.encode("utf-8")
     return phrase_char_dfa(lit, word_boundary=p.word_boundary, case_sensitive=p.case_sensitive).to_char_dfa()
-
-
-def _is_empty(fst: pynini.Fst) -> bool:
-    f = pynini.connect(fst.copy())
-    return f.num_states() == 0
 
 
 _SIGMA_DFA = CharDFA(np.where(np.arange(256) > 0, 0, -1).astype(np.int32)[None, :], np.ones(1, bool), 0)
@@ -257,60 +240,31 @@ def compile_with(
             extra={"case_variants": case_variants, "digits": digits, **({"leading_space": True} if leading_space else {}),
                    **({"ordered": True} if n_ordered else {})},
         )
-        hard_fst, hard_desc = None, None
-        if wl is not None:
-            log.info("word list %s: %d entries", wl.source, len(wl.words))
-            with stages("word list"):
-                hard_fst = word_list_fst(wl.words, case_variants=case_variants, digits=digits)
-            hard_desc = f"the word list ({wl.source})"
-        if g_lang is not None:
-            with stages("grammar"):
-                g = optimize(g_lang, stage=f"grammar {g_desc}")
-                if _is_empty(g):
-                    raise UnsatisfiableConstraintError(f"grammar {g_desc} accepts no text", (f"grammar {g_desc}",))
-                if hard_fst is None:
-                    hard_fst, hard_desc = g, f"grammar {g_desc}"
-                else:
-                    hard_fst = optimize(pynini.intersect(hard_fst, g), stage="words & grammar")
-                    if _is_empty(hard_fst):
-                        raise UnsatisfiableConstraintError(
-                            f"{hard_desc} and grammar {g_desc} have no text in common",
-                            (hard_desc, f"grammar {g_desc}"),
-                        )
-                    hard_desc = f"{hard_desc} and grammar {g_desc}"
-        if leading_space:
-            if hard_fst is None:
-                raise SpecError(
-                    "leading_space=True applies to a word list or grammar: give words=, cefr= or grammar= "
-                    "(phrases, avoid and prefix alone allow any text, spaces included)"
-                )
-            space = pynini.accep(" ", token_type="byte")
-            hard_fst = optimize(pynini.closure(space, 0, 1) + hard_fst, stage="leading space")
-        hard = token_fst = char_fst = char_state = None
-        dfa = _SIGMA_DFA
-        if hard_fst is not None:
-            hard_fst = pynini.connect(hard_fst)
-            with stages("lift"):
-                dfa = fst_to_dfa(hard_fst)
-                allowed = _canonical_tokens(comp.tokenizer, vocab, wl) if canonical else None
-                fsa = lift(dfa, comp.trie, vocab.width, allowed_tokens=allowed)
-            if not fsa.final.any():
-                raise UnsatisfiableConstraintError(
-                    f"no token sequence of {vocab.describe()} spells any text allowed by {hard_desc}",
-                    (hard_desc, "tokenizer"),
-                )
-            with stages("tables"):
-                hard = build_tables(fsa, vocab)
-                token_fst = token_fst_bytes(fsa)
-                char_fst = _fst_bytes(hard_fst)
-                char_state = fsa.char_state
+        if leading_space and wl is None and g_lang is None:
+            raise SpecError(
+                "leading_space=True applies to a word list or grammar: give words=, cefr= or grammar= "
+                "(phrases, avoid and prefix alone allow any text, spaces included)"
+            )
+        hard = token_fst = char_fst = char_state = arcs = None
+        dfa, hard_desc = _SIGMA_DFA, None
+        if wl is not None or g_lang is not None:
+            opts = dict(case_variants=case_variants, digits=digits, leading_space=leading_space, canonical=canonical)
+            hard_desc = " and ".join(
+                ([f"the word list ({wl.source})"] if wl is not None else []) + ([f"grammar {g_desc}"] if g_lang is not None else [])
+            )
+            hard, token_fst, char_fst, char_state, arcs = hard_automaton(comp, stages, wl, g_lang, g_desc, g_hash, opts)
+            if phr or avd or prefix is not None:  # the [S, 256] table only if a check needs it
+                dfa = arcs_to_dfa(*arcs)
         with stages("check"):
             _check_request(dfa, hard_desc, phr, avd, prefix, ordered=n_ordered)
         cc = CompiledConstraints(
             vocab=vocab, hard=hard, spec=spec.describe(), spec_hash=spec.spec_hash(),
             token_fst=token_fst, char_fst=char_fst, char_state=char_state,
         )
-        comp.remember_hard(cc, dfa)
+        if arcs is None or dfa is not _SIGMA_DFA:
+            comp.remember_hard(cc, dfa)
+        else:  # extend() flattens the arcs when it first needs the DFA
+            comp.remember_hard_arcs(cc, arcs)
         with stages("phrases"):
             cc = _attach_light(cc, comp.index, phr, avd, prefix, ordered=n_ordered)
         return replace(cc, stats={"seconds": stages.timings})
@@ -396,34 +350,3 @@ def _spec_item(p) -> dict:
         d["alternatives"] = list(d["alternatives"])
     return d
 
-
-def _canonical_tokens(tokenizer, vocab: Vocab, wl: WordList | None) -> np.ndarray:
-    """Tokens the tokenizer itself uses for the listed words (with and without a leading space),
-    for punctuation, digits and spaces."""
-    if isinstance(tokenizer, Vocab) or wl is None:
-        raise SpecError("canonical=True needs a real tokenizer (not a Vocab) and a word list")
-    from tokenizers import Tokenizer
-
-    if isinstance(tokenizer, (str, os.PathLike)):
-        from pathlib import Path
-
-        if tokenizer == "default":
-            from ..default_model import default_tokenizer_dir
-
-            tokenizer = default_tokenizer_dir()
-        p = Path(tokenizer)
-        tok = Tokenizer.from_file(str(p / "tokenizer.json" if p.is_dir() else p))
-    else:
-        tok = tokenizer.backend_tokenizer
-    from ..grammars.lib.wordlist import cased_forms, contraction_forms
-
-    texts = []
-    forms = set(wl.words) | contraction_forms({w.lower() for w in wl.words})
-    for w in forms:
-        for f in cased_forms(w):
-            texts += [f, " " + f, f + "'s", " " + f + "'s"]
-    texts += list(".,!?;:)\"'(-0123456789 \n") + [" " + c for c in "(\"'0123456789"]
-    ids = set()
-    for enc in tok.encode_batch(texts, add_special_tokens=False):
-        ids.update(enc.ids)
-    return np.array(sorted(i for i in ids if i < vocab.width and vocab.token_bytes[i]), dtype=np.int64)

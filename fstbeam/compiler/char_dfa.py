@@ -67,3 +67,15 @@ def fst_to_dfa(fst: pynini.Fst) -> CharDFA:
                 raise SpecError(f"automaton is not deterministic at state {s}, byte {arc.ilabel:#04x}: optimize it first")
             nxt[s, arc.ilabel] = arc.nextstate
     return CharDFA(nxt, final, fst.start())
+
+
+def arcs_to_dfa(final: np.ndarray, src: np.ndarray, byte: np.ndarray, dst: np.ndarray, start: int) -> CharDFA:
+    """A DFA given as arc arrays, flattened."""
+    nxt = np.full((len(final), 256), -1, dtype=np.int32)
+    nxt[src, byte] = dst
+    return CharDFA(nxt, np.asarray(final, bool).copy(), int(start))
+
+
+def text_to_dfa(text) -> CharDFA:
+    """Flatten a `fstbeam.grammars.lib.text_dfa.TextDFA` (arc arrays, start 0)."""
+    return arcs_to_dfa(text.final, text.src, text.byte, text.dst, 0)

@@ -17,7 +17,7 @@ from ..contract.compiled import CompiledConstraints
 from ..contract.vocab import Vocab, load_vocab
 from ..errors import SpecError
 from .build import compile_with, extend_with, hard_dfa_from_bytes
-from .char_dfa import CharDFA
+from .char_dfa import CharDFA, arcs_to_dfa
 from .token_index import TokenIndex
 from .token_trie import TokenTrie, token_trie
 
@@ -77,16 +77,35 @@ class Compiler:
         return extend_with(self, cc, phrases=phrases, avoid=avoid, prefix=prefix, ordered=ordered, check=check)
 
     # ---- the hard character automaton, kept so extend() never re-parses char_fst ---------
+    # A compile whose request needs no check keeps only the DFA's arcs (a few bytes per arc):
+    # the flat [S, 256] table is built on the first extend() that checks against it.
     def hard_dfa(self, cc: CompiledConstraints) -> CharDFA:
-        key = ("hard-dfa", cc.vocab.fingerprint, cc.spec_hash)
-        return self.cache.get(key, lambda: hard_dfa_from_bytes(cc.char_fst))
+        key = self._hard_key(cc)
+        return self.cache.get(key, lambda: self._build_hard_dfa(cc))
 
     def remember_hard(self, cc: CompiledConstraints, dfa: CharDFA) -> None:
-        self.cache.put(("hard-dfa", cc.vocab.fingerprint, cc.spec_hash), dfa)
+        self.cache.put(self._hard_key(cc), dfa)
+
+    def remember_hard_arcs(self, cc: CompiledConstraints, arcs: tuple) -> None:
+        self.cache.put(("hard-arcs",) + self._hard_key(cc)[1:], arcs)
 
     def share_hard(self, base: CompiledConstraints, derived: CompiledConstraints) -> None:
         """``derived`` (from extend) has the same hard automaton as ``base``."""
-        self.remember_hard(derived, self.hard_dfa(base))
+        dfa = self.cache.peek(self._hard_key(base))
+        if dfa is not None:
+            self.remember_hard(derived, dfa)
+        else:
+            arcs = self.cache.peek(("hard-arcs",) + self._hard_key(base)[1:])
+            if arcs is not None:
+                self.remember_hard_arcs(derived, arcs)
+
+    @staticmethod
+    def _hard_key(cc: CompiledConstraints) -> tuple:
+        return ("hard-dfa", cc.vocab.fingerprint, cc.spec_hash)
+
+    def _build_hard_dfa(self, cc: CompiledConstraints) -> CharDFA:
+        arcs = self.cache.peek(("hard-arcs",) + self._hard_key(cc)[1:])
+        return arcs_to_dfa(*arcs) if arcs is not None else hard_dfa_from_bytes(cc.char_fst)
 
     def _leading_space(self, value: bool | str) -> bool:
         if value == "auto":

@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Iterable
 
@@ -92,7 +92,7 @@ class ConstraintSpec:
     extra: dict = field(default_factory=dict, hash=False, compare=False)  # word-list options
 
     def describe(self) -> dict:
-        d = asdict(self)
+        d = asdict(replace(self, words=None))  # asdict would deep-copy every word of the list
         if self.words is not None:
             d["words"] = {"source": self.words.source, "count": len(self.words.words)}
         d.update(d.pop("extra", {}))

@@ -80,6 +80,12 @@ class ByteCache:
                 self._building.pop(key, None)
             return value
 
+    def peek(self, key: Hashable) -> Any:
+        """The cached value for ``key`` (marked as recently used), or None; never builds."""
+        with self._lock:
+            hit = self._lookup(key)
+        return None if hit is None else hit[0]
+
     def put(self, key: Hashable, value: Any, size: int | None = None) -> None:
         size = approx_nbytes(value) if size is None else int(size)
         with self._lock:

@@ -1,10 +1,15 @@
-"""Per-tokenizer indexes cached on disk as ``.npz`` (no pickle), keyed by content hashes.
+"""Per-tokenizer indexes and compiled word lists cached on disk as ``.npz`` (no pickle), keyed
+by content hashes.
 
 Parsing Gemma's 33 MB tokenizer.json (~1 s) and building its byte trie (~1.3 s) happen once per
-machine instead of once per process. A damaged cache file is rebuilt, never trusted.
+machine instead of once per process; so does compiling a word list for a tokenizer (key: the
+list, its options, the tokenizer fingerprint and the builder's source). Every entry is filled by
+`fstbeam.cachefs.fill_file` (locked, atomic, checked by the zip CRCs); a damaged one is rebuilt,
+never trusted. ``FSTBEAM_NO_DISK_CACHE=1`` turns the cache off.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from pathlib import Path
@@ -25,15 +30,52 @@ def _dir() -> Path | None:
 
 
 def cached_arrays(kind: str, key: str, build: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """The arrays stored under (kind, key), built and stored when missing or damaged."""
     d = _dir()
     if d is None:
         return build()
-    from ..cachefs import fill_file
-
-    path = d / f"{kind}-v{_VERSION}-{key[:32]}.npz"
+    path = _path(d, kind, key)
     hit = _read(path) if path.is_file() else None
     if hit is not None:
         return hit
+    return _fill(path, build)
+
+
+def load_arrays(kind: str, key: str) -> dict[str, np.ndarray] | None:
+    """The arrays stored under (kind, key), or None (absent, disabled, or damaged: the next
+    `store_arrays` replaces a damaged file)."""
+    d = _dir()
+    path = None if d is None else _path(d, kind, key)
+    return _read(path) if path is not None and path.is_file() else None
+
+
+def store_arrays(kind: str, key: str, arrays: dict[str, np.ndarray], *, keep: int | None = None) -> None:
+    """Store ``arrays`` under (kind, key) like `cached_arrays` does. ``keep``: at most this many
+    entries of ``kind`` stay; the least recently written are removed first."""
+    d = _dir()
+    if d is None:
+        return
+    if keep is not None:
+        _prune(d, kind, keep - 1)
+    _fill(_path(d, kind, key), lambda: arrays)
+
+
+def source_fingerprint(*modules) -> str:
+    """Hash of the given modules' source files: a key part that retires cache entries written by
+    another version of the code that built them."""
+    h = hashlib.sha256()
+    for m in modules:
+        h.update(Path(m.__file__).read_bytes())
+    return h.hexdigest()
+
+
+def _path(d: Path, kind: str, key: str) -> Path:
+    return d / f"{kind}-v{_VERSION}-{key[:32]}.npz"
+
+
+def _fill(path: Path, build: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    from ..cachefs import fill_file
+
     built: dict[str, np.ndarray] = {}
 
     def write(tmp: Path) -> None:
@@ -44,8 +86,19 @@ def cached_arrays(kind: str, key: str, build: Callable[[], dict[str, np.ndarray]
     fill_file(path, write, valid=lambda p: _read(p) is not None)  # locked, atomic; damaged -> rebuilt
     if built:
         return built
-    arrays = _read(path)
+    arrays = _read(path)  # another process filled it while we waited
     return arrays if arrays is not None else build()
+
+
+def _prune(d: Path, kind: str, keep: int) -> None:
+    """Remove all but the ``keep`` most recently written entries of ``kind`` (their lock files stay:
+    removing one could let two processes fill the same entry at once)."""
+    try:  # another process may be removing the same files
+        old = sorted(d.glob(f"{kind}-v*.npz"), key=lambda p: p.stat().st_mtime)
+        for p in old[: max(0, len(old) - keep)]:
+            p.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def _read(path: Path) -> dict[str, np.ndarray] | None:

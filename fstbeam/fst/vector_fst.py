@@ -32,20 +32,17 @@ def vector_fst_bytes(
         struct.pack("<i", _MAGIC) + _string("vector") + _string("standard")
         + struct.pack("<iiQqqq", _VECTOR_VERSION, 0, _PROPS_EXPANDED_MUTABLE, start, num_states, len(arc_state))
     )
-    sizes = 12 + 16 * counts
+    # Every field is 4 or 8 bytes and every record a multiple of 4: scatter 32-bit words.
+    words = 3 + 4 * counts  # per state: final weight, arc count (2 words), 4 words per arc
     offsets = np.zeros(num_states, np.int64)
-    np.cumsum(sizes[:-1], out=offsets[1:])
-    body = np.zeros(int(sizes.sum()), np.uint8)
-    fw = np.where(np.asarray(final, bool), 0.0, np.inf).astype("<f4").view(np.uint8).reshape(-1, 4)
-    body[offsets[:, None] + np.arange(4)] = fw
-    body[offsets[:, None] + 4 + np.arange(8)] = counts.astype("<i8").view(np.uint8).reshape(-1, 8)
-    arcs = np.zeros(len(arc_state), _ARC)
-    arcs["ilabel"] = arc_label
-    arcs["olabel"] = arc_label
-    arcs["next"] = arc_next
-    first_arc = np.zeros(num_states, np.int64)
-    np.cumsum(counts[:-1], out=first_arc[1:])
-    j = np.arange(len(arc_state)) - first_arc[arc_state]
-    pos = offsets[arc_state] + 12 + 16 * j
-    body[pos[:, None] + np.arange(16)] = arcs.view(np.uint8).reshape(-1, 16)
+    np.cumsum(words[:-1], out=offsets[1:])
+    body = np.zeros(int(words.sum()), "<i4")
+    body[offsets] = np.where(np.asarray(final, bool), 0.0, np.inf).astype("<f4").view("<i4")
+    body[offsets + 1] = counts.astype("<i8").view("<i4")[0::2]
+    body[offsets + 2] = counts.astype("<i8").view("<i4")[1::2]
+    first_arc = np.cumsum(counts) - counts
+    pos = offsets[arc_state] + 3 + 4 * (np.arange(len(arc_state)) - first_arc[arc_state])
+    body[pos] = arc_label
+    body[pos + 1] = arc_label
+    body[pos + 3] = arc_next  # weight word (pos + 2) stays 0.0: a free arc
     return header + body.tobytes()

@@ -91,8 +91,8 @@ def _check_acceptor(fst: Any, name: str) -> None:
 
 
 def _optimized(fst: pynini.Fst, stage: str) -> pynini.Fst:
-    # Builders such as word_list_fst already return a minimal DFA; minimizing 150k states again
-    # costs seconds, so a deterministic epsilon-free result is only trimmed and sorted.
+    # Builders such as word_list_fst already return a deterministic DFA; minimizing 150k states
+    # again costs seconds, so a deterministic epsilon-free result is only trimmed and sorted.
     props = pynini.I_DETERMINISTIC | pynini.NO_EPSILONS
     if fst.num_states() and fst.properties(props, True) == props:
         out = fst.copy()

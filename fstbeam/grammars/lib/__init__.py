@@ -9,5 +9,6 @@
 - `inflection`: English spelling rules for regular inflection, irregular forms.
 - `phrases`: the word-boundary rule for must-appear / avoid phrases (a Python oracle).
 - `text`, `wordlist`: running text made of words from a list (spaces, punctuation,
-  contractions, digits).
+  contractions, digits); `acyclic` (minimal DFA of a finite set, numpy) and `text_dfa` (the
+  text automaton assembled around it) build it in linear time.
 """

@@ -8,6 +8,10 @@ The language, over bytes:
 
 Contractions are allowed when their parts are: "don't" needs "do" and "not", "I'm" needs
 "i" and "am". Numbers are digits with optional inner separators (3.5, 1,000).
+
+Built in time linear in the list (docs/compiler.md, "Word lists at lexicon scale"): the forms
+become one minimal acyclic DFA (`acyclic`), and the text DFA is assembled around it
+(`text_dfa`) without determinizing closures. No Python object per word outlives the parsing.
 """
 from __future__ import annotations
 
@@ -15,29 +19,16 @@ import logging
 import time
 from typing import Iterable
 
+import numpy as np
 import pynini
 
 from ...errors import SpecError
+from ...fst.vector_fst import vector_fst_bytes
 from . import text as T
+from .acyclic import forms_array, minimal_acyclic_dfa
+from .text_dfa import Control, TextDFA, text_dfa
 
 log = logging.getLogger("fstbeam.fst")
-
-
-def _chars(chars: str) -> pynini.Fst:
-    return pynini.union(*(pynini.accep(pynini.escape(c), token_type="byte") for c in chars)).optimize()
-
-
-def _strings(strings: Iterable[str]) -> pynini.Fst:
-    items = sorted(set(strings))
-    if not items:
-        return pynini.Fst()  # the empty language
-    fst = pynini.string_map([pynini.escape(s) for s in items], input_token_type="byte", output_token_type="byte")
-    return fst.project("input").optimize()
-
-
-def _repeat(fst: pynini.Fst, max_times: int) -> pynini.Fst:
-    return pynini.closure(fst, 0, max_times).optimize()
-
 
 def cased_forms(word: str) -> set[str]:
     """lower, Title and UPPER forms; a form written with capitals (a name) keeps its own casing."""
@@ -63,96 +54,165 @@ def contraction_forms(words: set[str]) -> set[str]:
     return forms
 
 
-_LOWER = [ord(c) for c in "abcdefghijklmnopqrstuvwxyz"]
-
-
-def _with_case_variants(lower: pynini.Fst) -> pynini.Fst:
-    """lower | Title | UPPER for a DFA of ASCII lower-case strings."""
-    if lower.num_states() == 0:
-        return lower
-    pairs = [(c, c - 32) for c in _LOWER]
-    upper = lower.copy().relabel_pairs(ipairs=pairs, opairs=pairs)
-    title = lower.copy()
-    start = title.start()
-    new_start = title.add_state()
-    title.set_final(new_start, title.final(start))
-    for arc in lower.arcs(start):
-        label = arc.ilabel - 32 if arc.ilabel in _LOWER else arc.ilabel
-        title.add_arc(new_start, pynini.Arc(label, label, arc.weight, arc.nextstate))
-    title.set_start(new_start)
-    return pynini.union(lower, title, upper).optimize()
-
-
 def normalize_entries(entries: Iterable[str], *, source: str = "word list") -> list[str]:
     """Strip and validate entries; an empty result is an error naming the source."""
-    words = []
-    for n, raw in enumerate(entries, 1):
-        w = raw.strip()
-        if not w or w.startswith("#"):
-            continue
-        if "\x00" in w:
-            raise SpecError(f"{source}:{n}: entry contains a NUL byte, which no text can spell")
-        words.append(w)
+    stripped = [raw.strip() for raw in entries]
+    if "\x00" in "".join(stripped):  # one scan; the line number only when there is an error
+        n = next(i for i, w in enumerate(stripped, 1) if "\x00" in w)
+        raise SpecError(f"{source}:{n}: entry contains a NUL byte, which no text can spell")
+    words = [w for w in stripped if w and w[0] != "#"]
     if not words:
         raise SpecError(f"{source} has no words: give at least one entry (one per line)")
     return words
 
 
-def word_list_fst(
+def _encoded(entries: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(UTF-8 forms as an ``S`` array, bool: the entry is ASCII lower case) without a Python
+    object per entry: one join, then numpy over the bytes (entries hold no NUL, the separator)."""
+    buf = np.frombuffer("\x00".join(entries).encode("utf-8") + b"\x00", np.uint8)
+    ends = np.flatnonzero(buf == 0)
+    starts = np.r_[0, ends[:-1] + 1]
+    lens = ends - starts
+    row = np.repeat(np.arange(len(entries)), lens)
+    col = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+    data = buf[buf != 0]
+    mat = np.zeros((len(entries), max(int(lens.max()), 1)), np.uint8)
+    mat[row, col] = data
+    odd = (data >= 0x80) | ((data >= ord("A")) & (data <= ord("Z")))
+    plain = np.bincount(row, weights=odd, minlength=len(entries)) == 0
+    return mat.view(f"S{mat.shape[1]}").ravel(), plain
+
+
+def _case_expanded(low: np.ndarray) -> np.ndarray:
+    """lower, Title and UPPER forms of ASCII lower-case words, made on the byte matrix."""
+    if not len(low):
+        return low
+    mat = low.view(np.uint8).reshape(len(low), low.dtype.itemsize)
+    letter = (mat >= ord("a")) & (mat <= ord("z"))
+    upper = np.where(letter, mat - 32, mat).astype(np.uint8)
+    title = mat.copy()
+    title[:, 0] = upper[:, 0]
+    return np.concatenate([low, title.view(low.dtype).ravel(), upper.view(low.dtype).ravel()])
+
+
+def _word_forms(entries: list[str], case_variants: bool) -> np.ndarray:
+    forms, plain = _encoded(entries)
+    if not case_variants:
+        return forms
+    # ASCII lower-case entries (nearly all of a dictionary) get their variants in numpy.
+    other: set[str] = set()
+    for i in np.flatnonzero(~plain).tolist():
+        other |= cased_forms(entries[i])
+    extra = forms_array(f.encode("utf-8") for f in sorted(other))
+    expanded = _case_expanded(forms[plain])
+    return np.concatenate([expanded, extra]) if len(extra) else expanded
+
+
+def _control(contracted: set[str], *, punctuation: bool, digits: bool, possessive: bool, leading_space: bool):
+    """The NFA around the word DFA: (nfa, start, enter, base_end); see the module docstring."""
+    k = Control()
+    start, word, enter, base_end, end = (k.add() for _ in range(5))
+    k.epsilon(word, enter)
+    k.epsilon(base_end, end)
+    if possessive:  # "'s" after any listed word (it's, Tom's)
+        apo = k.add()
+        k.chars(base_end, apo, T.APOSTROPHES)
+        k.chars(apo, end, "sS")
+    if contracted:  # a trie, so that contractions sharing a prefix share states
+        root, nodes = k.add(), {}
+        k.epsilon(word, root)
+        for form in sorted(contracted):
+            q = root
+            for b in form.encode("utf-8"):
+                nxt = nodes.get((q, b))
+                if nxt is None:
+                    nxt = nodes[q, b] = k.add()
+                    k.arcs[q].setdefault(b, set()).add(nxt)
+                q = nxt
+            k.epsilon(q, end)
+    if digits:
+        num, inner = k.add(), k.add()
+        k.chars(word, num, T.DIGITS)
+        k.chars(num, num, T.DIGITS)
+        k.chars(num, inner, T.NUMBER_INNER)
+        k.chars(inner, num, T.DIGITS)
+        k.epsilon(num, end)
+    if punctuation:
+        opening = [k.add() for _ in range(T.MAX_OPENING + 1)]
+        for i, q in enumerate(opening):
+            k.epsilon(q, word)
+            if i < T.MAX_OPENING:
+                k.chars(q, opening[i + 1], T.OPENING)
+        k.epsilon(start, opening[0])
+        closing = [k.add() for _ in range(T.MAX_CLOSING + 1)]
+        k.epsilon(end, closing[0])
+        spaced, dash, dash_space = k.add(), k.add(), k.add()
+        for i, q in enumerate(closing):
+            k.final.add(q)
+            k.chars(q, spaced, T.SPACES)
+            if i < T.MAX_CLOSING:
+                k.chars(q, closing[i + 1], T.CLOSING)
+        k.epsilon(spaced, opening[0])
+        k.chars(spaced, dash, T.JOINERS)  # a spaced dash: "word - word"
+        k.chars(dash, dash_space, " ")
+        k.epsilon(dash_space, opening[0])
+        k.chars(end, word, T.JOINERS)  # "well-known"
+    else:
+        k.epsilon(start, word)
+        k.final.add(end)
+        k.chars(end, word, T.SPACES)
+    if leading_space:
+        first = k.add()
+        k.chars(first, start, " ")
+        k.epsilon(first, start)
+        start = first
+    return k, start, enter, base_end
+
+
+def word_list_dfa(
     words: Iterable[str],
     *,
     case_variants: bool = True,
     punctuation: bool = True,
     contractions: bool = True,
     digits: bool = True,
-) -> pynini.Fst:
-    """Minimal DFA over bytes for running text made of ``words`` (see the module docstring)."""
+    leading_space: bool = False,
+) -> TextDFA:
+    """DFA over bytes for running text made of ``words`` (see the module docstring), as arrays.
+
+    ``leading_space``: the text may start with one space."""
     t0 = time.perf_counter()
     entries = normalize_entries(words)
+    log.info("word list: %d entries", len(entries))  # a progress line before a long compile
     lower = {w.lower() for w in entries}
-    if case_variants:
-        # ASCII lower-case entries (nearly all of a dictionary) are compiled once and their
-        # Title/UPPER variants made by relabelling arcs: three times fewer strings to minimize.
-        plain = {w for w in entries if w.isascii() and w == w.lower()}
-        other: set[str] = set()
-        for w in set(entries) - plain:
-            other |= cased_forms(w)
-        word = _with_case_variants(_strings(plain))
-        if other:
-            word = pynini.union(word, _strings(other)).optimize()
-        n_forms = 3 * len(plain) + len(other)
-    else:
-        word = _strings(entries)
-        n_forms = len(set(entries))
+    forms = _word_forms(entries, case_variants)
     contracted: set[str] = set()
     if contractions:
         for form in contraction_forms(lower):
             contracted |= cased_forms(form) if case_variants else {form}
-    if contractions and "is" in lower:  # possessive / "it's": 's after any word
-        apos = pynini.union(*(pynini.accep(a, token_type="byte") for a in T.APOSTROPHES))
-        s = _chars("sS")
-        word = pynini.concat(word, pynini.closure(pynini.concat(apos, s), 0, 1))
-    pieces = [word]
-    if contracted:
-        pieces.append(_strings(contracted))
-    if digits:
-        d = pynini.closure(_chars(T.DIGITS), 1)
-        pieces.append(pynini.concat(d, pynini.closure(pynini.concat(_chars(T.NUMBER_INNER), d))).optimize())
-    word = pynini.union(*pieces).optimize()
-
-    space = _chars(T.SPACES)
-    if punctuation:
-        close = _repeat(_chars(T.CLOSING), T.MAX_CLOSING)
-        open_ = _repeat(_chars(T.OPENING), T.MAX_OPENING)
-        # "word, word" / "word (word" / a spaced dash "word - word" / "well-known"
-        dash = pynini.closure(_chars(T.JOINERS) + _chars(" "), 0, 1)
-        gap = pynini.union(close + space + dash + open_, _chars(T.JOINERS))
-        text = open_ + word + pynini.closure(gap + word) + close
-    else:
-        text = word + pynini.closure(space + word)
-    text = text.optimize()
-    log.info(
-        "word list: %d entries, %d forms -> %d states in %.3f s",
-        len(entries), n_forms + len(contracted), text.num_states(), time.perf_counter() - t0,
+    possessive = contractions and "is" in lower
+    del entries, lower
+    t1 = time.perf_counter()
+    wdfa = minimal_acyclic_dfa(forms)
+    del forms
+    t2 = time.perf_counter()
+    k, start, enter, base_end = _control(
+        contracted, punctuation=punctuation, digits=digits, possessive=possessive, leading_space=leading_space
     )
-    return text
+    dfa = text_dfa(wdfa, k, start=start, enter=enter, base_end=base_end)
+    log.info(
+        "word list: %d word states -> %d text states, %d arcs (forms %.2f s, words %.2f s, text %.2f s)",
+        wdfa.num_states, dfa.num_states, dfa.num_arcs, t1 - t0, t2 - t1, time.perf_counter() - t2,
+    )
+    return dfa
+
+
+def text_dfa_fst_bytes(dfa: TextDFA) -> bytes:
+    """The DFA in OpenFst's binary VectorFst format (what artifacts store)."""
+    return vector_fst_bytes(dfa.num_states, 0, dfa.final, dfa.src, dfa.byte.astype(np.int64), dfa.dst)
+
+
+def word_list_fst(words: Iterable[str], **options) -> pynini.Fst:
+    """`word_list_dfa` as a pynini acceptor (deterministic, arcs sorted by label); ``options`` are
+    `word_list_dfa`'s (case_variants, punctuation, contractions, digits, leading_space)."""
+    return pynini.Fst.read_from_string(text_dfa_fst_bytes(word_list_dfa(words, **options)))

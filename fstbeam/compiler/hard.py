@@ -1,0 +1,186 @@
+"""The hard automaton of a spec (word list and/or grammar): character DFA -> token automaton ->
+tables, as flat arrays, cached on disk per (list, grammar, options, tokenizer, builder source).
+
+A word list alone is built as arrays (`word_list_dfa`, no pynini) and lifted from its arcs, so
+no [S, 256] table exists unless a check needs one. A grammar goes through pynini (intersected
+with the word list's text automaton when both are given). docs/compiler.md.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sys
+
+import numpy as np
+import pynini
+
+from ..contract.disk_cache import load_arrays, source_fingerprint, store_arrays
+from ..contract.hard import HardTables
+from ..contract.vocab import Vocab
+from ..errors import SpecError, UnsatisfiableConstraintError
+from ..fst.optimize import optimize
+from ..grammars.lib.wordlist import text_dfa_fst_bytes, word_list_dfa
+from .char_dfa import fst_to_dfa
+from .spec import WordList
+from .tables import build_tables
+from .token_fsa import lift, token_fst_bytes
+
+log = logging.getLogger(__name__)
+
+# Compiled word lists / grammars kept in the disk cache (oldest dropped first).
+HARD_CACHE_ENTRIES = 8
+
+Arcs = tuple  # (final, src, byte, dst, start) of the hard character DFA
+
+
+def hard_automaton(comp, stages, wl: WordList | None, g_lang, g_desc, g_hash, opts: dict):
+    """(tables, token fst bytes, char fst bytes, char_state, char-DFA arcs) of the hard part,
+    loaded from the disk cache or built (and stored)."""
+    key = hard_key(comp.vocab, wl, g_hash, opts)
+    hit = load_arrays("hard", key)
+    if hit is None:
+        hit = compile_hard(stages, comp, wl, g_lang, g_desc, opts)
+        store_arrays("hard", key, hit, keep=HARD_CACHE_ENTRIES)
+    else:
+        log.info("hard automaton loaded from the disk cache (%s)", key[:12])
+    return unpack_hard(hit)
+
+
+def hard_key(vocab: Vocab, wl: WordList | None, g_hash, opts: dict) -> str:
+    """Disk-cache key of the hard part: the list, the grammar, the options, the tokenizer and the
+    source of every module that builds it."""
+    from ..contract import bitmask, hard, layout
+    from ..fst import optimize as fst_optimize, vector_fst
+    from ..grammars.lib import acyclic, text, text_dfa, wordlist
+    from . import char_dfa, tables, token_fsa, token_trie
+
+    h = hashlib.sha256(json.dumps([vocab.fingerprint, g_hash, sorted(opts.items())]).encode())
+    if wl is not None:
+        h.update("\n".join(wl.words).encode())
+    h.update(source_fingerprint(
+        acyclic, text, text_dfa, wordlist, vector_fst, fst_optimize, bitmask, hard, layout, char_dfa, tables, token_fsa,
+        token_trie, sys.modules[__name__],
+    ).encode())
+    return h.hexdigest()
+
+
+def compile_hard(stages, comp, wl: WordList | None, g_lang, g_desc, opts: dict) -> dict[str, np.ndarray]:
+    """Word list and/or grammar -> character DFA -> token automaton -> tables, as flat arrays."""
+    vocab = comp.vocab
+    hard_fst = hard_text = None
+    hard_desc = f"the word list ({wl.source})" if wl is not None else None
+    if wl is not None:
+        log.info("word list %s: %d entries", wl.source, len(wl.words))
+        with stages("word list"):
+            # Built as arrays (no pynini) unless a grammar must be intersected with it.
+            hard_text = word_list_dfa(
+                wl.words, case_variants=opts["case_variants"], digits=opts["digits"],
+                leading_space=opts["leading_space"] and g_lang is None,
+            )
+    if g_lang is not None:
+        with stages("grammar"):
+            hard_fst, hard_desc = _with_grammar(hard_text, hard_desc, g_lang, g_desc)
+            hard_text = None
+        if opts["leading_space"]:
+            space = pynini.accep(" ", token_type="byte")
+            hard_fst = optimize(pynini.closure(space, 0, 1) + hard_fst, stage="leading space")
+    with stages("lift"):
+        if hard_text is not None:  # lifted from its arcs, no [S, 256] table
+            char_fst = text_dfa_fst_bytes(hard_text)
+            arcs = (hard_text.final, hard_text.src, hard_text.byte, hard_text.dst, 0)
+            source = hard_text
+        else:
+            hard_fst = pynini.connect(hard_fst)
+            source, char_fst = fst_to_dfa(hard_fst), fst_bytes(hard_fst)
+            q, b = np.nonzero(source.next >= 0)
+            arcs = (source.final, q, b, source.next[q, b], source.start)
+        allowed = canonical_tokens(comp.tokenizer, vocab, wl) if opts["canonical"] else None
+        fsa = lift(source, comp.trie, vocab.width, allowed_tokens=allowed)
+        del hard_text, hard_fst, source
+    if not fsa.final.any():
+        raise UnsatisfiableConstraintError(
+            f"no token sequence of {vocab.describe()} spells any text allowed by {hard_desc}",
+            (hard_desc, "tokenizer"),
+        )
+    with stages("tables"):
+        hard = build_tables(fsa, vocab)
+        out = {f"t_{k}": v for k, v in hard.arrays().items()}
+        out.update(
+            t_start=np.int64(hard.start), t_width=np.int64(hard.width), char_state=fsa.char_state,
+            token_fst=np.frombuffer(token_fst_bytes(fsa), np.uint8), char_fst=np.frombuffer(char_fst, np.uint8),
+            c_final=arcs[0], c_src=np.asarray(arcs[1], np.int32), c_byte=np.asarray(arcs[2], np.uint8),
+            c_dst=np.asarray(arcs[3], np.int32), c_start=np.int64(arcs[4]),
+        )
+    return out
+
+
+def unpack_hard(a: dict[str, np.ndarray]):
+    """(tables, token fst bytes, char fst bytes, char_state, char-DFA arcs) from `compile_hard`."""
+    hard = HardTables(
+        start=int(a["t_start"]), width=int(a["t_width"]), **{k: a[f"t_{k}"] for k in HardTables.ARRAYS}
+    )
+    arcs = (a["c_final"], a["c_src"], a["c_byte"], a["c_dst"], int(a["c_start"]))
+    return hard, a["token_fst"].tobytes(), a["char_fst"].tobytes(), a["char_state"], arcs
+
+
+def _with_grammar(words_text, words_desc, g_lang, g_desc) -> tuple[pynini.Fst, str]:
+    """(the hard language, its description): the grammar, intersected with the word list if any."""
+    g = optimize(g_lang, stage=f"grammar {g_desc}")
+    if is_empty(g):
+        raise UnsatisfiableConstraintError(f"grammar {g_desc} accepts no text", (f"grammar {g_desc}",))
+    if words_text is None:
+        return g, f"grammar {g_desc}"
+    words = pynini.Fst.read_from_string(text_dfa_fst_bytes(words_text))
+    both = optimize(pynini.intersect(words, g), stage="words & grammar")
+    if is_empty(both):
+        raise UnsatisfiableConstraintError(
+            f"{words_desc} and grammar {g_desc} have no text in common", (words_desc, f"grammar {g_desc}")
+        )
+    return both, f"{words_desc} and grammar {g_desc}"
+
+
+def fst_bytes(fst: pynini.Fst) -> bytes:
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".fst") as tmp:
+        fst.write(tmp.name)
+        return open(tmp.name, "rb").read()
+
+
+def is_empty(fst: pynini.Fst) -> bool:
+    f = pynini.connect(fst.copy())
+    return f.num_states() == 0
+
+
+def canonical_tokens(tokenizer, vocab: Vocab, wl: WordList | None) -> np.ndarray:
+    """Tokens the tokenizer itself uses for the listed words (with and without a leading space),
+    for punctuation, digits and spaces."""
+    if isinstance(tokenizer, Vocab) or wl is None:
+        raise SpecError("canonical=True needs a real tokenizer (not a Vocab) and a word list")
+    from tokenizers import Tokenizer
+
+    if isinstance(tokenizer, (str, os.PathLike)):
+        from pathlib import Path
+
+        if tokenizer == "default":
+            from ..default_model import default_tokenizer_dir
+
+            tokenizer = default_tokenizer_dir()
+        p = Path(tokenizer)
+        tok = Tokenizer.from_file(str(p / "tokenizer.json" if p.is_dir() else p))
+    else:
+        tok = tokenizer.backend_tokenizer
+    from ..grammars.lib.wordlist import cased_forms, contraction_forms
+
+    texts = []
+    forms = set(wl.words) | contraction_forms({w.lower() for w in wl.words})
+    for w in forms:
+        for f in cased_forms(w):
+            texts += [f, " " + f, f + "'s", " " + f + "'s"]
+    texts += list(".,!?;:)\"'(-0123456789 \n") + [" " + c for c in "(\"'0123456789"]
+    ids = set()
+    for enc in tok.encode_batch(texts, add_special_tokens=False):
+        ids.update(enc.ids)
+    return np.array(sorted(i for i in ids if i < vocab.width and vocab.token_bytes[i]), dtype=np.int64)
