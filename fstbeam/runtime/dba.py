@@ -1,8 +1,12 @@
 """Dynamic beam allocation (Post & Vilar 2018): splitting one beam of size k over banks.
 
 A *bank* groups the candidates that have made the same constraint progress; here progress is the
-number of bytes of must-include phrases matched (a table lookup per light state, summed over the
-phrases), so an input with phrases of ``len_1 .. len_C`` bytes has ``1 + sum(len)`` banks.
+number of words of must-include phrases completed (a table lookup per light state, summed over the
+phrases; :mod:`fstbeam.compiler.progress`), so an input with phrases of ``w_1 .. w_C`` words has
+``1 + sum(w)`` banks: as few as Post & Vilar's token-counted banks, and a hypothesis part-way into
+a word ("T" of "Things") is banked with those that have not started it. Candidates (see
+``SearchEngine._dba_candidates``): for every unmet phrase, the best token that completes a word of
+it and the best other token that advances it, so the whole word is always on offer.
 
 Allocation: every bank gets ``k // num_banks`` slots and the remainder goes to the top bank; then,
 from the top bank down, a bank with more slots than candidates hands the surplus to the bank below
@@ -22,7 +26,14 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["bank_sizes", "allocate"]
+__all__ = ["bank_sizes", "allocate", "num_banks"]
+
+
+def num_banks(phrases) -> int:
+    """Banks of an input with must-include ``phrases`` (light automata): 1 + their words."""
+    from ..compiler.progress import phrase_words
+
+    return 1 + sum(phrase_words(a.literal) for a in phrases)
 
 
 def bank_sizes(num_constraints: int, beam_size: int, counts: list[int]) -> list[int]:

@@ -175,6 +175,16 @@ class Decoder:
         return b"".join(tb[t] or b"" for t in token_ids if 0 <= t < len(tb)).decode("utf-8", "replace")
 
     # ---- constraints --------------------------------------------------------------------------
+    def _unconstrained(self, allow_control_tokens: bool) -> InputConstraints:
+        """Constraints of a prompt without any: every text token of the tokenizer (special and
+        control tokens are never output text, see ``Vocab``); every id when asked for, or when
+        the decoder has no tokenizer to tell text from control tokens."""
+        if allow_control_tokens or self.tokenizer is None:
+            return InputConstraints(constrained=False)
+        if getattr(self, "_text_only", None) is None:
+            self._text_only = InputConstraints(text_ids=self.vocab.text_ids)
+        return self._text_only
+
     def _check(self, cc) -> InputConstraints:
         if cc is None:
             return InputConstraints(constrained=False)
@@ -227,7 +237,11 @@ class Decoder:
         each step, the default; ``"least_advanced"``: only the inputs with the fewest output
         tokens, the others wait, as in Yang et al.'s VAR-STREAM), ``eos_ids`` (end-of-output ids for this call,
         e.g. the decoder's plus newline tokens to stop at the end of a line; like EOS they are
-        allowed only where the constraints accept and are not part of the text).
+        allowed only where the constraints accept and are not part of the text),
+        ``min_new_tokens`` (EOS only after that many output tokens; default 0),
+        ``no_repeat_ngram`` (n: no token n-gram twice in an output; default 0 = off),
+        ``allow_control_tokens`` (default False: unconstrained decoding, like compiled
+        constraints, never emits special or control tokens such as ``<start_of_image>``).
         """
         if isinstance(prompts, str):
             prompts = [prompts]
@@ -257,6 +271,7 @@ class Decoder:
         ``ordered=True``). Options as for :meth:`generate`."""
         options = dict(options)
         eos_ids = tuple(int(e) for e in options.pop("eos_ids", None) or self.eos_ids)
+        free = self._unconstrained(bool(options.pop("allow_control_tokens", False)))
         cfg = self._config(beam_size, max_new_tokens, nbest, options)
         shared = constraints is None or hasattr(constraints, "vocab")
         cons_iter = None if shared else iter(constraints)
@@ -269,7 +284,7 @@ class Decoder:
                 cc = constraints if shared else next(cons_iter, missing)
                 if cc is missing:
                     raise DecodeError(f"constraints ran out at prompt {i}: give one constraint set (or None) per prompt")
-                inp = self._check(cc)
+                inp = free if cc is None else self._check(cc)
                 phrase_texts[i] = inp.phrase_texts
                 texts[i] = p if isinstance(p, str) else None
                 error = None
@@ -335,6 +350,14 @@ class Decoder:
         delta = opts.pop("prune_threshold", None)
         if delta is not None and not delta >= 0:
             raise DecodeError(f"prune_threshold must be >= 0 (got {delta!r})")
+        guards = {}
+        for name, low in (("min_new_tokens", 0), ("no_repeat_ngram", 0)):
+            v = opts.pop(name, None) or 0
+            if not isinstance(v, int) or v < low:
+                raise DecodeError(f"{name} must be an integer >= {low} (got {v!r})")
+            guards[name] = v
+        if guards["min_new_tokens"] > max_new_tokens:
+            raise DecodeError(f"min_new_tokens={guards['min_new_tokens']} exceeds max_new_tokens={max_new_tokens}: lower it")
         tl = opts.pop("target_length", None)
         lr = opts.pop("length_ratio", None)
         cfg = SearchConfig(
@@ -342,6 +365,7 @@ class Decoder:
             length_ratio=lr, renormalize=bool(opts.pop("renormalize", False)), prune_threshold=delta,
             max_per_parent=mpp, dba=bool(opts.pop("dba", True)), stopping=stopping, batch_size=batch_size,
             refill=refill, streaming=bool(opts.pop("streaming", True)), expand=expand, kernel_backend=opts.pop("kernel_backend", "auto"),
+            **guards,
         )
         if opts:
             raise DecodeError(f"unknown option(s): {sorted(opts)}")

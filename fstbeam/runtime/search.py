@@ -36,7 +36,8 @@ from typing import Iterable, Iterator, Literal, Sequence
 import torch
 
 from . import _kernels
-from .dba import allocate
+from .guards import ban_repeated_ngrams, eos_allowed
+from .dba import allocate, num_banks
 from .scoring import Scoring
 from .tables import INF_DIST, InputConstraints, Tables
 
@@ -63,6 +64,8 @@ class SearchConfig:
     streaming: bool = True
     expand: Literal["all", "least_advanced"] = "all"
     kernel_backend: str = "auto"
+    min_new_tokens: int = 0
+    no_repeat_ngram: int = 0
 
 
 @dataclass
@@ -342,7 +345,7 @@ class SearchEngine:
                     f"max_new_tokens={L} is too small: satisfying the constraints ({', '.join(what) or 'word list'}) "
                     f"needs at least {d} tokens; returning the best partial output"
                 )
-            nbanks = 1 + sum(int(a.length) for a in c.lights[: c.n_phrases])
+            nbanks = num_banks(c.lights[: c.n_phrases])
             if cfg.target_length is not None:
                 tgt = float(cfg.target_length)
             elif cfg.length_ratio is not None:
@@ -398,6 +401,9 @@ class SearchEngine:
         s = self._flat_lstate()[ridx]  # [R, P]
         c = self.cum.view(-1)[ridx]  # [R]
         mask = tb.build_mask(h, s)  # [R, W]
+        row_len = self.length.repeat_interleave(k)[ridx]  # output tokens so far, per row
+        if cfg.no_repeat_ngram:
+            ban_repeated_ngrams(mask, self.hist.view(n * k, L)[ridx], row_len, cfg.no_repeat_ngram)
         kk = min(k, cfg.max_per_parent or k, V)
         rows = torch.arange(R, device=dev)
         top = _kernels.masked_topk(logits, mask, rows, c, kk, allowed_lse=cfg.renormalize, backend=cfg.kernel_backend)
@@ -406,6 +412,8 @@ class SearchEngine:
         shift = torch.zeros_like(lse)
         eos_lp = logits.index_select(1, self._eos) - lse[:, None]  # [R, E]
         ok_eos = tb.accepting(h, s)
+        if cfg.min_new_tokens:
+            ok_eos = ok_eos & eos_allowed(row_len, cfg.min_new_tokens)
         if cfg.renormalize:  # normalizer over the allowed tokens, EOS included where allowed
             eos_allowed_lse = torch.logsumexp(torch.where(ok_eos[:, None], logits.index_select(1, self._eos), torch.full_like(eos_lp, NEG_INF)), 1)
             total = torch.logaddexp(top.allowed_lse, eos_allowed_lse)
@@ -502,8 +510,9 @@ class SearchEngine:
         return torch.nonzero(done).flatten().tolist()
 
     def _dba_candidates(self, logits, mask, lse, shift, ridx, s, c, cand_s, cand_t, cand_j, kk):
-        """Post & Vilar's candidate set: global top-k, each row's best, each row's best token
-        advancing each unmet phrase; duplicates removed."""
+        """Post & Vilar's candidate set: global top-k, each row's best, and for each unmet phrase
+        each row's best token completing a word of it and best other advancing token; duplicates
+        removed."""
         cfg, tb = self.cfg, self.tables
         n, k = self.alive.shape
         P, V, dev = self.P, self.V, self.device
@@ -516,9 +525,10 @@ class SearchEngine:
         b_t = cand_t.view(n, k, kk)[:, :, 0]
         b_j = torch.arange(k, device=dev).expand(n, k)
         # best advancing token per (row, phrase)
-        sets = tb.advance_sets(s)  # [R, P, C]
+        sets = tb.advance_sets(s)  # [R, 2P, C]: word-completing tokens, then the other advancing ones
         a_t, a_lp = _kernels.best_in_sets(logits, mask, torch.arange(R, device=dev), sets, lse)
         self.stats.advance_elements += int(sets.numel())
+        P = sets.shape[1]
         a_full_s = torch.full((n * k, P), NEG_INF, device=dev)
         a_full_t = torch.full((n * k, P), -1, dtype=torch.long, device=dev)
         a_full_s[ridx] = c[:, None] + a_lp + shift[:, None]

@@ -32,6 +32,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from ..compiler.progress import word_progress
 from ..kernels.bitmask import bitmask_width, pack_ids  # re-exported: the one bit-packing helper
 
 __all__ = ["INF_DIST", "InputConstraints", "Tables", "light_distances", "pack_ids", "bitmask_width"]
@@ -279,6 +280,7 @@ class Tables:
         # State 0: identity. Columns 0..3 text classes, 4 = no-text ids.
         final, prog, dnext, is_phr, dist = [np.array([True])], [np.array([0])], [np.zeros((1, 5), np.int64)], [np.array([False])], [np.array([0])]
         ekey, enext, aptr, atok = [], [], [np.zeros(2, np.int64)], []  # adv pointers: identity = empty range
+        asplit = [np.zeros(1, np.int64)]  # per state: where its word-completing advancing tokens end
         off, a_off = 1, 0
         self._light_offset: dict[int, int] = {}
         for a in autos:
@@ -286,7 +288,8 @@ class Tables:
             self._light_offset[id(a)] = off
             final.append(np.asarray(a.final, bool))
             is_phrase = a.kind == "phrase"
-            prog.append(np.asarray(a.progress, np.int64) if is_phrase else np.zeros(n, np.int64))
+            wprog = word_progress(a.literal, a.progress) if is_phrase else np.zeros(n, np.int64)
+            prog.append(wprog)
             dn = np.asarray(a.default_next, np.int64)
             dn5 = np.full((n, 5), -1, np.int64)
             dn5[:, : dn.shape[1]] = np.where(dn >= 0, dn + off, -1)
@@ -299,7 +302,9 @@ class Tables:
             enext.append(np.where(en >= 0, en + off, -1))
             ap = np.asarray(a.adv_ptr, np.int64)
             aptr.append(ap[1:] + a_off)
-            atok.append(np.asarray(a.adv_tokens, np.int64))
+            toks, ncomp = _completing_first(a, wprog) if is_phrase else (np.asarray(a.adv_tokens, np.int64), np.zeros(n, np.int64))
+            atok.append(toks)
+            asplit.append(ap[:-1] + ncomp + a_off)
             off, a_off = off + n, a_off + int(ap[-1])
         self.n_light_states = off
         cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
@@ -318,6 +323,7 @@ class Tables:
         self.l_exc_next = _t(np.concatenate([cat(enext, np.int64), [-1]]), dev)
         self.l_exc_ptr = _t(np.searchsorted(ek_all, np.arange(off + 1, dtype=np.int64) * V).astype(np.int64), dev)
         self.l_adv_ptr = _t(aptr_all, dev)
+        self.l_adv_split = _t(np.concatenate(asplit).astype(np.int64), dev)
         self.l_adv_tok = _t(cat(atok, np.int64), dev)
         # 32 class combinations (bit c = class c allowed; class 4 = ids without text, EOS excluded).
         self.l_combo = _t(_class_combos(tc_source, V, self.eos_ids), dev) if autos and tc_source is not None else None
@@ -391,7 +397,8 @@ class Tables:
         return d
 
     def bank(self, s: torch.Tensor) -> torch.Tensor:
-        """DBA bank: bytes of must-include phrases matched, summed over the phrases."""
+        """DBA bank: words of must-include phrases completed, summed over the phrases
+        (:mod:`fstbeam.compiler.progress`)."""
         if s.shape[-1] == 0:
             return torch.zeros(s.shape[:-1], dtype=torch.int64, device=s.device)
         return self.l_bank[s].sum(-1)
@@ -404,11 +411,15 @@ class Tables:
         return self.l_is_phrase[s] & ~self.l_final[s]
 
     def advance_sets(self, s: torch.Tensor) -> torch.Tensor:
-        """``[R, P, C]`` token ids that raise the progress of each unmet phrase (-1 pad)."""
+        """``[R, 2P, C]`` token ids that raise the progress of each unmet phrase (-1 pad): for
+        phrase p, set p holds the tokens that complete a word of it, set P + p the others."""
         R, P = s.shape
-        lo = self.l_adv_ptr[s]
-        cnt = torch.where(self.unmet_phrase(s), self.l_adv_ptr[s + 1] - lo, torch.zeros_like(lo))
+        unmet = self.unmet_phrase(s)
+        lo, mid, hi = self.l_adv_ptr[s], self.l_adv_split[s], self.l_adv_ptr[s + 1]
+        lo = torch.cat([lo, mid], 1)
+        cnt = torch.where(torch.cat([unmet, unmet], 1), torch.cat([mid - lo[:, :P], hi - mid], 1), torch.zeros_like(lo))
         C = int(cnt.max()) if cnt.numel() else 0
+        P = 2 * P
         if C == 0:
             return torch.full((R, P, 0), -1, dtype=torch.int64, device=s.device)
         ar = torch.arange(C, device=s.device)
@@ -457,6 +468,31 @@ class Tables:
             _or_bits(m, er[ok], et[ok], set_=True)
             _or_bits(m, er[~ok], et[~ok], set_=False)
         return m
+
+
+def _completing_first(a: Any, wprog: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Phrase ``a``'s advancing tokens reordered per state, those that complete a word of the
+    phrase (raise its word progress) first; and how many of them each state has."""
+    ptr = np.asarray(a.adv_ptr, np.int64)
+    toks = np.asarray(a.adv_tokens, np.int64)
+    if toks.size == 0:
+        return toks, np.zeros(len(ptr) - 1, np.int64)
+    state = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+    nxt = _next_states(a, state, toks)
+    done = wprog[nxt] > wprog[state]
+    order = np.lexsort((~done, state))  # by state, completing first, stable within
+    return toks[order], np.bincount(state[done], minlength=len(ptr) - 1).astype(np.int64)
+
+
+def _next_states(a: Any, state: np.ndarray, toks: np.ndarray) -> np.ndarray:
+    """Vectorized ``a.next_state`` for text tokens that advance (never disallowed)."""
+    V = int(a.width)
+    key = state * V + toks
+    ek = np.asarray(a.exc_key, np.int64)
+    i = np.searchsorted(ek, key).clip(max=max(len(ek) - 1, 0))
+    hit = (ek[i] == key) if len(ek) else np.zeros(len(key), bool)
+    default = np.asarray(a.default_next)[state, np.asarray(a.token_class)[toks].clip(max=3)]
+    return np.where(hit, np.asarray(a.exc_next)[i] if len(ek) else default, default)
 
 
 def _expand_ranges(lo: torch.Tensor, cnt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
