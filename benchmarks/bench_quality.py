@@ -52,9 +52,9 @@ def read_lines(path: Path) -> list[str]:
     return [x for x in path.read_text(encoding="utf-8").splitlines() if x.strip() and not x.startswith("#")]
 
 
-def continuation_items(limit: int | None) -> list[dict]:
+def continuation_items(limit: int | None, name: str = "prose_bench.tsv") -> list[dict]:
     items = []
-    for i, line in enumerate(read_lines(DATA / "prose_bench.tsv")[:limit]):
+    for i, line in enumerate(read_lines(DATA / name)[:limit]):
         src, sent = line.split("\t")
         ws = sent.split()
         cut = max(4, round(0.4 * len(ws)))
@@ -187,6 +187,40 @@ def section_c(dec, items, tf4_python, vocab, ctrl, M):
     return out, kept
 
 
+def tune(dec, limit, vocab, ctrl, M, rewards):
+    """Huang et al. tune r on a dev set: dev sentences (none and 2 words) and dev questions
+    (data/*_dev.*, never benchmark items), one run per r; the chosen r has the best dev chrF among
+    those with no empty answer and loops in at most 2% of outputs."""
+    from fstbeam import compile_constraints
+    from fstbeam.runtime import defaults
+
+    items = [it for it in continuation_items(None, "prose_dev.tsv")[:limit] if "2w" in it["constraints"]]
+    questions = read_lines(DATA / "learner_questions_dev.txt")[:limit]
+    table = {}
+    for r in rewards:
+        base = dict(beam_size=5, max_new_tokens=M, eos_ids=tuple(dec.eos_ids) + dec.newline_ids())
+        opts = {**base, **defaults.generate_defaults(), "length_reward": r}
+        rows = []
+        for name in ("none", "2w"):
+            cons = [[] if name == "none" else it["constraints"][name] for it in items]
+            ccs = [None if not c else compile_constraints(phrases=c, tokenizer=dec.vocab) for c in cons]
+            rows += decode_rows(dec, [it["prompt"] for it in items], ccs, opts, cons, [it["reference"] for it in items])
+        cont = qm.summarize(rows, vocab, ctrl)
+        fmt, dec.prompt_format = dec.prompt_format, QA
+        try:
+            qrows = decode_rows(dec, questions, None, {**base, **defaults.generate_defaults(qa=True), "length_reward": r}, None)
+        finally:
+            dec.prompt_format = fmt
+        qa = qm.summarize(qrows, vocab, ctrl)
+        table[r] = {"dev_chrF": cont["chrF"], "dev_loop_pct": (cont["loop_pct"] + qa["loop_pct"]) / 2, "dev_qa_empty_pct": qa["empty_pct"],
+                    "dev_qa_median_words": qa["median_words"], "dev_mean_words": cont["mean_words"],
+                    "dev_logprob_per_token": cont["logprob_per_token"], "dev_fragment_pct": cont["fragment_pct"]}
+        print(f"tune r={r}: {table[r]}", flush=True)
+    ok = [r for r, v in table.items() if v["dev_qa_empty_pct"] == 0 and v["dev_loop_pct"] <= 2] or list(table)
+    best = max(ok, key=lambda r: table[r]["dev_chrF"])
+    return {"rewards": {str(r): v for r, v in table.items()}, "chosen": best, "dev_items": len(items), "dev_questions": len(questions)}
+
+
 def plot(result: dict, path: Path) -> None:
     import matplotlib
 
@@ -232,6 +266,8 @@ def main(argv=None) -> int:
     ap.add_argument("--wordlist", default=None, help="English word list (default: wamerican-large)")
     ap.add_argument("--tf4-python", default="/work/venv-tf4/bin/python", help="python of a venv with transformers 4.x")
     ap.add_argument("--max-new-tokens", type=int, default=32)
+    ap.add_argument("--anchor-limit", type=int, default=None, help="(c) on the first N items of (a) only (it is slow)")
+    ap.add_argument("--tune", default=None, metavar="R,R,...", help="only tune the length reward r on the dev sets")
     args = ap.parse_args(argv)
     limit = args.limit or (12 if args.quick else None)
     sections = set(args.sections.split(","))
@@ -240,6 +276,14 @@ def main(argv=None) -> int:
     vocab = qm.english_words(args.wordlist)
     dec = Decoder(device="cpu")
     ctrl = control_strings(dec)
+    if args.tune:
+        out = Path(args.out)
+        result = json.loads(out.read_text()) if out.exists() else {}
+        result["tuning"] = tune(dec, limit, vocab, ctrl, args.max_new_tokens, [float(x) for x in args.tune.split(",")])
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
+        print(f"chosen r = {result['tuning']['chosen']}")
+        return 0
     items = continuation_items(limit)
     questions = read_lines(DATA / "learner_questions.txt")[:limit and max(10, limit)]
     run: dict = {"settings": args.settings, "items_a": len(items), "questions_b": len(questions), "max_new_tokens": args.max_new_tokens}
@@ -250,7 +294,8 @@ def main(argv=None) -> int:
         run["b"], texts["b"] = section_b(dec, questions, args.settings, vocab, ctrl, qm.cefr_levels(), 40)
     if "c" in sections:
         if Path(args.tf4_python).exists():
-            run["c"], texts["c"] = section_c(dec, items, args.tf4_python, vocab, ctrl, args.max_new_tokens)
+            run["c"], texts["c"] = section_c(dec, items[: args.anchor_limit], args.tf4_python, vocab, ctrl, args.max_new_tokens)
+            run["c"]["items"] = len(items[: args.anchor_limit])
         else:
             run["c"] = {"error": f"{args.tf4_python} not found: make a venv with transformers 4.x (see anchor_tf4.py)"}
     out = Path(args.out)
