@@ -6,7 +6,7 @@ phrases; :mod:`fstbeam.compiler.progress`), so an input with phrases of ``w_1 ..
 ``1 + sum(w)`` banks: as few as Post & Vilar's token-counted banks, and a hypothesis part-way into
 a word ("T" of "Things") is banked with those that have not started it. Candidates (see
 ``SearchEngine._dba_candidates``): for every unmet phrase, the best token that completes a word of
-it and the best other token that advances it, so the whole word is always on offer.
+it, or, only where no such token is allowed, the best other token that advances it.
 
 Allocation: every bank gets ``k // num_banks`` slots and the remainder goes to the top bank; then,
 from the top bank down, a bank with more slots than candidates hands the surplus to the bank below

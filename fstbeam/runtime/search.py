@@ -511,8 +511,8 @@ class SearchEngine:
 
     def _dba_candidates(self, logits, mask, lse, shift, ridx, s, c, cand_s, cand_t, cand_j, kk):
         """Post & Vilar's candidate set: global top-k, each row's best, and for each unmet phrase
-        each row's best token completing a word of it and best other advancing token; duplicates
-        removed."""
+        each row's best token completing a word of it (or, when none is allowed, its best other
+        advancing token); duplicates removed."""
         cfg, tb = self.cfg, self.tables
         n, k = self.alive.shape
         P, V, dev = self.P, self.V, self.device
@@ -528,6 +528,7 @@ class SearchEngine:
         sets = tb.advance_sets(s)  # [R, 2P, C]: word-completing tokens, then the other advancing ones
         a_t, a_lp = _kernels.best_in_sets(logits, mask, torch.arange(R, device=dev), sets, lse)
         self.stats.advance_elements += int(sets.numel())
+        a_lp = _prefer_whole_words(a_lp)
         P = sets.shape[1]
         a_full_s = torch.full((n * k, P), NEG_INF, device=dev)
         a_full_t = torch.full((n * k, P), -1, dtype=torch.long, device=dev)
@@ -701,6 +702,15 @@ class SearchEngine:
                 f"{self.cfg.max_new_tokens} ({why}); returning the best partial output (satisfied=False)"
             )
         return RawResult(slot.req.index, hyps, int(self.length[i]), warn)
+
+
+def _prefer_whole_words(a_lp: torch.Tensor) -> torch.Tensor:
+    """``[R, 2P]`` best-advancing scores (word-completing sets, then the others): a phrase's
+    partial advance (" T" for "Things") is offered only where no allowed token completes the word,
+    so DBA never plants a prefix the model may abandon as a fragment."""
+    P = a_lp.shape[1] // 2
+    done = torch.isfinite(a_lp[:, :P])
+    return torch.cat([a_lp[:, :P], a_lp[:, P:].masked_fill(done, NEG_INF)], 1)
 
 
 def _pad_last(x: torch.Tensor, size: int) -> torch.Tensor:

@@ -113,10 +113,10 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1):
                         continue
                     adv = [v for v in a.advancing(s).tolist() if v in set(al)]
                     done = [v for v in adv if w[a.next_state(s, v)] > w[s]]  # completes a word
-                    for group in (done, [v for v in adv if v not in done]):
-                        if group:
-                            v = max(group, key=lambda v: (lp[v].item(), -v))
-                            chosen.append((hyp.score + lp[v].item(), j, v))
+                    group = done or adv  # a partial advance only where no word-completing token is allowed
+                    if group:
+                        v = max(group, key=lambda v: (lp[v].item(), -v))
+                        chosen.append((hyp.score + lp[v].item(), j, v))
             seen, cands = set(), []
             for c in chosen:
                 if (c[1], c[2]) not in seen:
