@@ -36,8 +36,8 @@ from typing import Iterable, Iterator, Literal, Sequence
 import torch
 
 from . import _kernels
-from .guards import ban_repeated_ngrams, eos_allowed
 from .dba import allocate, num_banks
+from .guards import ban_repeated_ngrams, eos_allowed
 from .scoring import Scoring
 from .tables import INF_DIST, InputConstraints, Tables
 
