@@ -113,11 +113,14 @@ def control_strings(dec) -> tuple[str, ...]:
     return tuple(a.content for a in added.values() if re.fullmatch(r"<[^<>\s]+>|\[[^\[\]\s]+\]", a.content))
 
 
-def section_a(dec, items, settings, vocab, ctrl, M):
+A_SETTINGS = ("none", "1w", "2w", "4w", "phrase3")
+
+
+def section_a(dec, items, settings, vocab, ctrl, M, which=A_SETTINGS):
     from fstbeam import compile_constraints
 
     out, kept = {}, {}
-    for name in ("none", "1w", "2w", "4w", "phrase3"):
+    for name in which:
         use = [it for it in items if name == "none" or name in it["constraints"]]
         cons = [[] if name == "none" else it["constraints"][name] for it in use]
         ccs = [None if not c else compile_constraints(phrases=c, tokenizer=dec.vocab) for c in cons]
@@ -266,6 +269,7 @@ def main(argv=None) -> int:
     ap.add_argument("--wordlist", default=None, help="English word list (default: wamerican-large)")
     ap.add_argument("--tf4-python", default="/work/venv-tf4/bin/python", help="python of a venv with transformers 4.x")
     ap.add_argument("--max-new-tokens", type=int, default=32)
+    ap.add_argument("--a-settings", default=",".join(A_SETTINGS), help="which settings of (a) to run")
     ap.add_argument("--anchor-limit", type=int, default=None, help="(c) on the first N items of (a) only (it is slow)")
     ap.add_argument("--tune", default=None, metavar="R,R,...", help="only tune the length reward r on the dev sets")
     args = ap.parse_args(argv)
@@ -289,7 +293,7 @@ def main(argv=None) -> int:
     run: dict = {"settings": args.settings, "items_a": len(items), "questions_b": len(questions), "max_new_tokens": args.max_new_tokens}
     texts: dict = {}
     if "a" in sections:
-        run["a"], texts["a"] = section_a(dec, items, args.settings, vocab, ctrl, args.max_new_tokens)
+        run["a"], texts["a"] = section_a(dec, items, args.settings, vocab, ctrl, args.max_new_tokens, args.a_settings.split(","))
     if "b" in sections:
         run["b"], texts["b"] = section_b(dec, questions, args.settings, vocab, ctrl, qm.cefr_levels(), 40)
     if "c" in sections:
