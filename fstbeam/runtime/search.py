@@ -273,7 +273,7 @@ class SearchEngine:
                 f"max_new_tokens={L} is too small: satisfying the constraints ({', '.join(what) or 'word list'}) "
                 f"needs at least {lower} tokens; returning the best partial output"
             )
-        nbanks = 1 + sum(int(a.length) for a in c.lights[: c.n_phrases])
+        nbanks = dba.num_banks(c.lights[: c.n_phrases])
         if cfg.target_length is not None:
             tgt = float(cfg.target_length)
         elif cfg.length_ratio is not None:
@@ -291,7 +291,7 @@ class SearchEngine:
         R = int(logits.shape[0])
         rows = step.live_rows(beam, R)
         kk = min(k, cfg.max_per_parent or k, self.V)
-        scored = step.score_rows(logits, rows, tb, self._eos, kk, cfg)
+        scored = step.score_rows(logits, rows, tb, self._eos, kk, cfg, beam)
         self.stats.logits_elements += R * self.V
         cand = step.plain_candidates(scored, rows, n, k, kk, cfg.prune_threshold)
         use_dba = cfg.dba and any(sl.n_phrases for sl in self.slots)

@@ -1,6 +1,6 @@
 """The stages of one search step, each a function over tensors (no state of its own):
 
-    live_rows -> score_rows (mask, masked top-k, EOS) -> plain_candidates (+ dba.candidates)
+    live_rows -> score_rows (mask, output guards, masked top-k, EOS) -> plain_candidates (+ dba.candidates)
     -> advance (next automaton states, feasibility) -> select (beam or DBA banks)
 
 then :mod:`.pool` merges the finished hypotheses. :meth:`SearchEngine._expand` runs them in turn.
@@ -13,10 +13,10 @@ from __future__ import annotations
 import torch
 
 from ..kernels import dispatch as kd
-from . import dba
+from . import dba, guards
 from .beam import NEG_INF, BeamState, Candidates, Rows, Scored
 
-__all__ = ["live_rows", "score_rows", "plain_candidates", "with_dba", "advance", "select", "top_mask"]
+__all__ = ["live_rows", "score_rows", "apply_guards", "plain_candidates", "with_dba", "advance", "select", "top_mask"]
 
 
 def live_rows(beam: BeamState, R: int) -> Rows:
@@ -25,10 +25,11 @@ def live_rows(beam: BeamState, R: int) -> Rows:
     return Rows(ridx, beam.hstate.view(-1)[ridx], beam.flat_lstate()[ridx], beam.cum.view(-1)[ridx])
 
 
-def score_rows(logits: torch.Tensor, rows: Rows, tables, eos: torch.Tensor, kk: int, cfg) -> Scored:
+def score_rows(logits: torch.Tensor, rows: Rows, tables, eos: torch.Tensor, kk: int, cfg, beam: BeamState) -> Scored:
     """Allowed-token mask, masked top-``kk`` (one read of the logits) and the best EOS of each row
-    (EOS allowed only in accepting states)."""
+    (EOS allowed only in accepting states, and with the output guards of :func:`apply_guards`)."""
     mask = tables.build_mask(rows.h, rows.s)  # [R, W]
+    ok_eos = apply_guards(mask, tables.accepting(rows.h, rows.s), rows, beam, cfg)
     R = rows.idx.shape[0]
     top = kd.masked_topk(logits, mask, torch.arange(R, device=logits.device), rows.c, kk, allowed_lse=cfg.renormalize,
                          backend=cfg.kernel_backend)
@@ -36,7 +37,6 @@ def score_rows(logits: torch.Tensor, rows: Rows, tables, eos: torch.Tensor, kk: 
     shift = torch.zeros_like(lse)
     eos_logits = logits.index_select(1, eos)
     eos_lp = eos_logits - lse[:, None]  # [R, E]
-    ok_eos = tables.accepting(rows.h, rows.s)
     if cfg.renormalize:  # normalizer over the allowed tokens, EOS included where allowed
         eos_allowed_lse = torch.logsumexp(torch.where(ok_eos[:, None], eos_logits, torch.full_like(eos_lp, NEG_INF)), 1)
         total = torch.logaddexp(top.allowed_lse, eos_allowed_lse)
@@ -45,6 +45,20 @@ def score_rows(logits: torch.Tensor, rows: Rows, tables, eos: torch.Tensor, kk: 
     eos_best, eos_which = eos_lp.max(1)
     fin_raw = torch.where(ok_eos, rows.c + eos_best, torch.full_like(rows.c, NEG_INF))
     return Scored(mask, lse, shift, top.scores + shift[:, None], top.tokens, fin_raw, eos_which)
+
+
+def apply_guards(mask: torch.Tensor, ok_eos: torch.Tensor, rows: Rows, beam: BeamState, cfg) -> torch.Tensor:
+    """``no_repeat_ngram`` clears tokens in ``mask`` (in place); returns ``ok_eos`` without the
+    rows shorter than ``min_new_tokens`` (:mod:`.guards`: both only remove options)."""
+    if not (cfg.no_repeat_ngram or cfg.min_new_tokens):
+        return ok_eos
+    n, k, L = beam.hist.shape
+    out_len = beam.length.repeat_interleave(k)[rows.idx]  # output tokens so far, per row
+    if cfg.no_repeat_ngram:
+        guards.ban_repeated_ngrams(mask, beam.hist.view(n * k, L)[rows.idx], out_len, cfg.no_repeat_ngram)
+    if cfg.min_new_tokens:
+        ok_eos = ok_eos & guards.eos_allowed(out_len, cfg.min_new_tokens)
+    return ok_eos
 
 
 def plain_candidates(scored: Scored, rows: Rows, n: int, k: int, kk: int, prune_threshold) -> Candidates:

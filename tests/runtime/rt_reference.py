@@ -31,6 +31,15 @@ def _dist_light(a, V):
     return d
 
 
+def _words_done(a):
+    """Words of phrase ``a`` complete in each state: a word ending inside the phrase counts once
+    the byte after it is matched, the last one when the phrase is matched (plain Python)."""
+    lit, m = a.literal, len(a.literal)
+    isw = [chr(b).isalnum() or b >= 0x80 for b in lit]
+    ends = [e for e in range(1, m + 1) if isw[e - 1] and (e == m or not isw[e])] or [m]
+    return [sum((p >= e + 1) if e < m else (p == m) for e in ends) for p in (int(x) for x in a.progress)]
+
+
 class Hyp:
     __slots__ = ("tokens", "score", "h", "ls")
 
@@ -69,10 +78,13 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1):
             d = max(d, dd[s])
         return d
 
-    def bank(ls):
-        return sum(int(a.progress[s]) for a, s in zip(lights[:nphr], ls[:nphr]))
+    # banks count completed phrase words, from the words of the literal (not the runtime tables)
+    wprog = [_words_done(a) for a in lights[:nphr]]
 
-    nbanks = 1 + sum(int(a.progress.max()) for a in lights[:nphr])
+    def bank(ls):
+        return sum(w[s] for w, s in zip(wprog, ls[:nphr]))
+
+    nbanks = 1 + sum(max(w) for w in wprog)
     beam = [Hyp([], 0.0, hard.start if hard is not None else 0, tuple(a.start for a in lights))]
     pool = []  # (logprob, tokens, eos)
     steps = 0
@@ -96,12 +108,14 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1):
                 if row:
                     chosen.append(row[0])
                 hyp = beam[j]
-                for a, s in zip(lights[:nphr], hyp.ls[:nphr]):
+                for a, w, s in zip(lights[:nphr], wprog, hyp.ls[:nphr]):
                     if a.final[s]:
                         continue
                     adv = [v for v in a.advancing(s).tolist() if v in set(al)]
-                    if adv:
-                        v = max(adv, key=lambda v: (lp[v].item(), -v))
+                    done = [v for v in adv if w[a.next_state(s, v)] > w[s]]  # completes a word
+                    group = done or adv  # a partial advance only where no word-completing token is allowed
+                    if group:
+                        v = max(group, key=lambda v: (lp[v].item(), -v))
                         chosen.append((hyp.score + lp[v].item(), j, v))
             seen, cands = set(), []
             for c in chosen:
