@@ -31,13 +31,31 @@ def _dist_light(a, V):
     return d
 
 
+def _ends(lit: bytes) -> list[int]:
+    isw = [(chr(b).isascii() and chr(b).isalnum()) or b >= 0x80 for b in lit]
+    m = len(lit)
+    return [e for e in range(1, m + 1) if isw[e - 1] and (e == m or not isw[e])] or [m]
+
+
 def _words_done(a):
     """Words of phrase ``a`` complete in each state: a word ending inside the phrase counts once
-    the byte after it is matched, the last one when the phrase is matched (plain Python)."""
-    lit, m = a.literal, len(a.literal)
-    isw = [chr(b).isalnum() or b >= 0x80 for b in lit]
-    ends = [e for e in range(1, m + 1) if isw[e - 1] and (e == m or not isw[e])] or [m]
-    return [sum((p >= e + 1) if e < m else (p == m) for e in ends) for p in (int(x) for x in a.progress)]
+    the byte after it is matched, the last one when the phrase is matched (plain Python). AnyOf /
+    ordered automata: item after item, a one-spelling item by its words, a several-spelling item
+    as one word when met (progress: bytes of the met items at their longest spelling)."""
+    prog = [int(x) for x in a.progress]
+    if not getattr(a, "items", ""):
+        m = len(a.literal)
+        return [sum((p >= e + 1) if e < m else (p == m) for e in _ends(a.literal)) for p in prog]
+    import json
+
+    units, base = [], 0  # (byte progress completing the unit)
+    for alts in json.loads(a.items)["items"]:
+        lits = [t.encode() for t in alts]
+        inner = _ends(lits[0])[:-1] if len(lits) == 1 else []
+        units += [base + e + 1 for e in inner]
+        base += max(map(len, lits))
+        units.append(base)
+    return [sum(p >= u for u in units) for p in prog]
 
 
 class Hyp:

@@ -51,6 +51,10 @@ def test_config_and_keywords_are_the_same_search(dec):
         (dict(eos_ids=[]), "eos_ids must name at least one"),
         (dict(eos_ids=["x"]), "eos_ids must be a list of token ids"),
         (dict(length_normalization=-1.0), "length_normalization must be >= 0"),
+        (dict(min_new_tokens=-1), r"min_new_tokens must be an integer >= 0 \(got -1\)"),
+        (dict(no_repeat_ngram=2.0), "no_repeat_ngram must be an integer >= 0"),
+        (dict(min_new_tokens=9, max_new_tokens=8), "min_new_tokens=9 exceeds max_new_tokens=8"),
+        (dict(allow_control_tokens="no"), "allow_control_tokens must be True or False"),
     ],
 )
 def test_bad_values_name_the_setting_and_what_it_accepts(dec, kwargs, match):
