@@ -8,8 +8,9 @@ finished output scores ``log p(y) + r * min(l, |y|)``, ``l`` a target length. Th
 stopping bound stays valid with it (``fstbeam.runtime.scoring``), so the search still stops as
 early as it can prove the best output.
 
-- ``LENGTH_REWARD`` (``r``): chosen on a dev set of prompts separate from the benchmark items
-  (``benchmarks/bench_quality.py --tune``; figures in ``benchmarks/results/quality.json``).
+- ``LENGTH_REWARD`` (``r``): 1.0 is provisional. ``benchmarks/bench_quality.py --tune R,R,...``
+  tunes it on dev prompts kept apart from the benchmark items, but that run has not been done yet
+  (the shared machine was too slow).
 - ``LENGTH_RATIO``: the target length ``l`` is this many times the prompt's tokens (capped by
   ``max_new_tokens``): an answer about as long as a one-line question, a continuation about as
   long as what it continues.
