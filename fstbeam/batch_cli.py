@@ -26,6 +26,16 @@ def _positive(text: str) -> int:
     return v
 
 
+def _nonnegative(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0 (got {v})")
+    return v
+
+
 def _nonempty(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty value is not allowed")
@@ -59,6 +69,9 @@ def add_batch_parser(sub) -> argparse.ArgumentParser:
     m.add_argument("--beam", type=_positive, default=5, help="beam size (default 5)")
     m.add_argument("--max-new-tokens", type=_positive, default=64, help="length limit (default 64)")
     m.add_argument("--length-reward", type=float, default=None, metavar="R", help="bounded length reward per token")
+    m.add_argument("--min-new-tokens", type=_nonnegative, default=0, metavar="N", help="no output shorter than N tokens")
+    m.add_argument("--no-repeat-ngram", type=_nonnegative, default=0, metavar="N",
+                   help="no token N-gram twice in an output (0 = off; fstbeam generate uses 4)")
     m.add_argument("--batch-size", type=_positive, default=8, help="inputs decoded together per model (default 8)")
     m.add_argument("--stop-at-newline", action="store_true", help="end an output at a newline")
     b.add_argument("-q", "--quiet", action="store_true", help="no progress, only the final line")
@@ -71,6 +84,7 @@ def _job(args):
     from .distributed.ray_data import worker_config
 
     opts = dict(beam_size=args.beam, max_new_tokens=args.max_new_tokens)
+    opts.update({k: v for k, v in (("min_new_tokens", args.min_new_tokens), ("no_repeat_ngram", args.no_repeat_ngram)) if v})
     if args.length_reward is not None:
         opts["length_reward"] = args.length_reward
     cons = str(Path(args.constraints).resolve()) if args.constraints else None

@@ -48,8 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--beam", type=int, default=5, help="beam size (default 5)")
     m.add_argument("--nbest", type=int, default=1, help="outputs per prompt (default 1)")
     m.add_argument("--max-new-tokens", type=int, default=64, help="length limit (default 64)")
-    m.add_argument("--length-reward", type=float, default=None, metavar="R", help="bounded length reward per token")
+    m.add_argument("--length-reward", type=float, default=None, metavar="R",
+                   help="bounded length reward per token (default: fstbeam.runtime.defaults; 0 = rank by log-probability)")
     m.add_argument("--length-ratio", type=float, default=None, metavar="X", help="reward up to X * prompt tokens")
+    m.add_argument("--min-new-tokens", type=int, default=None, metavar="N",
+                   help="no output shorter than N tokens (default 2 for --format qa and chat answers, else 0)")
+    m.add_argument("--no-repeat-ngram", type=int, default=None, metavar="N",
+                   help="no token N-gram twice in an output (default 4 with the length reward; 0 = off)")
     m.add_argument("--batch-size", type=int, default=8, help="inputs decoded together (default 8)")
     m.add_argument("--stop-at-newline", action="store_true",
                    help="end an output at a newline (where the constraints allow ending); a base model answering "
@@ -124,10 +129,7 @@ def _generate(args) -> int:
         opts = dict(batch_size=args.batch_size)
         if args.stop_at_newline:
             opts["stop_at"] = "line"
-        if args.length_reward is not None:
-            opts["length_reward"] = args.length_reward
-            if args.length_ratio is not None:
-                opts["length_ratio"] = args.length_ratio
+        opts.update(_answer_options(args, decoder))
         results = decoder.stream(prompts, constraints, beam_size=args.beam, nbest=args.nbest,
                                  max_new_tokens=args.max_new_tokens, ordered=True, **opts)
         return _print_results(args, cc, results, lines, bad_lines)
@@ -184,6 +186,27 @@ def _print_result(args, cc, r, what: str, line: int | None = None) -> None:
         print(f"    warning: {w}")
     if r.error:
         print(f"    error: {r.error}")
+
+
+def _answer_options(args, decoder) -> dict:
+    """The defaults that give answers (``fstbeam.runtime.defaults``), overridden by the flags."""
+    from .runtime.defaults import generate_defaults
+
+    opts = generate_defaults(qa=args.format == "qa" or not decoder.continues_text)
+    if args.length_reward is not None:
+        opts["length_reward"] = args.length_reward
+        if args.length_reward == 0:  # plain log-probability ranking, as before the defaults
+            opts.pop("length_ratio", None)
+            opts.pop("no_repeat_ngram", None)
+    if args.length_ratio is not None:
+        opts["length_ratio"] = args.length_ratio
+    if args.min_new_tokens is not None:
+        opts["min_new_tokens"] = args.min_new_tokens
+    elif "min_new_tokens" in opts:  # a default never exceeds the length limit asked for
+        opts["min_new_tokens"] = max(0, min(opts["min_new_tokens"], args.max_new_tokens))
+    if args.no_repeat_ngram is not None:
+        opts["no_repeat_ngram"] = args.no_repeat_ngram
+    return opts
 
 
 def _describe(args, cc) -> str:

@@ -4,7 +4,10 @@ Handles three families of Hugging Face tokenizers:
 - SentencePiece-style with byte fallback (Gemma, Llama 2): ``▁`` is a space, ``<0xNN>`` is one byte;
 - byte-level BPE (GPT-2, Llama 3, Qwen): token strings are the GPT-2 byte-to-unicode map;
 - plain vocabularies: token strings are UTF-8 text as written.
-Special tokens are excluded (``None``) except EOS, which decoding treats separately. The mask
+Special tokens are excluded (``None``) except EOS, which decoding treats separately, and so are
+*control* tokens: added tokens that the tokenizer does not mark special but whose whole text is a
+control name such as ``<start_of_image>`` or ``[multimodal]`` (see :func:`control_token_ids`);
+they mark images, turns or markup for the model and are never output text. The mask
 width is the model's output size, which may exceed the tokenizer's; ids past the tokenizer's
 end are ``None`` as well.
 """
@@ -24,6 +27,8 @@ import numpy as np
 from ..errors import TokenizerError
 
 _BYTE_FALLBACK = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
+#: The whole text of a control token: ``<name>``, ``</name>`` or ``[name]`` without spaces.
+CONTROL_NAME = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]")
 SPIECE_SPACE = "\u2581"
 
 
@@ -210,7 +215,7 @@ def _from_tokenizer_data(data: dict, *, width: int | None, eos_ids: tuple[int, .
     width = size if width is None else width
     if width < size:
         raise TokenizerError(f"width {width} is smaller than tokenizer '{name}' ({size} ids)")
-    special = {i for i, a in added.items() if a.get("special")}
+    special = {i for i, a in added.items() if a.get("special")} | control_token_ids(added.values())
     eos = tuple(e for e in eos_ids if e is not None)
     special |= set(eos)
     table: list[bytes | None] = [None] * width
@@ -231,6 +236,14 @@ def _from_tokenizer_data(data: dict, *, width: int | None, eos_ids: tuple[int, .
             b = piece.encode("utf-8")
         table[i] = b or None
     return Vocab(tuple(table), eos, frozenset(special), kind, name)
+
+
+def control_token_ids(added_tokens: Iterable[Mapping]) -> set[int]:
+    """Ids of added tokens (tokenizer.json ``added_tokens``) that are control tokens even when not
+    marked special: their whole content is a control name (``<start_of_image>``, ``</td>``,
+    ``[multimodal]``). Gemma 3 leaves its image tokens unmarked, and a model writing them as text
+    is never what a reader wants; the same text stays reachable through ordinary tokens."""
+    return {int(a["id"]) for a in added_tokens if CONTROL_NAME.fullmatch(str(a.get("content", "")))}
 
 
 def _from_file_cached(path: Path, width, eos_ids, name: str | None = None) -> Vocab:
@@ -255,7 +268,8 @@ def _from_disk_cache(path: Path, key: tuple, width, eos_ids, name) -> Vocab:
         return {"lens": lens, "blob": blob, "eos": np.array(v.eos_ids, np.int64),
                 "special": np.array(sorted(v.special_ids), np.int64), "kind": np.array(v.kind)}
 
-    a = cached_arrays("vocab", hashlib.sha256(repr(key).encode()).hexdigest(), build)
+    # "control-v2": control tokens became non-text (vocabularies cached before are stale).
+    a = cached_arrays("vocab", hashlib.sha256(repr(("control-v2", key)).encode()).hexdigest(), build)
     blob, lens = a["blob"].tobytes(), a["lens"]
     ends = np.cumsum(np.maximum(lens, 0))
     starts = (ends - np.maximum(lens, 0)).tolist()

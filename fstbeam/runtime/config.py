@@ -30,6 +30,11 @@ def _positive_int(name: str, value) -> None:
         raise DecodeError(f"{name} must be a positive integer (got {value!r})")
 
 
+def _nonnegative_int(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise DecodeError(f"{name} must be an integer >= 0 (got {value!r})")
+
+
 def _choice(name: str, value, kind) -> None:
     allowed = get_args(kind)
     if value not in allowed:
@@ -49,7 +54,9 @@ class SearchConfig:
 
     ``stop_at``: ``"eos"`` (the model's end-of-sequence ids) or ``"line"`` (those plus the tokens
     made only of newlines: a base model answering a question stops at the end of its line).
-    ``eos_ids``, when given, replaces the ids ``stop_at`` names.
+    ``eos_ids``, when given, replaces the ids ``stop_at`` names. ``min_new_tokens`` and
+    ``no_repeat_ngram`` only remove options (:mod:`.guards`); ``allow_control_tokens=False`` keeps
+    special and control tokens (``<start_of_image>``) out of unconstrained outputs too.
     ``shortlist`` (with ``renormalize=True`` only): compute the logits of the live rows' allowed
     tokens only (:mod:`.shortlist`); ``"auto"`` where it pays, ``"on"`` always, ``"off"`` never.
     """
@@ -74,6 +81,10 @@ class SearchConfig:
     stop_at: StopAt = "eos"
     eos_ids: tuple[int, ...] | None = None
     shortlist: ShortlistMode = "auto"  # logits of the allowed tokens only (renormalize=True)
+    # output guards (runtime/guards.py; fstbeam.runtime.defaults has the CLI's answer settings)
+    min_new_tokens: int = 0  # EOS only after this many output tokens
+    no_repeat_ngram: int = 0  # n: no token n-gram twice in an output (0 = off)
+    allow_control_tokens: bool = False  # unconstrained decoding may emit special/control tokens
 
     def __post_init__(self):
         _positive_int("beam_size", self.beam_size)
@@ -95,7 +106,11 @@ class SearchConfig:
         _choice("kernel_backend", self.kernel_backend, KernelBackend)
         _choice("stop_at", self.stop_at, StopAt)
         _choice("shortlist", self.shortlist, ShortlistMode)
-        for name in ("renormalize", "dba", "streaming"):
+        for name in ("min_new_tokens", "no_repeat_ngram"):
+            _nonnegative_int(name, getattr(self, name))
+        if self.min_new_tokens > self.max_new_tokens:
+            raise DecodeError(f"min_new_tokens={self.min_new_tokens} exceeds max_new_tokens={self.max_new_tokens}: lower it")
+        for name in ("renormalize", "dba", "streaming", "allow_control_tokens"):
             if not isinstance(getattr(self, name), bool):
                 raise DecodeError(f"{name} must be True or False (got {getattr(self, name)!r})")
         if self.shortlist == "on" and not self.renormalize:

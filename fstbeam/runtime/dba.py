@@ -1,8 +1,13 @@
 """Dynamic beam allocation (Post & Vilar 2018): splitting one beam of size k over banks.
 
 A *bank* groups the candidates that have made the same constraint progress; here progress is the
-number of bytes of must-include phrases matched (a table lookup per light state, summed over the
-phrases), so an input with phrases of ``len_1 .. len_C`` bytes has ``1 + sum(len)`` banks.
+number of words of must-include phrases completed (a table lookup per light state, summed over the
+phrases; :mod:`fstbeam.contract.progress`), so an input with phrases of ``w_1 .. w_C`` words has
+``1 + sum(w)`` banks: as few as Post & Vilar's token-counted banks, and a hypothesis part-way into
+a word ("T" of "Things") is banked with those that have not started it. (An AnyOf item with
+several spellings counts as one word, complete when met.) Candidates (:func:`candidates`): for
+every unmet phrase, the best token that completes a word of it, or, only where no such token is
+allowed, the best other token that advances it.
 
 Allocation: every bank gets ``k // num_banks`` slots and the remainder goes to the top bank; then,
 from the top bank down, a bank with more slots than candidates hands the surplus to the bank below
@@ -25,11 +30,17 @@ from __future__ import annotations
 
 import torch
 
+from ..contract.progress import phrase_words
 from ..kernels import dispatch as kd
 
-__all__ = ["bank_sizes", "allocate", "candidates", "bank_choice"]
+__all__ = ["bank_sizes", "allocate", "num_banks", "candidates", "bank_choice"]
 
 NEG_INF = float("-inf")
+
+
+def num_banks(phrases) -> int:
+    """Banks of an input with must-include ``phrases`` (light automata): 1 + their word units."""
+    return 1 + sum(phrase_words(a) for a in phrases)
 
 
 def bank_sizes(num_constraints: int, beam_size: int, counts: list[int]) -> list[int]:
@@ -73,21 +84,24 @@ def allocate(counts: torch.Tensor, num_banks: torch.Tensor, beam_size: int) -> t
 def candidates(plain, rows, scored, out, tables, *, k: int, kk: int, prune_threshold, stats):
     """Post & Vilar's candidate set ``(S, T, J)`` (score, token, parent position; ``[n, N]``):
     the slot's global top-k of ``plain`` (a ``Candidates`` of ``kk`` tokens per parent), each
-    row's best, and each row's best token advancing each unmet phrase; duplicates removed.
+    row's best, and for each unmet phrase each row's best token completing a word of it (or,
+    where none is allowed, its best other advancing token); duplicates removed.
     ``out``: the step's :class:`~.shortlist.StepLogits` (columns = every token or a shortlist)."""
     cand_s, cand_t, cand_j = plain.s, plain.t, plain.j
     n, dev = cand_s.shape[0], cand_s.device
-    R, P = rows.s.shape
+    R = rows.s.shape[0]
     V = tables.V  # token ids, not columns
     g_s, g_i = cand_s.topk(min(k, cand_s.shape[1]), dim=1)  # global top-k of the slot
     g_t, g_j = cand_t.gather(1, g_i), cand_j.gather(1, g_i)
     b_s = cand_s.view(n, k, kk)[:, :, 0]  # each row's best
     b_t = cand_t.view(n, k, kk)[:, :, 0]
     b_j = torch.arange(k, device=dev).expand(n, k)
-    sets = tables.advance_sets(rows.s)  # [R, P, C] token ids: best advancing token per (row, phrase)
+    sets = tables.advance_sets(rows.s)  # [R, 2P, C] token ids: word-completing tokens, then the other advancing ones
     a_c, a_lp = kd.best_in_sets(out.logits, scored.mask, torch.arange(R, device=dev), out.to_cols(sets), scored.lse)
     a_t = out.to_ids(a_c)
     stats.advance_elements += int(sets.numel())
+    a_lp = _prefer_whole_words(a_lp)
+    P = sets.shape[1]
     a_full_s = torch.full((n * k, P), NEG_INF, device=dev)
     a_full_t = torch.full((n * k, P), -1, dtype=torch.long, device=dev)
     a_full_s[rows.idx] = rows.c[:, None] + a_lp + scored.shift[:, None]
@@ -103,6 +117,15 @@ def candidates(plain, rows, scored, out, tables, *, k: int, kk: int, prune_thres
     ok = torch.isfinite(S) & (T >= 0)
     S = torch.where(ok, S, torch.full_like(S, NEG_INF))
     return _drop_duplicates(S, T, J, ok, V), T, J
+
+
+def _prefer_whole_words(a_lp: torch.Tensor) -> torch.Tensor:
+    """``[R, 2P]`` best-advancing scores (word-completing sets, then the others): a phrase's
+    partial advance (" T" for "Things") is offered only where no allowed token completes the word,
+    so DBA never plants a prefix the model may abandon as a fragment."""
+    P = a_lp.shape[1] // 2
+    done = torch.isfinite(a_lp[:, :P])
+    return torch.cat([a_lp[:, :P], a_lp[:, P:].masked_fill(done, NEG_INF)], 1)
 
 
 def _drop_duplicates(S, T, J, ok, V: int) -> torch.Tensor:

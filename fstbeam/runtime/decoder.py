@@ -187,6 +187,16 @@ class Decoder:
         return b"".join(tb[t] or b"" for t in token_ids if 0 <= t < len(tb)).decode("utf-8", "replace")
 
     # ---- constraints --------------------------------------------------------------------------
+    def _unconstrained(self, allow_control_tokens: bool) -> InputConstraints:
+        """Constraints of a prompt without any: every text token of the tokenizer (special and
+        control tokens are never output text, see ``Vocab``); every id when asked for, or when
+        the decoder has no tokenizer to tell text from control tokens."""
+        if allow_control_tokens or self.tokenizer is None:
+            return InputConstraints(constrained=False)
+        if getattr(self, "_text_only", None) is None:
+            self._text_only = InputConstraints(text_ids=self.vocab.text_ids)
+        return self._text_only
+
     def _check(self, cc) -> InputConstraints:
         if cc is None:
             return InputConstraints(constrained=False)
@@ -222,7 +232,9 @@ class Decoder:
         ``constraints``: ``None``, one ``CompiledConstraints`` for all prompts, or a list with one
         (or ``None``) per prompt. ``config``: a :class:`SearchConfig` (default ``SearchConfig()``);
         ``overrides``: any of its fields for this call, e.g. ``beam_size=8``,
-        ``stop_at="line"`` (stop at the end of a line too), ``length_reward=1.0``. An unknown
+        ``stop_at="line"`` (stop at the end of a line too), ``length_reward=1.0``,
+        ``min_new_tokens=2``, ``no_repeat_ngram=4`` (see docs/decoding.md;
+        ``fstbeam.runtime.defaults.generate_defaults()`` are the settings ``fstbeam generate`` uses). An unknown
         setting or a bad value raises :class:`~fstbeam.errors.DecodeError` naming it.
         """
         if isinstance(prompts, str):
@@ -245,6 +257,7 @@ class Decoder:
         cfg = self._config(config, overrides)
         eos_ids = self._check_eos(stop_ids(cfg, self.eos_ids, self.newline_ids))
         max_new_tokens = cfg.max_new_tokens
+        free = self._unconstrained(cfg.allow_control_tokens)
         shared = constraints is None or hasattr(constraints, "vocab")
         cons_iter = None if shared else iter(constraints)
         texts: dict[int, Any] = {}
@@ -256,7 +269,7 @@ class Decoder:
                 cc = constraints if shared else next(cons_iter, missing)
                 if cc is missing:
                     raise DecodeError(f"constraints ran out at prompt {i}: give one constraint set (or None) per prompt")
-                inp = self._check(cc)
+                inp = free if cc is None else self._check(cc)
                 phrase_texts[i] = inp.phrase_texts
                 texts[i] = p if isinstance(p, str) else None
                 error = None

@@ -283,7 +283,7 @@ class SearchEngine:
                 f"max_new_tokens={L} is too small: satisfying the constraints ({', '.join(what) or 'word list'}) "
                 f"needs at least {lower} tokens; returning the best partial output"
             )
-        nbanks = 1 + sum(int(a.length) for a in c.lights[: c.n_phrases])
+        nbanks = dba.num_banks(c.lights[: c.n_phrases])
         if cfg.target_length is not None:
             tgt = float(cfg.target_length)
         elif cfg.length_ratio is not None:
@@ -311,8 +311,10 @@ class SearchEngine:
         R = int(model_out.shape[0])
         rows = step.live_rows(beam, R)
         kk = min(k, cfg.max_per_parent or k, self.V)
-        out = self._output_layer(model_out, tb.build_mask(rows.h, rows.s))  # [R, M]: all tokens or a shortlist
-        scored = step.score_rows(out, rows, tb, kk, cfg)
+        mask = tb.build_mask(rows.h, rows.s)  # [R, W] over every token
+        ok_eos = step.apply_guards(mask, tb.accepting(rows.h, rows.s), rows, beam, cfg)  # before the shortlist's union
+        out = self._output_layer(model_out, mask)  # [R, M]: all tokens or a shortlist
+        scored = step.score_rows(out, rows, ok_eos, kk, cfg)
         self.stats.logits_elements += R * int(out.logits.shape[1])
         cand = step.plain_candidates(scored, rows, n, k, kk, cfg.prune_threshold)
         use_dba = cfg.dba and any(sl.n_phrases for sl in self.slots)

@@ -1,7 +1,7 @@
 """The stages of one search step, each a function over tensors (no state of its own):
 
-    live_rows -> (output layer: :class:`~.shortlist.StepLogits`) -> score_rows (masked top-k, EOS)
-    -> plain_candidates (+ dba.candidates)
+    live_rows -> output guards (apply_guards) -> output layer (:class:`~.shortlist.StepLogits`)
+    -> score_rows (masked top-k, EOS) -> plain_candidates (+ dba.candidates)
     -> advance (next automaton states, feasibility) -> select (beam or DBA banks)
 
 then :mod:`.pool` merges the finished hypotheses. :meth:`SearchEngine._expand` runs them in turn.
@@ -14,11 +14,11 @@ from __future__ import annotations
 import torch
 
 from ..kernels import dispatch as kd
-from . import dba
+from . import dba, guards
 from .beam import NEG_INF, BeamState, Candidates, Rows, Scored
 from .shortlist import StepLogits
 
-__all__ = ["live_rows", "score_rows", "plain_candidates", "with_dba", "advance", "select", "top_mask"]
+__all__ = ["live_rows", "score_rows", "apply_guards", "plain_candidates", "with_dba", "advance", "select", "top_mask"]
 
 
 def live_rows(beam: BeamState, R: int) -> Rows:
@@ -27,9 +27,10 @@ def live_rows(beam: BeamState, R: int) -> Rows:
     return Rows(ridx, beam.hstate.view(-1)[ridx], beam.flat_lstate()[ridx], beam.cum.view(-1)[ridx])
 
 
-def score_rows(out: StepLogits, rows: Rows, tables, kk: int, cfg) -> Scored:
-    """Masked top-``kk`` (one read of the logits) and the best EOS of each row (EOS allowed only in
-    accepting states). ``out``'s columns are every token or a shortlist; the tokens returned are ids."""
+def score_rows(out: StepLogits, rows: Rows, ok_eos: torch.Tensor, kk: int, cfg) -> Scored:
+    """Masked top-``kk`` (one read of the logits) and the best EOS of each row where ``ok_eos``
+    (accepting states, after the output guards of :func:`apply_guards`). ``out``'s columns are
+    every token or a shortlist; the tokens returned are ids."""
     logits, mask = out.logits, out.mask  # [R, M], [R, ceil(M/32)]
     R = rows.idx.shape[0]
     top = kd.masked_topk(logits, mask, torch.arange(R, device=logits.device), rows.c, kk, allowed_lse=cfg.renormalize,
@@ -38,7 +39,6 @@ def score_rows(out: StepLogits, rows: Rows, tables, kk: int, cfg) -> Scored:
     shift = torch.zeros_like(lse)
     eos_logits = logits.index_select(1, out.eos_cols)
     eos_lp = eos_logits - lse[:, None]  # [R, E]
-    ok_eos = tables.accepting(rows.h, rows.s)
     if cfg.renormalize:  # normalizer over the allowed tokens, EOS included where allowed
         eos_allowed_lse = torch.logsumexp(torch.where(ok_eos[:, None], eos_logits, torch.full_like(eos_lp, NEG_INF)), 1)
         total = torch.logaddexp(top.allowed_lse, eos_allowed_lse)
@@ -47,6 +47,20 @@ def score_rows(out: StepLogits, rows: Rows, tables, kk: int, cfg) -> Scored:
     eos_best, eos_which = eos_lp.max(1)
     fin_raw = torch.where(ok_eos, rows.c + eos_best, torch.full_like(rows.c, NEG_INF))
     return Scored(mask, lse, shift, top.scores + shift[:, None], out.to_ids(top.tokens), fin_raw, eos_which)
+
+
+def apply_guards(mask: torch.Tensor, ok_eos: torch.Tensor, rows: Rows, beam: BeamState, cfg) -> torch.Tensor:
+    """``no_repeat_ngram`` clears tokens in ``mask`` (in place); returns ``ok_eos`` without the
+    rows shorter than ``min_new_tokens`` (:mod:`.guards`: both only remove options)."""
+    if not (cfg.no_repeat_ngram or cfg.min_new_tokens):
+        return ok_eos
+    n, k, L = beam.hist.shape
+    out_len = beam.length.repeat_interleave(k)[rows.idx]  # output tokens so far, per row
+    if cfg.no_repeat_ngram:
+        guards.ban_repeated_ngrams(mask, beam.hist.view(n * k, L)[rows.idx], out_len, cfg.no_repeat_ngram)
+    if cfg.min_new_tokens:
+        ok_eos = ok_eos & guards.eos_allowed(out_len, cfg.min_new_tokens)
+    return ok_eos
 
 
 def plain_candidates(scored: Scored, rows: Rows, n: int, k: int, kk: int, prune_threshold) -> Candidates:

@@ -33,6 +33,7 @@ import torch
 from ..contract.bitmask import bitmask_width, pack_ids  # re-exported: the one bit-packing helper
 from ..contract.layout import BYTE_KEYS, INF_DIST, NO_TEXT_CLASS, light_order
 from ..contract.light import light_distances  # noqa: F401  re-exported (distances come with the tables)
+from ..contract.progress import completing_first, word_progress
 
 __all__ = ["INF_DIST", "InputConstraints", "Tables", "light_distances", "pack_ids", "bitmask_width"]
 
@@ -223,6 +224,7 @@ class Tables:
         # State 0: identity. Columns 0..3 text classes, 4 = no-text ids.
         final, prog, dnext, is_phr, dist = [np.array([True])], [np.array([0])], [np.zeros((1, 5), np.int64)], [np.array([False])], [np.array([0])]
         ekey, enext, aptr, atok = [], [], [np.zeros(2, np.int64)], []  # adv pointers: identity = empty range
+        asplit = [np.zeros(1, np.int64)]  # per state: where its word-completing advancing tokens end
         off, a_off = 1, 0
         self._light_offset: dict[int, int] = {}
         for a in autos:
@@ -230,7 +232,8 @@ class Tables:
             self._light_offset[id(a)] = off
             final.append(np.asarray(a.final, bool))
             is_phrase = a.kind == "phrase"
-            prog.append(np.asarray(a.progress, np.int64) if is_phrase else np.zeros(n, np.int64))
+            wprog = word_progress(a) if is_phrase else np.zeros(n, np.int64)
+            prog.append(wprog)
             dn = np.asarray(a.default_next, np.int64)
             dn5 = np.full((n, 5), -1, np.int64)
             dn5[:, : dn.shape[1]] = np.where(dn >= 0, dn + off, -1)
@@ -243,7 +246,9 @@ class Tables:
             enext.append(np.where(en >= 0, en + off, -1))
             ap = np.asarray(a.adv_ptr, np.int64)
             aptr.append(ap[1:] + a_off)
-            atok.append(np.asarray(a.adv_tokens, np.int64))
+            toks, ncomp = completing_first(a, wprog) if is_phrase else (np.asarray(a.adv_tokens, np.int64), np.zeros(n, np.int64))
+            atok.append(toks)
+            asplit.append(ap[:-1] + ncomp + a_off)
             off, a_off = off + n, a_off + int(ap[-1])
         self.n_light_states = off
         cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
@@ -262,6 +267,7 @@ class Tables:
         self.l_exc_next = _t(np.concatenate([cat(enext, np.int64), [-1]]), dev)
         self.l_exc_ptr = _t(np.searchsorted(ek_all, np.arange(off + 1, dtype=np.int64) * V).astype(np.int64), dev)
         self.l_adv_ptr = _t(aptr_all, dev)
+        self.l_adv_split = _t(np.concatenate(asplit).astype(np.int64), dev)
         self.l_adv_tok = _t(cat(atok, np.int64), dev)
         # 32 class combinations (bit c = class c allowed; class 4 = ids without text, EOS excluded).
         self.l_combo = _t(_class_combos(tc_source, V, self.eos_ids), dev) if autos and tc_source is not None else None
@@ -335,7 +341,8 @@ class Tables:
         return d
 
     def bank(self, s: torch.Tensor) -> torch.Tensor:
-        """DBA bank: bytes of must-include phrases matched, summed over the phrases."""
+        """DBA bank: words of must-include phrases completed, summed over the phrases
+        (:mod:`fstbeam.contract.progress`)."""
         if s.shape[-1] == 0:
             return torch.zeros(s.shape[:-1], dtype=torch.int64, device=s.device)
         return self.l_bank[s].sum(-1)
@@ -348,11 +355,15 @@ class Tables:
         return self.l_is_phrase[s] & ~self.l_final[s]
 
     def advance_sets(self, s: torch.Tensor) -> torch.Tensor:
-        """``[R, P, C]`` token ids that raise the progress of each unmet phrase (-1 pad)."""
+        """``[R, 2P, C]`` token ids that raise the progress of each unmet phrase (-1 pad): for
+        phrase p, set p holds the tokens that complete a word of it, set P + p the others."""
         R, P = s.shape
-        lo = self.l_adv_ptr[s]
-        cnt = torch.where(self.unmet_phrase(s), self.l_adv_ptr[s + 1] - lo, torch.zeros_like(lo))
+        unmet = self.unmet_phrase(s)
+        lo, mid, hi = self.l_adv_ptr[s], self.l_adv_split[s], self.l_adv_ptr[s + 1]
+        lo = torch.cat([lo, mid], 1)
+        cnt = torch.where(torch.cat([unmet, unmet], 1), torch.cat([mid - lo[:, :P], hi - mid], 1), torch.zeros_like(lo))
         C = int(cnt.max()) if cnt.numel() else 0
+        P = 2 * P
         if C == 0:
             return torch.full((R, P, 0), -1, dtype=torch.int64, device=s.device)
         ar = torch.arange(C, device=s.device)

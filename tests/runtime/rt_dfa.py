@@ -123,7 +123,7 @@ def light_from_spec(kind: str, text: str, token_bytes, *, default_next, exceptio
     adv_ptr = np.cumsum([0] + [len(a) for a in adv]).astype(np.int64)
     adv_tokens = np.array([t for a in adv for t in a], np.int32)
     a = SimpleNamespace(
-        kind=kind, text=text, width=V, start=start, final=np.asarray(final, bool), progress=progress,
+        kind=kind, text=text, literal=text.encode("utf-8"), width=V, start=start, final=np.asarray(final, bool), progress=progress,
         default_next=dn, exc_key=exc_key, exc_next=exc_next, adv_ptr=adv_ptr, adv_tokens=adv_tokens,
         token_class=cls, length=int(progress.max()),
     )

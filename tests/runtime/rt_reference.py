@@ -31,6 +31,33 @@ def _dist_light(a, V):
     return d
 
 
+def _ends(lit: bytes) -> list[int]:
+    isw = [(chr(b).isascii() and chr(b).isalnum()) or b >= 0x80 for b in lit]
+    m = len(lit)
+    return [e for e in range(1, m + 1) if isw[e - 1] and (e == m or not isw[e])] or [m]
+
+
+def _words_done(a):
+    """Words of phrase ``a`` complete in each state: a word ending inside the phrase counts once
+    the byte after it is matched, the last one when the phrase is matched (plain Python). AnyOf /
+    ordered automata: item after item, a one-spelling item by its words, a several-spelling item
+    as one word when met (progress: bytes of the met items at their longest spelling)."""
+    prog = [int(x) for x in a.progress]
+    if not getattr(a, "items", ""):
+        m = len(a.literal)
+        return [sum((p >= e + 1) if e < m else (p == m) for e in _ends(a.literal)) for p in prog]
+    import json
+
+    units, base = [], 0  # (byte progress completing the unit)
+    for alts in json.loads(a.items)["items"]:
+        lits = [t.encode() for t in alts]
+        inner = _ends(lits[0])[:-1] if len(lits) == 1 else []
+        units += [base + e + 1 for e in inner]
+        base += max(map(len, lits))
+        units.append(base)
+    return [sum(p >= u for u in units) for p in prog]
+
+
 class Hyp:
     __slots__ = ("tokens", "score", "h", "ls")
 
@@ -69,10 +96,13 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1):
             d = max(d, dd[s])
         return d
 
-    def bank(ls):
-        return sum(int(a.progress[s]) for a, s in zip(lights[:nphr], ls[:nphr]))
+    # banks count completed phrase words, from the words of the literal (not the runtime tables)
+    wprog = [_words_done(a) for a in lights[:nphr]]
 
-    nbanks = 1 + sum(int(a.progress.max()) for a in lights[:nphr])
+    def bank(ls):
+        return sum(w[s] for w, s in zip(wprog, ls[:nphr]))
+
+    nbanks = 1 + sum(max(w) for w in wprog)
     beam = [Hyp([], 0.0, hard.start if hard is not None else 0, tuple(a.start for a in lights))]
     pool = []  # (logprob, tokens, eos)
     steps = 0
@@ -96,12 +126,14 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1):
                 if row:
                     chosen.append(row[0])
                 hyp = beam[j]
-                for a, s in zip(lights[:nphr], hyp.ls[:nphr]):
+                for a, w, s in zip(lights[:nphr], wprog, hyp.ls[:nphr]):
                     if a.final[s]:
                         continue
                     adv = [v for v in a.advancing(s).tolist() if v in set(al)]
-                    if adv:
-                        v = max(adv, key=lambda v: (lp[v].item(), -v))
+                    done = [v for v in adv if w[a.next_state(s, v)] > w[s]]  # completes a word
+                    group = done or adv  # a partial advance only where no word-completing token is allowed
+                    if group:
+                        v = max(group, key=lambda v: (lp[v].item(), -v))
                         chosen.append((hyp.score + lp[v].item(), j, v))
             seen, cands = set(), []
             for c in chosen:

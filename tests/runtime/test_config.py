@@ -53,6 +53,10 @@ def test_config_and_keywords_are_the_same_search(dec):
         (dict(length_normalization=-1.0), "length_normalization must be >= 0"),
         (dict(shortlist=True), r"shortlist must be one of 'auto', 'on', 'off' \(got True\)"),
         (dict(shortlist="on"), r"shortlist='on' needs renormalize=True"),  # the full softmax needs every logit
+        (dict(min_new_tokens=-1), r"min_new_tokens must be an integer >= 0 \(got -1\)"),
+        (dict(no_repeat_ngram=2.0), "no_repeat_ngram must be an integer >= 0"),
+        (dict(min_new_tokens=9, max_new_tokens=8), "min_new_tokens=9 exceeds max_new_tokens=8"),
+        (dict(allow_control_tokens="no"), "allow_control_tokens must be True or False"),
     ],
 )
 def test_bad_values_name_the_setting_and_what_it_accepts(dec, kwargs, match):

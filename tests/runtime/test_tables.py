@@ -103,11 +103,11 @@ def test_distances_bank_and_advance_sets():
     # hard start is final (dist 0) but the phrase needs one token
     assert int(tb.lower_bound(h, s)[0]) == 1
     assert int(tb.bank(s)[0]) == 0
-    sets = tb.advance_sets(s)[0]
-    assert sorted(t for t in sets[0].tolist() if t >= 0) == [4, 10]  # the phrase's advancing tokens
-    assert all(t == -1 for t in sets[1].tolist())  # avoid automata never advance
+    sets = tb.advance_sets(s)[0]  # [2P, C]: word-completing tokens per light slot, then the others
+    assert sorted(t for t in sets[0].tolist() if t >= 0) == [4, 10]  # both complete the phrase's word
+    assert all(t == -1 for t in sets[1].tolist() + sets[2].tolist() + sets[3].tolist())  # (avoid never advances)
     s2 = tb.light_next(s, torch.tensor([4]))
-    assert int(tb.bank(s2)[0]) == 2 and tb.met(s2)[0].tolist()[:1] == [True]
+    assert int(tb.bank(s2)[0]) == 1 and tb.met(s2)[0].tolist()[:1] == [True]  # banks count words: "ab" is one
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -166,3 +166,30 @@ def test_batched_mask_equals_row_by_row():
     full = tb.build_mask(H, S)
     for i in range(len(hs)):
         assert torch.equal(full[i], tb.build_mask(H[i : i + 1], S[i : i + 1])[0])
+
+
+def test_word_banks_and_completing_sets_on_a_compiled_phrase():
+    """Banks count completed words of the phrase ("a price tag": 0..3) and each state's advancing
+    tokens split into those that complete a word and the others, checked token by token against
+    the compiler's automaton and the literal's words."""
+    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.contract.vocab import Vocab
+
+    pieces = ["<eos>", " a", " p", " pr", " price", "ice", " t", " tag", "ag", " ", "a", "x", " prices"]
+    v = Vocab.from_dict({i: t for i, t in enumerate(pieces) if i}, eos_ids=[0])
+    cc = compile_constraints(tokenizer=v, phrases=["a price tag"])
+    a = cc.phrases[0]
+    tb = Tables([InputConstraints.from_compiled(cc)], vocab_width=v.width, eos_ids=[0])
+    lit = b"a price tag"
+    words_at = lambda p: sum(p >= e + 1 if e < len(lit) else p == len(lit) for e in (1, 7, 11))  # noqa: E731
+    for q in range(a.n_states):
+        s = torch.tensor([[tb.light_starts(InputConstraints.from_compiled(cc))[0] - a.start + q]])
+        assert int(tb.bank(s)[0]) == words_at(int(a.progress[q]))
+        sets = tb.advance_sets(s)[0]
+        done = {t for t in sets[0].tolist() if t >= 0}
+        other = {t for t in sets[1].tolist() if t >= 0}
+        adv = set(a.advancing(q).tolist())
+        assert done | other == adv and not done & other
+        for t in adv:
+            nxt = a.next_state(q, t)
+            assert (t in done) == (words_at(int(a.progress[nxt])) > words_at(int(a.progress[q])))

@@ -1,0 +1,102 @@
+"""DBA progress of a must-include light automaton counted in *completed words* (not bytes).
+
+A light phrase automaton records ``progress``: the bytes of the phrase matched so far. Counting
+DBA banks in bytes gave one bank per byte (7 banks for "Things" against a beam of 5), so a
+hypothesis one byte further into a word ("T") beat any hypothesis with less progress, whatever its
+score, and fragments such as "T Things" survived. Post & Vilar's banks count constraint tokens,
+a handful per phrase; the tokenizer-independent analogue here is the phrase's words:
+
+- a word of the phrase ends at byte ``e`` (1-based) when byte ``e - 1`` is a word byte and byte
+  ``e`` is not (or ``e`` is the phrase's length); a phrase without word bytes is one word;
+- a word that ends inside the phrase is complete once the byte after it is matched too (its right
+  boundary is then certain); the last word is complete when the whole phrase is matched (met, or
+  matched and waiting for a boundary: ``progress == len``).
+
+So "Things" has 1 word and "a price tag" has 3; a state's word progress is a function of its byte
+progress only. AnyOf / ordered automata (``items`` set, ``fstbeam.compiler.alternatives``) count
+progress as the bytes of the met items (each at its longest alternative) plus the current item's
+partial match: an item with one spelling counts its words as above, offset by the items before
+it; an item with several spellings (whose words differ) counts as one unit, complete when met.
+If the items do not add up to ``max_progress`` (a capital that changes a letter's byte length),
+the automaton counts as one unit, complete when met.
+
+Also here (numpy only, shared with the runtime tables): each state's advancing tokens ordered
+with those that complete a word first (DBA prefers them to a partial advance).
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from .layout import NO_TEXT_CLASS
+
+__all__ = ["IS_WORD_BYTE", "word_ends", "phrase_word_ends", "phrase_words", "word_progress", "completing_first"]
+
+#: ``IS_WORD_BYTE[b]``: ASCII letter or digit, or any byte >= 0x80 (as ``fstbeam.fst.text``, which
+#: the contract may not import; a test checks that the two agree).
+IS_WORD_BYTE = np.zeros(256, dtype=bool)
+for _lo, _hi in ((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A), (0x80, 0xFF)):
+    IS_WORD_BYTE[_lo : _hi + 1] = True
+IS_WORD_BYTE.setflags(write=False)
+
+
+def phrase_word_ends(literal: bytes) -> list[int]:
+    """1-based end positions of the phrase's words (``[len]`` when it has no word byte)."""
+    m = len(literal)
+    ends = [e for e in range(1, m + 1) if IS_WORD_BYTE[literal[e - 1]] and (e == m or not IS_WORD_BYTE[literal[e]])]
+    return ends or [m]
+
+
+def word_ends(a) -> list[tuple[int, bool]]:
+    """``(byte progress, last of its item)`` at which each word unit of automaton ``a`` ends."""
+    items = getattr(a, "items", "") or ""
+    if not items:
+        return [(e, e == len(a.literal)) for e in phrase_word_ends(a.literal)]
+    out, base = [], 0
+    for alts in json.loads(items)["items"]:
+        lits = [t.encode("utf-8") for t in alts]
+        weight = max(len(lit) for lit in lits)
+        inner = phrase_word_ends(lits[0])[:-1] if len(lits) == 1 else []
+        out += [(base + e, False) for e in inner] + [(base + weight, True)]
+        base += weight
+    top = int(getattr(a, "max_progress", 0) or 0)
+    return out if base == top else [(top, True)]
+
+
+def phrase_words(a) -> int:
+    """Banks a must-include automaton adds to DBA: its word units."""
+    return len(word_ends(a))
+
+
+def word_progress(a) -> np.ndarray:
+    """int64 ``[n]``: word units complete in each state of ``a`` (see the module docstring)."""
+    p = np.asarray(a.progress, np.int64)
+    out = np.zeros(p.shape, np.int64)
+    for e, last in word_ends(a):
+        out += p >= (e if last else e + 1)
+    return out
+
+
+def completing_first(a, wprog: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``a``'s advancing tokens reordered per state, those that complete a word (raise
+    ``wprog``) first; and how many of them each state has."""
+    ptr = np.asarray(a.adv_ptr, np.int64)
+    toks = np.asarray(a.adv_tokens, np.int64)
+    if toks.size == 0:
+        return toks, np.zeros(len(ptr) - 1, np.int64)
+    state = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+    done = wprog[_next_states(a, state, toks)] > wprog[state]
+    order = np.lexsort((~done, state))  # by state, completing first, stable within
+    return toks[order], np.bincount(state[done], minlength=len(ptr) - 1).astype(np.int64)
+
+
+def _next_states(a, state: np.ndarray, toks: np.ndarray) -> np.ndarray:
+    """Vectorized ``a.next_state`` for text tokens that advance (never disallowed)."""
+    key = state * int(a.width) + toks
+    ek = np.asarray(a.exc_key, np.int64)
+    default = np.asarray(a.default_next)[state, np.asarray(a.token_class)[toks].clip(max=NO_TEXT_CLASS - 1)]
+    if not len(ek):
+        return default
+    i = np.searchsorted(ek, key).clip(max=len(ek) - 1)
+    return np.where(ek[i] == key, np.asarray(a.exc_next)[i], default)

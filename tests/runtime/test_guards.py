@@ -1,0 +1,84 @@
+"""Output guards (min_new_tokens, no_repeat_ngram) and control tokens, against brute force: the
+wide-beam search with the optimal-stopping certificate and a bounded length reward returns the
+best output among those the guards admit, and stops no later than the exhaustive run."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+from fstbeam.contract.vocab import _from_tokenizer_data, control_token_ids
+from fstbeam.runtime import Decoder
+from fstbeam.runtime.scoring import Scoring
+
+from rt_helpers import StubLM, brute_force
+from test_search import PROMPTS, SPECS, compiled, run  # noqa: F401 - fixture
+
+
+def _repeats(toks, n):
+    grams = [tuple(toks[i : i + n]) for i in range(len(toks) - n + 1)]
+    return len(grams) != len(set(grams))
+
+
+@pytest.mark.parametrize("min_new,ngram", [(2, 0), (0, 2), (3, 2), (1, 1)])
+def test_guards_with_length_reward_against_brute_force(compiled, min_new, ngram):
+    v, ccs = compiled
+    V, L = v.width, 3
+    lm = StubLM(V, eos=[0], eos_bias=1.5)  # EOS likely: the empty output would win unguarded
+    scoring, target = Scoring("reward", reward=0.7), 2.0
+    names = ["none", "words", "words+phrase"]
+    kw = dict(beam_size=V ** L, max_new_tokens=L, batch_size=3, length_reward=scoring.reward, target_length=2,
+              min_new_tokens=min_new, no_repeat_ngram=ngram)
+    res, _ = run(lm, PROMPTS[:3], [ccs[n] for n in names], **kw)
+    full, _ = run(lm, PROMPTS[:3], [ccs[n] for n in names], stopping="exhaustive", **kw)
+
+    def rank(lp, n):
+        return float(scoring.rank(torch.tensor(lp), torch.tensor(n), torch.tensor(target)))
+
+    for r, f, name in zip(res, full, names):
+        cc = ccs[name]
+        every = brute_force(lm.logprobs, PROMPTS[r.index], V=V, L=L, eos=[0], matcher_factory=cc.matcher if cc else None,
+                            rank=rank, nbest=10 ** 6)
+        ok = [x for x in every if (x[3] is None or len(x[2]) >= min_new) and not (ngram and _repeats(x[2], ngram))]
+        best, _lp, toks, eos = ok[0]
+        h = r.hypotheses[0]
+        assert h.tokens == toks and h.eos == eos and h.score == pytest.approx(best, abs=1e-4), name
+        assert f.hypotheses[0].tokens == toks and r.steps <= f.steps, name
+        assert len(h.tokens) >= min_new
+
+
+def _tokenizer_data():
+    pieces = ["<pad>", "<eos>", "a", "b", " ", "<start_of_image>", "[multimodal]", "<b>", "c"]
+    added = [{"id": 0, "content": "<pad>", "special": True}, {"id": 1, "content": "<eos>", "special": True},
+             {"id": 5, "content": "<start_of_image>", "special": False}, {"id": 6, "content": "[multimodal]", "special": False},
+             {"id": 7, "content": "<b>", "special": False}, {"id": 4, "content": " ", "special": False}]
+    return {"model": {"type": "WordLevel", "vocab": {p: i for i, p in enumerate(pieces)}}, "added_tokens": added}
+
+
+def test_unmarked_control_tokens_are_not_text():
+    data = _tokenizer_data()
+    assert control_token_ids(data["added_tokens"]) == {0, 1, 5, 6, 7}
+    v = _from_tokenizer_data(data, width=10, eos_ids=(1,), name="t")
+    assert [i for i, b in enumerate(v.token_bytes) if b] == [2, 3, 4, 8]  # " " (added, plain text) stays
+
+
+@pytest.mark.parametrize("allow", [False, True])
+def test_unconstrained_decoding_never_emits_control_tokens(allow):
+    v = _from_tokenizer_data(_tokenizer_data(), width=10, eos_ids=(1,), name="t")
+    V = v.width
+    bias = torch.zeros(V)
+    bias[[0, 5, 6, 7, 9]] = 8.0  # control, padding and past-the-tokenizer ids are the most likely
+    lm = StubLM(V, eos=[1], eos_bias=-1.0)
+    real = lm.logits_for
+    lm.logits_for = lambda seq: real(seq) + bias  # noqa: E731
+    dec = Decoder(lm, v, eos_ids=[1], device="cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rs = dec.generate([[2], [3, 2]], beam_size=3, max_new_tokens=5, min_new_tokens=2, allow_control_tokens=allow)
+    emitted = {t for r in rs for t in r.token_ids}
+    text = {i for i, b in enumerate(v.token_bytes) if b}
+    if allow:
+        assert emitted - text  # asked for: the likely control tokens come out
+    else:
+        assert emitted and emitted <= text
