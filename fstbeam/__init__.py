@@ -7,6 +7,8 @@ Heavy parts load lazily, so ``import fstbeam`` needs neither torch nor pynini.
 """
 from __future__ import annotations
 
+from ._lazy import lazy_getattr as _lazy_getattr
+
 __version__ = "0.1.0"
 
 _LAZY = {
@@ -28,12 +30,4 @@ _LAZY = {
 __all__ = ["__version__", *_LAZY]
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        mod, attr = _LAZY[name]
-        value = getattr(importlib.import_module(mod), attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'fstbeam' has no attribute {name!r}")
+__getattr__ = _lazy_getattr("fstbeam", _LAZY, globals())

@@ -10,6 +10,8 @@ runs in-process without it, with the same input and output files. See docs/batch
 """
 from __future__ import annotations
 
+from .._lazy import lazy_getattr as _lazy_getattr
+
 __all__ = ["generate_dataset", "DecodeWorker", "BatchJob", "run_batch", "INPUT_COLUMNS", "OUTPUT_COLUMNS"]
 
 _LAZY = {
@@ -22,12 +24,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        mod, attr = _LAZY[name]
-        value = getattr(importlib.import_module(mod), attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'fstbeam.distributed' has no attribute {name!r}")
+__getattr__ = _lazy_getattr("fstbeam.distributed", _LAZY, globals())
