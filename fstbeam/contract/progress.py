@@ -8,9 +8,13 @@ a handful per phrase; the tokenizer-independent analogue here is the phrase's wo
 
 - a word of the phrase ends at byte ``e`` (1-based) when byte ``e - 1`` is a word byte and byte
   ``e`` is not (or ``e`` is the phrase's length); a phrase without word bytes is one word;
-- a word that ends inside the phrase is complete once the byte after it is matched too (its right
-  boundary is then certain); the last word is complete when the whole phrase is matched (met, or
-  matched and waiting for a boundary: ``progress == len``).
+- a word is complete once its last byte is matched (the last word: when the whole phrase is
+  matched, met or waiting for a boundary, ``progress == len``). Counting an inner word only once
+  the byte after it was matched too (its right boundary certain) left the first word of
+  "future is somewhat" without any token that completes it (no token spells "future "), so DBA
+  offered only its best partial advance (" fut") in bank 0, where it lost to free text and the
+  phrase was never started; should the next token break the match ("futures"), the hypothesis
+  simply drops back a bank.
 
 So "Things" has 1 word and "a price tag" has 3; a state's word progress is a function of its byte
 progress only. AnyOf / ordered automata (``items`` set, ``fstbeam.compiler.alternatives``) count
@@ -73,22 +77,34 @@ def word_progress(a) -> np.ndarray:
     """int64 ``[n]``: word units complete in each state of ``a`` (see the module docstring)."""
     p = np.asarray(a.progress, np.int64)
     out = np.zeros(p.shape, np.int64)
-    for e, last in word_ends(a):
-        out += p >= (e if last else e + 1)
+    for e, _last in word_ends(a):
+        out += p >= e
     return out
 
 
-def completing_first(a, wprog: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``a``'s advancing tokens reordered per state, those that complete a word (raise
-    ``wprog``) first; and how many of them each state has."""
+def completing_first(a, wprog: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``a``'s advancing tokens reordered per state: those that complete a word (raise ``wprog``)
+    first, then those on a shortest path to the phrase's end (``a.dist`` drops by one), then the
+    rest; and per state how many complete a word and how many of the others DBA may offer (the
+    shortest-path ones, or all others where none is on a shortest path). Offering the fewest-token
+    spelling (" Psych" of "Psychotics", not " P") keeps a partial advance close to the canonical
+    tokenization of Post & Vilar's constraints and able to finish before ``max_new_tokens``."""
     ptr = np.asarray(a.adv_ptr, np.int64)
     toks = np.asarray(a.adv_tokens, np.int64)
+    n = len(ptr) - 1
     if toks.size == 0:
-        return toks, np.zeros(len(ptr) - 1, np.int64)
-    state = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
-    done = wprog[_next_states(a, state, toks)] > wprog[state]
-    order = np.lexsort((~done, state))  # by state, completing first, stable within
-    return toks[order], np.bincount(state[done], minlength=len(ptr) - 1).astype(np.int64)
+        return toks, np.zeros(n, np.int64), np.zeros(n, np.int64)
+    state = np.repeat(np.arange(n), np.diff(ptr))
+    nxt = _next_states(a, state, toks)
+    done = wprog[nxt] > wprog[state]
+    dist = np.asarray(a.dist, np.int64)
+    short = ~done & (dist[nxt] + 1 == dist[state])
+    rank = np.where(done, 0, np.where(short, 1, 2))
+    order = np.lexsort((rank, state))  # by state, then rank, stable within
+    ncomp = np.bincount(state[done], minlength=n).astype(np.int64)
+    nshort = np.bincount(state[short], minlength=n).astype(np.int64)
+    nother = np.where(nshort > 0, nshort, np.diff(ptr) - ncomp)
+    return toks[order], ncomp, nother
 
 
 def _next_states(a, state: np.ndarray, toks: np.ndarray) -> np.ndarray:

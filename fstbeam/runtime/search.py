@@ -321,13 +321,13 @@ class SearchEngine:
         if use_dba:
             d = dba.candidates(cand, rows, scored, out, tb, k=k, kk=kk, prune_threshold=cfg.prune_threshold, stats=self.stats)
             cand = step.with_dba(cand, d, beam.nbanks > 1)
-        cand_s, cand_t, parent, nh, ns, feasible = step.advance(cand, beam, tb, cfg.max_new_tokens)
+        cand_s, cand_t, parent, nh, ns, fit = step.advance(cand, beam, tb, cfg.max_new_tokens)
         self.stats.candidates += int(cand_s.shape[0] * cand_s.shape[1])
         if use_dba:
             NB = max(sl.num_banks for sl in self.slots)  # the largest bank count, known on the host
-            chosen = step.select(cand_s, feasible, k, tb.bank(ns).clamp(max=NB - 1), beam.nbanks, NB)
+            chosen = step.select(cand_s, fit, k, tb.bank(ns).clamp(max=NB - 1), beam.nbanks, NB)
         else:
-            chosen = step.select(cand_s, feasible, k)
+            chosen = step.select(cand_s, fit, k)
         sel_s, sel_i = torch.where(chosen, cand_s, torch.full_like(cand_s, float("-inf"))).topk(k, dim=1)  # [n, k]
         pool.pool_eos(beam, rows, scored, self._eos, tb, cfg.scoring)
         # Slots whose beam died without a finished hypothesis keep their best live one as partial.

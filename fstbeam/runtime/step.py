@@ -95,8 +95,11 @@ def with_dba(plain: Candidates, dba_cands: tuple, has_phrases: torch.Tensor) -> 
 def advance(cand: Candidates, beam: BeamState, tables, L: int):
     """Next states of every candidate; candidates the automata refuse get score -inf.
 
-    Returns ``(scores, tokens, parent flat beam entry, next hard, next light, feasible)``, where
-    feasible = the candidate can still reach an accepting state within ``L`` tokens."""
+    Returns ``(scores, tokens, parent flat beam entry, next hard, next light, fit)``: ``fit`` is
+    0 where the candidate cannot reach an accepting state within ``L`` tokens, 1 where it can by
+    the lower bound, 2 where it can even when every must-include phrase needs its own tokens
+    (:meth:`~.tables.Tables.need`; with several phrases the max-of-distances bound alone let
+    the beam run out of room, leaving one phrase unmet)."""
     n, k = beam.alive.shape
     cand_s = cand.s
     cand_t = torch.where(torch.isfinite(cand_s), cand.t, torch.zeros_like(cand.t))
@@ -107,19 +110,23 @@ def advance(cand: Candidates, beam: BeamState, tables, L: int):
     valid = torch.isfinite(cand_s) & (nh >= 0) & ((ns >= 0).all(-1) if beam.P else True)
     cand_s = torch.where(valid, cand_s, torch.full_like(cand_s, NEG_INF))
     nh, ns = nh.clamp(min=0), ns.clamp(min=0)
-    feasible = (beam.length[:, None] + 1 + tables.lower_bound(nh, ns)) <= L
-    return cand_s, cand_t, parent, nh, ns, feasible
+    room = L - 1 - beam.length[:, None]
+    fit = (tables.lower_bound(nh, ns) <= room).to(torch.int8) + (tables.need(nh, ns) <= room).to(torch.int8)
+    return cand_s, cand_t, parent, nh, ns, fit
 
 
-def select(score: torch.Tensor, feasible: torch.Tensor, k: int, bank=None, num_banks=None, NB: int = 0) -> torch.Tensor:
+def select(score: torch.Tensor, fit: torch.Tensor, k: int, bank=None, num_banks=None, NB: int = 0) -> torch.Tensor:
     """bool ``[n, N]``: at most ``k`` candidates per row.
 
-    Feasible candidates first: by DBA bank allocation when ``bank`` is given (then the best
-    remaining feasible ones fill unused slots), else simply the best ``k``. A row without any
-    feasible candidate keeps its best ``k`` infeasible ones (best partial output).
+    Only the candidates of the row's best ``fit`` tier (:func:`advance`) take part: by DBA bank
+    allocation when ``bank`` is given (then the best remaining ones fill unused slots), else
+    simply the best ``k``. A row without any feasible candidate keeps its best ``k`` infeasible
+    ones (best partial output).
     """
     valid = torch.isfinite(score)
-    vf = valid & feasible
+    tier = torch.where(valid, fit, torch.zeros_like(fit))
+    best_tier = tier.max(1, keepdim=True).values
+    vf = valid & (tier == best_tier) & (best_tier > 0)
     neg = torch.full_like(score, NEG_INF)
     if bank is None:
         chosen = top_mask(torch.where(vf, score, neg), k)

@@ -225,6 +225,7 @@ class Tables:
         final, prog, dnext, is_phr, dist = [np.array([True])], [np.array([0])], [np.zeros((1, 5), np.int64)], [np.array([False])], [np.array([0])]
         ekey, enext, aptr, atok = [], [], [np.zeros(2, np.int64)], []  # adv pointers: identity = empty range
         asplit = [np.zeros(1, np.int64)]  # per state: where its word-completing advancing tokens end
+        aend = [np.zeros(1, np.int64)]  # ... and where the other advancing tokens DBA may offer end
         off, a_off = 1, 0
         self._light_offset: dict[int, int] = {}
         for a in autos:
@@ -246,9 +247,13 @@ class Tables:
             enext.append(np.where(en >= 0, en + off, -1))
             ap = np.asarray(a.adv_ptr, np.int64)
             aptr.append(ap[1:] + a_off)
-            toks, ncomp = completing_first(a, wprog) if is_phrase else (np.asarray(a.adv_tokens, np.int64), np.zeros(n, np.int64))
+            if is_phrase:
+                toks, ncomp, nother = completing_first(a, wprog)
+            else:
+                toks, ncomp, nother = np.asarray(a.adv_tokens, np.int64), np.zeros(n, np.int64), np.diff(ap)
             atok.append(toks)
             asplit.append(ap[:-1] + ncomp + a_off)
+            aend.append(ap[:-1] + ncomp + nother + a_off)
             off, a_off = off + n, a_off + int(ap[-1])
         self.n_light_states = off
         cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)  # noqa: E731
@@ -268,6 +273,7 @@ class Tables:
         self.l_exc_ptr = _t(np.searchsorted(ek_all, np.arange(off + 1, dtype=np.int64) * V).astype(np.int64), dev)
         self.l_adv_ptr = _t(aptr_all, dev)
         self.l_adv_split = _t(np.concatenate(asplit).astype(np.int64), dev)
+        self.l_adv_end = _t(np.concatenate(aend).astype(np.int64), dev)
         self.l_adv_tok = _t(cat(atok, np.int64), dev)
         # 32 class combinations (bit c = class c allowed; class 4 = ids without text, EOS excluded).
         self.l_combo = _t(_class_combos(tc_source, V, self.eos_ids), dev) if autos and tc_source is not None else None
@@ -340,6 +346,15 @@ class Tables:
             d = torch.maximum(d, self.l_dist[s].max(-1).values)
         return d
 
+    def need(self, h: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        """Tokens still needed if no token advances two light automata at once: the sum of their
+        distances (at least :meth:`lower_bound`). Not a bound ("New" and "New York" share tokens),
+        so the search only *prefers* candidates that fit by it (:func:`~.step.select`)."""
+        d = self.h_dist[h]
+        if s.shape[-1]:
+            d = torch.maximum(d, self.l_dist[s].sum(-1).clamp(max=INF_DIST))
+        return d
+
     def bank(self, s: torch.Tensor) -> torch.Tensor:
         """DBA bank: words of must-include phrases completed, summed over the phrases
         (:mod:`fstbeam.contract.progress`)."""
@@ -356,10 +371,11 @@ class Tables:
 
     def advance_sets(self, s: torch.Tensor) -> torch.Tensor:
         """``[R, 2P, C]`` token ids that raise the progress of each unmet phrase (-1 pad): for
-        phrase p, set p holds the tokens that complete a word of it, set P + p the others."""
+        phrase p, set p holds the tokens that complete a word of it, set P + p the others on a
+        shortest path to the phrase's end (all others where none is; ``completing_first``)."""
         R, P = s.shape
         unmet = self.unmet_phrase(s)
-        lo, mid, hi = self.l_adv_ptr[s], self.l_adv_split[s], self.l_adv_ptr[s + 1]
+        lo, mid, hi = self.l_adv_ptr[s], self.l_adv_split[s], self.l_adv_end[s]
         lo = torch.cat([lo, mid], 1)
         cnt = torch.where(torch.cat([unmet, unmet], 1), torch.cat([mid - lo[:, :P], hi - mid], 1), torch.zeros_like(lo))
         C = int(cnt.max()) if cnt.numel() else 0

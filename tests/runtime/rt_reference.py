@@ -38,21 +38,21 @@ def _ends(lit: bytes) -> list[int]:
 
 
 def _words_done(a):
-    """Words of phrase ``a`` complete in each state: a word ending inside the phrase counts once
-    the byte after it is matched, the last one when the phrase is matched (plain Python). AnyOf /
+    """Words of phrase ``a`` complete in each state: a word counts once its last byte is
+    matched, the last one when the phrase is matched (plain Python). AnyOf /
     ordered automata: item after item, a one-spelling item by its words, a several-spelling item
     as one word when met (progress: bytes of the met items at their longest spelling)."""
     prog = [int(x) for x in a.progress]
     if not getattr(a, "items", ""):
         m = len(a.literal)
-        return [sum((p >= e + 1) if e < m else (p == m) for e in _ends(a.literal)) for p in prog]
+        return [sum((p >= e) if e < m else (p == m) for e in _ends(a.literal)) for p in prog]
     import json
 
     units, base = [], 0  # (byte progress completing the unit)
     for alts in json.loads(a.items)["items"]:
         lits = [t.encode() for t in alts]
         inner = _ends(lits[0])[:-1] if len(lits) == 1 else []
-        units += [base + e + 1 for e in inner]
+        units += [base + e for e in inner]
         base += max(map(len, lits))
         units.append(base)
     return [sum(p >= u for u in units) for p in prog]
@@ -96,6 +96,10 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1):
             d = max(d, dd[s])
         return d
 
+    def need(h, ls):  # as if no token advanced two light automata at once
+        d = int(hard.dist_to_final[h]) if hard is not None else 0
+        return max(d, sum(dd[s] for dd, s in zip(ldist, ls)))
+
     # banks count completed phrase words, from the words of the literal (not the runtime tables)
     wprog = [_words_done(a) for a in lights[:nphr]]
 
@@ -126,12 +130,17 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1):
                 if row:
                     chosen.append(row[0])
                 hyp = beam[j]
-                for a, w, s in zip(lights[:nphr], wprog, hyp.ls[:nphr]):
+                for a, w, s, dd in zip(lights[:nphr], wprog, hyp.ls[:nphr], ldist):
                     if a.final[s]:
                         continue
                     adv = [v for v in a.advancing(s).tolist() if v in set(al)]
                     done = [v for v in adv if w[a.next_state(s, v)] > w[s]]  # completes a word
-                    group = done or adv  # a partial advance only where no word-completing token is allowed
+                    short = [v for v in adv if v not in done and dd[a.next_state(s, v)] + 1 == dd[s]]
+                    every_short = [v for v in a.advancing(s).tolist() if w[a.next_state(s, v)] <= w[s]
+                                   and dd[a.next_state(s, v)] + 1 == dd[s]]
+                    # a partial advance only where no word-completing token is allowed; the
+                    # shortest-path ones where the automaton has any (allowed or not)
+                    group = done or (short if every_short else adv)
                     if group:
                         v = max(group, key=lambda v: (lp[v].item(), -v))
                         chosen.append((hyp.score + lp[v].item(), j, v))
@@ -143,10 +152,11 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1):
         info = []
         for sc, j, v in cands:
             h2, ls2 = nxt(beam[j].h, beam[j].ls, v)
-            info.append((sc, j, v, h2, ls2, t + 1 + lb(h2, ls2) <= L))
-        feas = [c for c in info if c[5]] or info
+            info.append((sc, j, v, h2, ls2, int(t + 1 + lb(h2, ls2) <= L) + int(t + 1 + need(h2, ls2) <= L)))
+        tier = max((c[5] for c in info), default=0)
+        feas = [c for c in info if c[5] == tier]  # the best tier only (all of them if none fits)
         feas.sort(key=lambda c: -c[0])
-        if dba and nphr and any(c[5] for c in info):
+        if dba and nphr and tier > 0:
             counts = [0] * nbanks
             for c in feas:
                 counts[bank(c[4])] += 1

@@ -169,19 +169,22 @@ def test_batched_mask_equals_row_by_row():
 
 
 def test_word_banks_and_completing_sets_on_a_compiled_phrase():
-    """Banks count completed words of the phrase ("a price tag": 0..3) and each state's advancing
-    tokens split into those that complete a word and the others, checked token by token against
-    the compiler's automaton and the literal's words."""
+    """Banks count completed words of the phrase ("a price tag": 0..3, a word complete at its last
+    byte) and each state's advancing tokens split into those that complete a word and the others
+    DBA may offer (those on a shortest path to the phrase's end, all where none is), checked
+    token by token against the compiler's automaton, a breadth-first distance and the literal."""
     from fstbeam.compiler.compile import compile_constraints
     from fstbeam.contract.vocab import Vocab
+    from rt_reference import _dist_light
 
     pieces = ["<eos>", " a", " p", " pr", " price", "ice", " t", " tag", "ag", " ", "a", "x", " prices"]
     v = Vocab.from_dict({i: t for i, t in enumerate(pieces) if i}, eos_ids=[0])
     cc = compile_constraints(tokenizer=v, phrases=["a price tag"])
     a = cc.phrases[0]
     tb = Tables([InputConstraints.from_compiled(cc)], vocab_width=v.width, eos_ids=[0])
+    dist = _dist_light(a, v.width)
     lit = b"a price tag"
-    words_at = lambda p: sum(p >= e + 1 if e < len(lit) else p == len(lit) for e in (1, 7, 11))  # noqa: E731
+    words_at = lambda p: sum(p >= e if e < len(lit) else p == len(lit) for e in (1, 7, 11))  # noqa: E731
     for q in range(a.n_states):
         s = torch.tensor([[tb.light_starts(InputConstraints.from_compiled(cc))[0] - a.start + q]])
         assert int(tb.bank(s)[0]) == words_at(int(a.progress[q]))
@@ -189,7 +192,6 @@ def test_word_banks_and_completing_sets_on_a_compiled_phrase():
         done = {t for t in sets[0].tolist() if t >= 0}
         other = {t for t in sets[1].tolist() if t >= 0}
         adv = set(a.advancing(q).tolist())
-        assert done | other == adv and not done & other
-        for t in adv:
-            nxt = a.next_state(q, t)
-            assert (t in done) == (words_at(int(a.progress[nxt])) > words_at(int(a.progress[q])))
+        completes = {t for t in adv if words_at(int(a.progress[a.next_state(q, t)])) > words_at(int(a.progress[q]))}
+        short = {t for t in adv - completes if dist[a.next_state(q, t)] + 1 == dist[q]}
+        assert done == completes and other == (short or adv - completes)

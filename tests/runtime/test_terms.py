@@ -210,8 +210,8 @@ def test_per_input_terms_on_a_tiny_encoder_decoder():
 
 @pytest.mark.parametrize("phrases, ordered, units", [
     ([["b a", "c"]], False, [(3, 1)]),  # AnyOf of two spellings: one unit, when met
-    (["b a", "c"], True, [(2, 1), (3, 1), (4, 1)]),  # ordered one-spelling items: their words in turn
-    ([Phrase("a b", sentence_case=True)], False, [(2, 1), (3, 1)]),  # "a b" / "A b": two words
+    (["b a", "c"], True, [(1, 1), (3, 1), (4, 1)]),  # ordered one-spelling items: their words in turn
+    ([Phrase("a b", sentence_case=True)], False, [(1, 1), (3, 1)]),  # "a b" / "A b": two words
 ])
 def test_anyof_and_ordered_banks_count_items_and_words(setup, phrases, ordered, units):
     """DBA banks of AnyOf / ordered automata: each state's bank, from the automaton's byte
