@@ -190,38 +190,78 @@ def section_c(dec, items, tf4_python, vocab, ctrl, M):
     return out, kept
 
 
+def section_hf(dec, items, vocab, ctrl, M):
+    """The unconstrained peer in this venv: Hugging Face ``model.generate(num_beams=5)`` with its
+    own defaults (length_penalty 1.0), stopping at EOS or a newline like fstbeam, on (a)'s prompts."""
+    import torch
+
+    tok, model = dec.tokenizer, dec.model
+    stop = sorted(set(dec.eos_ids) | set(dec.newline_ids()))
+    rows = []
+    for it in items:
+        enc = tok(it["prompt"], return_tensors="pt")
+        t0 = time.perf_counter()
+        with torch.inference_mode(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = model.generate(**enc, num_beams=5, max_new_tokens=M, do_sample=False, eos_token_id=stop, pad_token_id=0)
+        ids, ended = [], False
+        for x in out[0, enc["input_ids"].shape[1]:].tolist():
+            if x in stop:
+                ended = True
+                break
+            ids.append(x)
+        sec = time.perf_counter() - t0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lp = dec.score(it["prompt"], ids, eos=ended)
+        rows.append({"text": tok.decode(ids, skip_special_tokens=False), "prompt": it["prompt"], "constraints": [], "satisfied": True,
+                     "logprob": lp, "n_tokens": len(ids) + int(ended), "seconds": sec, "reference": it["reference"]})
+    s = qm.summarize(rows, vocab, ctrl)
+    print("(hf) none     " + " ".join(f"{k}={v}" for k, v in s.items() if k != "fragment_examples"), flush=True)
+    return {"none": s, "method": "model.generate(num_beams=5), transformers " + __import__("transformers").__version__}, \
+        {"none": [r["text"] for r in rows]}
+
+
 def tune(dec, limit, vocab, ctrl, M, rewards):
-    """Huang et al. tune r on a dev set: dev sentences (none and 2 words) and dev questions
-    (data/*_dev.*, never benchmark items), one run per r; the chosen r has the best dev chrF among
-    those with no empty answer and loops in at most 2% of outputs."""
+    """Huang et al. tune r on a dev set (data/*_dev.*, never benchmark items), one run per r:
+    - continuations (dev sentences, none and 2 words): the r with the best dev chrF among those
+      with loops in at most 2% of outputs;
+    - answers (dev questions, no reference to score against): the smallest r whose answers are
+      never empty or one word, have a median of at least 5 words and loop in at most 2%."""
     from fstbeam import compile_constraints
     from fstbeam.runtime import defaults
 
     items = [it for it in continuation_items(None, "prose_dev.tsv")[:limit] if "2w" in it["constraints"]]
     questions = read_lines(DATA / "learner_questions_dev.txt")[:limit]
+    base = dict(beam_size=5, max_new_tokens=M, eos_ids=tuple(dec.eos_ids) + dec.newline_ids())
     table = {}
     for r in rewards:
-        base = dict(beam_size=5, max_new_tokens=M, eos_ids=tuple(dec.eos_ids) + dec.newline_ids())
-        opts = {**base, **defaults.generate_defaults(), "length_reward": r}
         rows = []
         for name in ("none", "2w"):
             cons = [[] if name == "none" else it["constraints"][name] for it in items]
             ccs = [None if not c else compile_constraints(phrases=c, tokenizer=dec.vocab) for c in cons]
+            opts = {**base, **defaults.generate_defaults(), "length_reward": r}
             rows += decode_rows(dec, [it["prompt"] for it in items], ccs, opts, cons, [it["reference"] for it in items])
         cont = qm.summarize(rows, vocab, ctrl)
         fmt, dec.prompt_format = dec.prompt_format, QA
         try:
-            qrows = decode_rows(dec, questions, None, {**base, **defaults.generate_defaults(qa=True), "length_reward": r}, None)
+            qopts = {**base, **defaults.generate_defaults(qa=True), "length_reward": r, "max_new_tokens": 40}
+            qrows = decode_rows(dec, questions, None, qopts, None)
         finally:
             dec.prompt_format = fmt
         qa = qm.summarize(qrows, vocab, ctrl)
-        table[r] = {"dev_chrF": cont["chrF"], "dev_loop_pct": (cont["loop_pct"] + qa["loop_pct"]) / 2, "dev_qa_empty_pct": qa["empty_pct"],
-                    "dev_qa_median_words": qa["median_words"], "dev_mean_words": cont["mean_words"],
-                    "dev_logprob_per_token": cont["logprob_per_token"], "dev_fragment_pct": cont["fragment_pct"]}
+        table[r] = {"dev_chrF": cont["chrF"], "dev_loop_pct": cont["loop_pct"], "dev_fragment_pct": cont["fragment_pct"],
+                    "dev_mean_words": cont["mean_words"], "dev_sentence_end_pct": cont["sentence_end_pct"],
+                    "dev_logprob_per_token": cont["logprob_per_token"], "qa_empty_pct": qa["empty_pct"],
+                    "qa_one_word_pct": qa["one_word_pct"], "qa_median_words": qa["median_words"], "qa_loop_pct": qa["loop_pct"],
+                    "qa_sentence_end_pct": qa["sentence_end_pct"], "qa_logprob_per_token": qa["logprob_per_token"]}
         print(f"tune r={r}: {table[r]}", flush=True)
-    ok = [r for r, v in table.items() if v["dev_qa_empty_pct"] == 0 and v["dev_loop_pct"] <= 2] or list(table)
+    ok = [r for r, v in table.items() if v["dev_loop_pct"] <= 2] or list(table)
     best = max(ok, key=lambda r: table[r]["dev_chrF"])
-    return {"rewards": {str(r): v for r, v in table.items()}, "chosen": best, "dev_items": len(items), "dev_questions": len(questions)}
+    full = [r for r, v in table.items() if v["qa_empty_pct"] == 0 and v["qa_one_word_pct"] == 0 and v["qa_median_words"] >= 5
+            and v["qa_loop_pct"] <= 2]
+    return {"rewards": {str(r): v for r, v in table.items()}, "chosen": best, "chosen_qa": min(full) if full else None,
+            "dev_items": len(items), "dev_questions": len(questions)}
 
 
 def plot(result: dict, path: Path) -> None:
@@ -261,7 +301,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="12 sentences and 10 questions")
     ap.add_argument("--limit", type=int, default=None, help="use only the first N sentences and questions")
-    ap.add_argument("--sections", default="a,b,c")
+    ap.add_argument("--sections", default="a,b,hf,c", help="a, b, hf (model.generate unconstrained), c (transformers 4.x anchor)")
     ap.add_argument("--settings", choices=("plain", "defaults"), default="defaults")
     ap.add_argument("--label", default=None, help="name of this run in the JSON (default: the settings)")
     ap.add_argument("--out", default="benchmarks/results/quality.json")
@@ -270,7 +310,7 @@ def main(argv=None) -> int:
     ap.add_argument("--tf4-python", default="/work/venv-tf4/bin/python", help="python of a venv with transformers 4.x")
     ap.add_argument("--max-new-tokens", type=int, default=32)
     ap.add_argument("--a-settings", default=",".join(A_SETTINGS), help="which settings of (a) to run")
-    ap.add_argument("--anchor-limit", type=int, default=None, help="(c) on the first N items of (a) only (it is slow)")
+    ap.add_argument("--anchor-limit", type=int, default=None, help="hf and (c) on the first N items of (a) only (they are slow)")
     ap.add_argument("--tune", default=None, metavar="R,R,...", help="only tune the length reward r on the dev sets")
     args = ap.parse_args(argv)
     limit = args.limit or (12 if args.quick else None)
@@ -286,7 +326,7 @@ def main(argv=None) -> int:
         result["tuning"] = tune(dec, limit, vocab, ctrl, args.max_new_tokens, [float(x) for x in args.tune.split(",")])
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
-        print(f"chosen r = {result['tuning']['chosen']}")
+        print(f"chosen r = {result['tuning']['chosen']} (continuations), {result['tuning']['chosen_qa']} (answers)")
         return 0
     items = continuation_items(limit)
     questions = read_lines(DATA / "learner_questions.txt")[:limit and max(10, limit)]
@@ -296,6 +336,9 @@ def main(argv=None) -> int:
         run["a"], texts["a"] = section_a(dec, items, args.settings, vocab, ctrl, args.max_new_tokens, args.a_settings.split(","))
     if "b" in sections:
         run["b"], texts["b"] = section_b(dec, questions, args.settings, vocab, ctrl, qm.cefr_levels(), 40)
+    if "hf" in sections:
+        run["hf"], texts["hf"] = section_hf(dec, items[: args.anchor_limit], vocab, ctrl, args.max_new_tokens)
+        run["hf"]["items"] = len(items[: args.anchor_limit])
     if "c" in sections:
         if Path(args.tf4_python).exists():
             run["c"], texts["c"] = section_c(dec, items[: args.anchor_limit], args.tf4_python, vocab, ctrl, args.max_new_tokens)

@@ -198,6 +198,7 @@ def _answer_options(args, decoder) -> dict:
         if args.length_reward == 0:  # plain log-probability ranking, as before the defaults
             opts.pop("length_ratio", None)
             opts.pop("no_repeat_ngram", None)
+            opts.pop("no_repeat_prompt", None)
     if args.length_ratio is not None:
         opts["length_ratio"] = args.length_ratio
     if args.min_new_tokens is not None:

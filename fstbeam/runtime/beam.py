@@ -13,9 +13,20 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["BeamState", "Rows", "Scored", "Candidates", "NEG_INF", "pad_last"]
+__all__ = ["BeamState", "Rows", "Scored", "Candidates", "NEG_INF", "PROMPT_TAIL", "pad_last", "prompt_tails"]
 
 NEG_INF = float("-inf")
+PROMPT_TAIL = 64  # prompt tokens the n-gram guard may look back on (``no_repeat_prompt``)
+
+
+def prompt_tails(prompts, device) -> torch.Tensor:
+    """int64 ``[n, PROMPT_TAIL]``: each prompt's last tokens, right-aligned, -1 on the left."""
+    out = torch.full((len(prompts), PROMPT_TAIL), -1, dtype=torch.long)
+    for i, ids in enumerate(prompts):
+        tail = list(ids)[-PROMPT_TAIL:]
+        if tail:
+            out[i, PROMPT_TAIL - len(tail):] = torch.tensor(tail, dtype=torch.long)
+    return out.to(device)
 
 
 def pad_last(x: torch.Tensor, size: int) -> torch.Tensor:
@@ -38,6 +49,7 @@ class BeamState:
     nbanks: torch.Tensor  # [n] DBA banks (1 = no must-include phrase)
     hoff: torch.Tensor  # [n] offset of the slot's hard automaton in the pooled tables
     loff: torch.Tensor  # [n, P] offsets of its light automata
+    ptail: torch.Tensor  # [n, PROMPT_TAIL] the prompt's last tokens (-1 pad on the left)
     # n-best pool of finished hypotheses
     fin_rank: torch.Tensor  # [n, nb] ranking score (-inf = empty)
     fin_logp: torch.Tensor  # [n, nb]
@@ -56,10 +68,10 @@ class BeamState:
         return cls.fresh(torch.zeros(0, dtype=torch.long, device=device), torch.zeros(0, 0, dtype=torch.long, device=device),
                          torch.zeros(0, device=device), torch.zeros(0, dtype=torch.long, device=device),
                          torch.zeros(0, dtype=torch.long, device=device), torch.zeros(0, 0, dtype=torch.long, device=device),
-                         k=k, L=L, nb=nb)
+                         torch.zeros(0, PROMPT_TAIL, dtype=torch.long, device=device), k=k, L=L, nb=nb)
 
     @classmethod
-    def fresh(cls, h0, l0, target, nbanks, hoff, loff, *, k: int, L: int, nb: int) -> "BeamState":
+    def fresh(cls, h0, l0, target, nbanks, hoff, loff, ptail, *, k: int, L: int, nb: int) -> "BeamState":
         """New slots: one live hypothesis (beam position 0) in start states ``h0 [n]``, ``l0 [n, P]``."""
         n, P = l0.shape
         dev = h0.device
@@ -71,6 +83,7 @@ class BeamState:
         return cls(
             cum=cum, alive=alive, hist=z(n, k, L), hstate=h0[:, None].expand(n, k).clone(),
             lstate=l0[:, None, :].expand(n, k, P).clone(), length=z(n), target=target, nbanks=nbanks, hoff=hoff, loff=loff,
+            ptail=ptail,
             fin_rank=torch.full((n, nb), NEG_INF, device=dev), fin_logp=torch.full((n, nb), NEG_INF, device=dev),
             fin_len=z(n, nb), fin_hist=z(n, nb, L), fin_eos=torch.full((n, nb), -1, dtype=torch.long, device=dev),
             fin_met=z(n, nb, P, dtype=torch.bool), part_logp=torch.full((n,), NEG_INF, device=dev), part_len=z(n),

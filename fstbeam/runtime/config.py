@@ -84,6 +84,7 @@ class SearchConfig:
     # output guards (runtime/guards.py; fstbeam.runtime.defaults has the CLI's answer settings)
     min_new_tokens: int = 0  # EOS only after this many output tokens
     no_repeat_ngram: int = 0  # n: no token n-gram twice in an output (0 = off)
+    no_repeat_prompt: bool = False  # ... nor one of the prompt's last 64 tokens (no echo of a question)
     allow_control_tokens: bool = False  # unconstrained decoding may emit special/control tokens
 
     def __post_init__(self):
@@ -110,7 +111,7 @@ class SearchConfig:
             _nonnegative_int(name, getattr(self, name))
         if self.min_new_tokens > self.max_new_tokens:
             raise DecodeError(f"min_new_tokens={self.min_new_tokens} exceeds max_new_tokens={self.max_new_tokens}: lower it")
-        for name in ("renormalize", "dba", "streaming", "allow_control_tokens"):
+        for name in ("renormalize", "dba", "streaming", "allow_control_tokens", "no_repeat_prompt"):
             if not isinstance(getattr(self, name), bool):
                 raise DecodeError(f"{name} must be True or False (got {getattr(self, name)!r})")
         if self.shortlist == "on" and not self.renormalize:

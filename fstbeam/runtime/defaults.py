@@ -21,6 +21,9 @@ early as it can prove the best output.
   sentence on 6 of 6 dev questions, unconstrained and at A1 (checked by hand, not yet tuned on the
   dev set either).
 - ``QA_MIN_NEW_TOKENS``: question-answer formats never give an empty answer.
+- ``no_repeat_prompt`` (answers only): the n-gram guard also counts the question's 4-grams, so an
+  answer does not echo the question ("What did you do yesterday? 1. What was ..."). Off for
+  continuations and translation prompts, where copying a name or a term from the prompt is right.
 
 The Python API keeps plain log-probability ranking unless asked (``Decoder.generate(...,
 **generate_defaults())``); the ``fstbeam generate`` command uses these defaults.
@@ -40,5 +43,5 @@ def generate_defaults(*, qa: bool = False) -> dict:
     """Keyword options for ``Decoder.generate`` (``qa``: the prompt asks a question)."""
     opts = {"length_reward": LENGTH_REWARD, "length_ratio": LENGTH_RATIO, "no_repeat_ngram": NO_REPEAT_NGRAM}
     if qa:
-        opts.update(length_reward=QA_LENGTH_REWARD, min_new_tokens=QA_MIN_NEW_TOKENS)
+        opts.update(length_reward=QA_LENGTH_REWARD, min_new_tokens=QA_MIN_NEW_TOKENS, no_repeat_prompt=True)
     return opts

@@ -22,14 +22,15 @@ def eos_allowed(length: torch.Tensor, min_new_tokens: int) -> torch.Tensor:
 
 def ban_repeated_ngrams(mask: torch.Tensor, hist: torch.Tensor, length: torch.Tensor, n: int) -> None:
     """Clear in ``mask [R, W]`` every token that would complete a token ``n``-gram already in the
-    row's output (``hist [R, L]``, its first ``length[r]`` tokens), as Hugging Face's
-    ``no_repeat_ngram_size``: the beam cannot loop ("I like the beach. I like the beach.")."""
+    row's output (``hist [R, L]``, its first ``length[r]`` tokens; -1 = no token, never banned),
+    as Hugging Face's ``no_repeat_ngram_size``: the beam cannot loop ("I like the beach. I like
+    the beach.")."""
     R, L = hist.shape
     g = int(n) - 1
     if n < 1 or R == 0 or L <= g:
         return
     if g == 0:
-        rows, pos = (torch.arange(L, device=hist.device)[None, :] < length[:, None]).nonzero(as_tuple=True)
+        rows, pos = ((torch.arange(L, device=hist.device)[None, :] < length[:, None]) & (hist >= 0)).nonzero(as_tuple=True)
         _or_bits(mask, rows, hist[rows, pos], set_=False)
         return
     win = hist.unfold(1, g, 1)[:, : L - g]  # [R, L - g, g]: the g tokens from position j
@@ -38,5 +39,7 @@ def ban_repeated_ngrams(mask: torch.Tensor, hist: torch.Tensor, length: torch.Te
     j = torch.arange(L - g, device=hist.device)
     match = (win == suffix[:, None, :]).all(-1) & (j[None, :] + g < length[:, None]) & (length[:, None] >= g)
     rows, js = match.nonzero(as_tuple=True)
-    if rows.numel():
-        _or_bits(mask, rows, hist[rows, js + g], set_=False)
+    banned = hist[rows, js + g]
+    real = banned >= 0
+    if bool(real.any()):
+        _or_bits(mask, rows[real], banned[real], set_=False)

@@ -38,7 +38,7 @@ from typing import Iterable, Iterator, Sequence
 import torch
 
 from . import dba, pool, step
-from .beam import BeamState
+from .beam import BeamState, prompt_tails
 from .config import SearchConfig
 from .pool import RawHypothesis, RawResult
 from .shortlist import StepLogits
@@ -245,7 +245,7 @@ class SearchEngine:
             torch.tensor([s.num_banks for s in new_slots], dtype=torch.long, device=dev),
             torch.tensor([tables.hard_offset(r.constraints) for r in batch], device=dev, dtype=torch.long),
             torch.tensor([tables.light_offsets(r.constraints, P) for r in batch], device=dev, dtype=torch.long).view(n, P),
-            k=cfg.beam_size, L=cfg.max_new_tokens, nb=cfg.nbest)
+            prompt_tails([r.ids for r in batch], dev), k=cfg.beam_size, L=cfg.max_new_tokens, nb=cfg.nbest)
         self.beam = self.beam.cat(fresh)
         return logits, state
 

@@ -57,7 +57,11 @@ def apply_guards(mask: torch.Tensor, ok_eos: torch.Tensor, rows: Rows, beam: Bea
     n, k, L = beam.hist.shape
     out_len = beam.length.repeat_interleave(k)[rows.idx]  # output tokens so far, per row
     if cfg.no_repeat_ngram:
-        guards.ban_repeated_ngrams(mask, beam.hist.view(n * k, L)[rows.idx], out_len, cfg.no_repeat_ngram)
+        hist, seen = beam.hist.view(n * k, L)[rows.idx], out_len
+        if cfg.no_repeat_prompt:  # the prompt's n-grams count too: an answer does not echo its question
+            tail = beam.ptail[rows.idx // k]
+            hist, seen = torch.cat([tail, hist], 1), out_len + tail.shape[1]
+        guards.ban_repeated_ngrams(mask, hist, seen, cfg.no_repeat_ngram)
     if cfg.min_new_tokens:
         ok_eos = ok_eos & guards.eos_allowed(out_len, cfg.min_new_tokens)
     return ok_eos

@@ -48,6 +48,45 @@ def test_guards_with_length_reward_against_brute_force(compiled, min_new, ngram)
         assert len(h.tokens) >= min_new
 
 
+def _echoes(prompt, toks, n):
+    """An n-gram ending in the output equals an earlier n-gram of prompt + output."""
+    seq = list(prompt) + list(toks)
+    return any(tuple(seq[i : i + n]) in {tuple(seq[j : j + n]) for j in range(i)}
+               for i in range(len(seq) - n + 1) if i + n > len(prompt))
+
+
+@pytest.mark.parametrize("ngram", [1, 2])
+def test_prompt_ngrams_count_with_no_repeat_prompt(compiled, ngram):
+    """``no_repeat_prompt``: the guard also bans the prompt's n-grams; the search returns the best
+    output among those with no n-gram of prompt + output repeated into the output. The prompts
+    are those whose unguarded best output does echo them (so the guard decides the result)."""
+    v, ccs = compiled
+    V, L = v.width, 3
+    lm = StubLM(V, eos=[0], eos_bias=-1.0)
+    cc = ccs["words"]
+    candidates = [[a] for a in range(1, V)] + [[a, b] for a in range(1, V) for b in range(1, V)]
+    prompts, every = [], []
+    for prompt in candidates:
+        found = brute_force(lm.logprobs, prompt, V=V, L=L, eos=[0], matcher_factory=cc.matcher, nbest=10 ** 6)
+        if found and _echoes(prompt, found[0][2], ngram):
+            prompts.append(prompt)
+            every.append(found)
+        if len(prompts) == 4:
+            break
+    assert prompts, "no prompt whose best output echoes it: the test would not test the guard"
+    kw = dict(beam_size=V ** L, max_new_tokens=L, batch_size=3, no_repeat_ngram=ngram, no_repeat_prompt=True)
+    res, _ = run(lm, prompts, [cc] * len(prompts), **kw)
+    for r in res:
+        prompt = prompts[r.index]
+        ok = [x for x in every[r.index] if not _echoes(prompt, x[2], ngram)]
+        h = r.hypotheses[0]
+        if not ok:
+            assert not h.satisfied, prompt
+            continue
+        assert h.tokens == ok[0][2] and h.logprob == pytest.approx(ok[0][1], abs=1e-4), prompt
+        assert not _echoes(prompt, h.tokens, ngram)
+
+
 def _tokenizer_data():
     pieces = ["<pad>", "<eos>", "a", "b", " ", "<start_of_image>", "[multimodal]", "<b>", "c"]
     added = [{"id": 0, "content": "<pad>", "special": True}, {"id": 1, "content": "<eos>", "special": True},
