@@ -125,19 +125,47 @@ def _classes(parent, byte, final, height) -> tuple[np.ndarray, int]:
     total = 0
     for nodes in np.split(order, cuts):
         d = deg[nodes]
-        _, rank = np.unique(final[nodes].astype(np.int64) * (int(d.max()) + 1) + d, return_inverse=True)
-        rank = rank.astype(np.int64)
+        rank, _ = dense_rank(final[nodes].astype(np.int64) * (int(d.max()) + 1) + d)
         m = 256 * total + 1  # keys (rank, byte, child class) packed below rank * m
         for j in range(int(d.max())):
             has = np.flatnonzero(d > j)
             c = child_lo[nodes[has]] + j
             key = rank[has] * m + byte[c].astype(np.int64) * total + cls[c]
-            _, inv = np.unique(key, return_inverse=True)
+            inv, _ = dense_rank(key)
             rank[has] = int(rank.max()) + 1 + inv
-        _, rank = np.unique(rank, return_inverse=True)
+        rank, k = dense_rank(rank)
         cls[nodes] = total + rank
-        total += int(rank.max()) + 1
+        total += k
     return cls, total
+
+
+def dense_rank(v: np.ndarray) -> tuple[np.ndarray, int]:
+    """(rank of each value among the distinct values, their count): ``np.unique``'s inverse,
+    without its stable argsort where it can: a table lookup when the values span little more
+    than their count, else one sort of packed (value, position) words when they fit 63 bits."""
+    n = len(v)
+    if n == 0:
+        return np.zeros(0, np.int64), 0
+    lo = int(v.min())
+    v = v.astype(np.int64) - lo
+    span = int(v.max()) + 1
+    if span <= 4 * n + 4096:
+        present = np.zeros(span, bool)
+        present[v] = True
+        remap = np.cumsum(present) - 1
+        return remap[v], int(remap[-1]) + 1
+    ib = (n - 1).bit_length()
+    if (span - 1).bit_length() + ib > 63:
+        _, inv = np.unique(v, return_inverse=True)
+        return inv.reshape(-1).astype(np.int64), int(inv.max()) + 1
+    packed = np.sort((v << ib) | np.arange(n))
+    k = packed >> ib
+    r = np.empty(n, np.int64)
+    r[0] = 0
+    np.cumsum(k[1:] != k[:-1], out=r[1:])
+    inv = np.empty(n, np.int64)
+    inv[packed & ((1 << ib) - 1)] = r
+    return inv, int(r[-1]) + 1
 
 
 def minimal_acyclic_dfa(forms: np.ndarray) -> AcyclicDFA:
