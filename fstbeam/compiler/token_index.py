@@ -238,26 +238,34 @@ class TokenIndex:
     def ids_starting_with(self, s: bytes, *, followed_by_nonword: bool = False) -> np.ndarray:
         """Sorted int32 ids of tokens that start with ``s`` (if ``followed_by_nonword``: with a
         non-word byte right after ``s``, so a token equal to ``s`` is not included)."""
-        return self._range_query(self._keys, self._key_ids, s, followed_by_nonword)
+        return np.sort(self._range_query(self._keys, self._key_ids, s, followed_by_nonword))
 
     def ids_ending_with(self, s: bytes, *, preceded_by_nonword: bool = False) -> np.ndarray:
         """Sorted int32 ids of tokens that end with ``s`` (if ``preceded_by_nonword``: with a
         non-word byte right before ``s``, so a token equal to ``s`` is not included)."""
+        return np.sort(self._range_query(self._rkeys, self._rkey_ids, s[::-1], preceded_by_nonword))
+
+    def ranges_starting_with(self, s: bytes, followed_by_nonword: bool) -> np.ndarray:
+        """`ids_starting_with`, unsorted (a caller that unions many queries sorts once)."""
+        return self._range_query(self._keys, self._key_ids, s, followed_by_nonword)
+
+    def ranges_ending_with(self, s: bytes, preceded_by_nonword: bool) -> np.ndarray:
+        """`ids_ending_with`, unsorted."""
         return self._range_query(self._rkeys, self._rkey_ids, s[::-1], preceded_by_nonword)
 
     def _range_query(self, keys: tuple[bytes, ...], ids: np.ndarray, s: bytes, nonword_next: bool) -> np.ndarray:
-        if not nonword_next:
-            lo = bisect.bisect_left(keys, s)
-            hi = bisect.bisect_left(keys, s + self._ff, lo)
-            return np.sort(ids[lo:hi])
-        parts = []
         lo0 = bisect.bisect_left(keys, s)
+        if lo0 == len(keys) or not keys[lo0].startswith(s):
+            return _EMPTY  # no key starts with s (most queries of a long phrase): one bisect
+        if not nonword_next:
+            return ids[lo0:bisect.bisect_left(keys, s + self._ff, lo0)]
+        parts = []
         for a, b in NONWORD_RUNS:
             lo = bisect.bisect_left(keys, s + bytes((a,)), lo0)
             hi = bisect.bisect_left(keys, s + bytes((b + 1,)), lo)
             if hi > lo:
                 parts.append(ids[lo:hi])
-        return np.sort(np.concatenate(parts)) if parts else _EMPTY
+        return np.concatenate(parts) if len(parts) > 1 else (parts[0] if parts else _EMPTY)
 
     def occurrences(self, s: bytes) -> tuple[np.ndarray, np.ndarray]:
         """Every occurrence of ``s`` inside a token, overlapping ones included: ``(token_ids,
