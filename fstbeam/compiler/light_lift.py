@@ -31,6 +31,8 @@ def token_exceptions(delta: np.ndarray, sym_of_byte: np.ndarray, padded: np.ndar
     if not len(lengths):
         return z, z, z.astype(np.int32)
     nq = delta.shape[0]
+    if nq * len(lengths) <= _DENSE_ENTRIES:
+        return _exceptions_dense(delta, sym_of_byte, padded, lengths, cls, default)
     syms = sym_of_byte[padded].astype(np.int64)  # [C, L]
     drows, drow_of_q = _distinct_rows(default)
     nd = len(drows)
@@ -53,11 +55,17 @@ def token_exceptions(delta: np.ndarray, sym_of_byte: np.ndarray, padded: np.ndar
     rest = lengths[e_cand] - 1
     order = np.argsort(-rest, kind="stable")
     e_pair, e_cand, rest = e_pair[order], e_cand[order], rest[order]
-    cur = p_state[e_pair]
-    flat, nsym = delta.ravel().astype(np.int64), delta.shape[1]
-    for pos in range(1, int(rest[0]) + 1 if len(rest) else 1):
-        k = int(np.searchsorted(-rest, -pos, side="right"))  # entries with rest >= pos
-        cur[:k] = flat[cur[:k] * nsym + syms[e_cand[:k], pos]]
+    # Run the rest of every entry's token; states are kept premultiplied by the symbol count so
+    # each byte position is one add and one take.
+    nsym = delta.shape[1]
+    n_pos = int(rest[0]) if len(rest) else 0
+    sym_t = np.ascontiguousarray(syms[e_cand, 1:n_pos + 1].T)  # [positions, entries]
+    ends = np.searchsorted(-rest, -np.arange(1, n_pos + 1), side="right").tolist()  # entries with rest >= pos
+    flat = delta.ravel().astype(np.int64) * nsym
+    cur = p_state[e_pair] * nsym
+    for pos, k in enumerate(ends):
+        np.take(flat, cur[:k] + sym_t[pos, :k], out=cur[:k])
+    cur //= nsym
     differs = np.flatnonzero(cur != drows[p_drow[e_pair], cls[e_cand]])
     if not len(differs):
         return z, z, z.astype(np.int32)
@@ -71,6 +79,28 @@ def token_exceptions(delta: np.ndarray, sym_of_byte: np.ndarray, padded: np.ndar
     k, n = np.repeat(e_cand, n_states), np.repeat(e_next, n_states)
     order = np.lexsort((k, q))
     return q[order].astype(np.int64), k[order].astype(np.int64), n[order].astype(np.int32)
+
+
+# Up to this many (state, candidate) pairs, every candidate runs from every state in one [Q, C]
+# matrix: a per-request phrase (~20 states, ~50 candidates) then costs two numpy calls per byte
+# position and nothing else, where grouping by first symbol costs ~50 fixed calls.
+_DENSE_ENTRIES = 1 << 16
+
+
+def _exceptions_dense(delta, sym_of_byte, padded, lengths, cls, default):
+    """`token_exceptions` on the full [Q, C] matrix (small automata)."""
+    nq, nsym = delta.shape
+    width = int(lengths.max())
+    # Symbols by position, [L, C]; past a token's end an extra symbol that leaves the state as is.
+    syms = np.where(np.arange(width)[:, None] < lengths[None, :], sym_of_byte[padded[:, :width].T], nsym)
+    step = np.concatenate([delta, np.arange(nq)[:, None]], axis=1).astype(np.int64) * (nsym + 1)
+    flat = step.ravel()
+    cur = np.repeat(np.arange(nq, dtype=np.int64)[:, None] * (nsym + 1), len(lengths), axis=1)
+    for pos in range(width):
+        np.take(flat, cur + syms[pos], out=cur)
+    cur //= nsym + 1
+    q, k = np.nonzero(cur != default[:, cls])  # row-major: sorted by state, then candidate
+    return q.astype(np.int64), k.astype(np.int64), cur[q, k].astype(np.int32)
 
 
 def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -113,6 +113,8 @@ def _symbols(lit: bytes, fold: bool) -> tuple[list[int], np.ndarray, int, int]:
 def _minimize(delta: np.ndarray, labels: list) -> tuple[np.ndarray, np.ndarray]:
     """Moore partition refinement starting from ``labels``; returns (new delta, old->new map).
     Blocks are numbered by their first state, so state 0 stays state 0."""
+    if delta.size <= _SMALL_ROWS:
+        return _minimize_small(delta, labels)
     block = _renumber(labels)
     while True:
         new = _renumber_rows(np.column_stack([block, block[delta]]))
@@ -121,6 +123,25 @@ def _minimize(delta: np.ndarray, labels: list) -> tuple[np.ndarray, np.ndarray]:
         block = new
     _, rep = np.unique(block, return_index=True)  # first state of each block
     return block[delta[rep]].astype(np.int32), block
+
+
+def _minimize_small(delta: np.ndarray, labels: list) -> tuple[np.ndarray, np.ndarray]:
+    """`_minimize` in plain Python: a phrase's few dozen states cost less than numpy's calls."""
+    rows = delta.tolist()
+    seen: dict = {}
+    block = [seen.setdefault(k, len(seen)) for k in labels]
+    count = len(seen)
+    while True:
+        seen = {}
+        new = [seen.setdefault((b, *[block[t] for t in row]), len(seen)) for b, row in zip(block, rows)]
+        if len(seen) == count:  # refinement only splits blocks: the same count is the same partition
+            break
+        block, count = new, len(seen)
+    rep: dict = {}
+    for q, b in enumerate(block):
+        rep.setdefault(b, q)  # first state of each block (blocks are numbered in that order)
+    out = np.array([[block[t] for t in rows[q]] for q in rep.values()], dtype=np.int32).reshape(count, delta.shape[1])
+    return out, np.array(block, dtype=np.int64)
 
 
 def _renumber_rows(rows: np.ndarray) -> np.ndarray:

@@ -218,9 +218,10 @@ class TokenIndex:
 
     def ids_substrings_of(self, s: bytes) -> np.ndarray:
         """Sorted unique int32 ids of tokens whose bytes occur somewhere inside ``s``."""
-        first, keys, parts = self._first, self._keys, []
+        first, keys = self._first, self._keys
         m, nk = len(s), len(self._keys)
         seen: set[bytes] = set()
+        slots: list[int] = []  # sorted slots of the tokens found (Python ints: no numpy per substring)
         for i in range(m):
             for k in range(i + 1, min(m, i + self.max_len) + 1):
                 sub = s[i:k]
@@ -228,12 +229,17 @@ class TokenIndex:
                 if lo is not None:
                     if sub not in seen:
                         seen.add(sub)
-                        parts.append(self._key_ids[lo : bisect.bisect_right(keys, sub, lo)])
+                        slots.append(lo)
+                        lo += 1
+                        while lo < nk and keys[lo] == sub:  # ids that share the bytes (rare)
+                            slots.append(lo)
+                            lo += 1
                 else:  # stop growing once no token starts with sub (linear in len(s), not in max_len)
                     j = bisect.bisect_left(keys, sub)
                     if j >= nk or not keys[j].startswith(sub):
                         break
-        return np.unique(np.concatenate(parts)) if parts else _EMPTY
+        # Distinct substrings have disjoint slots, so the ids are distinct: a sort, no unique.
+        return np.sort(self._key_ids[slots]) if slots else _EMPTY
 
     def ids_starting_with(self, s: bytes, *, followed_by_nonword: bool = False) -> np.ndarray:
         """Sorted int32 ids of tokens that start with ``s`` (if ``followed_by_nonword``: with a

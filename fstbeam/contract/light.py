@@ -140,17 +140,13 @@ def light_distances(a: Any, class_nonempty: np.ndarray | None = None) -> np.ndar
     if class_nonempty is None:
         counts = np.bincount(np.asarray(a.token_class, np.int64), minlength=N_CLASSES + 1)
         class_nonempty = counts[:N_CLASSES] > 0
-    src, dst = [], []
     dn = np.asarray(a.default_next)
-    for c in np.flatnonzero(np.asarray(class_nonempty)[: min(dn.shape[1], N_CLASSES)]):
-        ok = dn[:, c] >= 0
-        src.append(np.flatnonzero(ok))
-        dst.append(dn[ok, c])
+    classes = dn[:, : min(dn.shape[1], N_CLASSES)][:, np.asarray(class_nonempty)[: min(dn.shape[1], N_CLASSES)]]
+    cq, cc = np.nonzero(classes >= 0)  # class edges (order does not matter to the search)
     ek, en = np.asarray(a.exc_key), np.asarray(a.exc_next)
     ok = en >= 0
-    src.append(ek[ok] // V)
-    dst.append(en[ok])
-    src_a, dst_a = np.concatenate(src).astype(np.int64), np.concatenate(dst).astype(np.int64)
+    src_a = np.concatenate([cq, ek[ok] // V]).astype(np.int64)
+    dst_a = np.concatenate([classes[cq, cc], en[ok]]).astype(np.int64)
     if ((src_a < 0) | (src_a >= n) | (dst_a >= n)).any():
         raise ValueError(f"light automaton {getattr(a, 'text', '')!r}: a transition leaves its {n} states")
     if n <= _DENSE_BFS_STATES:
