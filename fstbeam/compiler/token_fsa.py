@@ -126,13 +126,17 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     e_block = np.concatenate(out_block)
     e_node = np.concatenate(out_node)
     e_state = np.concatenate(out_state)
-    # Expand nodes into their token ids.
-    n_tok = trie.tok_ptr[e_node + 1] - trie.tok_ptr[e_node]
-    rep = np.repeat(np.arange(len(e_node)), n_tok)
-    tok_pos = _ranges(trie.tok_ptr, e_node)
-    tokens = trie.tok_ids[tok_pos].astype(np.int64)
-    tblock = e_block[rep]
-    tnext = e_state[rep]
+    # Expand nodes into their token ids. Nearly every node spells one token: those are a gather;
+    # only the few with several ids (bytes shared by two ids) are expanded. The order does not
+    # matter: `_assemble` sorts the arcs.
+    first = trie.tok_ptr[e_node]
+    n_tok = trie.tok_ptr[e_node + 1] - first
+    multi = np.flatnonzero(n_tok > 1)
+    more = concat_ranges(first[multi] + 1, first[multi] + n_tok[multi])  # the ids after each first
+    tokens = np.concatenate([trie.tok_ids[first], trie.tok_ids[more]]).astype(np.int64)
+    extra = np.repeat(multi, n_tok[multi] - 1)
+    tblock = np.concatenate([e_block, e_block[extra]])
+    tnext = np.concatenate([e_state, e_state[extra]])
     if allowed_tokens is not None:
         ok = np.zeros(width, bool)
         ok[allowed_tokens] = True

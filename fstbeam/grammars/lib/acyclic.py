@@ -115,15 +115,17 @@ def _children(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return child_lo, deg
 
 
-def _classes(parent, byte, final, height) -> tuple[np.ndarray, int]:
+def _classes(parent, byte, final, height, child_lo, deg) -> tuple[np.ndarray, int]:
     """Equivalence class of every trie node (= state of the minimal DFA) and the class count."""
     n = len(parent)
-    child_lo, deg = _children(parent)
-    cls = np.full(n, -1, np.int64)
+    cls = np.empty(n, np.int64)  # every node gets its class below (each has a height)
     order = np.argsort(height.astype(np.int16), kind="stable")  # radix sort
-    cuts = np.flatnonzero(np.diff(height[order])) + 1
+    ends = np.cumsum(np.bincount(height)).tolist()  # nodes of height h: order[ends[h-1]:ends[h]]
     total = 0
-    for nodes in np.split(order, cuts):
+    for lo, hi in zip([0] + ends[:-1], ends):
+        if lo == hi:
+            continue
+        nodes = order[lo:hi]
         d = deg[nodes]
         rank, _ = dense_rank(final[nodes].astype(np.int64) * (int(d.max()) + 1) + d)
         m = 256 * total + 1  # keys (rank, byte, child class) packed below rank * m
@@ -181,10 +183,10 @@ def minimal_acyclic_dfa(forms: np.ndarray) -> AcyclicDFA:
     lens = np.count_nonzero(mat, axis=1)
     parent, byte, final, levels = _trie(mat, lens, _lcp(mat))
     del mat
-    cls, k = _classes(parent, byte, final, _heights(parent, levels))
+    child_lo, deg = _children(parent)
+    cls, k = _classes(parent, byte, final, _heights(parent, levels), child_lo, deg)
     rep = np.zeros(k, np.int64)
     rep[cls] = np.arange(len(cls))
-    child_lo, deg = _children(parent)
     lo, counts = child_lo[rep], deg[rep]
     ptr = np.zeros(k + 1, np.int64)
     np.cumsum(counts, out=ptr[1:])
