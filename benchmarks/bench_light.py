@@ -94,9 +94,13 @@ def requests(vocab, repeat: int) -> dict:
     out = {}
     for name, (base, phrases) in cases.items():
         _, first = timed(lambda: comp.extend(base, phrases=phrases))
-        times = [timed(lambda: comp.extend(base, phrases=phrases))[1] for _ in range(repeat)]
+        times, cpu = [], []
+        for _ in range(repeat):
+            c = time.process_time()
+            times.append(timed(lambda: comp.extend(base, phrases=phrases))[1])
+            cpu.append(time.process_time() - c)  # CPU time: less sensitive to a shared machine's load
         out[name] = {"first_ms": first * 1e3, "median_ms": statistics.median(times) * 1e3,
-                     "min_ms": min(times) * 1e3, "phrases": phrases}
+                     "min_ms": min(times) * 1e3, "cpu_median_ms": statistics.median(cpu) * 1e3, "phrases": phrases}
     return out
 
 
@@ -140,7 +144,8 @@ def main(argv=None) -> int:
             )
     print("\nper request (Compiler.extend, end to end; budget 10 phrases <= 5 ms):")
     for name, r in req.items():
-        print(f"  {name:50s} first {r['first_ms']:6.2f} ms, median {r['median_ms']:6.2f} ms, min {r['min_ms']:6.2f} ms")
+        print(f"  {name:50s} first {r['first_ms']:6.2f} ms, median {r['median_ms']:6.2f} ms, min {r['min_ms']:6.2f} ms, "
+              f"CPU median {r['cpu_median_ms']:6.2f} ms")
     budget = res["phrase"][1]
     ok = budget["first_pass_ms"] <= 50 and budget["median_pass_ms"] <= 50
     print(

@@ -168,7 +168,7 @@ def _lift(
     eq, ek, en = token_exceptions(dfa.delta, dfa.sym_of_byte, index.padded[cands], index.lengths[cands], cls, default)
 
     # Token-level graph over char states: which states some allowed token moves between.
-    nonempty = np.flatnonzero(index.class_counts > 0)
+    nonempty = index.nonempty_classes
     src = np.concatenate([eq, np.repeat(np.arange(nq, dtype=np.int64), len(nonempty))])
     dst = np.concatenate([en.astype(np.int64), default[:, nonempty].ravel().astype(np.int64)])
     ok = ~dfa.forbidden[dst]
@@ -184,10 +184,13 @@ def _lift(
     n = len(kept)
     cmap = np.full(nq, -1, dtype=np.int32)
     cmap[kept] = np.arange(n, dtype=np.int32)
-    default_next = cmap[default[kept]]  # [n, 4]
-    lq, lnext = cmap[eq], cmap[en]
-    sel = (lq >= 0) & (lnext != cmap[default[eq, cls[ek]]])  # still an exception after dropping states
-    qs, ks, lnext = lq[sel].astype(np.int64), ek[sel], lnext[sel]  # sorted by state, then token
+    if n == nq:  # every state kept (most phrases): the numbering and the exceptions stay as they are
+        default_next, qs, ks, lnext = default, eq, ek, en
+    else:
+        default_next = cmap[default[kept]]  # [n, 4]
+        lq, lnext = cmap[eq], cmap[en]
+        sel = (lq >= 0) & (lnext != cmap[default[eq, cls[ek]]])  # still an exception after dropping states
+        qs, ks, lnext = lq[sel].astype(np.int64), ek[sel], lnext[sel]  # sorted by state, then token
     exc_key = qs * V + cands[ks]
     exc_next = lnext.astype(np.int32)
 
@@ -228,7 +231,7 @@ def _lift(
         dist=light_distances(
             SimpleNamespace(final=dfa.final[kept], width=V, default_next=default_next, exc_key=exc_key,
                             exc_next=exc_next, text=text),
-            index.class_counts > 0,
+            index.class_nonempty,
         ),
     )
 

@@ -90,13 +90,9 @@ class PhraseDFA:
     def class_defaults(self) -> np.ndarray:
         """int32 ``[Q, 4]``: the state a token of class c reaches if none of its bytes is a
         literal byte (first and last byte replaced by the class's representative symbols)."""
-        reps = []
-        for c in range(N_CLASSES):
-            first = self.nonword_sym if c & 2 else self.word_sym
-            last = self.nonword_sym if c & 1 else self.word_sym
-            q = self.delta[np.arange(self.n_states), first]
-            reps.append(self.delta[q, last])
-        return np.stack(reps, axis=1).astype(np.int32)
+        first = [self.nonword_sym if c & 2 else self.word_sym for c in range(N_CLASSES)]
+        last = [self.nonword_sym if c & 1 else self.word_sym for c in range(N_CLASSES)]
+        return self.delta[self.delta[:, first], last].astype(np.int32)  # [Q, 4]: both bytes at once
 
 
 def _symbols(lit: bytes, fold: bool) -> tuple[list[int], np.ndarray, int, int]:

@@ -114,6 +114,9 @@ class TokenIndex:
         self.class_masks = _readonly(np.asarray(class_masks, dtype=np.int32))
         #: int64 [4]: number of tokens in each class.
         self.class_counts = _readonly(np.bincount(self.token_class, minlength=N_CLASSES + 1)[:N_CLASSES].astype(np.int64))
+        #: bool [4] / int64 ids: the classes that have tokens (every light compile reads them).
+        self.class_nonempty = _readonly(self.class_counts > 0)
+        self.nonempty_classes = _readonly(np.flatnonzero(self.class_nonempty))
 
         # Text tokens sorted by bytes and by reversed bytes, for bisect range queries. Python bytes
         # compare exactly (NULs included, unlike numpy's "S" dtype). Tuples, not lists: a tuple of
@@ -263,12 +266,13 @@ class TokenIndex:
         lo0 = bisect.bisect_left(keys, s)
         if lo0 == len(keys) or not keys[lo0].startswith(s):
             return _EMPTY  # no key starts with s (most queries of a long phrase): one bisect
+        hi0 = bisect.bisect_left(keys, s + self._ff, lo0)
         if not nonword_next:
-            return ids[lo0:bisect.bisect_left(keys, s + self._ff, lo0)]
+            return ids[lo0:hi0]
         parts = []
-        for a, b in NONWORD_RUNS:
-            lo = bisect.bisect_left(keys, s + bytes((a,)), lo0)
-            hi = bisect.bisect_left(keys, s + bytes((b + 1,)), lo)
+        for a, b in NONWORD_RUNS:  # searched within the keys that start with s only
+            lo = bisect.bisect_left(keys, s + bytes((a,)), lo0, hi0)
+            hi = bisect.bisect_left(keys, s + bytes((b + 1,)), lo, hi0)
             if hi > lo:
                 parts.append(ids[lo:hi])
         return np.concatenate(parts) if len(parts) > 1 else (parts[0] if parts else _EMPTY)
@@ -297,8 +301,8 @@ class TokenIndex:
         else:  # rarest trigram of s, then verify the whole window
             sa = np.frombuffer(s, dtype=np.uint8).astype(np.uint32)
             grams = (sa[:-2] << 16) | (sa[1:-1] << 8) | sa[2:]
-            los = np.searchsorted(self._gram_codes, grams)
-            his = np.searchsorted(self._gram_codes, grams, side="right")
+            both = np.searchsorted(self._gram_codes, np.concatenate([grams, grams + 1]))  # left of g and of g + 1
+            los, his = both[: len(grams)], both[len(grams):]
             k = int(np.argmin(his - los))
             cand = self._gram_pos[los[k] : his[k]] - k
             cand = cand[(cand >= 0) & (cand + m <= len(blob))]
