@@ -165,7 +165,9 @@ def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix, *, ordered:
     for p in phrases:
         if is_general(p):  # AnyOf / sentence case: checked by check_items
             continue
-        if prefix is None:  # a local check: run the phrase from every state it may start in
+        if prefix is None and hard is _SIGMA_DFA:  # any text: the phrase itself is one (if it has no NUL)
+            ok = "\x00" not in p.text
+        elif prefix is None:  # a local check: run the phrase from every state it may start in
             ok = phrase_possible(hard, p.text, word_boundary=p.word_boundary, case_sensitive=p.case_sensitive)
         else:  # the phrase may overlap the prefix: search (hard, phrase) state pairs
             ok = reachable_pair(hard, _contains_dfa(p), want_other_final=True, start_text=start)
