@@ -99,10 +99,11 @@ def _symbols(lit: bytes, fold: bool) -> tuple[list[int], np.ndarray, int, int]:
     alphabet = sorted(set(lit))
     word_sym, nonword_sym = len(alphabet), len(alphabet) + 1
     sym_of_byte = np.where(IS_WORD_BYTE, word_sym, nonword_sym).astype(np.int16)
-    for i, b in enumerate(alphabet):
-        sym_of_byte[b] = i
-        if fold and 0x61 <= b <= 0x7A:  # the literal is lowercased; its capitals share the symbol
-            sym_of_byte[b - 32] = i
+    sym_of_byte[alphabet] = np.arange(len(alphabet))
+    if fold:  # the literal is lowercased; its capitals share the symbol
+        lower = [(b, i) for i, b in enumerate(alphabet) if 0x61 <= b <= 0x7A]
+        if lower:
+            sym_of_byte[[b - 32 for b, _ in lower]] = [i for _, i in lower]
     return alphabet, sym_of_byte, word_sym, nonword_sym
 
 
@@ -209,7 +210,8 @@ def phrase_char_dfa(lit: bytes, *, word_boundary: bool = True, case_sensitive: b
     states = [start]
     rows: list[list[int]] = []
     todo = deque([start])
-    lit_sym = [int(sym_of_byte[b]) for b in lit]
+    sym_of = {b: i for i, b in enumerate(alphabet)}
+    lit_sym = [sym_of[b] for b in lit]  # (Python: no numpy scalar per byte)
 
     def state_id(nxt) -> int:
         if nxt not in ids:
