@@ -144,6 +144,11 @@ def compiler_for(tokenizer) -> Compiler:
     comp = Compiler(tokenizer if tokenizer is not None else "default")
     with _LOCK:
         key = comp.vocab.fingerprint + ("" if comp.continues_text is None else f":continues={comp.continues_text}")
+        old = _BY_FINGERPRINT.get(key)
+        if old is not None and isinstance(old.tokenizer, Vocab) and not isinstance(comp.tokenizer, Vocab):
+            # A Compiler made from a bare Vocab cannot run the tokenizer (canonical=True needs it):
+            # the one with the real tokenizer takes its place (their caches are shared anyway).
+            _BY_FINGERPRINT[key] = comp
         comp = _BY_FINGERPRINT.setdefault(key, comp)
         while len(_BY_FINGERPRINT) > _MAX_COMPILERS:
             _BY_FINGERPRINT.pop(next(iter(_BY_FINGERPRINT)))

@@ -19,6 +19,8 @@ as boundaries. Case-insensitive matching folds ASCII letters only (see ``token_i
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
 from ..contract.light import Kind, LightAutomaton, light_distances
@@ -89,7 +91,7 @@ def compile_prefix(text: str | bytes, index: TokenIndex | Vocab, *, source: str 
     dfa = prefix_char_dfa(lit)
     m = len(lit)
     parts = [index.ids_substrings_of(lit)]
-    parts += [index.ids_starting_with(lit[j:]) for j in range(m)]
+    parts += [index.ranges_starting_with(lit[j:], False) for j in range(m)]
     return _lift("prefix", text, lit, dfa, index, _union(parts), True, True, source)
 
 
@@ -140,8 +142,8 @@ def _phrase_candidates(lit: bytes, index: TokenIndex, *, word_boundary: bool, ca
     m = len(lit)
     need_left, need_right = boundary_needs(lit, word_boundary)
     parts = [q.ids_substrings_of(lit)]  # (a)
-    parts += [q.ids_ending_with(lit[:j], preceded_by_nonword=need_left) for j in range(1, m)]  # (b)
-    parts += [q.ids_starting_with(lit[j:], followed_by_nonword=need_right) for j in range(1, m)]  # (c)
+    parts += [q.ranges_ending_with(lit[:j], need_left) for j in range(1, m)]  # (b)
+    parts += [q.ranges_starting_with(lit[j:], need_right) for j in range(1, m)]  # (c)
     parts.append(q.ids_containing(lit, nonword_before=need_left, nonword_after=need_right))  # (d)
     return _union(parts)
 
@@ -166,7 +168,7 @@ def _lift(
     eq, ek, en = token_exceptions(dfa.delta, dfa.sym_of_byte, index.padded[cands], index.lengths[cands], cls, default)
 
     # Token-level graph over char states: which states some allowed token moves between.
-    nonempty = np.flatnonzero(index.class_counts > 0)
+    nonempty = index.nonempty_classes
     src = np.concatenate([eq, np.repeat(np.arange(nq, dtype=np.int64), len(nonempty))])
     dst = np.concatenate([en.astype(np.int64), default[:, nonempty].ravel().astype(np.int64)])
     ok = ~dfa.forbidden[dst]
@@ -182,10 +184,13 @@ def _lift(
     n = len(kept)
     cmap = np.full(nq, -1, dtype=np.int32)
     cmap[kept] = np.arange(n, dtype=np.int32)
-    default_next = cmap[default[kept]]  # [n, 4]
-    lq, lnext = cmap[eq], cmap[en]
-    sel = (lq >= 0) & (lnext != cmap[default[eq, cls[ek]]])  # still an exception after dropping states
-    qs, ks, lnext = lq[sel].astype(np.int64), ek[sel], lnext[sel]  # sorted by state, then token
+    if n == nq:  # every state kept (most phrases): the numbering and the exceptions stay as they are
+        default_next, qs, ks, lnext = default, eq, ek, en
+    else:
+        default_next = cmap[default[kept]]  # [n, 4]
+        lq, lnext = cmap[eq], cmap[en]
+        sel = (lq >= 0) & (lnext != cmap[default[eq, cls[ek]]])  # still an exception after dropping states
+        qs, ks, lnext = lq[sel].astype(np.int64), ek[sel], lnext[sel]  # sorted by state, then token
     exc_key = qs * V + cands[ks]
     exc_next = lnext.astype(np.int32)
 
@@ -221,6 +226,13 @@ def _lift(
         token_class=index.token_class,
         char_dfa=dfa,
         char_state=_ro(kept.astype(np.int32)),
+        # The distance field from the tables just built, with the index's per-class counts (the
+        # automaton would otherwise count its 262,144 token classes again).
+        dist=light_distances(
+            SimpleNamespace(final=dfa.final[kept], width=V, default_next=default_next, exc_key=exc_key,
+                            exc_next=exc_next, text=text),
+            index.class_nonempty,
+        ),
     )
 
 

@@ -18,62 +18,101 @@ import numpy as np
 __all__ = ["token_exceptions", "reach"]
 
 
-def _run(delta: np.ndarray, starts: np.ndarray, syms: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """int32 ``[len(starts), T]``: the state after each token's symbols ``syms[t, :lengths[t]]``."""
-    t = len(lengths)
-    cur = np.repeat(starts[:, None].astype(np.int64), t, axis=1)
-    if t == 0:
-        return cur.astype(np.int32)
-    order = np.argsort(-lengths, kind="stable")  # longest first: the tokens still running are a prefix
-    lens, syms = lengths[order], syms[order]
-    cur = cur[:, order]
-    nsym = delta.shape[1]
-    flat = delta.ravel().astype(np.int64)
-    for pos in range(int(lens[0])):
-        k = int(np.searchsorted(-lens, -pos, side="left"))  # tokens with length > pos
-        if k == 0:
-            break
-        cur[:, :k] = flat[cur[:, :k] * nsym + syms[:k, pos]]
-    out = np.empty_like(cur)
-    out[:, order] = cur
-    return out.astype(np.int32)
-
-
 def token_exceptions(delta: np.ndarray, sym_of_byte: np.ndarray, padded: np.ndarray, lengths: np.ndarray,
                      cls: np.ndarray, default: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(state, candidate index, next state) for every pair whose next state differs from
-    ``default[state, cls[candidate]]``; sorted by state, then candidate."""
+    ``default[state, cls[candidate]]``; sorted by state, then candidate.
+
+    Every first symbol is handled in the same numpy calls (one flat list of (pair, candidate)
+    entries), not in a Python loop per symbol: a per-request phrase has ~20 first symbols, and the
+    fixed cost of a dozen small numpy calls each was a third of its compile time."""
     lengths = np.asarray(lengths, np.int64)
-    syms = sym_of_byte[padded].astype(np.int64)  # [C, L]
-    drows, drow_of_q = np.unique(default, axis=0, return_inverse=True)
-    drow_of_q = drow_of_q.reshape(-1)
-    nd = len(drows)
-    out_q, out_k, out_n = [], [], []
-    first = syms[:, 0] if len(lengths) else np.zeros(0, np.int64)
-    for s0 in np.unique(first):
-        ks = np.flatnonzero(first == s0)
-        # Distinct (state after s0, default row) pairs: every state of a pair behaves the same.
-        key = delta[:, s0].astype(np.int64) * nd + drow_of_q
-        pairs, p_of_q = np.unique(key, return_inverse=True)
-        res = _run(delta, pairs // nd, syms[ks, 1:], lengths[ks] - 1)  # [P, K]
-        dflt = drows[pairs % nd][:, cls[ks]]  # [P, K]
-        pi, ki = np.nonzero(res != dflt)
-        if not len(pi):
-            continue
-        # Expand each exceptional pair to the states that map to it.
-        by_pair = np.argsort(p_of_q, kind="stable")
-        start = np.searchsorted(p_of_q[by_pair], np.arange(len(pairs) + 1))
-        size = np.diff(start)[pi]
-        q = by_pair[np.repeat(start[pi], size) + _ramp(size)]
-        out_q.append(q)
-        out_k.append(np.repeat(ks[ki], size))
-        out_n.append(np.repeat(res[pi, ki], size))
-    if not out_q:
-        z = np.zeros(0, np.int64)
+    z = np.zeros(0, np.int64)
+    if not len(lengths):
         return z, z, z.astype(np.int32)
-    q, k, n = np.concatenate(out_q), np.concatenate(out_k), np.concatenate(out_n)
+    nq = delta.shape[0]
+    if nq * len(lengths) <= _DENSE_ENTRIES:
+        return _exceptions_dense(delta, sym_of_byte, padded, lengths, cls, default)
+    syms = sym_of_byte[padded].astype(np.int64)  # [C, L]
+    drows, drow_of_q = _distinct_rows(default)
+    nd = len(drows)
+    # Candidates grouped by first symbol (group g: candidates by_first[gptr[g]:gptr[g+1]]).
+    first_syms, group_of_cand = np.unique(syms[:, 0], return_inverse=True)
+    by_first = np.argsort(group_of_cand, kind="stable")
+    gptr = np.zeros(len(first_syms) + 1, np.int64)
+    np.cumsum(np.bincount(group_of_cand, minlength=len(first_syms)), out=gptr[1:])
+    # Distinct (group, state after its symbol, default row) pairs: every state of a pair behaves
+    # the same on every candidate of the group.
+    ng = len(first_syms)
+    key = (np.arange(ng)[None, :] * nq + delta[:, first_syms].astype(np.int64)) * nd + drow_of_q[:, None]  # [Q, G]
+    pairs, pair_of_qg = np.unique(key.ravel(), return_inverse=True)
+    p_group, p_state, p_drow = pairs // (nq * nd), (pairs // nd) % nq, pairs % nd
+    # Entries: every candidate of each pair's group, longest tokens first (the still running
+    # entries are a prefix at every position).
+    size = gptr[p_group + 1] - gptr[p_group]
+    e_pair = np.repeat(np.arange(len(pairs)), size)
+    e_cand = by_first[_ramp(size) + np.repeat(gptr[p_group], size)]
+    rest = lengths[e_cand] - 1
+    order = np.argsort(-rest, kind="stable")
+    e_pair, e_cand, rest = e_pair[order], e_cand[order], rest[order]
+    # Run the rest of every entry's token; states are kept premultiplied by the symbol count so
+    # each byte position is one add and one take.
+    nsym = delta.shape[1]
+    n_pos = int(rest[0]) if len(rest) else 0
+    sym_t = np.ascontiguousarray(syms[e_cand, 1:n_pos + 1].T)  # [positions, entries]
+    ends = np.searchsorted(-rest, -np.arange(1, n_pos + 1), side="right").tolist()  # entries with rest >= pos
+    flat = delta.ravel().astype(np.int64) * nsym
+    cur = p_state[e_pair] * nsym
+    for pos, k in enumerate(ends):
+        np.take(flat, cur[:k] + sym_t[pos, :k], out=cur[:k])
+    cur //= nsym
+    differs = np.flatnonzero(cur != drows[p_drow[e_pair], cls[e_cand]])
+    if not len(differs):
+        return z, z, z.astype(np.int32)
+    e_pair, e_cand, e_next = e_pair[differs], e_cand[differs], cur[differs]
+    # Expand each exceptional entry to the states of its pair.
+    by_pair = np.argsort(pair_of_qg, kind="stable")  # positions q * G + g, grouped by pair
+    pstart = np.zeros(len(pairs) + 1, np.int64)
+    np.cumsum(np.bincount(pair_of_qg, minlength=len(pairs)), out=pstart[1:])
+    n_states = pstart[e_pair + 1] - pstart[e_pair]
+    q = by_pair[np.repeat(pstart[e_pair], n_states) + _ramp(n_states)] // ng
+    k, n = np.repeat(e_cand, n_states), np.repeat(e_next, n_states)
     order = np.lexsort((k, q))
     return q[order].astype(np.int64), k[order].astype(np.int64), n[order].astype(np.int32)
+
+
+# Up to this many (state, candidate) pairs, every candidate runs from every state in one [Q, C]
+# matrix: a per-request phrase (~20 states, ~50 candidates) then costs two numpy calls per byte
+# position and nothing else, where grouping by first symbol costs ~50 fixed calls.
+_DENSE_ENTRIES = 1 << 16
+
+
+def _exceptions_dense(delta, sym_of_byte, padded, lengths, cls, default):
+    """`token_exceptions` on the full [Q, C] matrix (small automata)."""
+    nq, nsym = delta.shape
+    width = int(lengths.max())
+    # Symbols by position, [L, C]; past a token's end an extra symbol that leaves the state as is.
+    syms = np.where(np.arange(width)[:, None] < lengths[None, :], sym_of_byte[padded[:, :width].T], nsym)
+    step = np.concatenate([delta, np.arange(nq)[:, None]], axis=1).astype(np.int64) * (nsym + 1)
+    flat = step.ravel()
+    cur = np.repeat(np.arange(nq, dtype=np.int64)[:, None] * (nsym + 1), len(lengths), axis=1)
+    for pos in range(width):
+        np.take(flat, cur + syms[pos], out=cur)
+    cur //= nsym + 1
+    q, k = np.nonzero(cur != default[:, cls])  # row-major: sorted by state, then candidate
+    return q.astype(np.int64), k.astype(np.int64), cur[q, k].astype(np.int32)
+
+
+def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct rows, row index of each row) of a small non-negative int matrix; each row read as
+    one number (``np.unique(axis=0)`` costs ~10x more on the few rows of a phrase)."""
+    base = int(rows.max()) + 1 if rows.size else 1
+    if rows.shape[1] * base.bit_length() > 62:
+        drows, inv = np.unique(rows, axis=0, return_inverse=True)
+        return drows, inv.reshape(-1)
+    code = rows.astype(np.int64) @ (base ** np.arange(rows.shape[1] - 1, -1, -1, dtype=np.int64))
+    _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+    return rows[first], inv.reshape(-1)
 
 
 def _ramp(sizes: np.ndarray) -> np.ndarray:
@@ -87,6 +126,15 @@ def _ramp(sizes: np.ndarray) -> np.ndarray:
 
 def reach(n: int, src: np.ndarray, dst: np.ndarray, seeds: np.ndarray) -> np.ndarray:
     """bool ``[n]``: states reachable from ``seeds`` (bool [n]) over the edges ``src -> dst``."""
+    if n <= _DENSE_REACH_STATES:  # a per-request phrase: a dense [n, n] matrix, few numpy calls
+        succ = np.zeros((n, n), bool)
+        succ[src, dst] = True
+        seen = seeds.copy()
+        frontier = seeds.copy()
+        while frontier.any():
+            frontier = succ[frontier].any(axis=0) & ~seen
+            seen |= frontier
+        return seen
     order = np.argsort(src, kind="stable")
     src, dst = src[order], dst[order]
     ptr = np.searchsorted(src, np.arange(n + 1))
@@ -99,3 +147,6 @@ def reach(n: int, src: np.ndarray, dst: np.ndarray, seeds: np.ndarray) -> np.nda
         seen[nxt] = True
         frontier = nxt
     return seen
+
+
+_DENSE_REACH_STATES = 512

@@ -90,29 +90,28 @@ class PhraseDFA:
     def class_defaults(self) -> np.ndarray:
         """int32 ``[Q, 4]``: the state a token of class c reaches if none of its bytes is a
         literal byte (first and last byte replaced by the class's representative symbols)."""
-        reps = []
-        for c in range(N_CLASSES):
-            first = self.nonword_sym if c & 2 else self.word_sym
-            last = self.nonword_sym if c & 1 else self.word_sym
-            q = self.delta[np.arange(self.n_states), first]
-            reps.append(self.delta[q, last])
-        return np.stack(reps, axis=1).astype(np.int32)
+        first = [self.nonword_sym if c & 2 else self.word_sym for c in range(N_CLASSES)]
+        last = [self.nonword_sym if c & 1 else self.word_sym for c in range(N_CLASSES)]
+        return self.delta[self.delta[:, first], last].astype(np.int32)  # [Q, 4]: both bytes at once
 
 
 def _symbols(lit: bytes, fold: bool) -> tuple[list[int], np.ndarray, int, int]:
     alphabet = sorted(set(lit))
     word_sym, nonword_sym = len(alphabet), len(alphabet) + 1
     sym_of_byte = np.where(IS_WORD_BYTE, word_sym, nonword_sym).astype(np.int16)
-    for i, b in enumerate(alphabet):
-        sym_of_byte[b] = i
-        if fold and 0x61 <= b <= 0x7A:  # the literal is lowercased; its capitals share the symbol
-            sym_of_byte[b - 32] = i
+    sym_of_byte[alphabet] = np.arange(len(alphabet))
+    if fold:  # the literal is lowercased; its capitals share the symbol
+        lower = [(b, i) for i, b in enumerate(alphabet) if 0x61 <= b <= 0x7A]
+        if lower:
+            sym_of_byte[[b - 32 for b, _ in lower]] = [i for _, i in lower]
     return alphabet, sym_of_byte, word_sym, nonword_sym
 
 
 def _minimize(delta: np.ndarray, labels: list) -> tuple[np.ndarray, np.ndarray]:
     """Moore partition refinement starting from ``labels``; returns (new delta, old->new map).
     Blocks are numbered by their first state, so state 0 stays state 0."""
+    if delta.size <= _SMALL_ROWS:
+        return _minimize_small(delta, labels)
     block = _renumber(labels)
     while True:
         new = _renumber_rows(np.column_stack([block, block[delta]]))
@@ -123,15 +122,39 @@ def _minimize(delta: np.ndarray, labels: list) -> tuple[np.ndarray, np.ndarray]:
     return block[delta[rep]].astype(np.int32), block
 
 
+def _minimize_small(delta: np.ndarray, labels: list) -> tuple[np.ndarray, np.ndarray]:
+    """`_minimize` in plain Python: a phrase's few dozen states cost less than numpy's calls."""
+    rows = delta.tolist()
+    seen: dict = {}
+    block = [seen.setdefault(k, len(seen)) for k in labels]
+    count = len(seen)
+    while True:
+        seen = {}
+        new = [seen.setdefault((b, *[block[t] for t in row]), len(seen)) for b, row in zip(block, rows)]
+        if len(seen) == count:  # refinement only splits blocks: the same count is the same partition
+            break
+        block, count = new, len(seen)
+    rep: dict = {}
+    for q, b in enumerate(block):
+        rep.setdefault(b, q)  # first state of each block (blocks are numbered in that order)
+    out = np.array([[block[t] for t in rows[q]] for q in rep.values()], dtype=np.int32).reshape(count, delta.shape[1])
+    return out, np.array(block, dtype=np.int64)
+
+
 def _renumber_rows(rows: np.ndarray) -> np.ndarray:
     """Block id of each row, blocks numbered in order of their first row (as ``_renumber``)."""
+    if rows.size <= _SMALL_ROWS:  # a dict of tuples beats np.unique(axis=0) ~10x on small tables
+        return _renumber(map(tuple, rows.tolist()))
     _, first, inv = np.unique(rows, axis=0, return_index=True, return_inverse=True)
     rank = np.empty(len(first), np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(len(first))
     return rank[inv.reshape(-1)]
 
 
-def _renumber(keys: list) -> np.ndarray:
+_SMALL_ROWS = 1 << 16
+
+
+def _renumber(keys) -> np.ndarray:
     seen: dict = {}
     return np.array([seen.setdefault(k, len(seen)) for k in keys], dtype=np.int64)
 
@@ -185,10 +208,10 @@ def phrase_char_dfa(lit: bytes, *, word_boundary: bool = True, case_sensitive: b
     start = (frozenset(), False, False)
     ids = {start: 0}
     states = [start]
-    rows: list[np.ndarray] = []
+    rows: list[list[int]] = []
     todo = deque([start])
-    lit_sym = [int(sym_of_byte[b]) for b in lit]
-    is_word_sym = np.array(sym_word)
+    sym_of = {b: i for i, b in enumerate(alphabet)}
+    lit_sym = [sym_of[b] for b in lit]  # (Python: no numpy scalar per byte)
 
     def state_id(nxt) -> int:
         if nxt not in ids:
@@ -201,7 +224,9 @@ def phrase_char_dfa(lit: bytes, *, word_boundary: bool = True, case_sensitive: b
         st = todo.popleft()
         # A symbol that extends no partial match and starts none acts like the representative of
         # its word class: compute those two, then only the few symbols that matter (linear total).
-        row = np.where(is_word_sym, state_id(step(st, word_sym)), state_id(step(st, nonword_sym)))
+        # (Python lists: a phrase has ~20 symbols, where each numpy call costs more than the row.)
+        w_next, nw_next = state_id(step(st, word_sym)), state_id(step(st, nonword_sym))
+        row = [w_next if w else nw_next for w in sym_word]
         if st is not MET:
             for s in {lit_sym[j] for j in st[0]} | {lit_sym[0]}:
                 row[s] = state_id(step(st, s))

@@ -65,23 +65,20 @@ def phrase_possible(hard: CharDFA, text: str, *, word_boundary: bool = True, cas
     S = hard.num_states
     nxt = hard.next
     need_left, need_right = boundary_needs(data, word_boundary)
-    if need_left:
-        cur = hard.boundary_states.copy()
-    else:
-        cur = np.ones(S, bool)
+    # The current states as an id list, not a [S] mask: after the first bytes only a few states
+    # are left, and a mask costs a pass over all S states per byte.
+    cur = np.flatnonzero(hard.boundary_states) if need_left else np.arange(S)
     for b in data:
-        variants = {b} if case_sensitive or b >= 128 else {ord(chr(b).lower()), ord(chr(b).upper())}
-        new = np.zeros(S, bool)
-        src = np.flatnonzero(cur)
-        for c in variants:
-            t = nxt[src, c]
-            new[t[t >= 0]] = True
-        cur = new
-        if not cur.any():
+        if case_sensitive or b >= 128 or not chr(b).isalpha():
+            t = nxt[cur, b]
+            cur = t[t >= 0]  # a DFA: never more states than before (repeats are harmless)
+        else:  # both cases: the set may grow, so drop repeats
+            t = np.concatenate([nxt[cur, ord(chr(b).lower())], nxt[cur, ord(chr(b).upper())]])
+            cur = np.unique(t[t >= 0])
+        if not len(cur):
             return False
     if need_right:
-        ends = np.flatnonzero(cur)
-        return bool(hard.final[ends].any() or hard.leaves_on_nonword[ends].any())
+        return bool(hard.final[cur].any() or hard.leaves_on_nonword[cur].any())
     return True
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..contract.bitmask import bitmask_width, pack_ids
+from ..contract.bitmask import bitmask_width, pack_bool_mask
 from ..contract.cache import shared_cache
 from ..contract.hard import HardTables
 from ..contract.layout import BYTE_KEYS
@@ -120,14 +120,20 @@ def _dense_combinations(dstate: np.ndarray, dblock: np.ndarray, S: int) -> tuple
 
 
 def _dense_rows(combo_blocks: list[np.ndarray], fsa: TokenFSA, V: int) -> np.ndarray:
-    """Bit rows: the OR of each combination's blocks (each block packed once)."""
-    masks = np.zeros((len(combo_blocks), bitmask_width(V)), dtype=np.int32)
-    packed: dict[int, np.ndarray] = {}
+    """Bit rows: the OR of each combination's blocks. Each row's tokens are marked in one reused
+    bool row and packed once (packing every block into its own 32 KiB row first cost a gigabyte
+    of zeroed rows at a million words)."""
+    width = bitmask_width(V)
+    masks = np.zeros((len(combo_blocks), width), dtype=np.int32)
+    marks = np.zeros(width * 32, dtype=bool)  # packs to exactly ``width`` words
+    ptr, toks = fsa.block_ptr, fsa.block_tokens
     for row, blocks in enumerate(combo_blocks):
+        if not len(blocks):
+            continue
+        marks[:] = False
         for b in blocks.tolist():
-            if b not in packed:
-                packed[b] = pack_ids(fsa.block_tokens[fsa.block_ptr[b]:fsa.block_ptr[b + 1]], V)
-            masks[row] |= packed[b]
+            marks[toks[ptr[b]:ptr[b + 1]]] = True
+        masks[row] = pack_bool_mask(marks)
     return masks
 
 

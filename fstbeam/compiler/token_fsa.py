@@ -17,7 +17,7 @@ from functools import cached_property
 import numpy as np
 
 from ..fst.labels import token_to_label
-from ..fst.vector_fst import vector_fst_bytes
+from ..fst.vector_fst import vector_fst_bytes_by_count
 from .char_dfa import CharDFA
 from .token_trie import TokenTrie
 
@@ -126,13 +126,17 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     e_block = np.concatenate(out_block)
     e_node = np.concatenate(out_node)
     e_state = np.concatenate(out_state)
-    # Expand nodes into their token ids.
-    n_tok = trie.tok_ptr[e_node + 1] - trie.tok_ptr[e_node]
-    rep = np.repeat(np.arange(len(e_node)), n_tok)
-    tok_pos = _ranges(trie.tok_ptr, e_node)
-    tokens = trie.tok_ids[tok_pos].astype(np.int64)
-    tblock = e_block[rep]
-    tnext = e_state[rep]
+    # Expand nodes into their token ids. Nearly every node spells one token: those are a gather;
+    # only the few with several ids (bytes shared by two ids) are expanded. The order does not
+    # matter: `_assemble` sorts the arcs.
+    first = trie.tok_ptr[e_node]
+    n_tok = trie.tok_ptr[e_node + 1] - first
+    multi = np.flatnonzero(n_tok > 1)
+    more = concat_ranges(first[multi] + 1, first[multi] + n_tok[multi])  # the ids after each first
+    tokens = np.concatenate([trie.tok_ids[first], trie.tok_ids[more]]).astype(np.int64)
+    extra = np.repeat(multi, n_tok[multi] - 1)
+    tblock = np.concatenate([e_block, e_block[extra]])
+    tnext = np.concatenate([e_state, e_state[extra]])
     if allowed_tokens is not None:
         ok = np.zeros(width, bool)
         ok[allowed_tokens] = True
@@ -201,15 +205,15 @@ def _distances(final, sb_state, sb_block, e_block, e_next, nb, S) -> np.ndarray:
     dist = np.full(S, UNREACHABLE, np.int64)
     seen = np.asarray(final, bool).copy()
     dist[seen] = 0
-    by_next, next_ptr = np.argsort(e_next, kind="stable"), _csr(e_next, S)
-    by_block, block_ptr = np.argsort(sb_block, kind="stable"), _csr(sb_block, nb)
+    blocks_by_next, next_ptr = grouped(e_next, e_block, S)
+    states_by_block, block_ptr = grouped(sb_block, sb_state, nb)
     block_seen = np.zeros(nb, bool)
     b_stamp, s_stamp = np.zeros(nb, np.int64), np.zeros(S, np.int64)
     frontier, d = np.flatnonzero(seen), 0
     while len(frontier):
         d += 1
-        blocks = _first_seen(e_block[by_next[_ranges(next_ptr, frontier)]], block_seen, b_stamp)
-        frontier = _first_seen(sb_state[by_block[_ranges(block_ptr, blocks)]], seen, s_stamp)
+        blocks = _first_seen(blocks_by_next[_ranges(next_ptr, frontier)], block_seen, b_stamp)
+        frontier = _first_seen(states_by_block[_ranges(block_ptr, blocks)], seen, s_stamp)
         dist[frontier] = d
     return dist
 
@@ -217,16 +221,14 @@ def _distances(final, sb_state, sb_block, e_block, e_next, nb, S) -> np.ndarray:
 def _reachable(start, sb_state, sb_block, e_block, e_next, nb, S) -> np.ndarray:
     seen = np.zeros(S, bool)
     seen[start] = True
-    sb_order = np.argsort(sb_state, kind="stable")
-    sb_ptr = _csr(sb_state, S)
-    e_order = np.argsort(e_block, kind="stable")
-    e_ptr = _csr(e_block, nb)
+    blocks_by_state, sb_ptr = grouped(sb_state, sb_block, S)
+    next_by_block, e_ptr = grouped(e_block, e_next, nb)
     frontier = np.array([start])
     block_seen = np.zeros(nb, bool)
     b_stamp, s_stamp = np.zeros(nb, np.int64), np.zeros(S, np.int64)
     while len(frontier):
-        blocks = _first_seen(sb_block[sb_order[_ranges(sb_ptr, frontier)]], block_seen, b_stamp)
-        frontier = _first_seen(e_next[e_order[_ranges(e_ptr, blocks)]], seen, s_stamp)
+        blocks = _first_seen(blocks_by_state[_ranges(sb_ptr, frontier)], block_seen, b_stamp)
+        frontier = _first_seen(next_by_block[_ranges(e_ptr, blocks)], seen, s_stamp)
     return seen
 
 
@@ -242,19 +244,52 @@ def _first_seen(ids: np.ndarray, seen: np.ndarray, stamp: np.ndarray) -> np.ndar
 
 def order_by(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
     """``np.lexsort((minor, major))`` for non-negative ints; one argsort of a packed key when
-    both fit in 63 bits (a third of lexsort's time on millions of arcs)."""
+    both fit in 63 bits (a third of lexsort's time on millions of arcs), none when the pairs
+    are already in order."""
     if not len(major):
         return np.zeros(0, np.int64)
     shift = int(minor.max()).bit_length()
     if shift + int(major.max()).bit_length() > 63:
         return np.lexsort((minor, major))
-    return np.argsort((major.astype(np.int64) << shift) | minor, kind="stable")
+    key = (major.astype(np.int64) << shift) | minor
+    if not (key[1:] < key[:-1]).any():
+        return np.arange(len(key))
+    return np.argsort(key, kind="stable")
+
+
+def grouped(keys: np.ndarray, values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(``values`` ordered by ``keys``, ties by value; CSR pointers over keys ``0..n-1``), for
+    non-negative ints. One unstable sort of packed (key, value) words where they fit in 63 bits:
+    5x faster than a stable argsort plus a gather at ten million entries."""
+    ptr = _csr(keys, n)
+    if not len(keys):
+        return np.zeros(0, np.int64), ptr
+    shift = int(values.max()).bit_length()
+    if shift + int(n).bit_length() > 63:
+        return values[np.lexsort((values, keys))].astype(np.int64), ptr
+    packed = np.sort((keys.astype(np.int64) << shift) | values)
+    return packed & ((1 << shift) - 1), ptr
+
+
+def sorted_triples(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(a, b, c)`` reordered by ``(a, b)`` (non-negative ints, pairs distinct); one sort of a
+    packed word when all three fit in 63 bits, else a lexsort."""
+    if not len(a):
+        return a, b, c
+    sb, sc = int(b.max()).bit_length(), int(c.max()).bit_length()
+    if sb + sc + int(a.max()).bit_length() > 63:
+        o = np.lexsort((b, a))
+        return a[o], b[o], c[o]
+    packed = np.sort((((a.astype(np.int64) << sb) | b) << sc) | c)
+    return packed >> (sb + sc), (packed >> sc) & ((1 << sb) - 1), packed & ((1 << sc) - 1)
 
 
 def concat_ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Concatenation of ``arange(lo[i], hi[i])`` for every i, without a Python loop."""
     counts = hi - lo
-    return np.repeat(lo, counts) + (np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts))
+    out = np.arange(int(counts.sum()), dtype=np.int64)
+    out += np.repeat(lo - (np.cumsum(counts) - counts), counts)  # one repeat, added in place
+    return out
 
 
 def _ranges(ptr: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -267,7 +302,8 @@ def _assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next) -> T
     final = dfa.final
     dist = _distances(final, q_idx, pair_block, e_block, e_next, nb, S)
     alive_arc = dist[e_next] < UNREACHABLE
-    e_block, e_tok, e_next = e_block[alive_arc], e_tok[alive_arc], e_next[alive_arc]
+    if not alive_arc.all():  # (a word list: every arc is alive; skip copying ten million arcs)
+        e_block, e_tok, e_next = e_block[alive_arc], e_tok[alive_arc], e_next[alive_arc]
     blk_nonempty = np.bincount(e_block, minlength=nb) > 0
     sb_keep = blk_nonempty[pair_block]
     q_idx, b_idx, pair_block = q_idx[sb_keep], b_idx[sb_keep], pair_block[sb_keep]
@@ -288,11 +324,13 @@ def _assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next) -> T
     blk_new[used] = np.arange(int(used.sum()))
     pair_block = blk_new[pair_block]
     e_keep = used[e_block]
-    e_block, e_tok, e_next = blk_new[e_block[e_keep]], e_tok[e_keep], new_id[e_next[e_keep]]
+    if not e_keep.all():
+        e_block, e_tok, e_next = e_block[e_keep], e_tok[e_keep], e_next[e_keep]
+    e_block, e_next = blk_new[e_block], new_id[e_next]
     nbn, Sn = int(used.sum()), len(order)
 
     sb_order = order_by(q_idx, b_idx)
-    e_order = order_by(e_block, e_tok)
+    e_block, e_tok, e_next = sorted_triples(e_block, e_tok, e_next)
     fin = final[order].copy()
     d = dist[order].astype(np.int32)
     if not (dist[dfa.start] < UNREACHABLE):
@@ -305,8 +343,8 @@ def _assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next) -> T
         state_block_byte=b_idx[sb_order].astype(np.uint8),
         state_block_id=pair_block[sb_order].astype(np.int32),
         block_ptr=_csr(e_block, nbn),
-        block_tokens=e_tok[e_order].astype(np.int32),
-        block_next=e_next[e_order].astype(np.int32),
+        block_tokens=e_tok.astype(np.int32),
+        block_next=e_next.astype(np.int32),
         char_state=order.astype(np.int32),
     )
 
@@ -315,10 +353,8 @@ def token_fst_bytes(fsa: TokenFSA) -> bytes:
     """The factored token automaton as an OpenFst acceptor: state q --eps--> block state, and
     block state --(token id + 1)--> next state. Its language is exactly the token language."""
     S, NB = fsa.num_states, fsa.num_blocks
-    sb_state = np.repeat(np.arange(S), np.diff(fsa.state_block_ptr))
-    blk_entries = np.repeat(np.arange(NB), np.diff(fsa.block_ptr))
-    arc_state = np.concatenate([sb_state, S + blk_entries])
-    arc_label = np.concatenate([np.zeros(len(sb_state), np.int64), token_to_label(fsa.block_tokens.astype(np.int64))])
-    arc_next = np.concatenate([S + fsa.state_block_id.astype(np.int64), fsa.block_next.astype(np.int64)])
+    counts = np.concatenate([np.diff(fsa.state_block_ptr), np.diff(fsa.block_ptr)])
     final = np.concatenate([fsa.final, np.zeros(NB, bool)])
-    return vector_fst_bytes(S + NB, 0, final, arc_state, arc_label, arc_next)
+    # Arcs in state order: every state's eps links (to S + block), then every block's tokens.
+    parts = [(0, S + fsa.state_block_id.astype(np.int64)), (token_to_label(fsa.block_tokens), fsa.block_next)]
+    return vector_fst_bytes_by_count(S + NB, 0, final, counts, parts)

@@ -114,6 +114,9 @@ class TokenIndex:
         self.class_masks = _readonly(np.asarray(class_masks, dtype=np.int32))
         #: int64 [4]: number of tokens in each class.
         self.class_counts = _readonly(np.bincount(self.token_class, minlength=N_CLASSES + 1)[:N_CLASSES].astype(np.int64))
+        #: bool [4] / int64 ids: the classes that have tokens (every light compile reads them).
+        self.class_nonempty = _readonly(self.class_counts > 0)
+        self.nonempty_classes = _readonly(np.flatnonzero(self.class_nonempty))
 
         # Text tokens sorted by bytes and by reversed bytes, for bisect range queries. Python bytes
         # compare exactly (NULs included, unlike numpy's "S" dtype). Tuples, not lists: a tuple of
@@ -218,9 +221,10 @@ class TokenIndex:
 
     def ids_substrings_of(self, s: bytes) -> np.ndarray:
         """Sorted unique int32 ids of tokens whose bytes occur somewhere inside ``s``."""
-        first, keys, parts = self._first, self._keys, []
+        first, keys = self._first, self._keys
         m, nk = len(s), len(self._keys)
         seen: set[bytes] = set()
+        slots: list[int] = []  # sorted slots of the tokens found (Python ints: no numpy per substring)
         for i in range(m):
             for k in range(i + 1, min(m, i + self.max_len) + 1):
                 sub = s[i:k]
@@ -228,36 +232,50 @@ class TokenIndex:
                 if lo is not None:
                     if sub not in seen:
                         seen.add(sub)
-                        parts.append(self._key_ids[lo : bisect.bisect_right(keys, sub, lo)])
+                        slots.append(lo)
+                        lo += 1
+                        while lo < nk and keys[lo] == sub:  # ids that share the bytes (rare)
+                            slots.append(lo)
+                            lo += 1
                 else:  # stop growing once no token starts with sub (linear in len(s), not in max_len)
                     j = bisect.bisect_left(keys, sub)
                     if j >= nk or not keys[j].startswith(sub):
                         break
-        return np.unique(np.concatenate(parts)) if parts else _EMPTY
+        # Distinct substrings have disjoint slots, so the ids are distinct: a sort, no unique.
+        return np.sort(self._key_ids[slots]) if slots else _EMPTY
 
     def ids_starting_with(self, s: bytes, *, followed_by_nonword: bool = False) -> np.ndarray:
         """Sorted int32 ids of tokens that start with ``s`` (if ``followed_by_nonword``: with a
         non-word byte right after ``s``, so a token equal to ``s`` is not included)."""
-        return self._range_query(self._keys, self._key_ids, s, followed_by_nonword)
+        return np.sort(self._range_query(self._keys, self._key_ids, s, followed_by_nonword))
 
     def ids_ending_with(self, s: bytes, *, preceded_by_nonword: bool = False) -> np.ndarray:
         """Sorted int32 ids of tokens that end with ``s`` (if ``preceded_by_nonword``: with a
         non-word byte right before ``s``, so a token equal to ``s`` is not included)."""
+        return np.sort(self._range_query(self._rkeys, self._rkey_ids, s[::-1], preceded_by_nonword))
+
+    def ranges_starting_with(self, s: bytes, followed_by_nonword: bool) -> np.ndarray:
+        """`ids_starting_with`, unsorted (a caller that unions many queries sorts once)."""
+        return self._range_query(self._keys, self._key_ids, s, followed_by_nonword)
+
+    def ranges_ending_with(self, s: bytes, preceded_by_nonword: bool) -> np.ndarray:
+        """`ids_ending_with`, unsorted."""
         return self._range_query(self._rkeys, self._rkey_ids, s[::-1], preceded_by_nonword)
 
     def _range_query(self, keys: tuple[bytes, ...], ids: np.ndarray, s: bytes, nonword_next: bool) -> np.ndarray:
-        if not nonword_next:
-            lo = bisect.bisect_left(keys, s)
-            hi = bisect.bisect_left(keys, s + self._ff, lo)
-            return np.sort(ids[lo:hi])
-        parts = []
         lo0 = bisect.bisect_left(keys, s)
-        for a, b in NONWORD_RUNS:
-            lo = bisect.bisect_left(keys, s + bytes((a,)), lo0)
-            hi = bisect.bisect_left(keys, s + bytes((b + 1,)), lo)
+        if lo0 == len(keys) or not keys[lo0].startswith(s):
+            return _EMPTY  # no key starts with s (most queries of a long phrase): one bisect
+        hi0 = bisect.bisect_left(keys, s + self._ff, lo0)
+        if not nonword_next:
+            return ids[lo0:hi0]
+        parts = []
+        for a, b in NONWORD_RUNS:  # searched within the keys that start with s only
+            lo = bisect.bisect_left(keys, s + bytes((a,)), lo0, hi0)
+            hi = bisect.bisect_left(keys, s + bytes((b + 1,)), lo, hi0)
             if hi > lo:
                 parts.append(ids[lo:hi])
-        return np.sort(np.concatenate(parts)) if parts else _EMPTY
+        return np.concatenate(parts) if len(parts) > 1 else (parts[0] if parts else _EMPTY)
 
     def occurrences(self, s: bytes) -> tuple[np.ndarray, np.ndarray]:
         """Every occurrence of ``s`` inside a token, overlapping ones included: ``(token_ids,
@@ -283,8 +301,8 @@ class TokenIndex:
         else:  # rarest trigram of s, then verify the whole window
             sa = np.frombuffer(s, dtype=np.uint8).astype(np.uint32)
             grams = (sa[:-2] << 16) | (sa[1:-1] << 8) | sa[2:]
-            los = np.searchsorted(self._gram_codes, grams)
-            his = np.searchsorted(self._gram_codes, grams, side="right")
+            both = np.searchsorted(self._gram_codes, np.concatenate([grams, grams + 1]))  # left of g and of g + 1
+            los, his = both[: len(grams)], both[len(grams):]
             k = int(np.argmin(his - los))
             cand = self._gram_pos[los[k] : his[k]] - k
             cand = cand[(cand >= 0) & (cand + m <= len(blob))]

@@ -26,23 +26,43 @@ def vector_fst_bytes(
     num_states: int, start: int, final: np.ndarray, arc_state: np.ndarray, arc_label: np.ndarray, arc_next: np.ndarray
 ) -> bytes:
     """Serialize an unweighted acceptor. Arcs must be sorted by ``arc_state``; label 0 is epsilon."""
-    arc_state = np.asarray(arc_state, np.int64)
-    counts = np.bincount(arc_state, minlength=num_states).astype(np.int64)
+    counts = np.bincount(np.asarray(arc_state, np.int64), minlength=num_states)
+    return vector_fst_bytes_by_count(num_states, start, final, counts, [(arc_label, arc_next)])
+
+
+def vector_fst_bytes_by_count(num_states: int, start: int, final: np.ndarray, counts: np.ndarray, parts) -> bytes:
+    """`vector_fst_bytes` with the arcs given as ``counts`` (arcs per state, in state order) and
+    ``parts``, a list of (labels, next states) whose concatenation is every arc in state order
+    (a label may be a scalar): large automata skip building a per-arc state array."""
+    counts = np.asarray(counts, np.int64)
+    n_arcs = int(counts.sum())
     header = (
         struct.pack("<i", _MAGIC) + _string("vector") + _string("standard")
-        + struct.pack("<iiQqqq", _VECTOR_VERSION, 0, _PROPS_EXPANDED_MUTABLE, start, num_states, len(arc_state))
+        + struct.pack("<iiQqqq", _VECTOR_VERSION, 0, _PROPS_EXPANDED_MUTABLE, start, num_states, n_arcs)
     )
-    # Every field is 4 or 8 bytes and every record a multiple of 4: scatter 32-bit words.
-    words = 3 + 4 * counts  # per state: final weight, arc count (2 words), 4 words per arc
-    offsets = np.zeros(num_states, np.int64)
-    np.cumsum(words[:-1], out=offsets[1:])
-    body = np.zeros(int(words.sum()), "<i4")
-    body[offsets] = np.where(np.asarray(final, bool), 0.0, np.inf).astype("<f4").view("<i4")
-    body[offsets + 1] = counts.astype("<i8").view("<i4")[0::2]
-    body[offsets + 2] = counts.astype("<i8").view("<i4")[1::2]
-    first_arc = np.cumsum(counts) - counts
-    pos = offsets[arc_state] + 3 + 4 * (np.arange(len(arc_state)) - first_arc[arc_state])
-    body[pos] = arc_label
-    body[pos + 1] = arc_label
-    body[pos + 3] = arc_next  # weight word (pos + 2) stays 0.0: a free arc
+    # Every field is 4 or 8 bytes and every record a multiple of 4: 32-bit words. Per state: a
+    # 3-word head (final weight, arc count as int64), then its arcs, 4 words each. Heads and arcs
+    # are filled as dense [S, 3] / [A, 4] arrays and merged with one boolean mask, which writes
+    # the body in order (scattering each field through an index array was 4x slower at 15M arcs).
+    heads = np.empty((num_states, 3), "<i4")
+    heads[:, 0] = np.where(np.asarray(final, bool), 0.0, np.inf).astype("<f4").view("<i4")
+    heads[:, 1:] = counts.astype("<i8").view("<i4").reshape(num_states, 2)
+    arcs = np.zeros((n_arcs, 4), "<i4")  # the weight word (2) stays 0.0: a free arc
+    at = 0
+    for label, nxt in parts:
+        n = len(nxt)
+        arcs[at:at + n, 0] = label
+        arcs[at:at + n, 1] = label
+        arcs[at:at + n, 3] = nxt
+        at += n
+    if at != n_arcs:
+        raise ValueError(f"vector_fst_bytes: {at} arcs given, the counts say {n_arcs}")
+    words = 3 + 4 * counts
+    is_head = np.zeros(int(words.sum()), bool)
+    head_at = np.cumsum(words) - words
+    for k in range(3):
+        is_head[head_at + k] = True
+    body = np.empty(len(is_head), "<i4")
+    body[is_head] = heads.ravel()
+    body[~is_head] = arcs.ravel()
     return header + body.tobytes()

@@ -130,3 +130,17 @@ def test_canonical_only_keeps_the_tokenizers_own_spellings(a1, tok):
     allowed_all, allowed_canon = set(m_all.allowed_token_ids().tolist()), set(m_canon.allowed_token_ids().tolist())
     assert allowed_canon < allowed_all
     assert any(t in allowed_all and t not in allowed_canon for t in fallback)
+
+
+def test_canonical_works_after_a_compile_from_the_bare_vocabulary(tok, monkeypatch):
+    """The process's Compiler for a tokenizer must not stay the one a bare Vocab made first: that
+    one cannot run the tokenizer that canonical=True needs (it failed only on a cold disk cache)."""
+    from fstbeam.contract.vocab import load_vocab
+
+    monkeypatch.setenv("FSTBEAM_NO_DISK_CACHE", "1")
+    fstbeam.compile_constraints(words=["cat", "dog"], tokenizer=load_vocab("default"))
+    canon = fstbeam.compile_constraints(words=["cat", "dog"], tokenizer="default", canonical=True)
+    m = canon.matcher()
+    for t in tok.encode("cat dog", add_special_tokens=False).ids:
+        m.advance(t)
+    assert m.is_final()

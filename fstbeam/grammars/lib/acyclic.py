@@ -115,29 +115,59 @@ def _children(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return child_lo, deg
 
 
-def _classes(parent, byte, final, height) -> tuple[np.ndarray, int]:
+def _classes(parent, byte, final, height, child_lo, deg) -> tuple[np.ndarray, int]:
     """Equivalence class of every trie node (= state of the minimal DFA) and the class count."""
     n = len(parent)
-    child_lo, deg = _children(parent)
-    cls = np.full(n, -1, np.int64)
+    cls = np.empty(n, np.int64)  # every node gets its class below (each has a height)
     order = np.argsort(height.astype(np.int16), kind="stable")  # radix sort
-    cuts = np.flatnonzero(np.diff(height[order])) + 1
+    ends = np.cumsum(np.bincount(height)).tolist()  # nodes of height h: order[ends[h-1]:ends[h]]
     total = 0
-    for nodes in np.split(order, cuts):
+    for lo, hi in zip([0] + ends[:-1], ends):
+        if lo == hi:
+            continue
+        nodes = order[lo:hi]
         d = deg[nodes]
-        _, rank = np.unique(final[nodes].astype(np.int64) * (int(d.max()) + 1) + d, return_inverse=True)
-        rank = rank.astype(np.int64)
+        rank, _ = dense_rank(final[nodes].astype(np.int64) * (int(d.max()) + 1) + d)
         m = 256 * total + 1  # keys (rank, byte, child class) packed below rank * m
         for j in range(int(d.max())):
             has = np.flatnonzero(d > j)
             c = child_lo[nodes[has]] + j
             key = rank[has] * m + byte[c].astype(np.int64) * total + cls[c]
-            _, inv = np.unique(key, return_inverse=True)
+            inv, _ = dense_rank(key)
             rank[has] = int(rank.max()) + 1 + inv
-        _, rank = np.unique(rank, return_inverse=True)
+        rank, k = dense_rank(rank)
         cls[nodes] = total + rank
-        total += int(rank.max()) + 1
+        total += k
     return cls, total
+
+
+def dense_rank(v: np.ndarray) -> tuple[np.ndarray, int]:
+    """(rank of each value among the distinct values, their count): ``np.unique``'s inverse,
+    without its stable argsort where it can: a table lookup when the values span little more
+    than their count, else one sort of packed (value, position) words when they fit 63 bits."""
+    n = len(v)
+    if n == 0:
+        return np.zeros(0, np.int64), 0
+    lo = int(v.min())
+    v = v.astype(np.int64) - lo
+    span = int(v.max()) + 1
+    if span <= 4 * n + 4096:
+        present = np.zeros(span, bool)
+        present[v] = True
+        remap = np.cumsum(present) - 1
+        return remap[v], int(remap[-1]) + 1
+    ib = (n - 1).bit_length()
+    if (span - 1).bit_length() + ib > 63:
+        _, inv = np.unique(v, return_inverse=True)
+        return inv.reshape(-1).astype(np.int64), int(inv.max()) + 1
+    packed = np.sort((v << ib) | np.arange(n))
+    k = packed >> ib
+    r = np.empty(n, np.int64)
+    r[0] = 0
+    np.cumsum(k[1:] != k[:-1], out=r[1:])
+    inv = np.empty(n, np.int64)
+    inv[packed & ((1 << ib) - 1)] = r
+    return inv, int(r[-1]) + 1
 
 
 def minimal_acyclic_dfa(forms: np.ndarray) -> AcyclicDFA:
@@ -153,10 +183,10 @@ def minimal_acyclic_dfa(forms: np.ndarray) -> AcyclicDFA:
     lens = np.count_nonzero(mat, axis=1)
     parent, byte, final, levels = _trie(mat, lens, _lcp(mat))
     del mat
-    cls, k = _classes(parent, byte, final, _heights(parent, levels))
+    child_lo, deg = _children(parent)
+    cls, k = _classes(parent, byte, final, _heights(parent, levels), child_lo, deg)
     rep = np.zeros(k, np.int64)
     rep[cls] = np.arange(len(cls))
-    child_lo, deg = _children(parent)
     lo, counts = child_lo[rep], deg[rep]
     ptr = np.zeros(k + 1, np.int64)
     np.cumsum(counts, out=ptr[1:])

@@ -184,10 +184,10 @@ def text_dfa(w: AcyclicDFA, k: Control, *, start: int, enter: int, base_end: int
 
 def _reach(n: int, seeds: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """States reachable from ``seeds`` along arcs src -> dst (breadth-first, numpy)."""
-    order = np.argsort(src, kind="stable")
     ptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(src, minlength=n), out=ptr[1:])
-    nxt = dst[order]
+    shift = max(n - 1, 1).bit_length()  # one sort of packed (src, dst) words, no argsort + gather
+    nxt = np.sort((src.astype(np.int64) << shift) | dst) & ((1 << shift) - 1)
     seen = np.zeros(n, bool)
     seen[seeds] = True
     frontier = np.asarray(seeds, np.int64)
@@ -216,5 +216,8 @@ def _trim(final, start, src, byte, dst) -> TextDFA:
     new[order] = np.arange(len(order))
     a = keep[src] & keep[dst]
     src, byte, dst = new[src[a]], byte[a], new[dst[a]]
-    o = np.argsort(src * 256 + byte, kind="stable")
-    return TextDFA(final[order], src[o], byte[o].astype(np.uint8), dst[o])
+    key = src * 256 + byte
+    if (key[1:] < key[:-1]).any():  # pure states keep W's order: often sorted already
+        o = np.argsort(key, kind="stable")
+        src, byte, dst = src[o], byte[o], dst[o]
+    return TextDFA(final[order], src, byte.astype(np.uint8), dst)
