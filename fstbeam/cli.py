@@ -20,7 +20,26 @@ from .compiler.cli import add_constraint_flags, nonempty, parse_params, phrase_i
 from .inputs import is_jsonl
 from .templates import TEMPLATES, prompt_format  # noqa: F401 - TEMPLATES re-exported
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "add_scoring_flags", "scoring_options"]
+
+
+def add_scoring_flags(group) -> None:
+    """``--renormalize`` and ``--shortlist`` (also used by ``fstbeam batch``)."""
+    group.add_argument("--renormalize", action="store_true",
+                       help="score each step over the allowed tokens only (log-probabilities renormalized); "
+                            "lets the shortlist output layer skip forbidden tokens' logits (docs/decoding.md)")
+    group.add_argument("--shortlist", choices=("auto", "on", "off"), default="auto",
+                       help="with --renormalize: compute the logits of the allowed tokens only: auto (where it pays, "
+                            "the default), on (always; an error where the model's head cannot do it exactly), off")
+
+
+def scoring_options(args) -> dict:
+    """SearchConfig options of :func:`add_scoring_flags`; ``ValueError`` for ``--shortlist on``
+    without ``--renormalize``."""
+    if args.shortlist == "on" and not args.renormalize:
+        raise ValueError("--shortlist on needs --renormalize: the full softmax (the default scoring) needs every "
+                         "logit; add --renormalize, or use --shortlist auto/off")
+    return {"renormalize": bool(args.renormalize), "shortlist": args.shortlist}
 
 
 
@@ -59,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--stop-at-newline", action="store_true",
                    help="end an output at a newline (where the constraints allow ending); a base model answering "
                         "a question otherwise goes on to invent the next question")
+    add_scoring_flags(m)
     out = g.add_argument_group("output")
     out.add_argument("--jsonl", action="store_true", help="one JSON object per prompt")
     out.add_argument("-q", "--quiet", action="store_true", help="only the generated text")
@@ -126,7 +146,7 @@ def _generate(args) -> int:
             prompts, constraints, lines, bad_lines = _jsonl_inputs(args.file, prompts, cc, decoder)
             if not prompts:
                 return 2
-        opts = dict(batch_size=args.batch_size)
+        opts = dict(batch_size=args.batch_size, **scoring_options(args))
         if args.stop_at_newline:
             opts["stop_at"] = "line"
         opts.update(_answer_options(args, decoder))
