@@ -74,7 +74,7 @@ def add_batch_parser(sub) -> argparse.ArgumentParser:
                    help="no token N-gram twice in an output (0 = off; fstbeam generate uses 4)")
     m.add_argument("--batch-size", type=_positive, default=8, help="inputs decoded together per model (default 8)")
     m.add_argument("--stop-at-newline", action="store_true", help="end an output at a newline")
-    from .cli import add_scoring_flags
+    from .cli_flags import add_scoring_flags
 
     add_scoring_flags(m)
     b.add_argument("-q", "--quiet", action="store_true", help="no progress, only the final line")
@@ -86,7 +86,7 @@ def _job(args):
     from .distributed.job import BatchJob
     from .distributed.ray_data import worker_config
 
-    from .cli import scoring_options
+    from .cli_flags import scoring_options
 
     opts = dict(beam_size=args.beam, max_new_tokens=args.max_new_tokens)
     # non-default settings only: a job started without them keeps its configuration (and resumes)

@@ -16,31 +16,12 @@ import json
 import sys
 from pathlib import Path
 
+from .cli_flags import add_scoring_flags, scoring_options
 from .compiler.cli import add_constraint_flags, nonempty, parse_params, phrase_items, utf8_text
 from .inputs import is_jsonl
 from .templates import TEMPLATES, prompt_format  # noqa: F401 - TEMPLATES re-exported
 
-__all__ = ["main", "build_parser", "add_scoring_flags", "scoring_options"]
-
-
-def add_scoring_flags(group) -> None:
-    """``--renormalize`` and ``--shortlist`` (also used by ``fstbeam batch``)."""
-    group.add_argument("--renormalize", action="store_true",
-                       help="score each step over the allowed tokens only (log-probabilities renormalized); "
-                            "lets the shortlist output layer skip forbidden tokens' logits (docs/decoding.md)")
-    group.add_argument("--shortlist", choices=("auto", "on", "off"), default="auto",
-                       help="with --renormalize: compute the logits of the allowed tokens only: auto (where it pays, "
-                            "the default), on (always; an error where the model's head cannot do it exactly), off")
-
-
-def scoring_options(args) -> dict:
-    """SearchConfig options of :func:`add_scoring_flags`; ``ValueError`` for ``--shortlist on``
-    without ``--renormalize``."""
-    if args.shortlist == "on" and not args.renormalize:
-        raise ValueError("--shortlist on needs --renormalize: the full softmax (the default scoring) needs every "
-                         "logit; add --renormalize, or use --shortlist auto/off")
-    return {"renormalize": bool(args.renormalize), "shortlist": args.shortlist}
-
+__all__ = ["main", "build_parser"]
 
 
 def build_parser() -> argparse.ArgumentParser:

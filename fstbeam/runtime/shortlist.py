@@ -282,7 +282,7 @@ def _artifact_ids(hard) -> np.ndarray:
     ids = np.union1d(np.flatnonzero(unpack_bitmask(row.astype(np.int32), V)),
                      np.asarray(hard.state_sparse_tokens, np.int64)).astype(np.int64)
     _ARTIFACT_IDS[id(hard)] = (hard, ids)
-    while len(_ARTIFACT_IDS) > 16:
+    while len(_ARTIFACT_IDS) > 4:  # entries hold their artifact: keep few
         _ARTIFACT_IDS.popitem(last=False)
     return ids
 
