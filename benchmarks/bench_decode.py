@@ -20,6 +20,7 @@ Sections (each prints its ratios; everything lands in one JSON file):
    or ``"on"`` with ``--shortlist on``),
    8 prompts in one batch x beam 5, all to the length limit (same number of steps), run
    alternately; ratios to unconstrained and shortlist to full head; whether the outputs agree.
+   ``--union`` adds the shortlist without its static set (the per-step union of the rows' masks).
 
 Times are wall-clock seconds and process CPU seconds (``time.process_time``: the machine is
 shared, so CPU time is the steadier figure; ratios use it). Timings live here, never in tests.
@@ -145,8 +146,22 @@ def interleaved(n, *fns):
     return tuple((o[0], b, o[2]) for o, b in zip(outs, bests))
 
 
-def shortlist_section(dec, prompts, beam, steps, repeats, shortlist_mode="auto") -> dict:
-    """6. Unconstrained vs A1/B1 with the full head and with the shortlist, same prompts and steps."""
+def _per_step_union(fn):
+    """``fn`` with the static shortlist turned off (the per-step union of the rows' masks)."""
+    from fstbeam.runtime import shortlist
+
+    def run():
+        saved, shortlist.STATIC_MAX_FRACTION = shortlist.STATIC_MAX_FRACTION, 0.0
+        try:
+            return fn()
+        finally:
+            shortlist.STATIC_MAX_FRACTION = saved
+    return run
+
+
+def shortlist_section(dec, prompts, beam, steps, repeats, shortlist_mode="auto", union=False) -> dict:
+    """6. Unconstrained vs A1/B1 with the full head and with the shortlist, same prompts and steps
+    (``union``: also the shortlist without the static set, a per-step union)."""
     from fstbeam.compiler.compile import compile_constraints
 
     levels = {lvl: compile_constraints(cefr=lvl, tokenizer=dec.vocab, leading_space=True) for lvl in ("A1", "B1")}
@@ -156,6 +171,9 @@ def shortlist_section(dec, prompts, beam, steps, repeats, shortlist_mode="auto")
         for head in ("full", "shortlist"):
             mode = "off" if head == "full" else shortlist_mode
             runs[f"{lvl}_{head}"] = lambda cc=cc, mode=mode: fst_run(dec, prompts, cc, **kw, renormalize=True, shortlist=mode)
+        if union:
+            runs[f"{lvl}_union"] = _per_step_union(
+                lambda cc=cc: fst_run(dec, prompts, cc, **kw, renormalize=True, shortlist=shortlist_mode))
     names = list(runs)
     load0 = os.getloadavg()
     outs = dict(zip(names, interleaved(repeats, *runs.values())))
@@ -177,6 +195,13 @@ def shortlist_section(dec, prompts, beam, steps, repeats, shortlist_mode="auto")
         sec[f"{lvl}_identical_tokens"] = [a.token_ids for a in full] == [b.token_ids for b in short]
         sec[f"{lvl}_max_score_diff"] = max(abs(a.score - b.score) for a, b in zip(full, short))
         sec[f"{lvl}_texts"] = [r.text for r in short]
+        if union:
+            (uni, t_u, s_u) = outs[f"{lvl}_union"]
+            sec[f"{lvl}_static_vs_union_per_step"] = (t_s.cpu / s_s.steps) / (t_u.cpu / s_u.steps)
+            sec[f"{lvl}_union_identical_tokens"] = [a.token_ids for a in full] == [b.token_ids for b in uni]
+            print(f"[6] {lvl}: per-step union {sec['configs'][f'{lvl}_union']['per_step_vs_unconstrained']:.3f}x vs "
+                  f"unconstrained; static/union {sec[f'{lvl}_static_vs_union_per_step']:.3f}x; identical tokens "
+                  f"{sec[f'{lvl}_union_identical_tokens']}")
         print(f"[6] {lvl}: full head {sec['configs'][f'{lvl}_full']['per_step_vs_unconstrained']:.3f}x, shortlist "
               f"{sec['configs'][f'{lvl}_shortlist']['per_step_vs_unconstrained']:.3f}x per step vs unconstrained "
               f"(shortlist/full {sec[f'{lvl}_shortlist_vs_full_per_step']:.3f}x); identical tokens "
@@ -195,6 +220,7 @@ def main(argv=None) -> int:
     ap.add_argument("--beam", type=int, default=5)
     ap.add_argument("--sections", default="1,2,3,4,5,6", help="which sections to run, e.g. 3,4")
     ap.add_argument("--shortlist", default="auto", choices=("auto", "on"), help="section 6: the shortlist setting measured")
+    ap.add_argument("--union", action="store_true", help="section 6: also the shortlist without the static set (per-step union)")
     ap.add_argument("--repeats", type=int, default=None, help="runs per configuration, min CPU time kept (default 2 quick, 3 full)")
     args = ap.parse_args(argv)
     out_path = Path(args.out or ("benchmarks/results/decode_quick.json" if args.quick else "benchmarks/results/decode.json"))
@@ -339,7 +365,7 @@ def main(argv=None) -> int:
               f"{sec4['least_advanced_throughput_ratio_wall']:.2f}x wall ({s_sl.steps} steps); identical outputs: {same}")
 
     if 6 in sections:
-        result["shortlist"] = shortlist_section(dec, (LEARNER + MT)[:8], beam, M, R, args.shortlist)
+        result["shortlist"] = shortlist_section(dec, (LEARNER + MT)[:8], beam, M, R, args.shortlist, args.union)
 
     env["loadavg_end"] = os.getloadavg()
     out_path.parent.mkdir(parents=True, exist_ok=True)

@@ -74,6 +74,9 @@ def add_batch_parser(sub) -> argparse.ArgumentParser:
                    help="no token N-gram twice in an output (0 = off; fstbeam generate uses 4)")
     m.add_argument("--batch-size", type=_positive, default=8, help="inputs decoded together per model (default 8)")
     m.add_argument("--stop-at-newline", action="store_true", help="end an output at a newline")
+    from .cli_flags import add_scoring_flags
+
+    add_scoring_flags(m)
     b.add_argument("-q", "--quiet", action="store_true", help="no progress, only the final line")
     return b
 
@@ -83,7 +86,11 @@ def _job(args):
     from .distributed.job import BatchJob
     from .distributed.ray_data import worker_config
 
+    from .cli_flags import scoring_options
+
     opts = dict(beam_size=args.beam, max_new_tokens=args.max_new_tokens)
+    # non-default settings only: a job started without them keeps its configuration (and resumes)
+    opts.update({k: v for k, v in scoring_options(args).items() if v not in (False, "auto")})
     opts.update({k: v for k, v in (("min_new_tokens", args.min_new_tokens), ("no_repeat_ngram", args.no_repeat_ngram)) if v})
     if args.length_reward is not None:
         opts["length_reward"] = args.length_reward
@@ -106,7 +113,11 @@ def run(args) -> int:
         print(f"fstbeam batch: no artifact at {args.constraints}: compile one with "
               f"`compile-constraints compile ... -o {args.constraints}`", file=sys.stderr)
         return 2
-    job = _job(args)
+    try:
+        job = _job(args)
+    except ValueError as exc:
+        print(f"fstbeam batch: {exc}", file=sys.stderr)
+        return 2
     progress = None
     if args.quiet:
         progress = _Silent()

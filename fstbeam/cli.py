@@ -16,12 +16,12 @@ import json
 import sys
 from pathlib import Path
 
+from .cli_flags import add_scoring_flags, scoring_options
 from .compiler.cli import add_constraint_flags, nonempty, parse_params, phrase_items, utf8_text
 from .inputs import is_jsonl
 from .templates import TEMPLATES, prompt_format  # noqa: F401 - TEMPLATES re-exported
 
 __all__ = ["main", "build_parser"]
-
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--stop-at-newline", action="store_true",
                    help="end an output at a newline (where the constraints allow ending); a base model answering "
                         "a question otherwise goes on to invent the next question")
+    add_scoring_flags(m)
     out = g.add_argument_group("output")
     out.add_argument("--jsonl", action="store_true", help="one JSON object per prompt")
     out.add_argument("-q", "--quiet", action="store_true", help="only the generated text")
@@ -126,7 +127,7 @@ def _generate(args) -> int:
             prompts, constraints, lines, bad_lines = _jsonl_inputs(args.file, prompts, cc, decoder)
             if not prompts:
                 return 2
-        opts = dict(batch_size=args.batch_size)
+        opts = dict(batch_size=args.batch_size, **scoring_options(args))
         if args.stop_at_newline:
             opts["stop_at"] = "line"
         opts.update(_answer_options(args, decoder))

@@ -295,11 +295,12 @@ class SearchEngine:
     # ============================================================================ one step
     def _output_layer(self, model_out: torch.Tensor, mask: torch.Tensor) -> StepLogits:
         """The step's logits: the model's as they are, or computed from its hidden states over the
-        shortlist of allowed tokens (or over every token where that does not pay). A shortlist
-        costs one host read per step: the union's size shapes the gathered weight rows."""
+        shortlist of allowed tokens (or over every token where that does not pay). The static
+        shortlist of the batch's tables costs no host read; a per-step union costs one (its
+        size shapes the gathered weight rows)."""
         if self.shortlist is None:
             return StepLogits(model_out, mask, None, self._eos)
-        out = self.shortlist.logits(model_out, mask)
+        out = self.shortlist.logits(model_out, mask, self.tables)
         self.stats.shortlist_steps += out.ids is not None
         return out
 

@@ -16,22 +16,36 @@ the allowed tokens (``renormalize=True``) nothing outside that set contributes t
    to float rounding (the log-sum-exp is taken over a different set and shifted back).
 
 Whether it pays depends on ``|U|`` against ``V`` and on the rows: :func:`pays` encodes the crossover
-measured by ``benchmarks/bench_shortlist.py``. The output layer comes from the model adapter
+measured by ``benchmarks/bench_shortlist.py``.
+
+**Static shortlist.** Steps 1-2 cost a union, a host read (``|U|`` shapes the gather) and a copy
+of ``|U|`` weight rows per step. When every input of the batch has a word list or grammar (a hard
+automaton), the set ``S`` of tokens that *any* of its states allows is known when the tables are
+built (an OR of the artifact's dense mask rows plus its sparse tokens; light automata and output
+guards only clear bits). ``W[S]`` is gathered once per model and artifact set and kept
+(:class:`OutputHead`), so a step is one ``[R, d] x [d, |S|]`` product and a bit remap, with no
+union, no gather and no host read. ``S`` is larger than a step's union (CEFR A1: 21,172 against
+about 15,000 for 40 rows) but streaming ``W[S]`` once costs less than reading, writing and reading
+again ``W[U]``; it is used while ``|S| <= STATIC_MAX_FRACTION * V`` (the cached rows' memory),
+else the per-step union. The output layer comes from the model adapter
 (:meth:`CausalLMAdapter.output_projection`), checked once against the model's own logits, so a
 model whose logits are not ``softcap(hidden @ W.T + b)`` (a logit scale, a non-linear head) keeps
 the full head.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from ..errors import DecodeError
 from ..kernels.bitmask import pack_bool_mask_torch, unpack_bitmask_torch
 from .config import ShortlistMode
 
-__all__ = ["OutputHead", "HiddenTap", "probe_output_head", "StepLogits", "Shortlist", "pays", "union_ids", "sub_mask"]
+__all__ = ["OutputHead", "HiddenTap", "probe_output_head", "StepLogits", "Shortlist", "StaticPlan", "pays", "union_ids",
+           "sub_mask", "sub_mask_torch", "static_ids"]
 
 # Measured crossover (benchmarks/bench_shortlist.py -> results/shortlist_crossover.json, 2-core CPU,
 # V=262144, d=640): the shortlist step is faster while |U| / V stays below about 0.2 (a loaded
@@ -40,6 +54,11 @@ __all__ = ["OutputHead", "HiddenTap", "probe_output_head", "StepLogits", "Shortl
 # pays only below about 0.15.
 MAX_FRACTION_ONE_ROW = 0.15
 MAX_FRACTION = 0.25
+# The static shortlist is used up to this share of V: always cheaper than the full head (a subset
+# of its rows, streamed once), bounded for the memory of the cached rows (at most 0.35 * 671 MB
+# for the default model; CEFR A1 0.08, B1 0.21, B2 0.27).
+STATIC_MAX_FRACTION = 0.35
+_STATIC_ENTRIES = 2  # cached row sets per output head (e.g. two word lists used in turn)
 
 
 def pays(columns: int, rows: int, vocab: int) -> bool:
@@ -59,6 +78,7 @@ class OutputHead:
     bias: torch.Tensor | None  # [V]
     softcap: float | None
     _buf: torch.Tensor | None = field(default=None, repr=False)  # gathered rows, reused across searches
+    _static: OrderedDict = field(default_factory=OrderedDict, repr=False)  # key -> StaticPlan
 
     def _gather(self, ids: torch.Tensor) -> torch.Tensor:
         """``weight[ids]`` into a buffer that only grows (by a quarter at least): no page faults
@@ -69,10 +89,27 @@ class OutputHead:
             self._buf = torch.empty(rows, w.shape[1], dtype=w.dtype, device=w.device)
         return torch.index_select(w, 0, ids, out=self._buf[:M])
 
-    def logits(self, hidden: torch.Tensor, ids: torch.Tensor | None = None) -> torch.Tensor:
-        """Logits of every id, or of ``ids`` only."""
+    def static_plan(self, key: tuple, ids: torch.Tensor, keep: tuple) -> "StaticPlan":
+        """The rows ``weight[ids]`` (and bias) gathered once and kept under ``key`` (with the
+        weight's version: an in-place change of the weight drops them); ``keep`` holds the
+        objects ``key`` names by ``id()``, so no id is reused while the entry lives."""
+        key = key + (self.weight.data_ptr(), self.weight._version)
+        plan = self._static.get(key)
+        if plan is None:
+            b = self.bias.index_select(0, ids).contiguous() if self.bias is not None else None
+            plan = StaticPlan(ids, self.weight.index_select(0, ids).contiguous(), b, keep)
+            self._static[key] = plan
+            while len(self._static) > _STATIC_ENTRIES:
+                self._static.popitem(last=False)
+        self._static.move_to_end(key)
+        return plan
+
+    def logits(self, hidden: torch.Tensor, ids: torch.Tensor | None = None, *, plan: "StaticPlan | None" = None) -> torch.Tensor:
+        """Logits of every id, of ``ids`` only, or of a static plan's ids (rows already gathered)."""
         w, b = self.weight, self.bias
-        if ids is not None:
+        if plan is not None:
+            w, b = plan.weight, plan.bias
+        elif ids is not None:
             w = self._gather(ids)
             b = b.index_select(0, ids) if b is not None else None
         x = torch.nn.functional.linear(hidden.to(w.dtype), w, b)
@@ -183,11 +220,89 @@ def union_ids(mask: torch.Tensor, vocab: int, extra: torch.Tensor) -> torch.Tens
     return allowed.nonzero().squeeze(1)
 
 
-def sub_mask(mask: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+def sub_mask_torch(mask: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """The rows of ``mask`` [R, W] over the columns ``ids`` [M]: int32 [R, ceil(M/32)]."""
     words = mask.index_select(1, ids >> 5)  # [R, M]
     bits = (words >> (ids & 31).to(torch.int32)) & 1
     return pack_bool_mask_torch(bits.bool())
+
+
+def _cpu_bits():
+    try:
+        from ..kernels import cpu_bits
+    except ImportError:  # no numba: the torch version
+        return None
+    return cpu_bits
+
+
+def sub_mask(mask: torch.Tensor, ids: torch.Tensor, words: torch.Tensor | None = None,
+             shifts: torch.Tensor | None = None) -> torch.Tensor:
+    """:func:`sub_mask_torch`, by the numba kernel on CPU (``words``/``shifts``: ``ids >> 5``,
+    ``ids & 31``, when the caller keeps them)."""
+    kernel = _cpu_bits() if mask.device.type == "cpu" else None
+    if kernel is None:
+        return sub_mask_torch(mask, ids)
+    if words is None:
+        words, shifts = ids >> 5, ids & 31
+    return kernel.select_bits(mask, words, shifts)
+
+
+# ---------------------------------------------------------------------------------------------
+# The static shortlist of a batch's tables
+# ---------------------------------------------------------------------------------------------
+@dataclass(eq=False)
+class StaticPlan:
+    """The tokens any state of a batch's automata allows (plus EOS) and their output rows."""
+
+    ids: torch.Tensor  # [M] int64, sorted
+    weight: torch.Tensor  # [M, d]
+    bias: torch.Tensor | None  # [M]
+    keep: tuple = field(default=(), repr=False)
+    words: torch.Tensor = field(init=False, repr=False)
+    shifts: torch.Tensor = field(init=False, repr=False)
+
+    def __post_init__(self):
+        self.words, self.shifts = self.ids >> 5, self.ids & 31
+
+
+_ARTIFACT_IDS: OrderedDict = OrderedDict()  # id(hard tables) -> (hard tables, ids)
+
+
+def _artifact_ids(hard) -> np.ndarray:
+    """Sorted ids some state of one hard automaton allows: the OR of its dense mask rows and
+    its sparse tokens (cached per artifact)."""
+    hit = _ARTIFACT_IDS.get(id(hard))
+    if hit is not None and hit[0] is hard:
+        return hit[1]
+    from ..contract.bitmask import unpack_bitmask
+
+    V = int(hard.width)
+    dense = np.asarray(hard.dense_masks, np.int32)
+    row = np.bitwise_or.reduce(dense, axis=0) if dense.shape[0] else np.zeros(-(-V // 32), np.int32)
+    ids = np.union1d(np.flatnonzero(unpack_bitmask(row.astype(np.int32), V)),
+                     np.asarray(hard.state_sparse_tokens, np.int64)).astype(np.int64)
+    _ARTIFACT_IDS[id(hard)] = (hard, ids)
+    while len(_ARTIFACT_IDS) > 4:  # entries hold their artifact: keep few
+        _ARTIFACT_IDS.popitem(last=False)
+    return ids
+
+
+def static_ids(inputs, eos: torch.Tensor, vocab: int) -> tuple[np.ndarray | None, tuple]:
+    """The ids any state of the inputs' hard automata allows, plus ``eos`` (sorted), and the hard
+    automata; ``None`` when an input has none (unconstrained: every token; lights only: every
+    text token) or the set exceeds ``STATIC_MAX_FRACTION`` of the vocabulary."""
+    hards: list = []
+    for inp in inputs:
+        if not inp.constrained or inp.hard is None:
+            return None, ()
+        if all(h is not inp.hard for h in hards):
+            hards.append(inp.hard)
+    if not hards:
+        return None, ()
+    ids = np.unique(np.concatenate([_artifact_ids(h) for h in hards] + [eos.cpu().numpy().astype(np.int64)]))
+    if ids.size > STATIC_MAX_FRACTION * vocab or (ids.size and (ids[0] < 0 or ids[-1] >= vocab)):
+        return None, ()
+    return ids, tuple(hards)
 
 
 class Shortlist:
@@ -196,9 +311,31 @@ class Shortlist:
 
     def __init__(self, head: OutputHead, mode: ShortlistMode, vocab: int, eos: torch.Tensor):
         self.head, self.mode, self.V, self.eos = head, mode, int(vocab), eos
+        self._tables = None  # the tables the static plan below was made for
+        self._plan: tuple | None = None  # (StaticPlan, EOS columns)
 
-    def logits(self, hidden: torch.Tensor, mask: torch.Tensor) -> StepLogits:
+    def _static(self, tables) -> tuple | None:
+        """The static plan of ``tables`` (made once per tables object: per batch composition)."""
+        if tables is None:
+            return None
+        if tables is not self._tables:
+            self._tables, self._plan = tables, None
+            ids, hards = static_ids(tables.inputs, self.eos, self.V)
+            if ids is not None:
+                ids_t = torch.as_tensor(ids, device=self.head.weight.device)
+                plan = self.head.static_plan(tuple(id(h) for h in hards), ids_t, hards)
+                self._plan = (plan, torch.searchsorted(plan.ids, self.eos))
+        return self._plan
+
+    def logits(self, hidden: torch.Tensor, mask: torch.Tensor, tables=None) -> StepLogits:
+        """The step's logits from the final hidden states; ``tables`` (the batch's pooled
+        :class:`~.tables.Tables`) enables the static shortlist."""
         R = int(hidden.shape[0])
+        static = self._static(tables) if self.mode != "off" else None
+        if static is not None:
+            plan, eos_cols = static
+            logits = self.head.logits(hidden, plan=plan)
+            return StepLogits(logits, sub_mask(mask, plan.ids, plan.words, plan.shifts), plan.ids, eos_cols)
         if self.mode != "off":
             ids = union_ids(mask, self.V, self.eos)
             M = int(ids.shape[0])

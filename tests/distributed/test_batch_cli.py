@@ -130,6 +130,19 @@ def test_bad_jobs_are_usage_errors(model_dir, words_artifact, tmp_path, capsys):
     assert main(["batch", "--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "o6"), "--constraints",
                  str(tmp_path / "nope.fstbeam")]) == 2
     assert "no artifact" in capsys.readouterr().err
+    assert run("in.jsonl", "o7", "--shortlist", "on") == 2  # the full softmax needs every logit
+    assert "--shortlist on needs --renormalize" in capsys.readouterr().err
+
+
+def test_renormalize_and_shortlist_reach_the_workers(model_dir, words_artifact, tmp_path):
+    from fstbeam.batch_cli import _job
+    from fstbeam.cli import build_parser
+
+    parse = lambda *x: _job(build_parser().parse_args(batch_args(model_dir, words_artifact, tmp_path / "in.jsonl",  # noqa: E731
+                                                                 tmp_path / "out", *x)))
+    cfg = parse("--renormalize", "--shortlist", "off").worker
+    assert (cfg["renormalize"], cfg["shortlist"]) == (True, "off")
+    assert "renormalize" not in parse().worker and "shortlist" not in parse().worker  # defaults: the old job settings
 
 
 def test_parquet_input_gives_the_jsonl_output(model_dir, words_artifact, tmp_path):

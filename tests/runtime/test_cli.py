@@ -216,3 +216,39 @@ def test_tokenizer_json_holding_a_list_is_a_tokenizer_error(model_dir, tmp_path)
     (bad / "tokenizer.json").write_text("[1, 2, 3]", encoding="utf-8")
     with pytest.raises(TokenizerError, match="tokenizer"):
         Decoder(str(model_dir), tokenizer=str(bad), device="cpu")
+
+
+def test_renormalize_and_shortlist_flags_reach_the_search(model_dir, tmp_path, capsys, monkeypatch):
+    from fstbeam.runtime.decoder import Decoder
+
+    words = tmp_path / "words.txt"
+    words.write_text("a\ncat\ndog\nthe\n", encoding="utf-8")
+    seen = []
+    real = Decoder.stream
+
+    def spy(self, *a, **kw):
+        yield from real(self, *a, **kw)
+        seen.append((kw, self.last_stats))
+
+    monkeypatch.setattr(Decoder, "stream", spy)
+    base = ["generate", "--model", str(model_dir), "--device", "cpu", "--words", str(words), "--beam", "2",
+            "--max-new-tokens", "4", "--jsonl", "the cat"]
+    outs = {}
+    for flags in ([], ["--renormalize", "--shortlist", "on"], ["--renormalize", "--shortlist", "off"]):
+        assert main(base + flags) in (0, 1)
+        outs[tuple(flags)] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    (kw0, st0), (kw_on, st_on), (kw_off, st_off) = seen
+    assert (kw0["renormalize"], kw0["shortlist"]) == (False, "auto") and st0.shortlist_steps == 0
+    assert (kw_on["renormalize"], kw_on["shortlist"]) == (True, "on") and st_on.shortlist_steps == st_on.steps > 0
+    assert st_off.shortlist_steps == 0
+    on, off = outs[("--renormalize", "--shortlist", "on")], outs[("--renormalize", "--shortlist", "off")]
+    assert [o["text"] for o in on] == [o["text"] for o in off]
+
+
+@pytest.mark.parametrize("flags,needle", [
+    (["--shortlist", "on"], "--shortlist on needs --renormalize"),
+    (["--renormalize", "--shortlist", "yes"], "invalid choice: 'yes'"),
+])
+def test_bad_shortlist_flags_are_usage_errors(model_dir, capsys, flags, needle):
+    assert main(["generate", "--model", str(model_dir), "--device", "cpu", *flags, "x"]) == 2
+    assert needle in capsys.readouterr().err

@@ -12,7 +12,8 @@ from fstbeam.errors import DecodeError
 from fstbeam.kernels.bitmask import pack_bool_mask_torch, unpack_bitmask_torch
 from fstbeam.runtime.adapters import CausalLMAdapter
 from fstbeam.runtime.search import Request, SearchConfig, SearchEngine
-from fstbeam.runtime.shortlist import StepLogits, pays, sub_mask, union_ids
+from fstbeam.runtime import shortlist as sl_mod
+from fstbeam.runtime.shortlist import OutputHead, StepLogits, pays, static_ids, sub_mask, sub_mask_torch, union_ids
 from fstbeam.runtime.tables import InputConstraints
 
 from rt_helpers import StubLM, brute_force, hf_logprobs, tiny_gemma3, tiny_gpt2, tiny_llama, tiny_vocab
@@ -33,6 +34,67 @@ def test_union_and_sub_mask_match_set_operations(R, V):
     sub = unpack_bitmask_torch(sub_mask(mask, ids), len(want))
     for r in range(R):
         assert sub[r].tolist() == [bool(allowed[r, t]) for t in want]
+
+
+@pytest.mark.parametrize("impl", [sub_mask, sub_mask_torch], ids=["dispatch", "torch"])
+@pytest.mark.parametrize("R,V,M", [(1, 33, 1), (5, 100, 31), (40, 333, 64), (7, 1000, 257)])
+def test_sub_mask_matches_set_operations(impl, R, V, M):
+    # M around multiples of 32 (partial last word), bit 31 of a word set (the sign bit)
+    g = torch.Generator().manual_seed(R + V + M)
+    allowed = torch.rand(R, V, generator=g) < 0.5
+    ids = torch.sort(torch.randperm(V, generator=g)[:M]).values
+    sub = unpack_bitmask_torch(impl(pack_bool_mask_torch(allowed), ids), M)
+    assert sub.tolist() == [[bool(allowed[r, t]) for t in ids.tolist()] for r in range(R)]
+
+
+def _hard_union_by_walk(hard) -> set[int]:
+    """Tokens allowed in some reachable state of a hard automaton: a host walk (BFS) through its
+    per-state queries, independent of the dense/sparse layout the static set reads."""
+    seen, todo, out = {int(hard.start)}, [int(hard.start)], set()
+    while todo:
+        q = todo.pop()
+        for t in hard.allowed_text_tokens(q).tolist():
+            out.add(int(t))
+            n = int(hard.next_state(q, int(t)))
+            if n >= 0 and n not in seen:
+                seen.add(n)
+                todo.append(n)
+    return out
+
+
+def test_static_ids_are_every_token_a_state_allows(compiled, wide, monkeypatch):
+    eos = torch.tensor([0])
+    monkeypatch.setattr(sl_mod, "STATIC_MAX_FRACTION", 1.0)  # tiny vocabularies: most tokens are words
+    for v, cc in [(compiled[0], compiled[1]["words"]), (compiled[0], compiled[1]["prefix"]), wide]:
+        ids, hards = static_ids([InputConstraints.from_compiled(cc)], eos, v.width)
+        assert hards == (cc.hard,)
+        assert set(ids.tolist()) == _hard_union_by_walk(cc.hard) | {0}
+    # an unconstrained or lights-only input allows (nearly) every token: no static set
+    v, ccs = compiled
+    for other in (None, ccs["phrases+avoid"]):
+        ins = [InputConstraints.from_compiled(ccs["words"]), InputConstraints.from_compiled(other)]
+        assert static_ids(ins, eos, v.width) == (None, ())
+    # a set above the fraction kept: no static set (the per-step union decides)
+    v, cc = wide
+    n = len(static_ids([InputConstraints.from_compiled(cc)], eos, v.width)[0])
+    monkeypatch.setattr(sl_mod, "STATIC_MAX_FRACTION", (n - 1) / v.width)
+    assert static_ids([InputConstraints.from_compiled(cc)], eos, v.width) == (None, ())
+
+
+def test_static_rows_are_cached_per_artifact_and_weight_version():
+    w = torch.randn(50, 8)
+    head = OutputHead(w, torch.randn(50), None)
+    ids = torch.tensor([1, 7, 30])
+    keep = (object(),)
+    p1 = head.static_plan((id(keep[0]),), ids, keep)
+    assert head.static_plan((id(keep[0]),), ids, keep) is p1
+    torch.testing.assert_close(p1.weight, w[ids])
+    h = torch.randn(3, 8)
+    torch.testing.assert_close(head.logits(h, plan=p1), head.logits(h)[:, ids])
+    w.mul_(2.0)  # an in-place change of the weight: the kept rows are stale
+    p2 = head.static_plan((id(keep[0]),), ids, keep)
+    assert p2 is not p1
+    torch.testing.assert_close(p2.weight, w[ids])
 
 
 def test_columns_and_ids_map_both_ways():
@@ -143,6 +205,26 @@ def test_shortlist_gives_the_full_head_results(compiled, name, expand):
     assert_same(short, full)
     assert s_short.shortlist_steps == s_short.steps > 0 and s_full.shortlist_steps == 0
     assert s_short.advance_elements == s_full.advance_elements > 0  # DBA ran on the shortlist too
+
+
+@pytest.mark.parametrize("static", [True, False], ids=["static", "per-step-union"])
+@pytest.mark.parametrize("name", ["llama", "gemma3-softcap"])
+def test_static_and_per_step_shortlists_give_the_full_head_results(compiled, name, static, monkeypatch):
+    # every input with a word list: the batch's static set applies unless forced off
+    v, ccs = compiled
+    ad = CausalLMAdapter(MODELS[name](v.width, seed=5))
+    names = ["words", "words+phrase", "prefix", "words"]
+    prompts = PROMPTS[: len(names)]
+    kw = dict(beam_size=4, max_new_tokens=5, nbest=2, batch_size=2, renormalize=True, length_reward=0.3)
+    full, _ = run(ad, prompts, [ccs[n] for n in names], shortlist="off", **kw)
+    made = []
+    real = sl_mod.static_ids
+    monkeypatch.setattr(sl_mod, "static_ids", lambda *a: made.append(real(*a)[0]) or real(*a))
+    monkeypatch.setattr(sl_mod, "STATIC_MAX_FRACTION", 1.0 if static else 0.0)  # tiny vocabulary
+    short, st = run(ad, prompts, [ccs[n] for n in names], shortlist="on", **kw)
+    assert_same(short, full)
+    assert st.shortlist_steps == st.steps > 0
+    assert made and all((m is not None) == static for m in made)
 
 
 @pytest.mark.parametrize("factory,name", [(tiny_llama, "words+phrase"), (tiny_gpt2, "prefix")], ids=["llama", "gpt2-tied"])

@@ -1,0 +1,39 @@
+"""numba twin of the shortlist's column remap (``runtime.shortlist.sub_mask_torch``): the bits of
+a bitmask ``[R, W]`` at columns ``ids`` (sorted token ids), packed into ``[R, ceil(M/32)]``.
+
+The torch version builds ``[R, M]`` int64 temporaries (gather, shift, pack); this one reads each
+needed mask word once per column and writes each output word once: about a millisecond at
+``R=40, M=21,000`` against several for torch.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from numba import njit
+
+__all__ = ["select_bits"]
+
+
+@njit(nogil=True, cache=True)
+def _select_bits(mask, words, shifts, out):  # pragma: no cover - compiled
+    R, M = mask.shape[0], words.shape[0]
+    for r in range(R):
+        for j in range(out.shape[1]):
+            base = j * 32
+            n = min(32, M - base)
+            acc = np.int64(0)
+            for b in range(n):
+                c = base + b
+                acc |= np.int64((mask[r, words[c]] >> shifts[c]) & 1) << b
+            if acc >= 2147483648:
+                acc -= 4294967296
+            out[r, j] = np.int32(acc)
+
+
+def select_bits(mask: torch.Tensor, words: torch.Tensor, shifts: torch.Tensor) -> torch.Tensor:
+    """int32 ``[R, ceil(M/32)]``: bit ``shifts[c]`` of word ``words[c]`` of each row of ``mask``
+    (int32 ``[R, W]``, CPU) at bit ``c``; ``words``/``shifts`` int64 ``[M]`` (``ids >> 5``, ``ids & 31``)."""
+    M = int(words.shape[0])
+    out = torch.empty((mask.shape[0], -(-M // 32)), dtype=torch.int32)
+    _select_bits(mask.contiguous().numpy(), words.numpy(), shifts.numpy(), out.numpy())
+    return out
