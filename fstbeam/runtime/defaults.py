@@ -8,18 +8,22 @@ finished output scores ``log p(y) + r * min(l, |y|)``, ``l`` a target length. Th
 stopping bound stays valid with it (``fstbeam.runtime.scoring``), so the search still stops as
 early as it can prove the best output.
 
-- ``LENGTH_REWARD`` (``r``): 1.0 is provisional. ``benchmarks/bench_quality.py --tune R,R,...``
-  tunes it on dev prompts kept apart from the benchmark items, but that run has not been done yet
-  (the shared machine was too slow).
+- ``LENGTH_REWARD`` (``r`` for continuations): 2.0, tuned as Huang et al. do on dev sentences
+  kept apart from the benchmark (``benchmarks/bench_quality.py --tune 0.5,1,1.5,2``, 24 dev
+  sentences, unconstrained and with 2 required words): dev chrF 16.4 / 21.1 / 23.5 / 23.8 and
+  mean 4.1 / 7.2 / 9.5 / 10.3 words for r = 0.5 / 1 / 1.5 / 2, no loops at any r
+  (``benchmarks/results/quality.json``, ``tuning``).
 - ``LENGTH_RATIO``: the target length ``l`` is this many times the prompt's tokens (capped by
   ``max_new_tokens``): an answer about as long as a one-line question, a continuation about as
   long as what it continues.
 - ``NO_REPEAT_NGRAM``: a reward for length invites loops ("I like the beach. I like the
   beach."); no token 4-gram may occur twice in an output.
-- ``QA_LENGTH_REWARD``: answers to a question get a larger ``r`` (2.0). With 1.0 the default model
-  still answered "What do you eat for breakfast?" with " Eggs."; with 2.0 it answered with a
-  sentence on 6 of 6 dev questions, unconstrained and at A1 (checked by hand, not yet tuned on the
-  dev set either).
+- ``QA_LENGTH_REWARD`` (``r`` for answers, 1.5): answers have no reference to score, so the
+  tuning takes the smallest ``r`` whose answers to the 20 dev questions are never empty or one
+  word, do not loop and have a median of at least 10 words (a sentence): at 0.5, 5% were one
+  word (median 4); at 1.0 none, but with a median of 7.5 the margin was thin: "What do you eat
+  for breakfast?" still got " Eggs." at A1; at 1.5 the median is 13 (2.0: 16). The smallest such
+  ``r`` bends the model's ranking least (log-probability per token -1.02 at 1.5, -1.04 at 2.0).
 - ``QA_MIN_NEW_TOKENS``: question-answer formats never give an empty answer.
 - ``no_repeat_prompt`` (answers only): the n-gram guard also counts the question's 4-grams, so an
   answer does not echo the question ("What did you do yesterday? 1. What was ..."). Off for
@@ -32,10 +36,10 @@ from __future__ import annotations
 
 __all__ = ["LENGTH_REWARD", "LENGTH_RATIO", "NO_REPEAT_NGRAM", "QA_LENGTH_REWARD", "QA_MIN_NEW_TOKENS", "generate_defaults"]
 
-LENGTH_REWARD = 1.0
+LENGTH_REWARD = 2.0
 LENGTH_RATIO = 1.5
 NO_REPEAT_NGRAM = 4
-QA_LENGTH_REWARD = 2.0
+QA_LENGTH_REWARD = 1.5
 QA_MIN_NEW_TOKENS = 2
 
 
