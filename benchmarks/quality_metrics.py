@@ -3,7 +3,8 @@
 Words are runs of letters (with inner apostrophes and hyphens), compared case-insensitively.
 
 - **fragment**: two adjacent words ``a b`` where ``a`` is a proper prefix of ``b`` ("aroun around"),
-  or a word that is neither in the English word list nor in the prompt;
+  or a word that is neither in the English word list nor in the prompt nor among the required
+  words (a required word the list lacks, "directeth", is what the user asked for, not a break);
 - **repetition loop**: a sentence that occurs twice, or a word 4-gram that occurs twice;
 - **present**: every constraint occurs in the text as whole words (case-sensitive, the
   decoder's default semantics), checked with a regular expression, not with the decoder;
@@ -53,10 +54,11 @@ def _known(w: str, vocab: frozenset[str], prompt_words: set[str]) -> bool:
     return "-" in lw and all(p in vocab or p in prompt_words for p in lw.split("-"))
 
 
-def fragments(text: str, prompt: str, vocab: frozenset[str]) -> list[str]:
-    """The fragment evidence in ``text`` (empty when there is none)."""
+def fragments(text: str, prompt: str, vocab: frozenset[str], required=()) -> list[str]:
+    """The fragment evidence in ``text`` (empty when there is none); ``required``: the
+    constraints' texts."""
     ws = words(text)
-    pw = {w.lower() for w in words(prompt)}
+    pw = {w.lower() for w in words(prompt + " " + " ".join(required))}
     out = []
     for a, b in zip(ws, ws[1:]):
         la, lb = a.lower(), b.lower()
@@ -100,7 +102,7 @@ def summarize(rows: list[dict], vocab: frozenset[str], control_strings: tuple[st
     """Figures of one setting. ``rows``: dicts with text, prompt, constraints, satisfied,
     logprob, n_tokens (EOS included), seconds, and reference (optional)."""
     texts = [r["text"] for r in rows]
-    frag = [fragments(r["text"], r["prompt"], vocab) for r in rows]
+    frag = [fragments(r["text"], r["prompt"], vocab, r.get("constraints") or ()) for r in rows]
     nw = [len(words(t)) for t in texts]
     tok = [r["n_tokens"] for r in rows]
     out = {
