@@ -275,7 +275,7 @@ def plot(result: dict, path: Path) -> None:
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     settings = ["none", "1w", "2w", "4w", "phrase3"]
     width = 0.8 / max(1, len(runs) + 1)
-    series = [(label, run.get("a", {})) for label, run in runs.items()]
+    series = [(label, run["a"]) for label, run in runs.items() if run.get("a")]
     anchor = next((run.get("c") for run in runs.values() if isinstance(run.get("c"), dict) and "1w" in run.get("c")), None)
     if anchor:
         series.append(("transformers 4.x force_words_ids", anchor))
@@ -286,8 +286,8 @@ def plot(result: dict, path: Path) -> None:
         ax.set_title(title)
     axes[0].legend(fontsize=8)
     qa = ["unconstrained", "A1", "A2"]
-    for j, (label, run) in enumerate(runs.items()):
-        b = run.get("b", {})
+    for j, (label, run) in enumerate((lb, r) for lb, r in runs.items() if r.get("b")):
+        b = run["b"]
         axes[2].bar([x + j * width for x in range(3)], [b.get(s, {}).get("median_words", math.nan) for s in qa], width, label=f"{label}: median words")
         axes[2].plot([x + j * width for x in range(3)], [b.get(s, {}).get("empty_pct", math.nan) for s in qa], "x", ms=10, label=f"{label}: empty %")
     axes[2].set_xticks([x + width * (len(runs) - 1) / 2 for x in range(3)], qa)
