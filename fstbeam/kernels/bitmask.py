@@ -24,6 +24,7 @@ __all__ = [
     "bitmask_width",
     "pack_bool_mask",
     "pack_bool_mask_torch",
+    "or_bits_torch",
     "pack_ids",
     "set_bits",
     "tokens_in_bitmask",
@@ -65,3 +66,22 @@ def unpack_bitmask_torch(words: "torch.Tensor", vocab_size: int) -> "torch.Tenso
     bits = (words.unsqueeze(-1) >> shifts) & 1  # arithmetic shift; & 1 keeps the right bit
     return bits.reshape(*words.shape[:-1], width * WORD_BITS)[..., :vocab_size].bool()
 
+
+def or_bits_torch(m: "torch.Tensor", rows: "torch.Tensor", toks: "torch.Tensor", *, set_: bool) -> None:
+    """Set (or clear) bit ``toks`` of row ``rows`` in the int32 mask ``m`` in place; (row, tok)
+    pairs distinct."""
+    import torch
+
+    if rows.numel() == 0:
+        return
+    W = m.shape[1]
+    flat = rows * W + (toks >> 5)
+    bits = torch.ones_like(toks) << (toks & 31)  # int64, distinct bits per word: sum == OR
+    uw, inv = torch.unique(flat, return_inverse=True)
+    acc = torch.zeros(uw.shape[0], dtype=torch.int64, device=m.device).index_add_(0, inv, bits)
+    acc32 = ((acc + (1 << 31)) % (1 << 32) - (1 << 31)).to(torch.int32)
+    mv = m.view(-1)
+    if set_:
+        mv[uw] = mv[uw] | acc32
+    else:
+        mv[uw] = mv[uw] & ~acc32

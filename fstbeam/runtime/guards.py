@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .tables import _or_bits
+from ..kernels.bitmask import or_bits_torch
 
 __all__ = ["eos_allowed", "ban_repeated_ngrams"]
 
@@ -31,7 +31,7 @@ def ban_repeated_ngrams(mask: torch.Tensor, hist: torch.Tensor, length: torch.Te
         return
     if g == 0:
         rows, pos = ((torch.arange(L, device=hist.device)[None, :] < length[:, None]) & (hist >= 0)).nonzero(as_tuple=True)
-        _or_bits(mask, rows, hist[rows, pos], set_=False)
+        or_bits_torch(mask, rows, hist[rows, pos], set_=False)
         return
     win = hist.unfold(1, g, 1)[:, : L - g]  # [R, L - g, g]: the g tokens from position j
     idx = (length[:, None] - g + torch.arange(g, device=hist.device)).clamp(min=0)
@@ -42,4 +42,4 @@ def ban_repeated_ngrams(mask: torch.Tensor, hist: torch.Tensor, length: torch.Te
     banned = hist[rows, js + g]
     real = banned >= 0
     if bool(real.any()):
-        _or_bits(mask, rows[real], banned[real], set_=False)
+        or_bits_torch(mask, rows[real], banned[real], set_=False)
