@@ -16,24 +16,20 @@ from pathlib import Path
 
 __all__ = ["add_batch_parser", "run"]
 
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1 (got {v})")
-    return v
+def _int_at_least(low: int):
+    """argparse type: an integer >= ``low``."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low} (got {v})")
+        return v
+    return parse
 
 
-def _nonnegative(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0 (got {v})")
-    return v
+_positive, _nonnegative = _int_at_least(1), _int_at_least(0)
 
 
 def _nonempty(text: str) -> str:
