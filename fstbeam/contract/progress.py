@@ -52,20 +52,20 @@ def phrase_word_ends(literal: bytes) -> list[int]:
     return ends or [m]
 
 
-def word_ends(a) -> list[tuple[int, bool]]:
-    """``(byte progress, last of its item)`` at which each word unit of automaton ``a`` ends."""
+def word_ends(a) -> list[int]:
+    """Byte progress at which each word unit of automaton ``a`` is complete."""
     items = getattr(a, "items", "") or ""
     if not items:
-        return [(e, e == len(a.literal)) for e in phrase_word_ends(a.literal)]
+        return phrase_word_ends(a.literal)
     out, base = [], 0
     for alts in json.loads(items)["items"]:
         lits = [t.encode("utf-8") for t in alts]
         weight = max(len(lit) for lit in lits)
         inner = phrase_word_ends(lits[0])[:-1] if len(lits) == 1 else []
-        out += [(base + e, False) for e in inner] + [(base + weight, True)]
+        out += [base + e for e in inner] + [base + weight]
         base += weight
     top = int(getattr(a, "max_progress", 0) or 0)
-    return out if base == top else [(top, True)]
+    return out if base == top else [top]
 
 
 def phrase_words(a) -> int:
@@ -77,7 +77,7 @@ def word_progress(a) -> np.ndarray:
     """int64 ``[n]``: word units complete in each state of ``a`` (see the module docstring)."""
     p = np.asarray(a.progress, np.int64)
     out = np.zeros(p.shape, np.int64)
-    for e, _last in word_ends(a):
+    for e in word_ends(a):
         out += p >= e
     return out
 
