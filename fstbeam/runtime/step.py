@@ -102,7 +102,7 @@ def advance(cand: Candidates, beam: BeamState, tables, L: int):
     Returns ``(scores, tokens, parent flat beam entry, next hard, next light, fit)``: ``fit`` is
     0 where the candidate cannot reach an accepting state within ``L`` tokens, 1 where it can by
     the lower bound, 2 where it can even when every must-include phrase needs its own tokens
-    (:meth:`~.tables.Tables.need`; with several phrases the max-of-distances bound alone let
+    (:meth:`~.tables.Tables.bounds`; with several phrases the max-of-distances bound alone let
     the beam run out of room, leaving one phrase unmet)."""
     n, k = beam.alive.shape
     cand_s = cand.s
@@ -115,7 +115,8 @@ def advance(cand: Candidates, beam: BeamState, tables, L: int):
     cand_s = torch.where(valid, cand_s, torch.full_like(cand_s, NEG_INF))
     nh, ns = nh.clamp(min=0), ns.clamp(min=0)
     room = L - 1 - beam.length[:, None]
-    fit = (tables.lower_bound(nh, ns) <= room).to(torch.int8) + (tables.need(nh, ns) <= room).to(torch.int8)
+    lower, need = tables.bounds(nh, ns)
+    fit = (lower <= room).to(torch.int8) + (need <= room).to(torch.int8)
     return cand_s, cand_t, parent, nh, ns, fit
 
 

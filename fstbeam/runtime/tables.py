@@ -34,6 +34,7 @@ from ..contract.bitmask import bitmask_width, pack_ids  # re-exported: the one b
 from ..contract.layout import BYTE_KEYS, INF_DIST, NO_TEXT_CLASS, light_order
 from ..contract.light import light_distances  # noqa: F401  re-exported (distances come with the tables)
 from ..contract.progress import completing_first, word_progress
+from ..kernels.bitmask import or_bits_torch
 
 __all__ = ["INF_DIST", "InputConstraints", "Tables", "light_distances", "pack_ids", "bitmask_width"]
 
@@ -346,14 +347,16 @@ class Tables:
             d = torch.maximum(d, self.l_dist[s].max(-1).values)
         return d
 
-    def need(self, h: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
-        """Tokens still needed if no token advances two light automata at once: the sum of their
-        distances (at least :meth:`lower_bound`). Not a bound ("New" and "New York" share tokens),
-        so the search only *prefers* candidates that fit by it (:func:`~.step.select`)."""
+    def bounds(self, h: torch.Tensor, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(:meth:`lower_bound`, *need*) from one gather of the distances. *Need*: the tokens still
+        needed if no token advances two light automata at once, the sum of their distances. Not
+        a bound ("New" and "New York" share tokens), so the search only *prefers* candidates that
+        fit by it (:func:`~.step.select`)."""
         d = self.h_dist[h]
-        if s.shape[-1]:
-            d = torch.maximum(d, self.l_dist[s].sum(-1).clamp(max=INF_DIST))
-        return d
+        if not s.shape[-1]:
+            return d, d
+        ld = self.l_dist[s]
+        return torch.maximum(d, ld.max(-1).values), torch.maximum(d, ld.sum(-1).clamp(max=INF_DIST))
 
     def bank(self, s: torch.Tensor) -> torch.Tensor:
         """DBA bank: words of must-include phrases completed, summed over the phrases
@@ -403,7 +406,7 @@ class Tables:
             cnt = self.h_sp_ptr[h + 1] - lo
             rows, idx = _expand_ranges(lo, cnt)
             if rows.numel():
-                _or_bits(m, rows, self.h_sp_tok[idx], set_=True)
+                or_bits_torch(m, rows, self.h_sp_tok[idx], set_=True)
         if s.shape[-1] == 0 or self.l_combo is None:
             return m
         R, P = s.shape
@@ -425,8 +428,8 @@ class Tables:
         m &= self.l_combo[acc]
         if er.numel():
             ok = hard_ok & (self.light_next(s[er], et) >= 0).all(-1)
-            _or_bits(m, er[ok], et[ok], set_=True)
-            _or_bits(m, er[~ok], et[~ok], set_=False)
+            or_bits_torch(m, er[ok], et[ok], set_=True)
+            or_bits_torch(m, er[~ok], et[~ok], set_=False)
         return m
 
 
@@ -440,20 +443,3 @@ def _expand_ranges(lo: torch.Tensor, cnt: torch.Tensor) -> tuple[torch.Tensor, t
     start = torch.cumsum(cnt, 0) - cnt
     idx = lo[owner] + (torch.arange(total, device=lo.device) - start[owner])
     return owner, idx
-
-
-def _or_bits(m: torch.Tensor, rows: torch.Tensor, toks: torch.Tensor, *, set_: bool) -> None:
-    """Set (or clear) bit ``toks`` of row ``rows`` in the int32 mask ``m``; (row, tok) pairs distinct."""
-    if rows.numel() == 0:
-        return
-    W = m.shape[1]
-    flat = rows * W + (toks >> 5)
-    bits = torch.ones_like(toks) << (toks & 31)  # int64, distinct bits per word: sum == OR
-    uw, inv = torch.unique(flat, return_inverse=True)
-    acc = torch.zeros(uw.shape[0], dtype=torch.int64, device=m.device).index_add_(0, inv, bits)
-    acc32 = ((acc + (1 << 31)) % (1 << 32) - (1 << 31)).to(torch.int32)
-    mv = m.view(-1)
-    if set_:
-        mv[uw] = mv[uw] | acc32
-    else:
-        mv[uw] = mv[uw] & ~acc32
