@@ -330,6 +330,8 @@ class SearchEngine:
         else:
             chosen = step.select(cand_s, fit, k)
         sel_s, sel_i = torch.where(chosen, cand_s, torch.full_like(cand_s, float("-inf"))).topk(k, dim=1)  # [n, k]
+        places = step.keep_places(parent.gather(1, sel_i), torch.isfinite(sel_s), k)
+        sel_s, sel_i = sel_s.gather(1, places), sel_i.gather(1, places)
         pool.pool_eos(beam, rows, scored, self._eos, tb, cfg.scoring)
         # Slots whose beam died without a finished hypothesis keep their best live one as partial.
         sel_ok = torch.isfinite(sel_s)

@@ -18,7 +18,7 @@ from . import dba, guards
 from .beam import NEG_INF, BeamState, Candidates, Rows, Scored
 from .shortlist import StepLogits
 
-__all__ = ["live_rows", "score_rows", "apply_guards", "plain_candidates", "with_dba", "advance", "select", "top_mask"]
+__all__ = ["live_rows", "score_rows", "apply_guards", "plain_candidates", "with_dba", "advance", "select", "top_mask", "keep_places"]
 
 
 def live_rows(beam: BeamState, R: int) -> Rows:
@@ -155,3 +155,23 @@ def top_mask(score: torch.Tensor, k) -> torch.Tensor:
     kk = k if isinstance(k, torch.Tensor) else torch.full((n,), int(k), device=score.device)
     take_sorted = (pos < kk[:, None]) & torch.isfinite(score.gather(1, order))
     return torch.zeros_like(take_sorted).scatter(1, order, take_sorted)
+
+
+def keep_places(sel_parent: torch.Tensor, ok: torch.Tensor, k: int) -> torch.Tensor:
+    """``[n, k]`` permutation of a slot's selected entries (new beam position -> entry): each
+    parent's best child takes the parent's position, the other entries the free positions in
+    order. Beam positions carry no meaning, but model rows follow them, so a child at its
+    parent's position leaves its cache row in place (:meth:`~.cache.RowCache.select` copies only
+    the rows that move). ``sel_parent``: flat parent index ``[n, k]``; ``ok``: a real entry."""
+    n = sel_parent.shape[0]
+    dev = sel_parent.device
+    pos = torch.arange(k, device=dev)
+    pq = torch.where(ok, sel_parent % k, torch.full_like(sel_parent, -1))  # parent's position
+    earlier = pos[None, :] < pos[:, None]  # [c, c']: c' ranks before c
+    same = (pq[:, :, None] == pq[:, None, :]) & ok[:, None, :] & earlier
+    first = ok & ~same.any(2)  # the parent's best child
+    claimed = (first[:, :, None] & (pq[:, :, None] == pos)).any(1)  # [n, k] positions taken
+    free = torch.argsort(claimed.to(torch.int8), dim=1, stable=True)  # free positions first, in order
+    rank = (torch.cumsum((~first).to(torch.long), 1) - 1).clamp(min=0)
+    place = torch.where(first, pq, free.gather(1, rank))
+    return torch.empty_like(place).scatter_(1, place, pos.expand(n, k))
