@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--model", type=nonempty, metavar="PATH", help="Hugging Face model folder or id (default: Gemma 3 270M)")
     m.add_argument("--tokenizer", type=nonempty, metavar="PATH", help="tokenizer (default: the model's)")
     m.add_argument("--device", type=nonempty, default="auto", help="cpu, cuda, cuda:1, or auto (default)")
+    m.add_argument("--packed-weights", choices=("auto", "on", "off"), default="auto",
+                   help="on CPU, keep a packed copy of the model's linear weights for MKL: faster steps for "
+                        "more memory; auto (models up to 1 GB of linear weights, the default), on, off")
     m.add_argument("--format", type=nonempty, default="auto", metavar="raw|chat|auto|qa|TEMPLATE",
                    help="prompt format: raw text, the chat template, auto (chat if the tokenizer has one), "
                         "qa ('Question: ...\\nAnswer:'), or a template containing {prompt}")
@@ -120,7 +123,8 @@ def _generate(args) -> int:
         if not prompts and not jsonl_in:
             print("fstbeam generate: no prompts (give PROMPT arguments or --file FILE)", file=sys.stderr)
             return 2
-        decoder = Decoder(args.model, args.tokenizer, device=args.device, prompt_format=fmt)
+        decoder = Decoder(args.model, args.tokenizer, device=args.device, prompt_format=fmt,
+                          packed_weights=args.packed_weights)
         cc = _constraints(args, decoder)
         constraints, lines, bad_lines = cc, None, 0
         if jsonl_in:  # per-line constraints on top of the shared ones; bad lines reported, not decoded

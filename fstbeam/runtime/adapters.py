@@ -10,6 +10,9 @@ An adapter has four operations over an opaque per-batch *state* (cache plus book
 - ``take(state, index [R'])``: a new state with those rows, ``state`` untouched (pausing inputs);
 - ``concat(states) -> state``: rows of several states together (streaming refill).
 
+On CPU the model's linear layers run through MKL's packed GEMM during these calls
+(:mod:`.packed_model`, ``packed_weights="auto"|"on"|"off"``).
+
 Optional capability, the shortlist output layer (:mod:`.shortlist`): ``output_projection()``
 returns the model's output layer as an :class:`~.shortlist.OutputHead` (or ``None``, reason in
 ``no_head_reason``), and ``prefill(..., hidden=True)`` / ``step(..., hidden=True)`` return the
@@ -32,6 +35,7 @@ import torch
 
 from ..errors import DecodeError
 from .cache import RowCache, concat_caches, fork_cache
+from .packed_model import ModelPacking, PackedWeights
 from .shortlist import OutputHead, HiddenTap, probe_output_head
 
 __all__ = ["ModelAdapter", "CausalLMAdapter", "Seq2SeqAdapter", "adapter_for"]
@@ -107,8 +111,9 @@ class CausalLMAdapter:
     kind = "causal"
     supports_refill = True  # rows may join mid-decode (positions are explicit)
 
-    def __init__(self, model):
+    def __init__(self, model, packed_weights: PackedWeights = "auto"):
         self.model = model.eval()
+        self.packing = ModelPacking(model, packed_weights)
         cfg = model.config.get_text_config(decoder=True)
         self.config = cfg
         self.vocab_size = _output_width(model)
@@ -169,11 +174,12 @@ class CausalLMAdapter:
             kw["logits_to_keep"] = 1
         self.forward_rows += int(ids.shape[0])
         self.forward_calls += 1
-        if hidden:  # the output layer runs on an empty slice; its input is returned
-            with HiddenTap(self.model, skip_head=True) as tap:
-                self.model(**kw)
-            return tap.last_hidden()
-        out = self.model(**kw)
+        with self.packing.routing():
+            if hidden:  # the output layer runs on an empty slice; its input is returned
+                with HiddenTap(self.model, skip_head=True) as tap:
+                    self.model(**kw)
+                return tap.last_hidden()
+            out = self.model(**kw)
         return out.logits[:, -1, :].float()
 
     # -- operations -----------------------------------------------------------------------------
@@ -266,10 +272,11 @@ class Seq2SeqAdapter:
 
     kind = "seq2seq"
 
-    def __init__(self, model):
+    def __init__(self, model, packed_weights: PackedWeights = "auto"):
         from transformers.cache_utils import EncoderDecoderCache  # noqa: F401 - fail early if missing
 
         self.model = model.eval()
+        self.packing = ModelPacking(model, packed_weights)
         cfg = model.config
         self.config = cfg
         self.vocab_size = _output_width(model)
@@ -300,14 +307,15 @@ class Seq2SeqAdapter:
         state.dec_valid = torch.cat([state.dec_valid, ones], 1)
         self.forward_rows += int(tokens.shape[0])
         self.forward_calls += 1
-        out = self.model(
-            encoder_outputs=BaseModelOutput(last_hidden_state=state.enc_h),
-            attention_mask=state.enc_mask,
-            decoder_input_ids=tokens.view(-1, 1).to(self.device),
-            decoder_attention_mask=self._dec_mask(state.dec_valid),
-            past_key_values=cache,
-            use_cache=True,
-        )
+        with self.packing.routing():
+            out = self.model(
+                encoder_outputs=BaseModelOutput(last_hidden_state=state.enc_h),
+                attention_mask=state.enc_mask,
+                decoder_input_ids=tokens.view(-1, 1).to(self.device),
+                decoder_attention_mask=self._dec_mask(state.dec_valid),
+                past_key_values=cache,
+                use_cache=True,
+            )
         return out.logits[:, -1, :].float()
 
     @torch.inference_mode()
@@ -322,7 +330,8 @@ class Seq2SeqAdapter:
             ids[i, : len(s)] = torch.as_tensor(list(s), dtype=torch.long)
             mask[i, : len(s)] = 1
         ids, mask = ids.to(self.device), mask.to(self.device)
-        enc = self.model.get_encoder()(input_ids=ids, attention_mask=mask)
+        with self.packing.routing():
+            enc = self.model.get_encoder()(input_ids=ids, attention_mask=mask)
         state = Seq2SeqState(
             RowCache(), RowCache(), torch.zeros((n, 0), dtype=torch.bool, device=self.device), enc.last_hidden_state, mask
         )
@@ -376,8 +385,8 @@ class Seq2SeqAdapter:
         return Seq2SeqState(self_cache, cross, dec_valid, enc_h, enc_mask)
 
 
-def adapter_for(model) -> ModelAdapter:
+def adapter_for(model, packed_weights: PackedWeights = "auto") -> ModelAdapter:
     """The adapter for a Hugging Face model (encoder-decoder or causal)."""
     if getattr(model.config, "is_encoder_decoder", False):
-        return Seq2SeqAdapter(model)
-    return CausalLMAdapter(model)
+        return Seq2SeqAdapter(model, packed_weights)
+    return CausalLMAdapter(model, packed_weights)

@@ -17,6 +17,7 @@ import torch
 
 from ..errors import DecodeError, TokenizerMismatchError
 from .adapters import adapter_for
+from .packed_model import check_mode as check_packed_mode
 from .results import GenerationResult, Hypothesis
 from .config import SearchConfig, resolve_config, stop_ids
 from .search import RawResult, Request, SearchEngine
@@ -47,6 +48,9 @@ class Decoder:
     ``prompt_format``: ``"raw"`` (prompts as text continuations), ``"chat"`` (the tokenizer's chat
     template with a generation prompt), ``"auto"`` (chat when the tokenizer has a template; the
     default Gemma 3 270M is a base model without one), or a template string with ``{prompt}``.
+    ``packed_weights``: on CPU, run the model's linear layers through MKL's packed GEMM (one more
+    copy of their weights, 15-20% faster steps; :mod:`.packed_model`): ``"auto"`` (models up to
+    1 GB of linear weights), ``"on"``, ``"off"``. Ignored for a model adapter.
     """
 
     def __init__(
@@ -58,8 +62,10 @@ class Decoder:
         dtype: torch.dtype | None = None,
         eos_ids: Sequence[int] | None = None,
         prompt_format: str = "auto",
+        packed_weights: str = "auto",
     ):
         self.device = resolve_device(device)
+        check_packed_mode(packed_weights)
         default_eos: tuple[int, ...] = ()
         if model is None:
             from ..default_model import default_eos_ids, load_default_model, load_default_tokenizer
@@ -86,7 +92,7 @@ class Decoder:
                 model = model.to(dtype)
             model = model.to(self.device)
             self.model = model
-            self.adapter = adapter_for(model)
+            self.adapter = adapter_for(model, packed_weights)
         self.tokenizer = tokenizer
         self._vocab = tokenizer if _is_vocab(tokenizer) else None
         self.eos_ids = self._check_eos(eos_ids if eos_ids is not None else (default_eos or self._model_eos()))

@@ -42,6 +42,7 @@ import torch
 
 from ..errors import DecodeError
 from ..kernels.bitmask import pack_bool_mask_torch, unpack_bitmask_torch
+from ..kernels.packed_gemm import PackedLinear
 from .config import ShortlistMode
 
 __all__ = ["OutputHead", "HiddenTap", "probe_output_head", "StepLogits", "Shortlist", "StaticPlan", "pays", "union_ids",
@@ -59,6 +60,9 @@ MAX_FRACTION = 0.25
 # for the default model; CEFR A1 0.08, B1 0.21, B2 0.27).
 STATIC_MAX_FRACTION = 0.35
 _STATIC_ENTRIES = 2  # cached row sets per output head (e.g. two word lists used in turn)
+# Static rows up to this size are also kept packed for MKL (one more copy; CEFR A1 54 MB, B1
+# 142 MB for the default model): :mod:`fstbeam.kernels.packed_gemm`.
+PLAN_PACK_MAX_BYTES = 160 << 20
 
 
 def pays(columns: int, rows: int, vocab: int) -> bool:
@@ -89,15 +93,17 @@ class OutputHead:
             self._buf = torch.empty(rows, w.shape[1], dtype=w.dtype, device=w.device)
         return torch.index_select(w, 0, ids, out=self._buf[:M])
 
-    def static_plan(self, key: tuple, ids: torch.Tensor, keep: tuple) -> "StaticPlan":
+    def static_plan(self, key: tuple, ids: torch.Tensor, keep: tuple, packed: bool = False) -> "StaticPlan":
         """The rows ``weight[ids]`` (and bias) gathered once and kept under ``key`` (with the
         weight's version: an in-place change of the weight drops them); ``keep`` holds the
-        objects ``key`` names by ``id()``, so no id is reused while the entry lives."""
-        key = key + (self.weight.data_ptr(), self.weight._version)
+        objects ``key`` names by ``id()``, so no id is reused while the entry lives. ``packed``:
+        multiply them through MKL's packed GEMM (up to ``PLAN_PACK_MAX_BYTES``)."""
+        key = key + (self.weight.data_ptr(), self.weight._version, packed)
         plan = self._static.get(key)
         if plan is None:
             b = self.bias.index_select(0, ids).contiguous() if self.bias is not None else None
             plan = StaticPlan(ids, self.weight.index_select(0, ids).contiguous(), b, keep)
+            plan.linear.enabled &= packed and plan.weight.numel() * plan.weight.element_size() <= PLAN_PACK_MAX_BYTES
             self._static[key] = plan
             while len(self._static) > _STATIC_ENTRIES:
                 self._static.popitem(last=False)
@@ -107,12 +113,13 @@ class OutputHead:
     def logits(self, hidden: torch.Tensor, ids: torch.Tensor | None = None, *, plan: "StaticPlan | None" = None) -> torch.Tensor:
         """Logits of every id, of ``ids`` only, or of a static plan's ids (rows already gathered)."""
         w, b = self.weight, self.bias
-        if plan is not None:
-            w, b = plan.weight, plan.bias
-        elif ids is not None:
-            w = self._gather(ids)
-            b = b.index_select(0, ids) if b is not None else None
-        x = torch.nn.functional.linear(hidden.to(w.dtype), w, b)
+        if plan is not None:  # the same rows every step: MKL's packed GEMM where it pays
+            x = plan.linear(hidden.to(plan.weight.dtype))
+        else:
+            if ids is not None:
+                w = self._gather(ids)
+                b = b.index_select(0, ids) if b is not None else None
+            x = torch.nn.functional.linear(hidden.to(w.dtype), w, b)
         if self.softcap is not None:  # Gemma 2/3's order of operations
             x = x / self.softcap
             x = torch.tanh(x)
@@ -260,9 +267,11 @@ class StaticPlan:
     keep: tuple = field(default=(), repr=False)
     words: torch.Tensor = field(init=False, repr=False)
     shifts: torch.Tensor = field(init=False, repr=False)
+    linear: PackedLinear = field(init=False, repr=False)
 
     def __post_init__(self):
         self.words, self.shifts = self.ids >> 5, self.ids & 31
+        self.linear = PackedLinear(self.weight, self.bias)
 
 
 _ARTIFACT_IDS: OrderedDict = OrderedDict()  # id(hard tables) -> (hard tables, ids)
@@ -309,8 +318,8 @@ class Shortlist:
     """Per search: computes each step's logits from the model's hidden states, over the shortlist
     when it pays (``mode="auto"``), always (``"on"``), or never (full head from hidden states)."""
 
-    def __init__(self, head: OutputHead, mode: ShortlistMode, vocab: int, eos: torch.Tensor):
-        self.head, self.mode, self.V, self.eos = head, mode, int(vocab), eos
+    def __init__(self, head: OutputHead, mode: ShortlistMode, vocab: int, eos: torch.Tensor, packed: bool = False):
+        self.head, self.mode, self.V, self.eos, self.packed = head, mode, int(vocab), eos, packed
         self._tables = None  # the tables the static plan below was made for
         self._plan: tuple | None = None  # (StaticPlan, EOS columns)
 
@@ -323,7 +332,7 @@ class Shortlist:
             ids, hards = static_ids(tables.inputs, self.eos, self.V)
             if ids is not None:
                 ids_t = torch.as_tensor(ids, device=self.head.weight.device)
-                plan = self.head.static_plan(tuple(id(h) for h in hards), ids_t, hards)
+                plan = self.head.static_plan(tuple(id(h) for h in hards), ids_t, hards, self.packed)
                 self._plan = (plan, torch.searchsorted(plan.ids, self.eos))
         return self._plan
 
@@ -358,4 +367,5 @@ def resolve(adapter, config, eos: torch.Tensor, vocab: int) -> Shortlist | None:
             why = getattr(adapter, "no_head_reason", None) or f"{type(adapter).__name__} has no output_projection()"
             raise DecodeError(f"shortlist='on' is not possible: {why}; use shortlist='auto' or 'off'")
         return None
-    return Shortlist(head, config.shortlist, vocab, eos)
+    packing = getattr(adapter, "packing", None)  # the model's packed-weights setting covers the static rows
+    return Shortlist(head, config.shortlist, vocab, eos, packed=packing is not None and packing.mode != "off")

@@ -1,0 +1,93 @@
+"""``x @ W.T + b`` with ``W`` packed once for MKL's GEMM, for weights that every decode step
+multiplies by a few dozen rows: the model's linear layers (:mod:`fstbeam.runtime.packed_model`)
+and the static shortlist's output rows (:mod:`fstbeam.runtime.shortlist`).
+
+A GEMM with few rows (beam x batch = 40) spends a large share of its time packing ``W`` into the
+panels its kernel reads, on every call. MKL can keep the packed panels (``cblas_sgemm_pack``;
+PyTorch exposes it as ``torch.ops.mkl._mkl_reorder_linear_weight`` / ``_mkl_linear``, what
+Inductor's CPU freezing uses). Measured on the 2-core dev machine at 40 rows: Gemma 3 270M's
+layer shapes 43.5 -> 25.7 ms per step, the A1 shortlist rows ``[640 x 21174]`` 4.8 -> 3.7 ms
+(``benchmarks/bench_packed.py``). The packed copy takes about the weight's memory.
+
+A packing is made for one row count ``P`` (MKL packs for a given ``m``; PyTorch runs another
+``m`` unpacked), once the same row count came ``PACK_AFTER`` times in a row: a beam in steady
+state, not a one-off prefill. Fewer rows (a batch draining) are padded to ``P`` while at least half
+of ``P`` (each output row depends on its own input row only); other counts run unpacked until
+one repeats, then it is packed instead. An in-place change of the weight drops the packing.
+Results equal ``torch.nn.functional.linear`` up to float32 rounding (the packed kernel may sum
+in another order; bitwise equal for ``K = 640`` at 8-40 rows on the dev machine).
+"""
+from __future__ import annotations
+
+import torch
+
+__all__ = ["PackedLinear", "mkl_packing_available", "packable"]
+
+PACK_AFTER = 2  # calls with the same row count before packing for it
+
+
+def mkl_packing_available() -> bool:
+    """Whether this PyTorch build has MKL's packed GEMM (x86 builds with MKL)."""
+    return bool(torch.backends.mkl.is_available()) and hasattr(torch.ops.mkl, "_mkl_linear") and hasattr(
+        torch.ops.mkl, "_mkl_reorder_linear_weight")
+
+
+def packable(weight: torch.Tensor) -> bool:
+    """A float32 2-D weight on the CPU (MKL's packed GEMM is single precision)."""
+    return weight.device.type == "cpu" and weight.dtype == torch.float32 and weight.dim() == 2
+
+
+class PackedLinear:
+    """``weight [N, d]`` (and ``bias [N]``) applied to ``x [..., d]``; see the module docs."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None):
+        self.weight, self.bias = weight, bias
+        self.enabled = packable(weight) and mkl_packing_available()
+        self._packed: torch.Tensor | None = None
+        self._rows = 0  # P, the row count of the packing
+        self._stamp: tuple = ()  # the weight's storage and version when packed
+        self._last, self._streak = -1, 0
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        w, b = self.weight, self.bias
+        if not self.enabled or x.dtype != torch.float32 or x.device.type != "cpu":
+            return torch.nn.functional.linear(x, w, b)
+        lead, d = x.shape[:-1], x.shape[-1]
+        x2 = x.reshape(-1, d)
+        M = int(x2.shape[0])
+        P = self._ready(M)
+        if P == 0:
+            return torch.nn.functional.linear(x, w, b)
+        if M < P:  # rows are independent: padding changes no real row
+            x2 = torch.nn.functional.pad(x2, (0, 0, 0, P - M))
+        y = torch.ops.mkl._mkl_linear(x2.contiguous(), self._packed, w, b, P)
+        return (y[:M] if M < P else y).reshape(*lead, w.shape[0])
+
+    def _ready(self, M: int) -> int:
+        """The packing's row count to use for ``M`` rows (0: run unpacked)."""
+        if self._packed is not None and self._stamp != _stamp(self.weight):
+            self._packed, self._rows = None, 0  # the weight changed in place
+        if self._packed is not None and M <= self._rows <= 2 * M:
+            self._streak = 0
+            return self._rows
+        self._streak = self._streak + 1 if M == self._last else 1
+        self._last = M
+        if M < 2 or self._streak < PACK_AFTER:  # one row: a matrix-vector product, nothing to gain
+            return 0
+        return self._pack(M)
+
+    def _pack(self, M: int) -> int:
+        self._packed = None  # only one packing is kept
+        try:
+            self._packed = torch.ops.mkl._mkl_reorder_linear_weight(self.weight.detach().contiguous(), M)
+        except RuntimeError:  # a build whose MKL refuses this shape: stay unpacked
+            self.enabled = False
+            return 0
+        self._rows, self._stamp = M, _stamp(self.weight)
+        return M
+
+
+def _stamp(weight: torch.Tensor) -> tuple:
+    """Storage and version (an inference tensor, e.g. rows gathered in ``inference_mode``, has
+    no version counter: its storage stands for it)."""
+    return weight.data_ptr(), (-1 if weight.is_inference() else weight._version)
