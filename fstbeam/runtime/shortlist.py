@@ -82,6 +82,7 @@ class OutputHead:
     bias: torch.Tensor | None  # [V]
     softcap: float | None
     _buf: torch.Tensor | None = field(default=None, repr=False)  # gathered rows, reused across searches
+    _full: torch.Tensor | None = field(default=None, repr=False)  # every id's logits of one step (``reuse``)
     _static: OrderedDict = field(default_factory=OrderedDict, repr=False)  # key -> StaticPlan
 
     def _gather(self, ids: torch.Tensor) -> torch.Tensor:
@@ -110,21 +111,34 @@ class OutputHead:
         self._static.move_to_end(key)
         return plan
 
-    def logits(self, hidden: torch.Tensor, ids: torch.Tensor | None = None, *, plan: "StaticPlan | None" = None) -> torch.Tensor:
-        """Logits of every id, of ``ids`` only, or of a static plan's ids (rows already gathered)."""
+    def logits(self, hidden: torch.Tensor, ids: torch.Tensor | None = None, *, plan: "StaticPlan | None" = None,
+               reuse: bool = False) -> torch.Tensor:
+        """Logits of every id, of ``ids`` only, or of a static plan's ids (rows already gathered).
+        ``reuse``: every id's logits go into one buffer kept by the head, overwritten by the next
+        such call (for a search step: a fresh ``[R, V]`` tensor per step is page-faulted in)."""
         w, b = self.weight, self.bias
         if plan is not None:  # the same rows every step: MKL's packed GEMM where it pays
             x = plan.linear(hidden.to(plan.weight.dtype))
+        elif ids is None and reuse:
+            x = self._full_logits(hidden.to(w.dtype))
         else:
             if ids is not None:
                 w = self._gather(ids)
                 b = b.index_select(0, ids) if b is not None else None
             x = torch.nn.functional.linear(hidden.to(w.dtype), w, b)
-        if self.softcap is not None:  # Gemma 2/3's order of operations
-            x = x / self.softcap
-            x = torch.tanh(x)
-            x = x * self.softcap
+        if self.softcap is not None:  # Gemma 2/3's order of operations (in place: x is new or the buffer)
+            x.div_(self.softcap).tanh_().mul_(self.softcap)
         return x.float()
+
+    def _full_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """``hidden @ weight.T + bias`` into the reused buffer (grown to the rows when needed)."""
+        R, w = int(hidden.shape[0]), self.weight
+        if self._full is None or self._full.shape[0] < R:
+            self._full = torch.empty(R, w.shape[0], dtype=w.dtype, device=w.device)
+        out = self._full[:R]
+        if self.bias is None:
+            return torch.mm(hidden, w.t(), out=out)
+        return torch.addmm(self.bias, hidden, w.t(), out=out)  # as linear() computes it
 
 
 class HiddenTap:
@@ -351,18 +365,21 @@ class Shortlist:
             if self.mode == "on" or pays(M, R, self.V):
                 logits = self.head.logits(hidden, ids)
                 return StepLogits(logits, sub_mask(mask, ids), ids, torch.searchsorted(ids, self.eos))
-        return StepLogits(self.head.logits(hidden), mask, None, self.eos)
+        return StepLogits(self.head.logits(hidden, reuse=True), mask, None, self.eos)
 
 
 def resolve(adapter, config, eos: torch.Tensor, vocab: int) -> Shortlist | None:
     """The search's shortlist, or ``None`` (the adapter returns full logits). ``config`` is a
     validated :class:`~.config.SearchConfig` (it refuses ``"on"`` without ``renormalize``);
     ``"on"`` also refuses a model whose head cannot give exact subset logits, instead of falling back."""
-    if config.shortlist == "off" or not config.renormalize:
-        return None
+    shortlist = config.renormalize and config.shortlist != "off"
+    if not shortlist and getattr(adapter, "device", torch.device("cpu")).type != "cpu":
+        return None  # every logit, from the model (an accelerator's allocator reuses the memory)
     probe = getattr(adapter, "output_projection", None)
     head = probe() if probe is not None else None
-    if head is None:
+    if head is None or not shortlist:
+        if head is not None:  # every logit, into the head's reused buffer (CPU: no page faults per step)
+            return Shortlist(head, "off", vocab, eos)
         if config.shortlist == "on":
             why = getattr(adapter, "no_head_reason", None) or f"{type(adapter).__name__} has no output_projection()"
             raise DecodeError(f"shortlist='on' is not possible: {why}; use shortlist='auto' or 'off'")

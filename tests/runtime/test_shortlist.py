@@ -327,3 +327,37 @@ def test_default_model_a1_shortlist_equals_the_full_head():
     for a, b in zip(full, auto):
         assert a.token_ids == b.token_ids and a.finish_reason == b.finish_reason and a.satisfied
         assert a.score == pytest.approx(b.score, abs=1e-4)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_full_logits_into_the_reused_buffer_equal_the_models(name):
+    """Full softmax on CPU: every logit from the hidden state into the head's buffer (no fresh
+    [R, V] tensor per step) equals the model's own logits; the buffer is reused by the next call."""
+    model = MODELS[name](40)
+    ad = CausalLMAdapter(model)
+    head = ad.output_projection()
+    prompts = [[1, 2, 3, 4], [5, 6], [7]]
+    logits, _ = CausalLMAdapter(model).prefill(prompts)
+    hidden, _ = ad.prefill(prompts, hidden=True)
+    first = head.logits(hidden, reuse=True)
+    torch.testing.assert_close(first, logits, rtol=1e-5, atol=1e-5)
+    second = head.logits(hidden[:2], reuse=True)
+    assert second.data_ptr() == first.data_ptr()  # the same buffer, overwritten
+    torch.testing.assert_close(second, logits[:2], rtol=1e-5, atol=1e-5)
+
+
+def test_full_softmax_search_equals_the_models_logits_path(wide):
+    """renormalize=False on CPU goes through the head's buffer; the same search over the model's
+    own logits (an adapter without output_projection) gives the same hypotheses and scores."""
+    v, cc = wide
+    model = tiny_gemma3(v.width)
+
+    class NoHead(CausalLMAdapter):
+        output_projection = None
+
+    kw = dict(beam_size=3, max_new_tokens=5)
+    a, _ = run(CausalLMAdapter(model), [[1, 2], [3]], [cc, cc], **kw)
+    b, _ = run(NoHead(model), [[1, 2], [3]], [cc, cc], **kw)
+    for x, y in zip(a, b):
+        assert [h.tokens for h in x.hypotheses] == [h.tokens for h in y.hypotheses]
+        assert max(abs(h.score - g.score) for h, g in zip(x.hypotheses, y.hypotheses)) < 1e-4
