@@ -5,9 +5,10 @@ and the static shortlist's output rows (:mod:`fstbeam.runtime.shortlist`).
 A GEMM with few rows (beam x batch = 40) spends a large share of its time packing ``W`` into the
 panels its kernel reads, on every call. MKL can keep the packed panels (``cblas_sgemm_pack``;
 PyTorch exposes it as ``torch.ops.mkl._mkl_reorder_linear_weight`` / ``_mkl_linear``, what
-Inductor's CPU freezing uses). Measured on the 2-core dev machine at 40 rows: Gemma 3 270M's
-layer shapes 43.5 -> 25.7 ms per step, the A1 shortlist rows ``[640 x 21174]`` 4.8 -> 3.7 ms
-(``benchmarks/bench_packed.py``). The packed copy takes about the weight's memory.
+Inductor's CPU freezing uses). Measured on the 2-core dev machine at 40 rows
+(``benchmarks/bench_packed.py`` -> ``benchmarks/results/packed_gemm.json``): Gemma 3 270M's
+layer shapes 43.7 -> 30.5 ms per step, the A1 shortlist rows ``[640 x 21174]`` 5.9 -> 4.7 ms.
+The packed copy takes about the weight's memory.
 
 A packing is made for one row count ``P`` (MKL packs for a given ``m``; PyTorch runs another
 ``m`` unpacked), once the same row count came ``PACK_AFTER`` times in a row: a beam in steady
@@ -41,6 +42,10 @@ class PackedLinear:
     """``weight [N, d]`` (and ``bias [N]``) applied to ``x [..., d]``; see the module docs."""
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None):
+        self.rebind(weight, bias)
+
+    def rebind(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> None:
+        """Use these tensors from now on (a layer whose weight was replaced); drops the packing."""
         self.weight, self.bias = weight, bias
         self.enabled = packable(weight) and mkl_packing_available()
         self._packed: torch.Tensor | None = None

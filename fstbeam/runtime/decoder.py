@@ -49,7 +49,7 @@ class Decoder:
     template with a generation prompt), ``"auto"`` (chat when the tokenizer has a template; the
     default Gemma 3 270M is a base model without one), or a template string with ``{prompt}``.
     ``packed_weights``: on CPU, run the model's linear layers through MKL's packed GEMM (one more
-    copy of their weights, 15-20% faster steps; :mod:`.packed_model`): ``"auto"`` (models up to
+    copy of their weights, 7-16% shorter steps; :mod:`.packed_model`): ``"auto"`` (models up to
     1 GB of linear weights), ``"on"``, ``"off"``. Ignored for a model adapter.
     """
 

@@ -3,8 +3,9 @@
 During a decode step every ``nn.Linear`` of the model multiplies beam x batch rows (40 at batch 8,
 beam 5); MKL's packed GEMM (:mod:`fstbeam.kernels.packed_gemm`) keeps each weight in the layout
 its kernel reads instead of repacking it on every call. On the default Gemma 3 270M this cuts a
-decode step by 15-20% on the 2-core dev machine (``benchmarks/bench_decode.py``, section 6), for
-one extra copy of the linear weights in memory (400 MB for the default model).
+decode step by 7% unconstrained and 16% with the A1 shortlist on the 2-core dev machine
+(``benchmarks/bench_decode.py``, section 6), for one extra copy of the linear weights in memory
+(400 MB for the default model).
 
 :class:`ModelPacking` finds the plain ``nn.Linear`` layers with float32 CPU weights (subclasses,
 e.g. quantized layers, are left alone; so is the output layer: the largest weight, which the
@@ -17,6 +18,7 @@ total at most ``AUTO_MAX_BYTES``; ``"on"`` packs whatever the size (an error whe
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Literal
 
 import torch
@@ -87,9 +89,15 @@ class ModelPacking:
             yield
             return
         for module, packed in self._layers:
-            module.forward = packed  # an instance attribute: shadows nn.Linear.forward
+            module.forward = functools.partial(_packed_forward, module, packed)  # shadows nn.Linear.forward
         try:
             yield
         finally:
             for module, _ in self._layers:
                 module.__dict__.pop("forward", None)
+
+
+def _packed_forward(module: torch.nn.Linear, packed: PackedLinear, x: torch.Tensor) -> torch.Tensor:
+    if packed.weight is not module.weight or packed.bias is not module.bias:  # replaced since packed
+        packed.rebind(module.weight, module.bias)
+    return packed(x)

@@ -41,6 +41,28 @@ def test_routing_packs_inside_and_restores_the_model():
         torch.testing.assert_close(model(x).logits, want, rtol=0, atol=0)  # restored: the model's own path
 
 
+@needs_mkl
+def test_a_replaced_or_changed_weight_is_used_at_once():
+    model = tiny_llama(24)
+    packing = ModelPacking(model, "auto")
+    x = torch.tensor([[1, 2, 3]] * 4)
+    layer = next(m for m in model.modules() if type(m) is torch.nn.Linear)
+    with torch.inference_mode():
+        with packing.routing():
+            for _ in range(3):
+                model(x)
+        with torch.no_grad():
+            layer.weight = torch.nn.Parameter(torch.randn_like(layer.weight))  # a new tensor
+        want = model(x).logits
+        with packing.routing():
+            torch.testing.assert_close(model(x).logits, want, rtol=1e-5, atol=1e-5)
+        with torch.no_grad():
+            layer.weight.mul_(3.0)  # the same tensor, changed in place
+        want = model(x).logits
+        with packing.routing():
+            torch.testing.assert_close(model(x).logits, want, rtol=1e-5, atol=1e-5)
+
+
 def test_modes_and_refusals(monkeypatch):
     model = tiny_llama(24)
     off = ModelPacking(model, "off")
