@@ -164,9 +164,25 @@ def shortlist_section(dec, prompts, beam, steps, repeats, shortlist_mode="auto",
     (``union``: also the shortlist without the static set, a per-step union)."""
     from fstbeam.compiler.compile import compile_constraints
 
+    from fstbeam.runtime.adapters import adapter_for
+
     levels = {lvl: compile_constraints(cefr=lvl, tokenizer=dec.vocab, leading_space=True) for lvl in ("A1", "B1")}
     kw = dict(beam_size=beam, max_new_tokens=steps, batch_size=len(prompts), stopping="exhaustive")
     runs = {"unconstrained": lambda: fst_run(dec, prompts, **kw)}
+    packed, unpacked = dec.adapter, adapter_for(dec.model, "off")  # the same model, linear weights not packed
+
+    def without_packing(fn):
+        def run():
+            dec.adapter = unpacked
+            try:
+                return fn()
+            finally:
+                dec.adapter = packed
+        return run
+    if getattr(packed, "packing", None) is not None and packed.packing.active:
+        runs["unconstrained_unpacked"] = without_packing(runs["unconstrained"])
+        runs["A1_shortlist_unpacked"] = without_packing(
+            lambda: fst_run(dec, prompts, levels["A1"], **kw, renormalize=True, shortlist=shortlist_mode))
     for lvl, cc in levels.items():
         for head in ("full", "shortlist"):
             mode = "off" if head == "full" else shortlist_mode
@@ -187,8 +203,18 @@ def shortlist_section(dec, prompts, beam, steps, repeats, shortlist_mode="auto",
         sec["configs"][name] = {
             "cpu": t.cpu, "wall": t.wall, "steps": st.steps, "cpu_per_step": per_step, "wall_per_step": t.wall / st.steps,
             "tokens_per_cpu_s": len(prompts) * st.steps / t.cpu, "per_step_vs_unconstrained": per_step / base_step,
+            "wall_per_step_vs_unconstrained": (t.wall / st.steps) / (base[1].wall / base[2].steps),
             "shortlist_steps": st.shortlist_steps, "logits_per_row": st.logits_elements / max(1, st.model_rows),
             "satisfied": sum(r.satisfied for r in res)}
+    if "unconstrained_unpacked" in outs:  # the packed linear weights' share (runtime/packed_model.py)
+        (_, t_uu, s_uu), (_, t_au, s_au) = outs["unconstrained_unpacked"], outs["A1_shortlist_unpacked"]
+        sec["unpacked_A1_shortlist_vs_unconstrained"] = (t_au.cpu / s_au.steps) / (t_uu.cpu / s_uu.steps)
+        sec["packed_vs_unpacked_per_step"] = {
+            "unconstrained": (base[1].cpu / base[2].steps) / (t_uu.cpu / s_uu.steps),
+            "A1_shortlist": (outs["A1_shortlist"][1].cpu / outs["A1_shortlist"][2].steps) / (t_au.cpu / s_au.steps)}
+        print(f"[6] linear weights not packed: A1 shortlist {sec['unpacked_A1_shortlist_vs_unconstrained']:.3f}x per step "
+              f"vs unconstrained; packing makes a step {sec['packed_vs_unpacked_per_step']['unconstrained']:.3f}x "
+              f"(unconstrained) and {sec['packed_vs_unpacked_per_step']['A1_shortlist']:.3f}x (A1 shortlist) as long")
     for lvl in levels:
         (full, t_f, s_f), (short, t_s, s_s) = outs[f"{lvl}_full"], outs[f"{lvl}_shortlist"]
         sec[f"{lvl}_shortlist_vs_full_per_step"] = (t_s.cpu / s_s.steps) / (t_f.cpu / s_f.steps)
@@ -204,6 +230,7 @@ def shortlist_section(dec, prompts, beam, steps, repeats, shortlist_mode="auto",
                   f"{sec[f'{lvl}_union_identical_tokens']}")
         print(f"[6] {lvl}: full head {sec['configs'][f'{lvl}_full']['per_step_vs_unconstrained']:.3f}x, shortlist "
               f"{sec['configs'][f'{lvl}_shortlist']['per_step_vs_unconstrained']:.3f}x per step vs unconstrained "
+              f"(wall {sec['configs'][f'{lvl}_shortlist']['wall_per_step_vs_unconstrained']:.3f}x) "
               f"(shortlist/full {sec[f'{lvl}_shortlist_vs_full_per_step']:.3f}x); identical tokens "
               f"{sec[f'{lvl}_identical_tokens']}, max score diff {sec[f'{lvl}_max_score_diff']:.2e}; "
               f"logits per row {sec['configs'][f'{lvl}_shortlist']['logits_per_row']:.0f}")
