@@ -44,6 +44,7 @@ from ..errors import DecodeError
 from ..kernels.bitmask import pack_bool_mask_torch, unpack_bitmask_torch
 from ..kernels.packed_gemm import PackedLinear
 from .config import ShortlistMode
+from .used_rows import UsedRows
 
 __all__ = ["OutputHead", "HiddenTap", "probe_output_head", "StepLogits", "Shortlist", "StaticPlan", "pays", "union_ids",
            "sub_mask", "sub_mask_torch", "static_ids"]
@@ -102,13 +103,19 @@ class OutputHead:
         key = key + (self.weight.data_ptr(), self.weight._version, packed)
         plan = self._static.get(key)
         if plan is None:
-            b = self.bias.index_select(0, ids).contiguous() if self.bias is not None else None
-            plan = StaticPlan(ids, self.weight.index_select(0, ids).contiguous(), b, keep)
-            plan.linear.enabled &= packed and plan.weight.numel() * plan.weight.element_size() <= PLAN_PACK_MAX_BYTES
+            plan = self.rows_plan(ids, packed, keep)
             self._static[key] = plan
             while len(self._static) > _STATIC_ENTRIES:
                 self._static.popitem(last=False)
         self._static.move_to_end(key)
+        return plan
+
+    def rows_plan(self, ids: torch.Tensor, packed: bool, keep: tuple = ()) -> "StaticPlan":
+        """A plan over the sorted ``ids``: their output rows gathered (packed for MKL if ``packed``,
+        up to ``PLAN_PACK_MAX_BYTES``)."""
+        b = self.bias.index_select(0, ids).contiguous() if self.bias is not None else None
+        plan = StaticPlan(ids, self.weight.index_select(0, ids).contiguous(), b, keep)
+        plan.linear.enabled &= packed and plan.weight.numel() * plan.weight.element_size() <= PLAN_PACK_MAX_BYTES
         return plan
 
     def logits(self, hidden: torch.Tensor, ids: torch.Tensor | None = None, *, plan: "StaticPlan | None" = None,
@@ -282,10 +289,12 @@ class StaticPlan:
     words: torch.Tensor = field(init=False, repr=False)
     shifts: torch.Tensor = field(init=False, repr=False)
     linear: PackedLinear = field(init=False, repr=False)
+    used: UsedRows = field(init=False, repr=False)  # the part decoding uses (:mod:`.used_rows`)
 
     def __post_init__(self):
         self.words, self.shifts = self.ids >> 5, self.ids & 31
         self.linear = PackedLinear(self.weight, self.bias)
+        self.used = UsedRows()
 
 
 _ARTIFACT_IDS: OrderedDict = OrderedDict()  # id(hard tables) -> (hard tables, ids)
@@ -357,6 +366,10 @@ class Shortlist:
         static = self._static(tables) if self.mode != "off" else None
         if static is not None:
             plan, eos_cols = static
+            if mask.device.type == "cpu":  # the used part of the static set, where a step needs no more
+                used = plan.used.choose(_or_rows(mask), plan, lambda ids: self.head.rows_plan(ids, self.packed),
+                                        self.eos, self.V)
+                plan, eos_cols = used if used is not None else (plan, eos_cols)
             logits = self.head.logits(hidden, plan=plan)
             return StepLogits(logits, sub_mask(mask, plan.ids, plan.words, plan.shifts), plan.ids, eos_cols)
         if self.mode != "off":

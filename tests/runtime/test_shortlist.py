@@ -227,6 +227,58 @@ def test_static_and_per_step_shortlists_give_the_full_head_results(compiled, nam
     assert made and all((m is not None) == static for m in made)
 
 
+@pytest.mark.parametrize("name", ["llama", "gemma3-softcap"])
+def test_the_used_part_of_the_static_set_gives_the_full_head_results(compiled, name, monkeypatch):
+    """After a step has added to the used set, steps whose rows need nothing else run on a plan
+    of the used rows only (runtime/used_rows.py): the same hypotheses and scores as the full head."""
+    from fstbeam.runtime import used_rows
+
+    v, ccs = compiled
+    ad = CausalLMAdapter(MODELS[name](v.width, seed=7))
+    names = ["words", "words", "words+phrase", "words"]
+    prompts = PROMPTS[: len(names)]
+    kw = dict(beam_size=4, max_new_tokens=10, nbest=2, batch_size=4, renormalize=True, length_reward=0.3)
+    full, _ = run(ad, prompts, [ccs[n] for n in names], shortlist="off", **kw)
+    monkeypatch.setattr(sl_mod, "STATIC_MAX_FRACTION", 1.0)  # tiny vocabulary
+    monkeypatch.setattr(used_rows, "SETTLE", 1)
+    monkeypatch.setattr(used_rows, "MAX_SHARE", 1.0)
+    seen = []
+    real = sl_mod.Shortlist._static
+    monkeypatch.setattr(sl_mod.Shortlist, "_static", lambda self, t: seen.append(real(self, t)) or seen[-1])
+    short, st = run(ad, prompts, [ccs[n] for n in names], shortlist="on", **kw)
+    assert_same(short, full)
+    used = next(p for p in seen if p is not None)[0].used
+    assert used.builds >= 1 and used.hits > 0  # the used plan served steps
+
+
+def test_used_rows_builds_from_what_steps_allowed(monkeypatch):
+    """UsedRows against set arithmetic: the plan holds exactly the tokens seen plus EOS, serves
+    only steps inside it, is rebuilt after SETTLE steps outside it, and is skipped when too big."""
+    from fstbeam.runtime import used_rows
+
+    V, eos = 200, torch.tensor([0])
+    static = type("P", (), {"ids": torch.arange(V)})()
+    made = []
+    make = lambda ids: made.append(ids.tolist()) or ("plan", ids)  # noqa: E731
+    rows = lambda *toks: pack_bool_mask_torch(torch.isin(torch.arange(V), torch.tensor(toks))[None])[0]  # noqa: E731
+    monkeypatch.setattr(used_rows, "SETTLE", 2)
+    u = used_rows.UsedRows()
+    assert u.choose(rows(5, 6), static, make, eos, V) is None and not made
+    assert u.choose(rows(7), static, make, eos, V) is None
+    assert made == [[0, 5, 6, 7]]  # built after SETTLE steps: seen + EOS
+    plan, eos_cols = u.choose(rows(5, 7), static, make, eos, V)
+    assert plan[1].tolist() == [0, 5, 6, 7] and eos_cols.tolist() == [0] and u.hits == 1
+    assert u.choose(rows(5, 9), static, make, eos, V) is None  # 9 is outside: the static plan
+    assert u.choose(rows(6), static, make, eos, V)[0][1].tolist() == [0, 5, 6, 7]
+    assert u.choose(rows(11), static, make, eos, V) is None
+    assert made[-1] == [0, 5, 6, 7, 9, 11]  # rebuilt with what the missed steps added
+    monkeypatch.setattr(used_rows, "MAX_SHARE", 0.01)
+    v = used_rows.UsedRows()
+    for t in (3, 4, 8):
+        assert v.choose(rows(t), static, make, eos, V) is None
+    assert v.plan is None and v.builds >= 1  # larger than the share: no plan of its own
+
+
 @pytest.mark.parametrize("factory,name", [(tiny_llama, "words+phrase"), (tiny_gpt2, "prefix")], ids=["llama", "gpt2-tied"])
 def test_shortlist_finds_the_renormalized_brute_force_optimum(compiled, factory, name):
     v, ccs = compiled
