@@ -14,7 +14,9 @@ A packing is made for one row count ``P`` (MKL packs for a given ``m``; PyTorch 
 ``m`` unpacked), once the same row count came ``PACK_AFTER`` times in a row: a beam in steady
 state, not a one-off prefill. Fewer rows (a batch draining) are padded to ``P`` while at least half
 of ``P`` (each output row depends on its own input row only); other counts run unpacked until
-one repeats, then it is packed instead. An in-place change of the weight drops the packing.
+one repeats (``PACK_AFTER`` times if larger than ``P``, ``SHRINK_AFTER`` if smaller: streaming
+refills go back to the full batch), then it is packed instead. An in-place change of the weight
+drops the packing.
 Results equal ``torch.nn.functional.linear`` up to float32 rounding (the packed kernel may sum
 in another order; bitwise equal for ``K = 640`` at 8-40 rows on the dev machine).
 """
@@ -25,6 +27,7 @@ import torch
 __all__ = ["PackedLinear", "mkl_packing_available", "packable"]
 
 PACK_AFTER = 2  # calls with the same row count before packing for it
+SHRINK_AFTER = 16  # the same, for a row count below the packed one (see _ready)
 
 
 def mkl_packing_available() -> bool:
@@ -77,7 +80,10 @@ class PackedLinear:
             return self._rows
         self._streak = self._streak + 1 if M == self._last else 1
         self._last = M
-        if M < 2 or self._streak < PACK_AFTER:  # one row: a matrix-vector product, nothing to gain
+        # A larger steady count packs again soon; a smaller one (a batch draining, padded above
+        # half of P) only after SHRINK_AFTER calls, so streaming refills do not repack each time.
+        need = PACK_AFTER if M > self._rows else SHRINK_AFTER
+        if M < 2 or self._streak < need:  # one row: a matrix-vector product, nothing to gain
             return 0
         return self._pack(M)
 

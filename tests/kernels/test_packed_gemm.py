@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fstbeam.kernels.packed_gemm import PackedLinear, mkl_packing_available
+from fstbeam.kernels.packed_gemm import SHRINK_AFTER, PackedLinear, mkl_packing_available
 
 needs_mkl = pytest.mark.skipif(not mkl_packing_available(), reason="no MKL packed GEMM in this PyTorch build")
 
@@ -26,12 +26,13 @@ def _check(lin, x):
 @needs_mkl
 @pytest.mark.parametrize("bias", [True, False])
 def test_row_counts_pack_pad_and_repack(bias):
+    assert SHRINK_AFTER == 16  # the plan below counts on it
     w, b = _weights(bias=bias)
     lin = PackedLinear(w, b)
     g = torch.Generator().manual_seed(1)
     # (rows, packing row count expected after the call)
-    plan = [(144, 0), (40, 0), (40, 40), (40, 40), (33, 40), (20, 40), (19, 40), (19, 19), (19, 19),
-            (40, 19), (40, 40), (64, 40), (1, 40), (1, 40)]
+    plan = [(144, 0), (40, 0), (40, 40), (40, 40), (33, 40), (20, 40), (19, 40), (19, 40)] + [(19, 40)] * 13 + [
+        (19, 19), (19, 19), (40, 19), (40, 40), (64, 40), (1, 40), (1, 40)]
     for rows, packed_rows in plan:
         _check(lin, torch.randn(rows, w.shape[1], generator=g))
         assert lin._rows == packed_rows, (rows, lin._rows)
