@@ -70,9 +70,10 @@ def add_batch_parser(sub) -> argparse.ArgumentParser:
                    help="no token N-gram twice in an output (0 = off; fstbeam generate uses 4)")
     m.add_argument("--batch-size", type=_positive, default=8, help="inputs decoded together per model (default 8)")
     m.add_argument("--stop-at-newline", action="store_true", help="end an output at a newline")
-    from .cli_flags import add_scoring_flags
+    from .cli_flags import add_packed_weights_flag, add_scoring_flags
 
     add_scoring_flags(m)
+    add_packed_weights_flag(m)
     b.add_argument("-q", "--quiet", action="store_true", help="no progress, only the final line")
     return b
 
@@ -90,6 +91,8 @@ def _job(args):
     opts.update({k: v for k, v in (("min_new_tokens", args.min_new_tokens), ("no_repeat_ngram", args.no_repeat_ngram)) if v})
     if args.length_reward is not None:
         opts["length_reward"] = args.length_reward
+    if args.packed_weights != "auto":
+        opts["packed_weights"] = args.packed_weights
     cons = str(Path(args.constraints).resolve()) if args.constraints else None
     model = str(Path(args.model).resolve()) if args.model and Path(args.model).exists() else args.model
     cfg = worker_config(cons, model=model, tokenizer=args.tokenizer, device=args.device,

@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from .cli_flags import add_scoring_flags, scoring_options
+from .cli_flags import add_packed_weights_flag, add_scoring_flags, scoring_options
 from .compiler.cli import add_constraint_flags, nonempty, parse_params, phrase_items, utf8_text
 from .inputs import is_jsonl
 from .templates import TEMPLATES, prompt_format  # noqa: F401 - TEMPLATES re-exported
@@ -42,9 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--model", type=nonempty, metavar="PATH", help="Hugging Face model folder or id (default: Gemma 3 270M)")
     m.add_argument("--tokenizer", type=nonempty, metavar="PATH", help="tokenizer (default: the model's)")
     m.add_argument("--device", type=nonempty, default="auto", help="cpu, cuda, cuda:1, or auto (default)")
-    m.add_argument("--packed-weights", choices=("auto", "on", "off"), default="auto",
-                   help="on CPU, keep a packed copy of the model's linear weights for MKL: faster steps for "
-                        "more memory; auto (models up to 1 GB of linear weights, the default), on, off")
+    add_packed_weights_flag(m)
     m.add_argument("--format", type=nonempty, default="auto", metavar="raw|chat|auto|qa|TEMPLATE",
                    help="prompt format: raw text, the chat template, auto (chat if the tokenizer has one), "
                         "qa ('Question: ...\\nAnswer:'), or a template containing {prompt}")

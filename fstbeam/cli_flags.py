@@ -1,8 +1,9 @@
-"""Search flags shared by ``fstbeam generate`` and ``fstbeam batch``: the scoring over the
-allowed tokens (``--renormalize``) and the shortlist output layer (``--shortlist``)."""
+"""Flags shared by ``fstbeam generate`` and ``fstbeam batch``: the scoring over the allowed tokens
+(``--renormalize``), the shortlist output layer (``--shortlist``) and the packed linear weights
+(``--packed-weights``)."""
 from __future__ import annotations
 
-__all__ = ["add_scoring_flags", "scoring_options"]
+__all__ = ["add_scoring_flags", "scoring_options", "add_packed_weights_flag"]
 
 
 def add_scoring_flags(group) -> None:
@@ -22,3 +23,10 @@ def scoring_options(args) -> dict:
         raise ValueError("--shortlist on needs --renormalize: the full softmax (the default scoring) needs every "
                          "logit; add --renormalize, or use --shortlist auto/off")
     return {"renormalize": bool(args.renormalize), "shortlist": args.shortlist}
+
+
+def add_packed_weights_flag(group) -> None:
+    """``--packed-weights`` (runtime/packed_model.py): a model option, given to the Decoder."""
+    group.add_argument("--packed-weights", choices=("auto", "on", "off"), default="auto",
+                       help="on CPU, keep a packed copy of the model's linear weights for MKL: faster steps for "
+                            "more memory; auto (models up to 1 GB of linear weights, the default), on, off")

@@ -25,13 +25,15 @@ class DecodeWorker:
 
     ``constraints``: ``None``, an artifact path (loaded here; its tokenizer fingerprint is
     checked against the model's) or a ``CompiledConstraints``. ``stop_at_newline`` adds the
-    tokenizer's newline tokens to the end-of-output ids. Other keywords are search options of
+    tokenizer's newline tokens to the end-of-output ids. ``packed_weights``: as for
+    :class:`fstbeam.Decoder`. Other keywords are search options of
     ``Decoder.generate`` (``beam_size``, ``max_new_tokens``, ``length_reward``, ...).
     """
 
     def __init__(self, *, model=None, tokenizer=None, constraints=None, device="auto", prompt_format="auto",
-                 stop_at_newline: bool = False, **search_options):
-        self.decoder = fstbeam.Decoder(model, tokenizer, device=device, prompt_format=prompt_format)
+                 stop_at_newline: bool = False, packed_weights: str = "auto", **search_options):
+        self.decoder = fstbeam.Decoder(model, tokenizer, device=device, prompt_format=prompt_format,
+                                       packed_weights=packed_weights)
         self.shared = self._load(constraints)
         self.options = dict(search_options)
         if stop_at_newline:

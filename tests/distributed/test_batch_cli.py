@@ -156,3 +156,16 @@ def test_parquet_input_gives_the_jsonl_output(model_dir, words_artifact, tmp_pat
     assert main(batch_args(model_dir, words_artifact, tmp_path / "in.parquet", tmp_path / "b")) in (0, 1)
     a, b = read_shards(tmp_path / "a"), read_shards(tmp_path / "b")
     assert a == b and [o["id"] for o in a] == [f"r{i}" for i in range(6)]
+
+
+def test_packed_weights_reach_the_workers(model_dir, words_artifact, tmp_path):
+    from fstbeam.batch_cli import _job
+    from fstbeam.cli import build_parser
+    from fstbeam.distributed.worker import DecodeWorker
+
+    parse = lambda *x: _job(build_parser().parse_args(batch_args(model_dir, words_artifact, tmp_path / "in.jsonl",  # noqa: E731
+                                                                 tmp_path / "out", *x)))
+    cfg = parse("--packed-weights", "off").worker
+    assert cfg["packed_weights"] == "off"
+    assert "packed_weights" not in parse().worker  # the default: the old job settings
+    assert not DecodeWorker(**cfg).decoder.adapter.packing.active

@@ -252,3 +252,23 @@ def test_renormalize_and_shortlist_flags_reach_the_search(model_dir, tmp_path, c
 def test_bad_shortlist_flags_are_usage_errors(model_dir, capsys, flags, needle):
     assert main(["generate", "--model", str(model_dir), "--device", "cpu", *flags, "x"]) == 2
     assert needle in capsys.readouterr().err
+
+
+def test_packed_weights_flag_reaches_the_decoder(model_dir, monkeypatch, capsys):
+    from fstbeam.runtime.decoder import Decoder
+
+    made = []
+    real = Decoder.__init__
+
+    def spy(self, *a, **kw):
+        real(self, *a, **kw)
+        made.append(self.adapter.packing)
+
+    monkeypatch.setattr(Decoder, "__init__", spy)
+    base = ["generate", "--model", str(model_dir), "--device", "cpu", "--beam", "2", "--max-new-tokens", "3", "the cat"]
+    for flag in ("off", "auto"):
+        assert main(base + ["--packed-weights", flag]) in (0, 1)
+    assert made[0].mode == "off" and not made[0].active and made[1].mode == "auto"
+    capsys.readouterr()
+    assert main(base + ["--packed-weights", "always"]) == 2
+    assert "invalid choice: 'always'" in capsys.readouterr().err
