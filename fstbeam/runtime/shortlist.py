@@ -32,9 +32,8 @@ on a plan of those rows only (:mod:`.used_rows`; A1: about 16,200 of the 21,174)
 gathered rows go through MKL's packed GEMM (:mod:`fstbeam.kernels.packed_gemm`). Every-token
 logits (the full head) go into one buffer reused across steps. The output layer comes from the
 model adapter (:meth:`CausalLMAdapter.output_projection`), checked once against the model's own
-logits, so a
-model whose logits are not ``softcap(hidden @ W.T + b)`` (a logit scale, a non-linear head) keeps
-the full head.
+logits, so a model whose logits are not ``softcap(hidden @ W.T + b)`` (a logit scale, a
+non-linear head) keeps the full head.
 """
 from __future__ import annotations
 
