@@ -2,8 +2,9 @@
 phase 2 (lse merge, chunk-max pruning, exact top-k). The algorithm, and the host code that runs
 them on threads, are described in `cpu_fast`.
 
-numba's on-disk cache keys on this file only, so it is also keyed on a hash of `_simd.py`: an
-edit there drops the stale compiled code on the next import (`numba_cache.key_cache_on`).
+numba's on-disk cache keys on this file only, so it is also keyed on a hash of `_simd.py` and
+`_simd_ir.py` (the intrinsics and their LLVM IR): an edit there drops the stale compiled code on
+the next import (`numba_cache.key_cache_on`).
 """
 from __future__ import annotations
 
@@ -329,4 +330,4 @@ def first_bad_state(states, num_states):
     return -1
 
 
-key_cache_on(__file__, Path(__file__).with_name("_simd.py"), phase1, phase2, first_bad_state)
+key_cache_on(__file__, [Path(__file__).with_name(f) for f in ("_simd.py", "_simd_ir.py")], phase1, phase2, first_bad_state)

@@ -1,9 +1,9 @@
 """Key numba's on-disk cache on more than the module's own file.
 
 numba's cache index looks only at the timestamp and size of the file that defines a function;
-code it inlines from another module (`_simd.py`'s LLVM IR intrinsics) can change without it
-noticing. `key_cache_on` stores a hash of those other files next to the cached code and drops the
-module's cached code when the hash changes.
+code it inlines from other modules (the LLVM IR intrinsics of `_simd.py`, built by `_simd_ir.py`)
+can change without it noticing. `key_cache_on` stores a hash of those other files next to the
+cached code and drops the module's cached code when the hash changes.
 """
 from __future__ import annotations
 
@@ -13,14 +13,19 @@ from pathlib import Path
 __all__ = ["key_cache_on"]
 
 
-def key_cache_on(module_file: str | Path, source: str | Path, *dispatchers) -> None:
-    """Drop the cached code of ``module_file``'s numba ``dispatchers`` if ``source`` changed
-    since it was cached."""
+def key_cache_on(module_file: str | Path, sources, *dispatchers) -> None:
+    """Drop the cached code of ``module_file``'s numba ``dispatchers`` if one of ``sources`` (a
+    path or a sequence of paths: every module the compiled code comes from) changed since it
+    was cached."""
+    paths = [Path(sources)] if isinstance(sources, (str, Path)) else [Path(s) for s in sources]
     stem = Path(module_file).stem
-    digest = hashlib.sha256(Path(source).read_bytes()).hexdigest()
+    h = hashlib.sha256()
+    for path in paths:
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    digest = h.hexdigest() if len(paths) > 1 else hashlib.sha256(paths[0].read_bytes()).hexdigest()
     dirs = {getattr(getattr(d, "_cache", None), "_cache_path", None) for d in dispatchers} - {None}
     for folder in map(Path, dirs):
-        stamp = folder / f"{stem}.{Path(source).stem}-sha256"
+        stamp = folder / f"{stem}.{'+'.join(p.stem for p in paths)}-sha256"
         try:
             if stamp.exists() and stamp.read_text() == digest:
                 continue
