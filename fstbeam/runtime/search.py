@@ -330,15 +330,14 @@ class SearchEngine:
         else:
             chosen = step.select(cand_s, fit, k)
         sel_s, sel_i = torch.where(chosen, cand_s, torch.full_like(cand_s, float("-inf"))).topk(k, dim=1)  # [n, k]
-        places = step.keep_places(parent.gather(1, sel_i), torch.isfinite(sel_s), k)
-        sel_s, sel_i = sel_s.gather(1, places), sel_i.gather(1, places)
+        sel_parent, sel_ok = parent.gather(1, sel_i), torch.isfinite(sel_s)
+        places = step.keep_places(sel_parent, sel_ok, k)
+        sel_s, sel_i, sel_parent, sel_ok = (t.gather(1, places) for t in (sel_s, sel_i, sel_parent, sel_ok))
         pool.pool_eos(beam, rows, scored, self._eos, tb, cfg.scoring)
         # Slots whose beam died without a finished hypothesis keep their best live one as partial.
-        sel_ok = torch.isfinite(sel_s)
         dead = ~sel_ok.any(1) & beam.alive.any(1)
         if bool(dead.any()):
             pool.record_partial(beam, dead, beam.alive, tb)
-        sel_parent = parent.gather(1, sel_i)
         sel_tok = cand_t.gather(1, sel_i)
         P = beam.P
         sel_l = ns.gather(1, sel_i[:, :, None].expand(n, k, P)) if P else ns[:, :k]
