@@ -38,7 +38,7 @@ def main() -> int:
     ap.add_argument("--out", default=str(RESULTS / "avoid.json"))
     args = ap.parse_args()
 
-    from fstbeam.compiler.cefr import cefr_words
+    from fstbeam.compiler.hard.cefr import cefr_words
     from fstbeam.compiler.compile import compile_constraints, with_request
 
     cc = compile_constraints(cefr="A1")

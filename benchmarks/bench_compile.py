@@ -76,10 +76,10 @@ def time_per_call(fn, items, repeat=200):
 
 def run_fstbeam(level: str, language: str) -> dict:
     import fstbeam
-    from fstbeam.compiler.cefr import cefr_words
-    from fstbeam.compiler.token_trie import token_trie
+    from fstbeam.compiler.hard.cefr import cefr_words
+    from fstbeam.compiler.hard.token_trie import token_trie
     from fstbeam.contract.vocab import load_vocab
-    from fstbeam.default_model import default_tokenizer_dir
+    from fstbeam.files.default_model import default_tokenizer_dir
     from tokenizers import Tokenizer
 
     t = time.perf_counter()
@@ -128,8 +128,8 @@ def run_xgrammar(level: str) -> dict:
     import xgrammar as xgr
     from transformers import AutoTokenizer
 
-    from fstbeam.compiler.cefr import cefr_words
-    from fstbeam.default_model import default_tokenizer_dir
+    from fstbeam.compiler.hard.cefr import cefr_words
+    from fstbeam.files.default_model import default_tokenizer_dir
 
     words = cefr_words(LEVELS[level])
     hf = AutoTokenizer.from_pretrained(str(default_tokenizer_dir()))
@@ -159,8 +159,8 @@ def run_llguidance(level: str) -> dict:
     import llguidance.numpy as lnp
     from transformers import AutoTokenizer
 
-    from fstbeam.compiler.cefr import cefr_words
-    from fstbeam.default_model import default_tokenizer_dir
+    from fstbeam.compiler.hard.cefr import cefr_words
+    from fstbeam.files.default_model import default_tokenizer_dir
 
     words = cefr_words(LEVELS[level])
     hf = AutoTokenizer.from_pretrained(str(default_tokenizer_dir()))

@@ -22,7 +22,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     import fstbeam
-    from fstbeam.default_model import load_default_tokenizer
+    from fstbeam.files.default_model import load_default_tokenizer
 
     hf = load_default_tokenizer()
     vocab = fstbeam.load_vocab("default")

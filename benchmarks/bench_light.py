@@ -111,8 +111,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS / "light.json")
     args = ap.parse_args(argv)
 
-    from fstbeam.compiler.light import compile_avoid, compile_phrase, compile_prefix
-    from fstbeam.compiler.token_index import TokenIndex
+    from fstbeam.compiler.light.automaton import compile_avoid, compile_phrase, compile_prefix
+    from fstbeam.compiler.light.token_index import TokenIndex
     from fstbeam.contract.vocab import load_vocab
 
     vocab, load_s = timed(lambda: load_vocab("default"))

@@ -156,7 +156,7 @@ def section_b(dec, questions, settings, vocab, ctrl, levels, M):
 
 def section_c(dec, items, tf4_python, vocab, ctrl, M):
     """transformers 4.x force_words_ids on (a), in its own venv; measured here."""
-    from fstbeam.default_model import default_model_dir
+    from fstbeam.files.default_model import default_model_dir
 
     jobs = []
     for name in ("1w", "2w", "4w", "phrase3"):

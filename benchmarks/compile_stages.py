@@ -39,7 +39,7 @@ class _Clock:
 
 
 def _words(row: str) -> list[str]:
-    from fstbeam.compiler.cefr import cefr_words
+    from fstbeam.compiler.hard.cefr import cefr_words
 
     if row.startswith("C2"):
         return cefr_words("C2")
@@ -54,7 +54,7 @@ def run_row(row: str) -> dict:
     import logging
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(relativeCreated)8.0f ms %(name)s: %(message)s")
-    from fstbeam.compiler.token_trie import token_trie
+    from fstbeam.compiler.hard.token_trie import token_trie
 
     try:
         from fstbeam.contract.vocab import load_vocab
@@ -77,9 +77,9 @@ def run_row(row: str) -> dict:
                    table_mb=round(cc.hard.nbytes / 2**20, 1), peak_rss_mb=_rss_mb())
         return out
     from fstbeam.compiler.char_dfa import fst_to_dfa
-    from fstbeam.compiler.tables import build_tables
-    from fstbeam.compiler.token_fsa import lift, token_fst_bytes
-    from fstbeam.grammars.lib.wordlist import text_dfa_fst_bytes, word_list_dfa
+    from fstbeam.compiler.hard.tables import build_tables
+    from fstbeam.compiler.hard.token_fsa import lift, token_fst_bytes
+    from fstbeam.fst.wordlist.language import text_dfa_fst_bytes, word_list_dfa
 
     clock = _Clock()
     if row == "C2-simple":  # a pynini grammar: optimized by OpenFst, lifted from its [S, 256] table

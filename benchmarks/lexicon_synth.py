@@ -17,7 +17,7 @@ SUFFIXES = ("ness", "less", "ful", "ly", "ish", "able", "ment", "er", "est", "is
 
 def synthetic_words(n: int, *, compounds: float = 0.0, seed: int = 15) -> list[str]:
     """``n`` distinct lower-case entries (fewer real forms than ``n`` are topped up)."""
-    from fstbeam.compiler.cefr import cefr_words
+    from fstbeam.compiler.hard.cefr import cefr_words
 
     base = cefr_words("C2")
     out = list(base[:n])

@@ -17,7 +17,7 @@ _LAZY = {
     "with_request": ("fstbeam.compiler.compile", "with_request"),
     "CompiledConstraints": ("fstbeam.contract.compiled", "CompiledConstraints"),
     "Phrase": ("fstbeam.compiler.spec", "Phrase"),
-    "AnyOf": ("fstbeam.compiler.alternatives", "AnyOf"),
+    "AnyOf": ("fstbeam.compiler.light.alternatives", "AnyOf"),
     "load_constraints": ("fstbeam.contract.compiled", "load_constraints"),
     "Vocab": ("fstbeam.contract.vocab", "Vocab"),
     "load_vocab": ("fstbeam.contract.vocab", "load_vocab"),

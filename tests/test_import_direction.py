@@ -21,8 +21,25 @@ BLOCKED = {
     "fst": ("torch", "transformers"),
     "grammars": ("torch", "transformers"),
     "compiler": ("torch", "transformers"),
+    # Files every layer reads (cache folder, text files, the default model's files).
+    "files": ("torch", "pynini", "transformers"),
     # Batch jobs run the decoder and compile per-row phrases: both halves, nothing blocked.
     "distributed": (),
+    # The front doors use both halves.
+    "cli": (),
+}
+
+# Layers inside and between the halves (DESIGN.md, docs/architecture.md): a module of the key
+# never imports one of the listed packages, lazy imports included.
+LAYERS = {
+    "fstbeam.fst": ("fstbeam.grammars", "fstbeam.compiler", "fstbeam.runtime", "fstbeam.cli"),
+    "fstbeam.files": ("fstbeam.fst", "fstbeam.grammars", "fstbeam.compiler", "fstbeam.contract", "fstbeam.runtime", "fstbeam.cli"),
+    "fstbeam.contract": ("fstbeam.compiler", "fstbeam.runtime", "fstbeam.cli"),
+    "fstbeam.compiler.hard": ("fstbeam.compiler.light", "fstbeam.cli"),
+    "fstbeam.compiler.light": ("fstbeam.compiler.hard", "fstbeam.cli"),
+    "fstbeam.runtime": ("fstbeam.compiler", "fstbeam.grammars", "fstbeam.cli"),
+    "fstbeam.compiler": ("fstbeam.cli", "fstbeam.distributed"),
+    "fstbeam.grammars": ("fstbeam.compiler", "fstbeam.cli"),
 }
 
 _PROBE = r"""
@@ -50,7 +67,7 @@ def modules(sub: str) -> list[str]:
     """Every importable module of ``fstbeam.<sub>`` (grammar folders are loaded by path, not here)."""
     out = []
     for f in sorted((PKG / sub).rglob("*.py")):
-        if not (f.parent / "__init__.py").exists():
+        if not (f.parent / "__init__.py").exists() or f.name == "__main__.py":
             continue
         parts = f.relative_to(PKG.parent).with_suffix("").parts
         out.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
@@ -105,12 +122,26 @@ def _imports(path: Path, module: str) -> set[str]:
     return out
 
 
-def test_no_two_modules_import_each_other():
+def _graph() -> dict[str, set[str]]:
     graph = {}
     for f in PKG.rglob("*.py"):
         parts = f.relative_to(PKG.parent).with_suffix("").parts
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         graph[name] = _imports(f, name)
+    return graph
+
+
+def test_layers_import_downwards_only():
+    bad = sorted(
+        (mod, dep) for mod, deps in _graph().items() for layer, banned in LAYERS.items()
+        if mod == layer or mod.startswith(layer + ".")
+        for dep in deps for b in banned if dep == b or dep.startswith(b + ".")
+    )
+    assert bad == []
+
+
+def test_no_two_modules_import_each_other():
+    graph = _graph()
     pairs = sorted(
         (a, b) for a, deps in graph.items() for b in deps
         if a < b and b in graph and a in graph[b] and not b.startswith(a + ".") and not a.startswith(b + ".")

@@ -20,13 +20,13 @@ import numpy as np
 import pynini
 
 from ..errors import GrammarError, SpecError, UnsatisfiableConstraintError
-from .cefr import cefr_words, parse_level
+from .hard.cefr import cefr_words, parse_level
 from .char_dfa import CharDFA, arcs_to_dfa, fst_to_dfa
-from .satisfy import avoidable, jointly_possible, phrase_possible, reachable_pair
+from .light.satisfy import avoidable, jointly_possible, phrase_possible, reachable_pair
 from ..contract.compiled import CompiledConstraints
 from .spec import ConstraintSpec, Phrase, WordList, as_phrases, read_word_file
-from .hard import fst_bytes, hard_automaton
-from .phrase_dfa import phrase_char_dfa
+from .hard.automaton import fst_bytes, hard_automaton
+from .light.phrase_dfa import phrase_char_dfa
 
 log = logging.getLogger(__name__)
 
@@ -147,8 +147,8 @@ def hard_dfa_from_bytes(char_fst: bytes | None) -> CharDFA:
 def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix, *, ordered: int = 0) -> None:
     """Raise UnsatisfiableConstraintError naming the parts that conflict (docs/compiler.md).
     ``ordered``: the first ``ordered`` phrases must occur in order (``compiler.ordered``)."""
-    from .alternatives import is_general
-    from .ordered import check_items
+    from .light.alternatives import is_general
+    from .light.ordered import check_items
 
     base_name = base_name or "the output"
     start = (prefix or "").encode("utf-8")
@@ -286,8 +286,8 @@ def _attach_light(cc: CompiledConstraints, index, phrases, avoid, prefix, *, ord
     first ``ordered`` phrases form one ordered automaton (``compiler.ordered``)."""
     if not phrases and not avoid and prefix is None:
         return cc
-    from .light import compile_avoid, compile_prefix
-    from .ordered import compile_must_include
+    from .light.automaton import compile_avoid, compile_prefix
+    from .light.ordered import compile_must_include
 
     opts = lambda p: dict(word_boundary=p.word_boundary, case_sensitive=p.case_sensitive, source=p.source)  # noqa: E731
     n_user = ordered or len(phrases)

@@ -77,5 +77,5 @@ def arcs_to_dfa(final: np.ndarray, src: np.ndarray, byte: np.ndarray, dst: np.nd
 
 
 def text_to_dfa(text) -> CharDFA:
-    """Flatten a `fstbeam.grammars.lib.text_dfa.TextDFA` (arc arrays, start 0)."""
+    """Flatten a `fstbeam.fst.wordlist.text_dfa.TextDFA` (arc arrays, start 0)."""
     return arcs_to_dfa(text.final, text.src, text.byte, text.dst, 0)

@@ -18,8 +18,8 @@ from ..contract.vocab import Vocab, load_vocab
 from ..errors import SpecError
 from .build import compile_with, extend_with, hard_dfa_from_bytes
 from .char_dfa import CharDFA, arcs_to_dfa
-from .token_index import TokenIndex
-from .token_trie import TokenTrie, token_trie
+from .light.token_index import TokenIndex
+from .hard.token_trie import TokenTrie, token_trie
 
 __all__ = ["Compiler", "compiler_for"]
 

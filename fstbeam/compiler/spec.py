@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import SpecError
-from ..textfile import read_utf8
+from ..files.textfile import read_utf8
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def as_phrases(items, what: str, *, flatten: bool = False) -> tuple:
     """``Phrase`` items from strings, ``Phrase`` objects, ``AnyOf`` objects and nested lists (a
     list item is an ``AnyOf`` of its texts). ``flatten``: alternatives become separate phrases
     (for avoid lists: avoiding any of them means avoiding each)."""
-    from .alternatives import AnyOf
+    from .light.alternatives import AnyOf
 
     if items is None:
         return ()

@@ -4,7 +4,7 @@ by content hashes.
 Parsing Gemma's 33 MB tokenizer.json (~1 s) and building its byte trie (~1.3 s) happen once per
 machine instead of once per process; so does compiling a word list for a tokenizer (key: the
 list, its options, the tokenizer fingerprint and the builder's source). Every entry is filled by
-`fstbeam.cachefs.fill_file` (locked, atomic, checked by the zip CRCs); a damaged one is rebuilt,
+`fstbeam.files.cache.fill_file` (locked, atomic, checked by the zip CRCs); a damaged one is rebuilt,
 never trusted. ``FSTBEAM_NO_DISK_CACHE=1`` turns the cache off.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ _VERSION = "1"
 def _dir() -> Path | None:
     if os.environ.get("FSTBEAM_NO_DISK_CACHE"):
         return None
-    from ..cachefs import subdir
+    from ..files.cache import subdir
 
     return subdir("index")  # a CacheError names FSTBEAM_CACHE and the fix
 
@@ -74,7 +74,7 @@ def _path(d: Path, kind: str, key: str) -> Path:
 
 
 def _fill(path: Path, build: Callable[[], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    from ..cachefs import fill_file
+    from ..files.cache import fill_file
 
     built: dict[str, np.ndarray] = {}
 

@@ -1,6 +1,6 @@
 """The hard automaton's device-ready tables (layout: docs/tables.md) and host-side lookups.
 
-Written by `fstbeam.compiler.tables.build_tables`, read by the runtime and the matcher.
+Written by `fstbeam.compiler.hard.tables.build_tables`, read by the runtime and the matcher.
 """
 from __future__ import annotations
 

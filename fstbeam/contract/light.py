@@ -1,7 +1,7 @@
 """Light automata (per-request phrases, avoid phrases, prefixes) in the light-table layout of
 ``docs/tables.md``, with host-side lookups and the distance field.
 
-Built by `fstbeam.compiler.light`, read by the runtime pool, the matcher and the artifact.
+Built by `fstbeam.compiler.light.automaton`, read by the runtime pool, the matcher and the artifact.
 """
 from __future__ import annotations
 

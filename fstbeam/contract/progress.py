@@ -17,7 +17,7 @@ a handful per phrase; the tokenizer-independent analogue here is the phrase's wo
   simply drops back a bank.
 
 So "Things" has 1 word and "a price tag" has 3; a state's word progress is a function of its byte
-progress only. AnyOf / ordered automata (``items`` set, ``fstbeam.compiler.alternatives``) count
+progress only. AnyOf / ordered automata (``items`` set, ``fstbeam.compiler.light.alternatives``) count
 progress as the bytes of the met items (each at its longest alternative) plus the current item's
 partial match: an item with one spelling counts its words as above, offset by the items before
 it; an item with several spellings (whose words differ) counts as one unit, complete when met.

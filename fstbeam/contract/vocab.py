@@ -128,7 +128,7 @@ class Vocab:
         path = Path(path)
         if path.is_dir():
             path = path / "tokenizer.json"
-        from ..textfile import read_utf8
+        from ..files.textfile import read_utf8
 
         text = read_utf8(path, TokenizerError, what="tokenizer file", expect="pass a tokenizer folder or tokenizer.json")
         try:
@@ -282,7 +282,7 @@ def load_vocab(tokenizer, *, width: int | None = None, eos_ids: Iterable[int] | 
     if isinstance(tokenizer, Vocab):
         return tokenizer
     if tokenizer is None or (isinstance(tokenizer, str) and tokenizer == "default"):
-        from ..default_model import default_tokenizer_dir, repair
+        from ..files.default_model import default_tokenizer_dir, repair
 
         try:
             return _from_file_cached(default_tokenizer_dir(), width, eos_ids, "gemma3-270m (default)")

@@ -68,7 +68,7 @@ def occurs(text: str, phrase: str, *, word_boundary: bool = True) -> bool:
 def contains_fst(text: str, *, word_boundary: bool = True, case_sensitive: bool = True):
     """pynini acceptor over bytes of every text that contains ``text`` (the rule above).
 
-    The compiler checks requests with `fstbeam.compiler.phrase_dfa` instead; this form is for
+    The compiler checks requests with `fstbeam.compiler.light.phrase_dfa` instead; this form is for
     building grammars and for tests."""
     import pynini
 

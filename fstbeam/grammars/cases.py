@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import GrammarError
-from ..textfile import read_utf8
+from ..files.textfile import read_utf8
 from ..fst.inspect import explain_rejection, longest_accepted_prefix
 from .lib.phrases import occurs
 from .registry import Grammar, GrammarBuild, get, parse_params

@@ -68,7 +68,7 @@ class Decoder:
         check_packed_mode(packed_weights)
         default_eos: tuple[int, ...] = ()
         if model is None:
-            from ..default_model import default_eos_ids, load_default_model, load_default_tokenizer
+            from ..files.default_model import default_eos_ids, load_default_model, load_default_tokenizer
 
             model = load_default_model(self.device, dtype)
             tokenizer = tokenizer if tokenizer is not None else load_default_tokenizer()

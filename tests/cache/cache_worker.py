@@ -20,7 +20,7 @@ def log_build(what: str) -> None:
 
 
 def main() -> None:
-    from fstbeam import default_model
+    from fstbeam.files import default_model
     from fstbeam.contract.disk_cache import cached_arrays
     from fstbeam.grammars.cefr import grammar as cefr
 

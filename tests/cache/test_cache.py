@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fstbeam import cachefs
+from fstbeam.files import cache as cachefs
 from fstbeam.errors import CacheError
 
 HERE = Path(__file__).parent
@@ -71,7 +71,7 @@ def test_truncated_cefr_table_is_rebuilt_with_a_warning(tmp_path, monkeypatch, c
         path = cefr._cache_path()
         path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # a crash mid-write, before this fix
         cefr._table.cache_clear()
-        with caplog.at_level(logging.WARNING, logger="fstbeam.cachefs"):
+        with caplog.at_level(logging.WARNING, logger="fstbeam.files.cache"):
             again = cefr._table()
         assert again == full
         assert any("damaged" in r.getMessage() for r in caplog.records)
@@ -89,7 +89,7 @@ def test_damaged_folder_entry_is_rebuilt(tmp_path, caplog):
     entry = tmp_path / "tok"
     cachefs.fill_dir(entry, build)
     (entry / "tokenizer.json").write_text('{"mod', encoding="utf-8")  # damaged after the fact
-    with caplog.at_level(logging.WARNING, logger="fstbeam.cachefs"):
+    with caplog.at_level(logging.WARNING, logger="fstbeam.files.cache"):
         cachefs.fill_dir(entry, build)
     assert len(calls) == 2 and (entry / "tokenizer.json").read_text() == '{"model": {}}'
     assert any("rebuilding" in r.getMessage() for r in caplog.records)
@@ -102,7 +102,7 @@ def test_damaged_default_tokenizer_is_repaired(tmp_path, monkeypatch, caplog):
     tokenizer standing in for the GGUF conversion) instead of telling the user to pass a folder."""
     from tokenizers import ByteLevelBPETokenizer
 
-    from fstbeam import default_model
+    from fstbeam.files import default_model
     from fstbeam.contract import vocab as vocab_mod
     from fstbeam.contract.cache import shared_cache
 
@@ -120,7 +120,7 @@ def test_damaged_default_tokenizer_is_repaired(tmp_path, monkeypatch, caplog):
     v1 = vocab_mod.load_vocab("default")
     (fake_tokenizer_dir() / "tokenizer.json").write_text("[1, 2]")  # damaged
     shared_cache().discard(lambda k: k[0] == "vocab-file")  # forget vocabularies read in this process
-    with caplog.at_level(logging.WARNING, logger="fstbeam.cachefs"):
+    with caplog.at_level(logging.WARNING, logger="fstbeam.files.cache"):
         v2 = vocab_mod.load_vocab("default")
     assert v2.fingerprint == v1.fingerprint
     assert any("rebuilding" in r.getMessage() or "damaged" in r.getMessage() for r in caplog.records)
@@ -148,7 +148,7 @@ def test_read_only_cache_is_a_cache_error(tmp_path, monkeypatch):
 
 
 def test_cli_reports_an_unusable_cache_without_a_traceback(tmp_path, capsys, monkeypatch):
-    from fstbeam.compiler.cli import main
+    from fstbeam.cli.compile_constraints import main
 
     f = tmp_path / "file"
     f.write_text("x")

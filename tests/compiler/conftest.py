@@ -6,7 +6,7 @@ from fstbeam.errors import TokenizerError
 @pytest.fixture(scope="module")
 def gemma():
     """The default (Gemma 3) vocabulary and its token index; skipped where it is not installed."""
-    from fstbeam.compiler.token_index import TokenIndex
+    from fstbeam.compiler.light.token_index import TokenIndex
     from fstbeam.contract.vocab import load_vocab
 
     try:

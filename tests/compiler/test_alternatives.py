@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fstbeam.compiler.alternatives import AnyOf, compile_items, items_char_dfa, stages_of
+from fstbeam.compiler.light.alternatives import AnyOf, compile_items, items_char_dfa, stages_of
 from fstbeam.compiler.spec import Phrase
-from fstbeam.compiler.token_index import TokenIndex
+from fstbeam.compiler.light.token_index import TokenIndex
 from fstbeam.contract.vocab import Vocab
 from fstbeam.errors import SpecError, UnsatisfiableConstraintError
 

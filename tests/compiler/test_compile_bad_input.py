@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import fstbeam
-from fstbeam.compiler.cli import main as cli_main
+from fstbeam.cli.compile_constraints import main as cli_main
 from fstbeam.contract.vocab import Vocab
 from fstbeam.compiler.compile import compile_constraints
 from fstbeam.compiler.spec import Phrase

@@ -9,7 +9,7 @@ import pytest
 import fstbeam
 from fstbeam.compiler.char_dfa import fst_to_dfa
 from fstbeam.compiler.build import _words_spec
-from fstbeam.grammars.lib.wordlist import word_list_fst
+from fstbeam.fst.wordlist.language import word_list_fst
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +35,7 @@ def a1():
 def tok():
     from tokenizers import Tokenizer
 
-    from fstbeam.default_model import default_tokenizer_dir
+    from fstbeam.files.default_model import default_tokenizer_dir
 
     return Tokenizer.from_file(str(default_tokenizer_dir() / "tokenizer.json"))
 

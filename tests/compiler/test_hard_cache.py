@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import fstbeam
-from fstbeam.compiler import hard as H
+from fstbeam.compiler.hard import automaton as H
 from fstbeam.contract.vocab import Vocab
 
 PIECES = ["the", " the", "cat", " cat", "s", " ", ".", "t", "h", "e", "c", "a"]

@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.tables import build_tables
-from fstbeam.compiler.token_fsa import lift
-from fstbeam.compiler.token_trie import token_trie
+from fstbeam.compiler.hard.tables import build_tables
+from fstbeam.compiler.hard.token_fsa import lift
+from fstbeam.compiler.hard.token_trie import token_trie
 from fstbeam.contract.vocab import Vocab
-from fstbeam.grammars.lib.wordlist import word_list_fst
+from fstbeam.fst.wordlist.language import word_list_fst
 
 LETTERS = "abé"
 PUNCT = " ,.-'"

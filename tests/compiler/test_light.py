@@ -1,6 +1,6 @@
 """Light automata (per-request phrase / avoid / prefix) against independent oracles.
 
-Oracles, none of which share code with fstbeam.compiler.light:
+Oracles, none of which share code with fstbeam.compiler.light.automaton:
 - a pynini acceptor for ``(eps | Sigma* N) phrase (eps | N Sigma*)`` (N = non-word bytes) checks
   the character DFA on random strings;
 - Python ``re`` with look-arounds over the word-byte definition checks token sequences;
@@ -18,14 +18,14 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from fstbeam.compiler.light import (
+from fstbeam.compiler.light.automaton import (
     LightAutomaton,
     compile_avoid,
     compile_phrase,
     compile_prefix,
     phrase_char_dfa,
 )
-from fstbeam.compiler.token_index import TokenIndex
+from fstbeam.compiler.light.token_index import TokenIndex
 from fstbeam.contract.vocab import Vocab
 from fstbeam.errors import DisallowedTokenError, SpecError, UnsatisfiableConstraintError
 

@@ -10,8 +10,8 @@ import re
 import numpy as np
 import pytest
 
-from fstbeam.compiler.light import LightAutomaton, compile_avoid, compile_phrase, compile_prefix
-from fstbeam.compiler.token_index import TokenIndex
+from fstbeam.compiler.light.automaton import LightAutomaton, compile_avoid, compile_phrase, compile_prefix
+from fstbeam.compiler.light.token_index import TokenIndex
 
 pytestmark = pytest.mark.integration
 
@@ -91,7 +91,7 @@ SENTENCES = [
 def test_real_tokenizations_against_regex(gemma):
     from tokenizers import Tokenizer
 
-    from fstbeam.default_model import default_tokenizer_dir
+    from fstbeam.files.default_model import default_tokenizer_dir
 
     vocab, index = gemma
     tok = Tokenizer.from_file(str(default_tokenizer_dir() / "tokenizer.json"))

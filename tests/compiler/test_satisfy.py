@@ -7,10 +7,10 @@ from hypothesis import strategies as st
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
 from fstbeam.fst.text import contains_fst as contains_text
-from fstbeam.compiler.satisfy import avoidable, phrase_possible, reachable_pair
+from fstbeam.compiler.light.satisfy import avoidable, phrase_possible, reachable_pair
 from fstbeam.compiler.spec import Phrase
 from fstbeam.fst.optimize import sigma_star
-from fstbeam.grammars.lib.wordlist import word_list_fst
+from fstbeam.fst.wordlist.language import word_list_fst
 
 
 def contains_fst(p):
@@ -78,7 +78,7 @@ def test_many_avoid_phrases_stay_fast():
        boundary=st.booleans(), cs=st.booleans())
 def test_contains_dfa_equals_the_pynini_construction(phrase, boundary, cs):
     """The linear-time "contains" DFA accepts exactly the language of contains_fst (the oracle)."""
-    from fstbeam.compiler.satisfy import contains_dfa
+    from fstbeam.compiler.light.satisfy import contains_dfa
 
     p = Phrase(phrase, word_boundary=boundary, case_sensitive=cs)
     got = contains_dfa(phrase, word_boundary=boundary, case_sensitive=cs)
@@ -101,7 +101,7 @@ def test_contains_dfa_equals_the_pynini_construction(phrase, boundary, cs):
 @settings(max_examples=60, deadline=None)
 @given(words=words_st, phrase=text_st, avoid=st.lists(text_st, min_size=1, max_size=2), wb=st.booleans())
 def test_joint_phrase_and_avoid_check_matches_pynini(words, phrase, avoid, wb):
-    from fstbeam.compiler.satisfy import contains_dfa, jointly_possible
+    from fstbeam.compiler.light.satisfy import contains_dfa, jointly_possible
 
     hard_fst = word_list_fst(words, case_variants=False, contractions=False, digits=False)
     p = Phrase(phrase, word_boundary=wb)

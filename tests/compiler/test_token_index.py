@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fstbeam.compiler.token_index import IS_WORD_BYTE, TokenIndex
+from fstbeam.compiler.light.token_index import IS_WORD_BYTE, TokenIndex
 from fstbeam.contract.vocab import Vocab
 
 HYP = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

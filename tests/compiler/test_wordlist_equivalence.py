@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from wordlist_oracle import word_list_fst_by_optimize
 
 from fstbeam.compiler.char_dfa import text_to_dfa
-from fstbeam.grammars.lib import text as T
-from fstbeam.grammars.lib.acyclic import forms_array, minimal_acyclic_dfa
-from fstbeam.grammars.lib.wordlist import (
+from fstbeam.fst.wordlist import chars as T
+from fstbeam.fst.wordlist.acyclic import forms_array, minimal_acyclic_dfa
+from fstbeam.fst.wordlist.language import (
     cased_forms,
     contraction_forms,
     word_list_dfa,

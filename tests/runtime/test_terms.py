@@ -9,7 +9,7 @@ import re
 import pytest
 import torch
 
-from fstbeam.compiler.alternatives import AnyOf
+from fstbeam.compiler.light.alternatives import AnyOf
 from fstbeam.compiler.spec import Phrase
 from fstbeam.runtime.search import Request, SearchConfig, SearchEngine
 from fstbeam.runtime.tables import InputConstraints
@@ -100,7 +100,7 @@ def test_compile_constraints_cli_matches_the_api(model_dir, tmp_path):  # noqa: 
     import numpy as np
 
     from fstbeam import load_constraints
-    from fstbeam.compiler.cli import main
+    from fstbeam.cli.compile_constraints import main
     from fstbeam.compiler.compile import compile_constraints
 
     out = tmp_path / "x.fstbeam"
@@ -117,7 +117,7 @@ def test_compile_constraints_cli_matches_the_api(model_dir, tmp_path):  # noqa: 
 
 # ---- fstbeam generate and JSONL --------------------------------------------------------------
 def test_generate_flags_any_of_and_ordered(model_dir, capsys):  # noqa: F811
-    from fstbeam.cli import main
+    from fstbeam.cli.generate import main
 
     code = main(["generate", "--model", str(model_dir), "--device", "cpu", "--any-of", "cat|dog", "--phrase", "mat",
                  "--ordered", "--beam", "4", "--max-new-tokens", "12", "--jsonl", "the"])
@@ -129,7 +129,7 @@ def test_generate_flags_any_of_and_ordered(model_dir, capsys):  # noqa: F811
 
 
 def test_generate_jsonl_per_line_constraints_and_bad_lines(model_dir, tmp_path, capsys):  # noqa: F811
-    from fstbeam.cli import main
+    from fstbeam.cli.generate import main
 
     words = tmp_path / "words.txt"
     words.write_text("a\ncat\ndog\nthe\nmat\non\nsat\n", encoding="utf-8")

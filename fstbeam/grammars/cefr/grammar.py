@@ -6,7 +6,7 @@ regular and irregular inflections when cefrpy knows them as words (``book`` is A
 A2 in cefrpy: with ``inflections=true`` both are A1; ``go`` brings ``went``). The text may use
 each word in lower case, Capitalized or UPPER CASE, with punctuation, contractions whose parts
 are allowed (``don't`` needs ``do`` and ``not``) and numbers in digits (see
-`fstbeam.grammars.lib.wordlist`). ``names`` adds your own proper names, one per line, kept in
+`fstbeam.fst.wordlist.language`). ``names`` adds your own proper names, one per line, kept in
 their own casing (``McDonald``, ``New York``).
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pynini
 from fstbeam.errors import GrammarError
 from fstbeam.grammars.lib import inflection
 from fstbeam.grammars.lib.tsv import read_lines
-from fstbeam.grammars.lib.wordlist import word_list_fst
+from fstbeam.fst.wordlist.language import word_list_fst
 
 log = logging.getLogger("fstbeam.grammars")
 
@@ -51,7 +51,7 @@ except metadata.PackageNotFoundError:  # pragma: no cover - depends on the insta
 
 
 def _cache_path() -> Path:
-    from fstbeam.cachefs import subdir
+    from fstbeam.files.cache import subdir
 
     return subdir("grammars") / f"cefr-{_CACHE_FORMAT}-{DATA_VERSION.split()[-1]}.tsv"
 
@@ -69,7 +69,7 @@ def _table() -> dict[str, _Entry]:
     Reading cefrpy takes a few seconds, so the table is written once to fstbeam's cache dir
     (keyed by the cefrpy version) as ``word<TAB>level<TAB>noun<TAB>verb<TAB>adj<TAB>tags``.
     """
-    from fstbeam.cachefs import fill_file, read_text_checked, text_valid
+    from fstbeam.files.cache import fill_file, read_text_checked, text_valid
 
     path = fill_file(_cache_path(), _write_table, valid=text_valid)  # locked, atomic, checksummed
     out = {}
@@ -80,7 +80,7 @@ def _table() -> dict[str, _Entry]:
 
 
 def _write_table(path: Path) -> None:
-    from fstbeam.cachefs import write_text_checked
+    from fstbeam.files.cache import write_text_checked
 
     try:
         from cefrpy import CEFRAnalyzer

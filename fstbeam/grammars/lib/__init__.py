@@ -8,7 +8,7 @@
 - `filters`: contains / avoids / "every occurrence is valid" over whole texts.
 - `inflection`: English spelling rules for regular inflection, irregular forms.
 - `phrases`: the word-boundary rule for must-appear / avoid phrases (a Python oracle).
-- `text`, `wordlist`: running text made of words from a list (spaces, punctuation,
-  contractions, digits); `acyclic` (minimal DFA of a finite set, numpy) and `text_dfa` (the
-  text automaton assembled around it) build it in linear time.
+
+Running text made of words from a list (spaces, punctuation, contractions, digits) is the
+word-list engine in `fstbeam.fst.wordlist` (a layer below the grammars and the compiler).
 """

@@ -15,7 +15,7 @@ from pathlib import Path
 import pynini
 
 from ...errors import GrammarError
-from ...textfile import read_utf8
+from ...files.textfile import read_utf8
 
 __all__ = ["Row", "read_tsv", "read_lines", "tsv_acceptor", "tsv_transducer"]
 

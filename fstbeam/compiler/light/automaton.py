@@ -23,11 +23,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..contract.light import Kind, LightAutomaton, light_distances
-from ..contract.vocab import Vocab
-from ..errors import SpecError, UnsatisfiableConstraintError
-from ..fst.text import boundary_needs
-from .light_lift import reach, token_exceptions
+from ...contract.light import Kind, LightAutomaton, light_distances
+from ...contract.vocab import Vocab
+from ...errors import SpecError, UnsatisfiableConstraintError
+from ...fst.text import boundary_needs
+from .lift import reach, token_exceptions
 from .phrase_dfa import PhraseDFA, _ro, phrase_char_dfa, prefix_char_dfa
 from .token_index import TokenIndex
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..contract.layout import N_CLASSES
-from ..contract.light import Kind
-from ..fst.text import IS_WORD_BYTE, boundary_needs
+from ...contract.layout import N_CLASSES
+from ...contract.light import Kind
+from ...fst.text import IS_WORD_BYTE, boundary_needs
 
 __all__ = ["PhraseDFA", "phrase_char_dfa", "prefix_char_dfa"]
 
@@ -81,7 +81,7 @@ class PhraseDFA:
     def to_char_dfa(self):
         """The same language as a flat `fstbeam.compiler.char_dfa.CharDFA` (256 byte columns,
         byte 0 never a transition), for the checks that pair it with the hard automaton."""
-        from .char_dfa import CharDFA
+        from ..char_dfa import CharDFA
 
         nxt = self.delta[:, self.sym_of_byte.astype(np.int64)].astype(np.int32)
         nxt[:, 0] = -1

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..fst.text import boundary_needs
-from .char_dfa import CharDFA
+from ...fst.text import boundary_needs
+from ..char_dfa import CharDFA
 
 
 def _absorbing_final(dfa: CharDFA) -> np.ndarray:
@@ -123,7 +123,7 @@ def contains_dfa(text: str, *, word_boundary: bool = True, case_sensitive: bool 
     """The "contains ``text``" automaton (boundaries as in DESIGN.md) built directly as a DFA in
     time linear in the text (the light compiler's construction), instead of determinizing
     ``Sigma* text Sigma*`` with OpenFst, which is super-linear in the text's length."""
-    from .light import phrase_char_dfa
+    from .automaton import phrase_char_dfa
 
     d = phrase_char_dfa(text.encode("utf-8"), word_boundary=word_boundary, case_sensitive=case_sensitive, kind="phrase")
     nxt = np.ascontiguousarray(d.delta[:, d.sym_of_byte.astype(np.int64)]).astype(np.int32)  # [Q, 256]

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .errors import CacheError
+from ..errors import CacheError
 
 log = logging.getLogger(__name__)
 

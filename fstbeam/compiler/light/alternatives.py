@@ -2,7 +2,7 @@
 
 A must-include *item* is a :class:`~fstbeam.compiler.spec.Phrase` or an :class:`AnyOf` of
 alternative spellings ("Haus" / "Hauses" / "Häuser"). Three things need more than the one-literal
-automaton of :mod:`fstbeam.compiler.light`:
+automaton of :mod:`fstbeam.compiler.light.automaton`:
 
 - ``AnyOf``: met when any alternative occurs (overlapping alternatives and an alternative that is
   a prefix of another included: every alternative's partial matches are tracked at once);
@@ -26,11 +26,11 @@ from typing import Iterable
 
 import numpy as np
 
-from ..errors import SpecError, UnsatisfiableConstraintError
-from ..contract.light import LightAutomaton
-from ..contract.vocab import Vocab
-from ..fst.text import IS_WORD_BYTE
-from .light import _as_index, _lift, _phrase_candidates, _union
+from ...errors import SpecError, UnsatisfiableConstraintError
+from ...contract.light import LightAutomaton
+from ...contract.vocab import Vocab
+from ...fst.text import IS_WORD_BYTE
+from .automaton import _as_index, _lift, _phrase_candidates, _union
 from .phrase_dfa import PhraseDFA, _minimize, _ro
 from .token_index import TokenIndex
 

@@ -16,9 +16,9 @@ from functools import cached_property
 
 import numpy as np
 
-from ..fst.labels import token_to_label
-from ..fst.vector_fst import vector_fst_bytes_by_count
-from .char_dfa import CharDFA
+from ...fst.labels import token_to_label
+from ...fst.vector_fst import vector_fst_bytes_by_count
+from ..char_dfa import CharDFA
 from .token_trie import TokenTrie
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ class _Arcs:
         if isinstance(dfa, CharDFA):
             q, b = np.nonzero(dfa.next >= 0)  # row-major: sorted by state, then byte
             return _Arcs(dfa.num_states, dfa.start, dfa.final, q, b, dfa.next[q, b].astype(np.int64))
-        # a TextDFA (fstbeam.grammars.lib.text_dfa): start 0, arcs already sorted
+        # a TextDFA (fstbeam.fst.wordlist.text_dfa): start 0, arcs already sorted
         return _Arcs(dfa.num_states, 0, dfa.final, dfa.src, dfa.byte.astype(np.int64), dfa.dst)
 
     @cached_property

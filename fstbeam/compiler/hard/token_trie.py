@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..contract.cache import ByteCache, shared_cache
-from ..contract.vocab import Vocab
+from ...contract.cache import ByteCache, shared_cache
+from ...contract.vocab import Vocab
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ def token_trie(vocab: Vocab, cache: ByteCache | None = None) -> TokenTrie:
     def build() -> TokenTrie:
         from dataclasses import asdict
 
-        from ..contract.disk_cache import cached_arrays
+        from ...contract.disk_cache import cached_arrays
 
         return TokenTrie(**cached_arrays("trie", vocab.fingerprint, lambda: asdict(_build(vocab))))
 

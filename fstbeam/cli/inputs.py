@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .errors import Error, SpecError
+from ..errors import Error, SpecError
 
 __all__ = ["Inputs", "is_jsonl", "read_inputs"]
 
@@ -41,7 +41,7 @@ class Inputs:
 def read_inputs(path: str, base, vocab) -> Inputs:
     """Read ``path`` and compile each line's constraints on top of ``base`` (a
     ``CompiledConstraints`` or ``None``) for ``vocab``."""
-    from .textfile import read_utf8
+    from ..files.textfile import read_utf8
 
     text = read_utf8(Path(path), SpecError, what="input file", expect="give a UTF-8 JSON Lines file")
     out = Inputs()
@@ -102,9 +102,9 @@ def _items(value, key: str, where: str) -> list:
 
 
 def _compile(request: dict, base, vocab, where: str):
-    from .compiler.alternatives import AnyOf
-    from .compiler.compile import compile_constraints, with_request
-    from .compiler.spec import Phrase
+    from ..compiler.light.alternatives import AnyOf
+    from ..compiler.compile import compile_constraints, with_request
+    from ..compiler.spec import Phrase
 
     def item(i, p):
         src = f"{where} phrases[{i}]"

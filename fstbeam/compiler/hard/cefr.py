@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ..errors import SpecError
+from ...errors import SpecError
 
 LEVELS = ("A1", "A2", "B1", "B2", "C1", "C2")
 
@@ -23,7 +23,7 @@ def parse_level(level: str) -> int:
 
 @lru_cache(maxsize=len(LEVELS))
 def _words(level: str) -> tuple[str, ...]:
-    from .. import grammars
+    from ... import grammars
 
     return tuple(sorted(grammars.get("cefr").module.words_at(level, inflections=False)))
 

@@ -11,7 +11,7 @@ import logging
 import shutil
 from pathlib import Path
 
-from .errors import TokenizerError
+from ..errors import TokenizerError
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +21,7 @@ _CACHE_LAYOUT_VERSION = "1"
 
 def cache_dir() -> Path:
     """Root of fstbeam's cache (created on demand; a CacheError if it is not a writable folder)."""
-    from .cachefs import cache_root
+    from .cache import cache_root
 
     return cache_root()
 
@@ -41,7 +41,7 @@ def gguf_path() -> Path:
     """Path of the assembled GGUF file: concatenated once from the package's chunks (atomically,
     under a lock, so concurrent first runs do not race) and verified by sha256; a damaged copy
     is rebuilt with a warning."""
-    from .cachefs import fill_file, sha256_file, subdir
+    from .cache import fill_file, sha256_file, subdir
 
     pkg = _package()
 
@@ -61,14 +61,14 @@ def _converted_dir(kind: str) -> Path:
 def _atomic_save(kind: str, save) -> Path:
     """Run ``save(tmpdir)`` and move the result into place (cachefs.fill_dir: locked, atomic,
     checksummed), so an interrupted or concurrent conversion never leaves a half-written entry."""
-    from .cachefs import fill_dir
+    from .cache import fill_dir
 
     return fill_dir(_converted_dir(kind), save)
 
 
 def repair(kind: str, why: str) -> Path:
     """Drop a converted entry found damaged by its reader and convert it again (with a warning)."""
-    from .cachefs import invalidate
+    from .cache import invalidate
 
     invalidate(_converted_dir(kind), why)
     return default_tokenizer_dir() if kind == "tokenizer" else default_model_dir()

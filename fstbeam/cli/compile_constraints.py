@@ -51,8 +51,8 @@ def _alternatives(value: str) -> list[str]:
 
 def phrase_items(args) -> list:
     """The ``--phrase`` / ``--any-of`` constraints in command-line order, with ``--sentence-case``."""
-    from .alternatives import AnyOf
-    from .spec import Phrase
+    from ..compiler.light.alternatives import AnyOf
+    from ..compiler.spec import Phrase
 
     items = []
     for i, p in enumerate(args.phrase):
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _compile(args) -> int:
-    from .compile import compile_constraints
+    from ..compiler.compile import compile_constraints
 
     given = args.words or args.cefr or args.phrase or args.avoid or args.prefix or args.grammar
     if args.param and not args.grammar:
@@ -185,7 +185,7 @@ def _encode(vocab, tokenizer, text: str) -> list[int]:
     from tokenizers import Tokenizer
 
     if tokenizer in (None, "default"):
-        from ..default_model import default_tokenizer_dir
+        from ..files.default_model import default_tokenizer_dir
 
         tokenizer = default_tokenizer_dir()
     p = Path(tokenizer)

@@ -16,10 +16,10 @@ import json
 import sys
 from pathlib import Path
 
-from .cli_flags import add_packed_weights_flag, add_scoring_flags, scoring_options
-from .compiler.cli import add_constraint_flags, nonempty, parse_params, phrase_items, utf8_text
+from .flags import add_packed_weights_flag, add_scoring_flags, scoring_options
+from .compile_constraints import add_constraint_flags, nonempty, parse_params, phrase_items, utf8_text
 from .inputs import is_jsonl
-from .templates import TEMPLATES, prompt_format  # noqa: F401 - TEMPLATES re-exported
+from ..runtime.templates import TEMPLATES, prompt_format  # noqa: F401 - TEMPLATES re-exported
 
 __all__ = ["main", "build_parser"]
 
@@ -64,15 +64,15 @@ def build_parser() -> argparse.ArgumentParser:
     out = g.add_argument_group("output")
     out.add_argument("--jsonl", action="store_true", help="one JSON object per prompt")
     out.add_argument("-q", "--quiet", action="store_true", help="only the generated text")
-    from .batch_cli import add_batch_parser
+    from .batch import add_batch_parser
 
     add_batch_parser(sub)
     return p
 
 
 def _read_prompts(args) -> list[str]:
-    from .errors import DecodeError
-    from .textfile import decode_utf8, read_utf8
+    from ..errors import DecodeError
+    from ..files.textfile import decode_utf8, read_utf8
 
     prompts = list(args.prompts)
     if args.file and not is_jsonl(args.file):  # a .jsonl file is read by _jsonl_inputs
@@ -92,12 +92,12 @@ def _constraints(args, decoder):
     if args.constraints and flags:
         raise ValueError("give either --constraints ARTIFACT or constraint flags (--words/--cefr/--phrase/...), not both")
     if args.constraints:
-        from .contract.compiled import load_constraints
+        from ..contract.compiled import load_constraints
 
         return load_constraints(args.constraints, tokenizer=decoder.tokenizer)
     if not flags:
         return None
-    from .compiler.compile import compile_constraints
+    from ..compiler.compile import compile_constraints
 
     hard = bool(args.words or args.cefr or args.grammar)
     lead = decoder.continues_text if args.leading_space is None else args.leading_space
@@ -111,8 +111,8 @@ def _constraints(args, decoder):
 
 
 def _generate(args) -> int:
-    from .errors import Error
-    from .runtime.decoder import Decoder
+    from ..errors import Error
+    from ..runtime.decoder import Decoder
 
     fmt = prompt_format(args.format)
     try:
@@ -193,7 +193,7 @@ def _print_result(args, cc, r, what: str, line: int | None = None) -> None:
 
 def _answer_options(args, decoder) -> dict:
     """The defaults that give answers (``fstbeam.runtime.defaults``), overridden by the flags."""
-    from .runtime.defaults import generate_defaults
+    from ..runtime.defaults import generate_defaults
 
     opts = generate_defaults(qa=args.format == "qa" or not decoder.continues_text)
     if args.length_reward is not None:
@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "generate":
             return _generate(args)
         if args.command == "batch":
-            from .batch_cli import run
+            from .batch import run
 
             return run(args)
     except KeyboardInterrupt:

@@ -16,14 +16,14 @@ import sys
 import numpy as np
 import pynini
 
-from ..contract.disk_cache import load_arrays, source_fingerprint, store_arrays
-from ..contract.hard import HardTables
-from ..contract.vocab import Vocab
-from ..errors import SpecError, UnsatisfiableConstraintError
-from ..fst.optimize import optimize
-from ..grammars.lib.wordlist import text_dfa_fst_bytes, word_list_dfa
-from .char_dfa import fst_to_dfa
-from .spec import WordList
+from ...contract.disk_cache import load_arrays, source_fingerprint, store_arrays
+from ...contract.hard import HardTables
+from ...contract.vocab import Vocab
+from ...errors import SpecError, UnsatisfiableConstraintError
+from ...fst.optimize import optimize
+from ...fst.wordlist.language import text_dfa_fst_bytes, word_list_dfa
+from ..char_dfa import fst_to_dfa
+from ..spec import WordList
 from .tables import build_tables
 from .token_fsa import lift, token_fst_bytes
 
@@ -51,10 +51,16 @@ def hard_automaton(comp, stages, wl: WordList | None, g_lang, g_desc, g_hash, op
 def hard_key(vocab: Vocab, wl: WordList | None, g_hash, opts: dict) -> str:
     """Disk-cache key of the hard part: the list, the grammar, the options, the tokenizer and the
     source of every module that builds it."""
-    from ..contract import bitmask, hard, layout
-    from ..fst import optimize as fst_optimize, vector_fst
-    from ..grammars.lib import acyclic, text, text_dfa, wordlist
-    from . import char_dfa, tables, token_fsa, token_trie
+    from ...contract import bitmask, hard, layout
+    from ...fst import optimize as fst_optimize, vector_fst
+    from ...fst.wordlist import acyclic
+    from ...fst.wordlist import chars as text
+    from ...fst.wordlist import text_dfa
+    from ...fst.wordlist import language as wordlist
+    from .. import char_dfa
+    from . import tables
+    from . import token_fsa
+    from . import token_trie
 
     h = hashlib.sha256(json.dumps([vocab.fingerprint, g_hash, sorted(opts.items())]).encode())
     if wl is not None:
@@ -165,14 +171,14 @@ def canonical_tokens(tokenizer, vocab: Vocab, wl: WordList | None) -> np.ndarray
         from pathlib import Path
 
         if tokenizer == "default":
-            from ..default_model import default_tokenizer_dir
+            from ...files.default_model import default_tokenizer_dir
 
             tokenizer = default_tokenizer_dir()
         p = Path(tokenizer)
         tok = Tokenizer.from_file(str(p / "tokenizer.json" if p.is_dir() else p))
     else:
         tok = tokenizer.backend_tokenizer
-    from ..grammars.lib.wordlist import cased_forms, contraction_forms
+    from ...fst.wordlist.language import cased_forms, contraction_forms
 
     texts = []
     forms = set(wl.words) | contraction_forms({w.lower() for w in wl.words})

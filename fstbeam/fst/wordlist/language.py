@@ -23,8 +23,8 @@ import numpy as np
 import pynini
 
 from ...errors import SpecError
-from ...fst.vector_fst import vector_fst_bytes
-from . import text as T
+from ..vector_fst import vector_fst_bytes
+from . import chars as T
 from .acyclic import forms_array, minimal_acyclic_dfa
 from .text_dfa import Control, TextDFA, text_dfa
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..contract.bitmask import bitmask_width, pack_bool_mask
-from ..contract.cache import shared_cache
-from ..contract.hard import HardTables
-from ..contract.layout import BYTE_KEYS
-from ..contract.vocab import Vocab
+from ...contract.bitmask import bitmask_width, pack_bool_mask
+from ...contract.cache import shared_cache
+from ...contract.hard import HardTables
+from ...contract.layout import BYTE_KEYS
+from ...contract.vocab import Vocab
 from .token_fsa import TokenFSA, concat_ranges, order_by
 
 # A block with at least this many tokens is stored as bits. Below it a sorted id list is smaller

@@ -3,7 +3,7 @@ list becomes, and the compile-time satisfiability check for AnyOf, sentence case
 
 ``phrases`` (user items, optionally ``ordered``) and grammar phrases (always independent) become
 light automata as follows: a plain phrase keeps ``light.compile_phrase``; an ``AnyOf`` or a
-sentence-case phrase is one automaton from :mod:`fstbeam.compiler.alternatives`; with
+sentence-case phrase is one automaton from :mod:`fstbeam.compiler.light.alternatives`; with
 ``ordered=True`` the user items together are ONE automaton (met when they occur in order without
 overlapping), so DBA sees one progress value, the bytes matched in order.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import UnsatisfiableConstraintError
-from . import char_dfa
+from ...errors import UnsatisfiableConstraintError
+from .. import char_dfa
 from .alternatives import AnyOf, compile_items, is_general, items_char_dfa, stages_of
 from .satisfy import reachable_pair
 
@@ -58,7 +58,7 @@ def check_items(hard: char_dfa.CharDFA, base_name: str, items, *, ordered: bool,
 
 def compile_must_include(user, grammar, index, *, ordered: bool) -> tuple:
     """Light automata for the user's ``phrases`` and the grammar's, in that order."""
-    from .light import compile_phrase
+    from .automaton import compile_phrase
 
     def one(p):
         if is_general(p):

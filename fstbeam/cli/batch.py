@@ -70,7 +70,7 @@ def add_batch_parser(sub) -> argparse.ArgumentParser:
                    help="no token N-gram twice in an output (0 = off; fstbeam generate uses 4)")
     m.add_argument("--batch-size", type=_positive, default=8, help="inputs decoded together per model (default 8)")
     m.add_argument("--stop-at-newline", action="store_true", help="end an output at a newline")
-    from .cli_flags import add_packed_weights_flag, add_scoring_flags
+    from .flags import add_packed_weights_flag, add_scoring_flags
 
     add_scoring_flags(m)
     add_packed_weights_flag(m)
@@ -79,11 +79,11 @@ def add_batch_parser(sub) -> argparse.ArgumentParser:
 
 
 def _job(args):
-    from .templates import prompt_format
-    from .distributed.job import BatchJob
-    from .distributed.ray_data import worker_config
+    from ..runtime.templates import prompt_format
+    from ..distributed.job import BatchJob
+    from ..distributed.ray_data import worker_config
 
-    from .cli_flags import scoring_options
+    from .flags import scoring_options
 
     opts = dict(beam_size=args.beam, max_new_tokens=args.max_new_tokens)
     # non-default settings only: a job started without them keeps its configuration (and resumes)
@@ -104,9 +104,9 @@ def _job(args):
 
 
 def run(args) -> int:
-    from .distributed.job import run_batch
-    from .distributed.progress import Progress
-    from .errors import Error
+    from ..distributed.job import run_batch
+    from ..distributed.progress import Progress
+    from ..errors import Error
 
     if args.constraints and not Path(args.constraints).is_file():
         print(f"fstbeam batch: no artifact at {args.constraints}: compile one with "

@@ -30,11 +30,11 @@ from typing import Sequence
 
 import numpy as np
 
-from ..contract.bitmask import pack_bool_mask
-from ..contract.cache import ByteCache, shared_cache
-from ..contract.layout import N_CLASSES, NO_TEXT_CLASS
-from ..contract.vocab import Vocab
-from ..fst.text import IS_WORD_BYTE
+from ...contract.bitmask import pack_bool_mask
+from ...contract.cache import ByteCache, shared_cache
+from ...contract.layout import N_CLASSES, NO_TEXT_CLASS
+from ...contract.vocab import Vocab
+from ...fst.text import IS_WORD_BYTE
 
 __all__ = ["TokenIndex", "IS_WORD_BYTE", "NONWORD_RUNS", "N_CLASSES", "NO_TEXT_CLASS"]
 

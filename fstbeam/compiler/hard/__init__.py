@@ -1,0 +1,1 @@
+"""The hard pipeline: word lists, CEFR levels and grammars -> character DFA -> token automaton -> hard tables."""
