@@ -1,0 +1,347 @@
+"""One constraint request for every door: API keywords, command-line flags, a JSONL line, a batch
+row, an HTTP body.
+
+    req = ConstraintRequest.from_json({"cefr": "A2", "phrases": ["the weather", ["rain", "rains"]]})
+    cc = req.compile(tokenizer)                       # or, on a compiled base:
+    cc = ConstraintRequest.from_json(line).compile(tokenizer, base=base_cc)
+
+A request has a *hard* part (a word list, a CEFR level or a grammar, with their options) and a
+*light* part (must-include items, avoid phrases, a prefix). The one merge rule
+(:meth:`ConstraintRequest.merged`, and :meth:`compile` with ``base=``) joins a base (the command
+line, an artifact) and a per-input request:
+
+- the hard part comes from the base; a per-input request may give one only when the base has none;
+- must-include items and avoid phrases: the base's, then the input's; an item equal to one
+  already there (same text or alternatives, same options) is kept once;
+- at most one prefix (the same text twice is one);
+- ``ordered`` applies to one list of items: give the ordered items in one place.
+
+The JSON form (``docs/request.schema.json``) has the field names as keys; a nested list in
+``phrases`` is an ``AnyOf``. Every text is checked by `fstbeam.validate` before any compile.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from ..errors import SpecError
+from ..validate import check_flag, check_text, check_texts
+from .light.alternatives import AnyOf
+from .spec import Phrase
+
+__all__ = ["ConstraintRequest", "HARD_KEYS", "LIGHT_KEYS", "OPTION_KEYS", "JSON_KEYS"]
+
+HARD_KEYS = ("words", "cefr", "grammar", "grammar_params")
+LIGHT_KEYS = ("phrases", "avoid", "prefix", "ordered", "sentence_case")
+OPTION_KEYS = ("case_variants", "digits", "leading_space", "canonical")
+JSON_KEYS = HARD_KEYS + LIGHT_KEYS + OPTION_KEYS
+
+Item = Phrase | AnyOf
+
+
+def _item_key(item) -> tuple:
+    """What makes two must-include items the same constraint (not where they came from)."""
+    d = {f.name: getattr(item, f.name) for f in dataclasses.fields(item) if f.name != "source"}
+    return tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else v) for k, v in d.items()))
+
+
+def _spec_key(d: Mapping) -> tuple:
+    """:func:`_item_key` of an item as a compiled artifact's spec records it (a dict)."""
+    return tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else v) for k, v in d.items() if k != "source"))
+
+
+def _unique(items: Iterable, seen: set | None = None) -> tuple:
+    seen = set() if seen is None else seen
+    out = []
+    for it in items:
+        k = _item_key(it)
+        if k not in seen:
+            seen.add(k)
+            out.append(it)
+    return tuple(out)
+
+
+def _items(value, where: str, sentence_case: bool) -> tuple[Item, ...]:
+    """Must-include items: texts, nested lists (AnyOf), `Phrase` and `AnyOf` objects."""
+    if value is None:
+        return ()
+    if isinstance(value, (str, Phrase, AnyOf)):
+        value = [value]
+    if isinstance(value, (bytes, bytearray, dict)) or not hasattr(value, "__iter__"):
+        raise SpecError(f"{where} must be a list of phrases (a nested list: any one of its texts), not {type(value).__name__}")
+    out: list = []
+    for i, v in enumerate(value):
+        at = f"{where}[{i}]"
+        if isinstance(v, (Phrase, AnyOf)):
+            out.append(v)
+        elif isinstance(v, (list, tuple)):
+            if not v:
+                raise SpecError(f"{at} is an empty list: give at least one alternative")
+            alts = check_texts(v, at, limit="phrase_chars", count="alternatives_per_item")
+            out.append(AnyOf(*alts, sentence_case=sentence_case, source=at) if len(set(alts)) > 1
+                       else Phrase(alts[0], sentence_case=sentence_case, source=at))
+        else:
+            out.append(Phrase(check_text(v, at, limit="phrase_chars"), sentence_case=sentence_case, source=at))
+    return _unique(out)
+
+
+def _avoid(value, where: str) -> tuple[Phrase, ...]:
+    """Avoid phrases: texts or `Phrase` objects; a nested list or `AnyOf` avoids each of its texts."""
+    if value is None:
+        return ()
+    if isinstance(value, (str, Phrase, AnyOf)):
+        value = [value]
+    if isinstance(value, (bytes, bytearray, dict)) or not hasattr(value, "__iter__"):
+        raise SpecError(f"{where} must be a list of phrases, not {type(value).__name__}")
+    out: list = []
+    for i, v in enumerate(value):
+        at = f"{where}[{i}]"
+        if isinstance(v, Phrase):
+            out.append(v)
+        elif isinstance(v, AnyOf):
+            out += [Phrase(t, v.word_boundary, v.case_sensitive, v.source) for t in v.alternatives]
+        elif isinstance(v, (list, tuple)):
+            out += [Phrase(t, source=at) for t in check_texts(v, at, limit="phrase_chars")]
+        else:
+            out.append(Phrase(check_text(v, at, limit="phrase_chars"), source=at))
+    out = list(_unique(out))
+    total = sum(len(p.text) for p in out)
+    from ..validate import LIMITS
+
+    if len(out) > LIMITS["avoid_per_request"] or total > LIMITS["avoid_chars"]:
+        raise SpecError(f"{where}: {len(out)} avoid phrases of {total:,} characters, over the limits "
+                        f"({LIMITS['avoid_per_request']:,} phrases, {LIMITS['avoid_chars']:,} characters; docs/trust.md)")
+    return tuple(out)
+
+
+def _words(value, where: str):
+    """A word list: a file path (``str`` / ``PathLike``) or a list of words."""
+    if value is None or isinstance(value, os.PathLike):
+        return value
+    if isinstance(value, str):
+        return check_text(value, f"{where} (a word-list file)")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raise SpecError(f"{where} got bytes: pass a file path (str or Path) or a list of words (str), "
+                        "e.g. words=['cat'] or words=data.decode('utf-8').split()")
+    words = check_texts(list(value) if hasattr(value, "__iter__") and not isinstance(value, dict) else value,
+                        where, limit="word_chars")
+    return words
+
+
+def _params(value, where: str) -> tuple[tuple[str, str], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, Mapping):
+        raise SpecError(f"{where} must be an object of parameter names and values such as {{'level': 'A1'}}, "
+                        f"not {type(value).__name__}")
+    out = []
+    for k, v in value.items():
+        check_text(k, f"{where} key")
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            raise SpecError(f"{where}[{k!r}] must be text or a number, not {v!r:.60}")
+        out.append((k, v if isinstance(v, str) else str(v)))
+    return tuple(sorted(out))
+
+
+@dataclass(frozen=True)
+class ConstraintRequest:
+    """Everything a request may say (docs/api.md, "One request"). Build it with
+    :meth:`from_kwargs`, :meth:`from_json` or :meth:`from_args`; it is checked when built."""
+
+    words: Any = None  # a file path, or a tuple of words
+    cefr: str | None = None
+    grammar: Any = field(default=None, compare=False)  # a registered name, or a pynini/built grammar
+    grammar_params: tuple[tuple[str, str], ...] = ()
+    phrases: tuple[Item, ...] = ()
+    avoid: tuple[Phrase, ...] = ()
+    prefix: str | None = None
+    ordered: bool = False
+    sentence_case: bool = False  # applies to the texts of ``phrases`` given as plain strings
+    case_variants: bool = True
+    digits: bool = True
+    leading_space: bool | str = False
+    canonical: bool = False
+    where: str = field(default="request", compare=False)
+
+    def __post_init__(self) -> None:
+        w = self.where
+        for name in ("ordered", "sentence_case", "case_variants", "digits", "canonical"):
+            check_flag(getattr(self, name), f"{w}: {name}")
+        if self.leading_space != "auto":
+            check_flag(self.leading_space, f"{w}: leading_space (true, false or \"auto\")")
+        if self.cefr is not None:
+            check_text(self.cefr, f"{w}: cefr")
+        if self.words is not None and self.cefr is not None:
+            raise SpecError(f"{w}: give either words or cefr, not both (a CEFR level is a word list)")
+        if isinstance(self.grammar, str):
+            check_text(self.grammar, f"{w}: grammar")
+        if self.grammar_params and self.grammar is None:
+            raise SpecError(f"{w}: grammar_params sets parameters of a grammar: give grammar too")
+        if self.prefix is not None:
+            check_text(self.prefix, f"{w}: prefix", limit="prefix_chars")
+        from ..validate import LIMITS
+
+        if len(self.phrases) > LIMITS["phrases_per_request"]:
+            raise SpecError(f"{w}: {len(self.phrases)} must-include items, over the limit of "
+                            f"{LIMITS['phrases_per_request']} (phrases_per_request, docs/trust.md)")
+
+    # ------------------------------------------------------------------ builders
+    @classmethod
+    def from_kwargs(cls, *, where: str = "request", **kw) -> "ConstraintRequest":
+        """From the keywords of `fstbeam.compile_constraints` (``phrases`` may hold `Phrase`,
+        `AnyOf` and nested lists; ``grammar`` a name, a pynini acceptor or built grammars)."""
+        unknown = sorted(set(kw) - set(JSON_KEYS))
+        if unknown:
+            raise SpecError(f"unknown constraint option {unknown[0]!r}; the options are: {', '.join(JSON_KEYS)}")
+        sc = kw.get("sentence_case", False)
+        check_flag(sc, f"{where}: sentence_case")
+        out = dict(kw)
+        out["phrases"] = _items(kw.get("phrases"), f"{where}: phrases", sc)
+        out["avoid"] = _avoid(kw.get("avoid"), f"{where}: avoid")
+        out["words"] = _words(kw.get("words"), f"{where}: words")
+        out["grammar_params"] = _params(kw.get("grammar_params"), f"{where}: grammar_params")
+        if kw.get("cefr") is not None:
+            out["cefr"] = check_text(kw["cefr"], f"{where}: cefr").strip().upper()
+        return cls(where=where, **out)
+
+    @classmethod
+    def from_json(cls, obj: Any, *, where: str = "request", extra: Iterable[str] = (),
+                  allow_paths: bool = True) -> "ConstraintRequest":
+        """From a JSON object (a JSONL line, a batch row, an HTTP body's ``constraints``).
+        ``extra``: other keys the door reads itself (``prompt``, ``id``) and that are ignored
+        here; ``allow_paths=False``: ``words`` must be a list (a server never opens a file named
+        by a client)."""
+        if not isinstance(obj, Mapping):
+            raise SpecError(f"{where}: expected a JSON object such as {{\"phrases\": [\"...\"]}}, got {type(obj).__name__}")
+        unknown = sorted(set(obj) - set(JSON_KEYS) - set(extra))
+        if unknown:
+            raise SpecError(f"{where}: unknown key {unknown[0]!r}; the keys are {', '.join(sorted(set(JSON_KEYS) | set(extra)))}")
+        kw = {k: v for k, v in obj.items() if k in JSON_KEYS and v is not None}
+        if "grammar" in kw and not isinstance(kw["grammar"], str):
+            raise SpecError(f"{where}: grammar must be a registered grammar's name (text)")
+        if "words" in kw and isinstance(kw["words"], str) and not allow_paths:
+            raise SpecError(f"{where}: words must be a list of words here (a file path is not read)")
+        if "words" in kw and not isinstance(kw["words"], (str, list)):
+            raise SpecError(f"{where}: words must be a list of words or a file path, not {type(kw['words']).__name__}")
+        for key in ("phrases", "avoid"):
+            if key in kw and not isinstance(kw[key], list):
+                raise SpecError(f"{where}: {key} must be a list of texts (a nested list: any one of its texts)")
+        return cls.from_kwargs(where=where, **kw)
+
+    @classmethod
+    def from_args(cls, args, *, where: str = "command line") -> "ConstraintRequest":
+        """From the flags of `fstbeam.cli.flags.add_constraint_flags` (``--phrase``, ``--any-of``,
+        ``--avoid``, ``--prefix``, ``--words``/``--cefr``, ``--grammar``/``--param``, ...)."""
+        from ..grammars.registry import parse_params
+
+        g = lambda name, default=None: getattr(args, name, default)  # noqa: E731 - doors differ in flags
+        params = parse_params(g("param", []) or []) or None
+        kw = dict(words=g("words"), cefr=g("cefr"), grammar=g("grammar"), grammar_params=params,
+                  phrases=g("phrase", []), avoid=g("avoid", []), prefix=g("prefix"), ordered=g("ordered", False),
+                  sentence_case=g("sentence_case", False), canonical=g("canonical", False))
+        if g("leading_space") is not None:
+            kw["leading_space"] = g("leading_space")
+        return cls.from_kwargs(where=where, **kw)
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def has_hard(self) -> bool:
+        return self.words is not None or self.cefr is not None or self.grammar is not None
+
+    @property
+    def has_light(self) -> bool:
+        return bool(self.phrases or self.avoid or self.prefix is not None)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.has_hard and not self.has_light
+
+    def to_json(self) -> dict:
+        """The JSON form (``from_json(r.to_json()) == r`` for requests that JSON can hold)."""
+        if self.grammar is not None and not isinstance(self.grammar, str):
+            raise SpecError("a request with a pynini or built grammar has no JSON form: register the grammar by name")
+
+        def item(p):
+            if isinstance(p, AnyOf):
+                return list(p.alternatives)
+            return p.text
+
+        out: dict = {}
+        if self.words is not None:
+            out["words"] = list(self.words) if isinstance(self.words, tuple) else os.fspath(self.words)
+        for k in ("cefr", "grammar", "prefix"):
+            if getattr(self, k) is not None:
+                out[k] = getattr(self, k)
+        if self.grammar_params:
+            out["grammar_params"] = dict(self.grammar_params)
+        if self.phrases:
+            out["phrases"] = [item(p) for p in self.phrases]
+        if self.avoid:
+            out["avoid"] = [p.text for p in self.avoid]
+        for k in ("ordered", "sentence_case", "canonical"):
+            if getattr(self, k):
+                out[k] = True
+        for k in ("case_variants", "digits"):
+            if not getattr(self, k):
+                out[k] = False
+        if self.leading_space:
+            out["leading_space"] = self.leading_space
+        return out
+
+    # ------------------------------------------------------------------ the merge rule
+    def merged(self, other: "ConstraintRequest") -> "ConstraintRequest":
+        """``self`` (the base) joined with ``other`` (a per-input request): the module's rule."""
+        if other.has_hard and self.has_hard:
+            raise SpecError(f"{other.where}: the base already has a word list or grammar; a per-input request "
+                            "adds phrases, avoid phrases and a prefix (or give the word list only per input)")
+        if self.ordered and other.phrases and self.phrases or other.ordered and self.phrases and other.phrases:
+            raise SpecError(f"{other.where}: ordered applies to one list of phrases: give the ordered phrases in one place")
+        prefix = _one_prefix(self.prefix, other.prefix, other.where)
+        hard = other if other.has_hard else self
+        return dataclasses.replace(
+            hard,
+            phrases=_unique(self.phrases + other.phrases), avoid=_unique(self.avoid + other.avoid), prefix=prefix,
+            ordered=self.ordered or other.ordered, sentence_case=self.sentence_case or other.sentence_case,
+            where=other.where,
+        )
+
+    def compile(self, tokenizer="default", *, base=None, progress: bool = False, check: bool = True):
+        """Compile for ``tokenizer``; with ``base`` (a `CompiledConstraints`), this request's
+        light part is added to it by the merge rule (only the new small automata are compiled)."""
+        from .compiler import compiler_for
+
+        if base is None:
+            return compiler_for(tokenizer).compile(progress=progress, **self.compile_kwargs())
+        if self.has_hard:
+            raise SpecError(f"{self.where}: the base is already compiled with its word list or grammar; "
+                            "a per-input request adds phrases, avoid phrases and a prefix")
+        if not self.has_light:
+            return base
+        seen = {_spec_key(d) for d in base.spec.get("phrases", [])}
+        phrases = _unique(self.phrases, seen)
+        avoid_seen = {_spec_key(d) for d in base.spec.get("avoid", [])}
+        avoid = _unique(self.avoid, avoid_seen)
+        old_prefix = base.prefix.text if base.prefix is not None else None
+        prefix = _one_prefix(old_prefix, self.prefix, self.where)
+        if self.ordered and base.spec.get("ordered") and phrases:
+            raise SpecError(f"{self.where}: ordered applies to one list of phrases: give the ordered phrases in one place")
+        if not phrases and not avoid and prefix == old_prefix:
+            return base
+        return compiler_for(base.vocab).extend(base, phrases=phrases, avoid=avoid,
+                                               prefix=prefix if old_prefix is None else None,
+                                               ordered=self.ordered, check=check)
+
+    def compile_kwargs(self) -> dict:
+        """The keywords of `Compiler.compile` for this request."""
+        return dict(words=self.words, cefr=self.cefr, grammar=self.grammar,
+                    grammar_params=dict(self.grammar_params) or None, phrases=self.phrases, avoid=self.avoid,
+                    prefix=self.prefix, ordered=self.ordered, case_variants=self.case_variants, digits=self.digits,
+                    leading_space=self.leading_space, canonical=self.canonical)
+
+
+def _one_prefix(a: str | None, b: str | None, where: str) -> str | None:
+    if a is not None and b is not None and a != b:
+        raise SpecError(f"{where}: a prefix in the base ({a!r}) and another here ({b!r}): an output has one prefix")
+    return a if a is not None else b
