@@ -2,12 +2,12 @@
 row, an HTTP body.
 
     req = ConstraintRequest.from_json({"cefr": "A2", "phrases": ["the weather", ["rain", "rains"]]})
-    cc = req.compile(tokenizer)                       # or, on a compiled base:
-    cc = ConstraintRequest.from_json(line).compile(tokenizer, base=base_cc)
+    cc = fstbeam.compile_request(req, tokenizer)      # or, on a compiled base:
+    cc = fstbeam.compile_request(ConstraintRequest.from_json(line), base=base_cc)
 
 A request has a *hard* part (a word list, a CEFR level or a grammar, with their options) and a
 *light* part (must-include items, avoid phrases, a prefix). The one merge rule
-(:meth:`ConstraintRequest.merged`, and :meth:`compile` with ``base=``) joins a base (the command
+(:meth:`ConstraintRequest.merged`, and `Compiler.compile_request` with ``base=``) joins a base (the command
 line, an artifact) and a per-input request:
 
 - the hard part comes from the base; a per-input request may give one only when the base has none;
@@ -26,12 +26,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from ..errors import SpecError
+from ..errors import GrammarError, SpecError
 from ..validate import check_flag, check_text, check_texts
 from .light.alternatives import AnyOf
 from .spec import Phrase
 
-__all__ = ["ConstraintRequest", "HARD_KEYS", "LIGHT_KEYS", "OPTION_KEYS", "JSON_KEYS"]
+__all__ = ["ConstraintRequest", "HARD_KEYS", "LIGHT_KEYS", "OPTION_KEYS", "JSON_KEYS", "new_items"]
 
 HARD_KEYS = ("words", "cefr", "grammar", "grammar_params")
 LIGHT_KEYS = ("phrases", "avoid", "prefix", "ordered", "sentence_case")
@@ -39,6 +39,12 @@ OPTION_KEYS = ("case_variants", "digits", "leading_space", "canonical")
 JSON_KEYS = HARD_KEYS + LIGHT_KEYS + OPTION_KEYS
 
 Item = Phrase | AnyOf
+
+
+def _at(where: str, name: str) -> str:
+    """How an error names a field: ``phrases[2]`` for API keywords, ``file.jsonl:3: phrases[2]``
+    for a door that has a place of its own."""
+    return f"{where}: {name}" if where else name
 
 
 def _item_key(item) -> tuple:
@@ -125,8 +131,11 @@ def _words(value, where: str):
     if isinstance(value, (bytes, bytearray, memoryview)):
         raise SpecError(f"{where} got bytes: pass a file path (str or Path) or a list of words (str), "
                         "e.g. words=['cat'] or words=data.decode('utf-8').split()")
-    words = check_texts(list(value) if hasattr(value, "__iter__") and not isinstance(value, dict) else value,
-                        where, limit="word_chars")
+    if isinstance(value, dict) or not hasattr(value, "__iter__"):
+        raise SpecError(f"{where} must be a file path or a list of words, not {type(value).__name__} {value!r:.40}")
+    words = check_texts(list(value), where, limit="word_chars")
+    if not words:
+        raise SpecError(f"{where} is empty: give at least one word")
     return words
 
 
@@ -134,8 +143,8 @@ def _params(value, where: str) -> tuple[tuple[str, str], ...]:
     if value is None:
         return ()
     if not isinstance(value, Mapping):
-        raise SpecError(f"{where} must be an object of parameter names and values such as {{'level': 'A1'}}, "
-                        f"not {type(value).__name__}")
+        raise GrammarError(f"{where} must be a dict (a JSON object) of parameter names and values such as "
+                           f"{{'level': 'A1'}}, not {type(value).__name__} {value!r:.40}")
     out = []
     for k, v in value.items():
         check_text(k, f"{where} key")
@@ -163,47 +172,47 @@ class ConstraintRequest:
     digits: bool = True
     leading_space: bool | str = False
     canonical: bool = False
-    where: str = field(default="request", compare=False)
+    where: str = field(default="", compare=False)  # the place of the request in its door (file:line)
 
     def __post_init__(self) -> None:
         w = self.where
         for name in ("ordered", "sentence_case", "case_variants", "digits", "canonical"):
-            check_flag(getattr(self, name), f"{w}: {name}")
+            check_flag(getattr(self, name), _at(w, name))
         if self.leading_space != "auto":
-            check_flag(self.leading_space, f"{w}: leading_space (true, false or \"auto\")")
+            check_flag(self.leading_space, _at(w, "leading_space (true, false or \"auto\")"))
         if self.cefr is not None:
-            check_text(self.cefr, f"{w}: cefr")
+            check_text(self.cefr, _at(w, "cefr"))
         if self.words is not None and self.cefr is not None:
-            raise SpecError(f"{w}: give either words or cefr, not both (a CEFR level is a word list)")
+            raise SpecError(f"{_at(w, 'words')}: give either words= or cefr=, not both (a CEFR level is a word list)")
         if isinstance(self.grammar, str):
-            check_text(self.grammar, f"{w}: grammar")
+            check_text(self.grammar, _at(w, "grammar"))
         if self.grammar_params and self.grammar is None:
-            raise SpecError(f"{w}: grammar_params sets parameters of a grammar: give grammar too")
+            raise SpecError(f"{_at(w, 'grammar_params')}: grammar_params= sets parameters of a grammar: give grammar= too")
         if self.prefix is not None:
-            check_text(self.prefix, f"{w}: prefix", limit="prefix_chars")
+            check_text(self.prefix, _at(w, "prefix"), limit="prefix_chars")
         from ..validate import LIMITS
 
         if len(self.phrases) > LIMITS["phrases_per_request"]:
-            raise SpecError(f"{w}: {len(self.phrases)} must-include items, over the limit of "
+            raise SpecError(f"{_at(w, 'phrases')}: {len(self.phrases)} must-include items, over the limit of "
                             f"{LIMITS['phrases_per_request']} (phrases_per_request, docs/trust.md)")
 
     # ------------------------------------------------------------------ builders
     @classmethod
-    def from_kwargs(cls, *, where: str = "request", **kw) -> "ConstraintRequest":
+    def from_kwargs(cls, *, where: str = "", **kw) -> "ConstraintRequest":
         """From the keywords of `fstbeam.compile_constraints` (``phrases`` may hold `Phrase`,
         `AnyOf` and nested lists; ``grammar`` a name, a pynini acceptor or built grammars)."""
         unknown = sorted(set(kw) - set(JSON_KEYS))
         if unknown:
             raise SpecError(f"unknown constraint option {unknown[0]!r}; the options are: {', '.join(JSON_KEYS)}")
         sc = kw.get("sentence_case", False)
-        check_flag(sc, f"{where}: sentence_case")
+        check_flag(sc, _at(where, "sentence_case"))
         out = dict(kw)
-        out["phrases"] = _items(kw.get("phrases"), f"{where}: phrases", sc)
-        out["avoid"] = _avoid(kw.get("avoid"), f"{where}: avoid")
-        out["words"] = _words(kw.get("words"), f"{where}: words")
-        out["grammar_params"] = _params(kw.get("grammar_params"), f"{where}: grammar_params")
+        out["phrases"] = _items(kw.get("phrases"), _at(where, "phrases"), sc)
+        out["avoid"] = _avoid(kw.get("avoid"), _at(where, "avoid"))
+        out["words"] = _words(kw.get("words"), _at(where, "words"))
+        out["grammar_params"] = _params(kw.get("grammar_params"), _at(where, "grammar_params"))
         if kw.get("cefr") is not None:
-            out["cefr"] = check_text(kw["cefr"], f"{where}: cefr").strip().upper()
+            out["cefr"] = check_text(kw["cefr"], _at(where, "cefr")).strip().upper()
         return cls(where=where, **out)
 
     @classmethod
@@ -226,6 +235,8 @@ class ConstraintRequest:
         if "words" in kw and not isinstance(kw["words"], (str, list)):
             raise SpecError(f"{where}: words must be a list of words or a file path, not {type(kw['words']).__name__}")
         for key in ("phrases", "avoid"):
+            if isinstance(kw.get(key), str):  # one phrase
+                kw[key] = [kw[key]]
             if key in kw and not isinstance(kw[key], list):
                 raise SpecError(f"{where}: {key} must be a list of texts (a nested list: any one of its texts)")
         return cls.from_kwargs(where=where, **kw)
@@ -294,10 +305,10 @@ class ConstraintRequest:
     def merged(self, other: "ConstraintRequest") -> "ConstraintRequest":
         """``self`` (the base) joined with ``other`` (a per-input request): the module's rule."""
         if other.has_hard and self.has_hard:
-            raise SpecError(f"{other.where}: the base already has a word list or grammar; a per-input request "
+            raise SpecError(f"{_at(other.where, 'request')}: the base already has a word list or grammar; a per-input request "
                             "adds phrases, avoid phrases and a prefix (or give the word list only per input)")
         if self.ordered and other.phrases and self.phrases or other.ordered and self.phrases and other.phrases:
-            raise SpecError(f"{other.where}: ordered applies to one list of phrases: give the ordered phrases in one place")
+            raise SpecError(f"{_at(other.where, 'request')}: ordered applies to one list of phrases: give the ordered phrases in one place")
         prefix = _one_prefix(self.prefix, other.prefix, other.where)
         hard = other if other.has_hard else self
         return dataclasses.replace(
@@ -307,32 +318,6 @@ class ConstraintRequest:
             where=other.where,
         )
 
-    def compile(self, tokenizer="default", *, base=None, progress: bool = False, check: bool = True):
-        """Compile for ``tokenizer``; with ``base`` (a `CompiledConstraints`), this request's
-        light part is added to it by the merge rule (only the new small automata are compiled)."""
-        from .compiler import compiler_for
-
-        if base is None:
-            return compiler_for(tokenizer).compile(progress=progress, **self.compile_kwargs())
-        if self.has_hard:
-            raise SpecError(f"{self.where}: the base is already compiled with its word list or grammar; "
-                            "a per-input request adds phrases, avoid phrases and a prefix")
-        if not self.has_light:
-            return base
-        seen = {_spec_key(d) for d in base.spec.get("phrases", [])}
-        phrases = _unique(self.phrases, seen)
-        avoid_seen = {_spec_key(d) for d in base.spec.get("avoid", [])}
-        avoid = _unique(self.avoid, avoid_seen)
-        old_prefix = base.prefix.text if base.prefix is not None else None
-        prefix = _one_prefix(old_prefix, self.prefix, self.where)
-        if self.ordered and base.spec.get("ordered") and phrases:
-            raise SpecError(f"{self.where}: ordered applies to one list of phrases: give the ordered phrases in one place")
-        if not phrases and not avoid and prefix == old_prefix:
-            return base
-        return compiler_for(base.vocab).extend(base, phrases=phrases, avoid=avoid,
-                                               prefix=prefix if old_prefix is None else None,
-                                               ordered=self.ordered, check=check)
-
     def compile_kwargs(self) -> dict:
         """The keywords of `Compiler.compile` for this request."""
         return dict(words=self.words, cefr=self.cefr, grammar=self.grammar,
@@ -341,7 +326,23 @@ class ConstraintRequest:
                     leading_space=self.leading_space, canonical=self.canonical)
 
 
+def new_items(request: ConstraintRequest, base) -> tuple[tuple, tuple, str | None]:
+    """The merge rule against a compiled base (``CompiledConstraints``): the request's phrases and
+    avoid phrases that the base does not already have, and the prefix to add (``None``: none or
+    the base's own)."""
+    if request.has_hard:
+        raise SpecError(f"{_at(request.where, 'request')}: the base is already compiled with its word list or grammar; "
+                        "a per-input request adds phrases, avoid phrases and a prefix")
+    phrases = _unique(request.phrases, {_spec_key(d) for d in base.spec.get("phrases", [])})
+    avoid = _unique(request.avoid, {_spec_key(d) for d in base.spec.get("avoid", [])})
+    old_prefix = base.prefix.text if base.prefix is not None else None
+    prefix = _one_prefix(old_prefix, request.prefix, request.where)
+    if request.ordered and base.spec.get("ordered") and phrases:
+        raise SpecError(f"{_at(request.where, 'request')}: ordered applies to one list of phrases: give the ordered phrases in one place")
+    return phrases, avoid, prefix if old_prefix is None else None
+
+
 def _one_prefix(a: str | None, b: str | None, where: str) -> str | None:
     if a is not None and b is not None and a != b:
-        raise SpecError(f"{where}: a prefix in the base ({a!r}) and another here ({b!r}): an output has one prefix")
+        raise SpecError(f"{_at(where, 'prefix')}: a prefix in the base ({a!r}) and another here ({b!r}): an output has one prefix")
     return a if a is not None else b
