@@ -31,7 +31,7 @@ from ..validate import check_flag, check_text, check_texts
 from .light.alternatives import AnyOf
 from .spec import Phrase
 
-__all__ = ["ConstraintRequest", "HARD_KEYS", "LIGHT_KEYS", "OPTION_KEYS", "JSON_KEYS", "new_items"]
+__all__ = ["ConstraintRequest", "HARD_KEYS", "LIGHT_KEYS", "OPTION_KEYS", "JSON_KEYS", "json_schema", "new_items"]
 
 HARD_KEYS = ("words", "cefr", "grammar", "grammar_params")
 LIGHT_KEYS = ("phrases", "avoid", "prefix", "ordered", "sentence_case")
@@ -324,6 +324,41 @@ class ConstraintRequest:
                     grammar_params=dict(self.grammar_params) or None, phrases=self.phrases, avoid=self.avoid,
                     prefix=self.prefix, ordered=self.ordered, case_variants=self.case_variants, digits=self.digits,
                     leading_space=self.leading_space, canonical=self.canonical)
+
+
+def json_schema() -> dict:
+    """The JSON Schema of a request's JSON form (published as docs/request.schema.json)."""
+    text = {"type": "string", "minLength": 1}
+    texts = {"type": "array", "items": text}
+    flag = {"type": "boolean"}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "fstbeam constraint request",
+        "description": "One constraint request (fstbeam.ConstraintRequest.from_json): a JSONL input line, a batch "
+                       "row or an HTTP body's constraints. Lines and rows also carry prompt (and id).",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "words": {"description": "word list: the words, or a file path (not over HTTP)",
+                      "oneOf": [texts, text]},
+            "cefr": {"description": "every English word form at or below a CEFR level", "enum": list(_CEFR)},
+            "grammar": dict(text, description="a registered grammar's name"),
+            "grammar_params": {"type": "object", "additionalProperties": {"type": ["string", "number"]}},
+            "phrases": {"description": "must appear; a nested list is met by any one of its texts (AnyOf)",
+                        "oneOf": [text, {"type": "array", "items": {"oneOf": [text, dict(texts, minItems=1)]}}]},
+            "avoid": {"description": "must never appear", "oneOf": [text, {"type": "array", "items": {"oneOf": [text, texts]}}]},
+            "prefix": dict(text, description="the output starts with this text"),
+            "ordered": dict(flag, description="the phrases appear in the given order"),
+            "sentence_case": dict(flag, description="phrases also match capitalized where a sentence starts"),
+            "case_variants": dict(flag, description="also allow Title and UPPER forms of listed words (default true)"),
+            "digits": dict(flag, description="also allow numbers in digits between the words (default true)"),
+            "leading_space": {"description": "the output may start with a space", "oneOf": [flag, {"const": "auto"}]},
+            "canonical": dict(flag, description="only tokens the tokenizer itself uses for the listed words"),
+        },
+    }
+
+
+_CEFR = ("A1", "A2", "B1", "B2", "C1", "C2", "a1", "a2", "b1", "b2", "c1", "c2")
 
 
 def new_items(request: ConstraintRequest, base) -> tuple[tuple, tuple, str | None]:
