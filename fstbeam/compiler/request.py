@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, TypeVar
 
 from ..errors import GrammarError, SpecError
 from ..validate import check_flag, check_text, check_texts
@@ -39,6 +39,7 @@ OPTION_KEYS = ("case_variants", "digits", "leading_space", "canonical")
 JSON_KEYS = HARD_KEYS + LIGHT_KEYS + OPTION_KEYS
 
 Item = Phrase | AnyOf
+ItemT = TypeVar("ItemT", Phrase, AnyOf, Item)
 
 
 def _at(where: str, name: str) -> str:
@@ -47,18 +48,18 @@ def _at(where: str, name: str) -> str:
     return f"{where}: {name}" if where else name
 
 
-def _item_key(item) -> tuple:
+def _item_key(item: Item) -> tuple[Any, ...]:
     """What makes two must-include items the same constraint (not where they came from)."""
     d = {f.name: getattr(item, f.name) for f in dataclasses.fields(item) if f.name != "source"}
     return tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else v) for k, v in d.items()))
 
 
-def _spec_key(d: Mapping) -> tuple:
+def _spec_key(d: Mapping[str, Any]) -> tuple[Any, ...]:
     """:func:`_item_key` of an item as a compiled artifact's spec records it (a dict)."""
     return tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else v) for k, v in d.items() if k != "source"))
 
 
-def _unique(items: Iterable, seen: set | None = None) -> tuple:
+def _unique(items: Iterable[ItemT], seen: set[tuple[Any, ...]] | None = None) -> tuple[ItemT, ...]:
     seen = set() if seen is None else seen
     out = []
     for it in items:
@@ -69,7 +70,7 @@ def _unique(items: Iterable, seen: set | None = None) -> tuple:
     return tuple(out)
 
 
-def _items(value, where: str, sentence_case: bool) -> tuple[Item, ...]:
+def _items(value: Any, where: str, sentence_case: bool) -> tuple[Item, ...]:
     """Must-include items: texts, nested lists (AnyOf), `Phrase` and `AnyOf` objects."""
     if value is None:
         return ()
@@ -77,7 +78,7 @@ def _items(value, where: str, sentence_case: bool) -> tuple[Item, ...]:
         value = [value]
     if isinstance(value, (bytes, bytearray, dict)) or not hasattr(value, "__iter__"):
         raise SpecError(f"{where} must be a list of phrases (a nested list: any one of its texts), not {type(value).__name__}")
-    out: list = []
+    out: list[Item] = []
     for i, v in enumerate(value):
         at = f"{where}[{i}]"
         if isinstance(v, (Phrase, AnyOf)):
@@ -93,7 +94,7 @@ def _items(value, where: str, sentence_case: bool) -> tuple[Item, ...]:
     return _unique(out)
 
 
-def _avoid(value, where: str) -> tuple[Phrase, ...]:
+def _avoid(value: Any, where: str) -> tuple[Phrase, ...]:
     """Avoid phrases: texts or `Phrase` objects; a nested list or `AnyOf` avoids each of its texts."""
     if value is None:
         return ()
@@ -101,7 +102,7 @@ def _avoid(value, where: str) -> tuple[Phrase, ...]:
         value = [value]
     if isinstance(value, (bytes, bytearray, dict)) or not hasattr(value, "__iter__"):
         raise SpecError(f"{where} must be a list of phrases, not {type(value).__name__}")
-    out: list = []
+    out: list[Phrase] = []
     for i, v in enumerate(value):
         at = f"{where}[{i}]"
         if isinstance(v, Phrase):
@@ -122,7 +123,7 @@ def _avoid(value, where: str) -> tuple[Phrase, ...]:
     return tuple(out)
 
 
-def _words(value, where: str):
+def _words(value: Any, where: str) -> str | os.PathLike[str] | tuple[str, ...] | None:
     """A word list: a file path (``str`` / ``PathLike``) or a list of words."""
     if value is None or isinstance(value, os.PathLike):
         return value
@@ -139,7 +140,7 @@ def _words(value, where: str):
     return words
 
 
-def _params(value, where: str) -> tuple[tuple[str, str], ...]:
+def _params(value: Any, where: str) -> tuple[tuple[str, str], ...]:
     if value is None:
         return ()
     if not isinstance(value, Mapping):
@@ -198,7 +199,7 @@ class ConstraintRequest:
 
     # ------------------------------------------------------------------ builders
     @classmethod
-    def from_kwargs(cls, *, where: str = "", **kw) -> "ConstraintRequest":
+    def from_kwargs(cls, *, where: str = "", **kw: Any) -> ConstraintRequest:
         """From the keywords of `fstbeam.compile_constraints` (``phrases`` may hold `Phrase`,
         `AnyOf` and nested lists; ``grammar`` a name, a pynini acceptor or built grammars)."""
         unknown = sorted(set(kw) - set(JSON_KEYS))
@@ -242,12 +243,14 @@ class ConstraintRequest:
         return cls.from_kwargs(where=where, **kw)
 
     @classmethod
-    def from_args(cls, args, *, where: str = "command line") -> "ConstraintRequest":
+    def from_args(cls, args: Any, *, where: str = "command line") -> ConstraintRequest:
         """From the flags of `fstbeam.cli.flags.add_constraint_flags` (``--phrase``, ``--any-of``,
         ``--avoid``, ``--prefix``, ``--words``/``--cefr``, ``--grammar``/``--param``, ...)."""
         from ..grammars.registry import parse_params
 
-        g = lambda name, default=None: getattr(args, name, default)  # noqa: E731 - doors differ in flags
+        def g(name: str, default: Any = None) -> Any:  # the doors differ in their flags
+            return getattr(args, name, default)
+
         params = parse_params(g("param", []) or []) or None
         kw = dict(words=g("words"), cefr=g("cefr"), grammar=g("grammar"), grammar_params=params,
                   phrases=g("phrase", []), avoid=g("avoid", []), prefix=g("prefix"), ordered=g("ordered", False),
@@ -269,17 +272,17 @@ class ConstraintRequest:
     def is_empty(self) -> bool:
         return not self.has_hard and not self.has_light
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The JSON form (``from_json(r.to_json()) == r`` for requests that JSON can hold)."""
         if self.grammar is not None and not isinstance(self.grammar, str):
             raise SpecError("a request with a pynini or built grammar has no JSON form: register the grammar by name")
 
-        def item(p):
+        def item(p: Item) -> str | list[str]:
             if isinstance(p, AnyOf):
                 return list(p.alternatives)
             return p.text
 
-        out: dict = {}
+        out: dict[str, Any] = {}
         if self.words is not None:
             out["words"] = list(self.words) if isinstance(self.words, tuple) else os.fspath(self.words)
         for k in ("cefr", "grammar", "prefix"):
@@ -302,7 +305,7 @@ class ConstraintRequest:
         return out
 
     # ------------------------------------------------------------------ the merge rule
-    def merged(self, other: "ConstraintRequest") -> "ConstraintRequest":
+    def merged(self, other: ConstraintRequest) -> ConstraintRequest:
         """``self`` (the base) joined with ``other`` (a per-input request): the module's rule."""
         if other.has_hard and self.has_hard:
             raise SpecError(f"{_at(other.where, 'request')}: the base already has a word list or grammar; a per-input request "
@@ -318,7 +321,7 @@ class ConstraintRequest:
             where=other.where,
         )
 
-    def compile_kwargs(self) -> dict:
+    def compile_kwargs(self) -> dict[str, Any]:
         """The keywords of `Compiler.compile` for this request."""
         return dict(words=self.words, cefr=self.cefr, grammar=self.grammar,
                     grammar_params=dict(self.grammar_params) or None, phrases=self.phrases, avoid=self.avoid,
@@ -326,7 +329,7 @@ class ConstraintRequest:
                     leading_space=self.leading_space, canonical=self.canonical)
 
 
-def json_schema() -> dict:
+def json_schema() -> dict[str, Any]:
     """The JSON Schema of a request's JSON form (published as docs/request.schema.json)."""
     text = {"type": "string", "minLength": 1}
     texts = {"type": "array", "items": text}
@@ -361,7 +364,7 @@ def json_schema() -> dict:
 _CEFR = ("A1", "A2", "B1", "B2", "C1", "C2", "a1", "a2", "b1", "b2", "c1", "c2")
 
 
-def new_items(request: ConstraintRequest, base) -> tuple[tuple, tuple, str | None]:
+def new_items(request: ConstraintRequest, base: Any) -> tuple[tuple[Item, ...], tuple[Phrase, ...], str | None]:
     """The merge rule against a compiled base (``CompiledConstraints``): the request's phrases and
     avoid phrases that the base does not already have, and the prefix to add (``None``: none or
     the base's own)."""
