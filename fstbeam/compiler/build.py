@@ -267,8 +267,9 @@ def compile_with(
             comp.remember_hard(cc, dfa)
         else:  # extend() flattens the arcs when it first needs the DFA
             comp.remember_hard_arcs(cc, arcs)
-        with stages("phrases"):
-            cc = _attach_light(cc, comp.index, phr, avd, prefix, ordered=n_ordered)
+        if phr or avd or prefix is not None:  # the per-tokenizer index (~1 s to build) only if needed
+            with stages("phrases"):
+                cc = _attach_light(cc, comp.index, phr, avd, prefix, ordered=n_ordered)
         return replace(cc, stats={"seconds": stages.timings})
     finally:
         stages.close()
