@@ -228,7 +228,8 @@ def compile_with(
     stages = _Stages(progress)
     try:
         vocab = comp.vocab
-        wl = _words_spec(words, cefr)
+        with stages("words"):
+            wl = _words_spec(words, cefr)
         g_lang, g_phr, g_avoid, g_desc, g_hash = _grammar_language(grammar, grammar_params)
         user = as_phrases(phrases, "phrases")
         n_ordered = _ordered_count(ordered, user)
@@ -287,7 +288,8 @@ def _attach_light(cc: CompiledConstraints, index, phrases, avoid, prefix, *, ord
     first ``ordered`` phrases form one ordered automaton (``compiler.ordered``)."""
     if not phrases and not avoid and prefix is None:
         return cc
-    from .light.automaton import compile_avoid, compile_prefix
+    from .light.automaton import compile_prefix
+    from .light.memo import light_avoid
     from .light.ordered import compile_must_include
 
     opts = lambda p: dict(word_boundary=p.word_boundary, case_sensitive=p.case_sensitive, source=p.source)  # noqa: E731
@@ -296,7 +298,7 @@ def _attach_light(cc: CompiledConstraints, index, phrases, avoid, prefix, *, ord
     return replace(
         cc,
         phrases=tuple(cc.phrases) + tuple(new),
-        avoid=tuple(cc.avoid) + tuple(compile_avoid(p.text, index, **opts(p)) for p in avoid),
+        avoid=tuple(cc.avoid) + tuple(light_avoid(p.text, index, **opts(p)) for p in avoid),
         prefix=compile_prefix(prefix, index) if prefix is not None else cc.prefix,
     )
 
