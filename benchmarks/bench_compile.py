@@ -208,6 +208,7 @@ def main() -> int:
     ap.add_argument("--level", default="C2", help="the user's call: CEFR level (default C2)")
     ap.add_argument("--user-one", nargs=2, metavar=("MODE", "LEVEL"), help=argparse.SUPPRESS)
     ap.add_argument("--requests-one", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--before", metavar="ROOT", help="the user's call: also measure this checkout (interleaved)")
     ap.add_argument("--one", nargs=2, metavar=("KIND", "LEVEL"), help=argparse.SUPPRESS)
     ap.add_argument("--no-anchors", action="store_true", help="skip XGrammar / llguidance")
     ap.add_argument("--lexicon", nargs="*", metavar="ROW", help="lexicon-scale rows (default: all)")
@@ -235,7 +236,7 @@ def main() -> int:
     if args.lexicon is not None:
         return lexicon(args.lexicon or LEXICON_ROWS, args.repeat)
     if not (args.anchors or args.quick):
-        return user(args.level, max(args.repeat, 3))
+        return user(args.level, max(args.repeat, 3), args.before)
     levels = ["A1"] if args.quick else ["A1", "A1+A2", "all"]
     kinds = ["fstbeam-simple", "fstbeam-wordlist"] + ([] if args.no_anchors else ["xgrammar", "llguidance"])
     rows = []
@@ -270,14 +271,38 @@ def main() -> int:
     return 0
 
 
-def user(level: str, repeat: int) -> int:
-    """The user's call in fresh processes: cold / disk cache off / warm, and per-request phrases."""
-    from compile_user import MODES, measure, measure_requests
+def user(level: str, repeat: int, before: str | None) -> int:
+    """The user's call in fresh processes: cold / disk cache off / warm, and per-request phrases
+    (``before``: another checkout measured in the same run, interleaved)."""
+    from compile_user import measure, measure_requests
 
-    rows = measure(level, repeat)
-    req = measure_requests(repeat)
+    codes = {"after": None, **({"before": before} if before else {})}
+    rows = measure(level, repeat, codes)
+    req = measure_requests(repeat, codes)
+    for name in codes:
+        _user_table(f"{name} ({codes[name] or 'this checkout'})", level, repeat, rows[name], req[name])
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / "compile_user.json"
+    out.write_text(json.dumps({
+        "call": f"fstbeam.compile_constraints(cefr={level!r}, tokenizer=fstbeam.load_vocab('default'))",
+        "request_call": "fstbeam.with_request(base, phrases=[...])  # base: cefr='A2', check=True (default)",
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+                    "load_avg": os.getloadavg()},
+        "compile": rows["after"], "requests": req["after"],
+        **({"before": {"code": before, "compile": rows["before"], "requests": req["before"]}} if before else {}),
+        "goals": {"compile_nocache_s": 3.0, "compile_peak_mb": 1024, "ten_phrases_ms": 5.0, "hundred_phrases_ms": 30.0},
+    }, indent=1))
+    print(f"wrote {out}")
+    return 0
+
+
+def _user_table(title: str, level: str, repeat: int, rows: dict, req: dict) -> None:
+    from compile_user import MODES
+
     names = {"cold": "cold", "nocache": "disk cache off", "warm": "warm"}
-    print(f"\nfstbeam.compile_constraints(cefr={level!r}, tokenizer=v), fresh process, best of {repeat}:")
+    print(f"\n== {title}")
+    print(f"fstbeam.compile_constraints(cefr={level!r}, tokenizer=v), fresh process, best of {repeat}:")
     print(f"{'':<16}" + "".join(f"{names[m]:>16}" for m in MODES))
     print(f"{'total wall s':<16}" + "".join(f"{rows[m].get('total_s', float('nan')):>16.3f}" for m in MODES))
     print(f"{'total CPU s':<16}" + "".join(f"{rows[m].get('cpu_s', float('nan')):>16.3f}" for m in MODES))
@@ -291,19 +316,6 @@ def user(level: str, repeat: int) -> int:
         r = req.get(f"{n}_phrases", {})
         print(f"  {n:>3} fresh phrases: best {r.get('fresh_best_ms')} ms (median {r.get('fresh_median_ms')}, "
               f"CPU {r.get('fresh_cpu_best_ms')}); repeated: {r.get('repeated_best_ms')} ms")
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / "compile_user.json"
-    out.write_text(json.dumps({
-        "call": f"fstbeam.compile_constraints(cefr={level!r}, tokenizer=fstbeam.load_vocab('default'))",
-        "request_call": "fstbeam.with_request(base, phrases=[...])  # base: cefr='A2', check=True (default)",
-        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-                    "load_avg": os.getloadavg()},
-        "compile": rows, "requests": req,
-        "goals": {"compile_nocache_s": 3.0, "compile_peak_mb": 1024, "ten_phrases_ms": 5.0, "hundred_phrases_ms": 30.0},
-    }, indent=1))
-    print(f"wrote {out}")
-    return 0
 
 
 LEXICON_ROWS = ["C2-before", "C2", "C2-simple", "C2-cached", "250k", "500k", "1M"]

@@ -129,8 +129,10 @@ def _cold_cache() -> str:
     return str(tmp)
 
 
-def _subprocess(args: list[str], env: dict) -> dict:
-    env = dict(env, PYTHONPATH=os.pathsep.join([str(HERE.parent), str(HERE), env.get("PYTHONPATH", "")]))
+def _subprocess(args: list[str], env: dict, code: str | None = None) -> dict:
+    """Run bench_compile.py ``args`` with ``code`` (a checkout's root; default this one) first on
+    the import path."""
+    env = dict(env, PYTHONPATH=os.pathsep.join([code or str(HERE.parent), str(HERE), env.get("PYTHONPATH", "")]))
     proc = subprocess.run([sys.executable, str(HERE / "bench_compile.py"), *args], env=env,
                           capture_output=True, text=True, timeout=1800)
     lines = proc.stdout.strip().splitlines()
@@ -139,40 +141,46 @@ def _subprocess(args: list[str], env: dict) -> dict:
     return json.loads(lines[-1])
 
 
-def measure(level: str, repeat: int) -> dict:
-    """Each mode ``repeat`` times in fresh processes, interleaved; the fastest run of each kept."""
+def measure(level: str, repeat: int, codes: dict[str, str | None]) -> dict:
+    """Each mode ``repeat`` times in fresh processes for each checkout of ``codes`` (name ->
+    root, None: this one), interleaved; the fastest run of each kept."""
     base_env = {k: v for k, v in os.environ.items() if k not in ("FSTBEAM_NO_DISK_CACHE", "FSTBEAM_CACHE", "NUMBA_CACHE_DIR")}
-    best: dict[str, dict] = {}
-    runs: dict[str, list] = {m: [] for m in MODES}
+    best: dict[str, dict] = {name: {} for name in codes}
+    runs: dict[tuple, list] = {}
     for _ in range(repeat):
         for mode in MODES:
-            env = dict(base_env)
-            if mode == "cold":
-                env["FSTBEAM_CACHE"] = _cold_cache()
-                env["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="numba-cold-")
-            elif mode == "nocache":
-                env["FSTBEAM_NO_DISK_CACHE"] = "1"
-            else:
-                _subprocess(["--user-one", "warm", level], env)  # fills the disk cache for this code
-            load = round(os.getloadavg()[0], 2)
-            r = _subprocess(["--user-one", mode, level], env)
-            r["load_1min"] = load
-            runs[mode].append(r.get("total_s"))
-            print(json.dumps({k: v for k, v in r.items() if k != "stages_s"}), flush=True)
-            if "error" in r or mode not in best or r["total_s"] < best[mode].get("total_s", 1e9):
-                best[mode] = r
-    for mode in MODES:
-        best[mode]["all_runs_s"] = runs[mode]
+            for name, code in codes.items():
+                env = dict(base_env)
+                if mode == "cold":
+                    env["FSTBEAM_CACHE"] = _cold_cache()
+                    env["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="numba-cold-")
+                elif mode == "nocache":
+                    env["FSTBEAM_NO_DISK_CACHE"] = "1"
+                else:
+                    _subprocess(["--user-one", "warm", level], env, code)  # fills the disk cache for this code
+                load = round(os.getloadavg()[0], 2)
+                r = _subprocess(["--user-one", mode, level], env, code)
+                r.update(load_1min=load, code=name)
+                runs.setdefault((name, mode), []).append(r.get("total_s"))
+                print(json.dumps({k: v for k, v in r.items() if k != "stages_s"}), flush=True)
+                if "error" in r or mode not in best[name] or r["total_s"] < best[name][mode].get("total_s", 1e9):
+                    best[name][mode] = r
+    for (name, mode), totals in runs.items():
+        best[name][mode]["all_runs_s"] = totals
     return best
 
 
-def measure_requests(repeat: int) -> dict:
-    best = None
+def measure_requests(repeat: int, codes: dict[str, str | None]) -> dict:
+    """`run_requests` ``repeat`` times per checkout, interleaved; the run with the best 10-phrase
+    figure kept (every run's figures are printed)."""
+    best: dict[str, dict] = {}
+    key = lambda r: r.get("10_phrases", {}).get("fresh_best_ms", 1e9)  # noqa: E731
     for _ in range(repeat):
-        load = round(os.getloadavg()[0], 2)
-        r = _subprocess(["--requests-one"], dict(os.environ))
-        r["load_1min"] = load
-        print(json.dumps(r), flush=True)
-        if best is None or r.get("10_phrases", {}).get("fresh_best_ms", 1e9) < best.get("10_phrases", {}).get("fresh_best_ms", 1e9):
-            best = r
+        for name, code in codes.items():
+            load = round(os.getloadavg()[0], 2)
+            r = _subprocess(["--requests-one"], dict(os.environ), code)
+            r.update(load_1min=load, code=name)
+            print(json.dumps(r), flush=True)
+            if name not in best or key(r) < key(best[name]):
+                best[name] = r
     return best
