@@ -52,3 +52,12 @@ def test_requests_share_the_automaton():
     two = fstbeam.with_request(base, phrases=["the cat"], avoid=["cats"])
     assert one.phrases[-1] is two.phrases[-1]
     assert [p.text for p in two.avoid] == ["cats"]
+
+
+def test_forget_drops_them():
+    index = _index()
+    a = memo.light_phrase("the cat", index)
+    memo.forget()
+    b = memo.light_phrase("the cat", index)
+    assert b is not a
+    _same(a, b)

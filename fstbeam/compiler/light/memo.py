@@ -12,7 +12,7 @@ from ...contract.cache import shared_cache
 from ...contract.light import LightAutomaton
 from .token_index import TokenIndex
 
-__all__ = ["MAX_BYTES", "light_phrase", "light_avoid"]
+__all__ = ["MAX_BYTES", "forget", "light_phrase", "light_avoid"]
 
 #: Texts up to this many UTF-8 bytes are remembered.
 MAX_BYTES = 256
@@ -49,3 +49,8 @@ def light_avoid(text: str, index: TokenIndex, *, word_boundary: bool = True, cas
     return _remembered("avoid", text, index, lambda: compile_avoid(
         text, index, word_boundary=word_boundary, case_sensitive=case_sensitive, source=source),
         word_boundary, case_sensitive, source)
+
+
+def forget() -> None:
+    """Drop every remembered automaton (benchmarks time fresh compiles with it)."""
+    shared_cache().discard(lambda key: key[0] == "light")
