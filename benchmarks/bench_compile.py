@@ -1,14 +1,18 @@
 """Compile time, table size, memory and per-mask cost on the Gemma 3 tokenizer (262,144 ids).
 
-The language (same as the anchors'): words from a CEFR list separated by single spaces, optionally
+    python benchmarks/bench_compile.py            # the user's call: compile_constraints(cefr=...) and
+                                                  # with_request in fresh processes: cold, disk cache
+                                                  # off, warm (benchmarks/compile_user.py;
+                                                  # results/compile_user.json)
+    python benchmarks/bench_compile.py --anchors  # A1, A1+A2, every level vs XGrammar / llguidance
+    python benchmarks/bench_compile.py --quick    # the same, A1 only
+    python benchmarks/bench_compile.py --lexicon  # C2 and 250k/500k/1M words, per stage, before/after
+                                                  # (benchmarks/compile_stages.py; docs/compile_scaling.png)
+
+--anchors: the language (same as the anchors'): words from a CEFR list separated by single spaces, optionally
 ending with . ! ?  -- plus fstbeam's own richer word-list language (punctuation, casing,
 contractions, digits). XGrammar and llguidance are measured side by side in the same run when
 installed. Each configuration runs in a fresh subprocess so peak RSS is its own.
-
-    python benchmarks/bench_compile.py            # A1, A1+A2, every level
-    python benchmarks/bench_compile.py --quick    # A1 only
-    python benchmarks/bench_compile.py --lexicon  # C2 and 250k/500k/1M words, per stage, before/after
-                                                  # (benchmarks/compile_stages.py; docs/compile_scaling.png)
 """
 from __future__ import annotations
 
@@ -108,13 +112,16 @@ def run_fstbeam(level: str, language: str) -> dict:
     }
     try:
         from fstbeam.compiler.compile import with_request
+        from fstbeam.compiler.light.memo import forget
 
         phrases = ["my family", "football", "on sunday", "the big dog", "i like", "school", "red car",
                    "a cat", "my friends", "every day"]
         with_request(cc, phrases=phrases[:1], check=True)  # warm the per-tokenizer index and the hard DFA
+        forget()  # time compiles, not remembered automata
         t = time.perf_counter()
         with_request(cc, phrases=phrases, check=False)
         out["ten_phrases_ms"] = round((time.perf_counter() - t) * 1e3, 2)
+        forget()
         t = time.perf_counter()
         with_request(cc, phrases=phrases, check=True)
         out["ten_phrases_checked_ms"] = round((time.perf_counter() - t) * 1e3, 2)
@@ -199,11 +206,16 @@ def one(kind: str, level: str) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="A1 only")
+    ap.add_argument("--anchors", action="store_true", help="A1, A1+A2, every level vs XGrammar / llguidance")
+    ap.add_argument("--quick", action="store_true", help="--anchors, A1 only")
+    ap.add_argument("--level", default="C2", help="the user's call: CEFR level (default C2)")
+    ap.add_argument("--user-one", nargs=2, metavar=("MODE", "LEVEL"), help=argparse.SUPPRESS)
+    ap.add_argument("--requests-one", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--before", metavar="ROOT", help="the user's call: also measure this checkout (interleaved)")
     ap.add_argument("--one", nargs=2, metavar=("KIND", "LEVEL"), help=argparse.SUPPRESS)
     ap.add_argument("--no-anchors", action="store_true", help="skip XGrammar / llguidance")
     ap.add_argument("--lexicon", nargs="*", metavar="ROW", help="lexicon-scale rows (default: all)")
-    ap.add_argument("--repeat", type=int, default=1, help="--lexicon: runs per row, interleaved; fastest kept")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per row (--lexicon) or per setting (the user's call, at least 3), interleaved; fastest kept")
     ap.add_argument("--stages", metavar="ROW", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
@@ -214,8 +226,20 @@ def main() -> int:
 
         print(json.dumps(run_row(args.stages)))
         return 0
+    if args.user_one:
+        from compile_user import run_mode
+
+        print(json.dumps(run_mode(*args.user_one)))
+        return 0
+    if args.requests_one:
+        from compile_user import run_requests
+
+        print(json.dumps(run_requests()))
+        return 0
     if args.lexicon is not None:
         return lexicon(args.lexicon or LEXICON_ROWS, args.repeat)
+    if not (args.anchors or args.quick):
+        return user(args.level, max(args.repeat, 3), args.before)
     levels = ["A1"] if args.quick else ["A1", "A1+A2", "all"]
     kinds = ["fstbeam-simple", "fstbeam-wordlist"] + ([] if args.no_anchors else ["xgrammar", "llguidance"])
     rows = []
@@ -248,6 +272,53 @@ def main() -> int:
                                "rows": rows, "ratios": ratios}, indent=1))
     print(f"wrote {out}")
     return 0
+
+
+def user(level: str, repeat: int, before: str | None) -> int:
+    """The user's call in fresh processes: cold / disk cache off / warm, and per-request phrases
+    (``before``: another checkout measured in the same run, interleaved)."""
+    from compile_user import measure, measure_requests
+
+    codes = {"after": None, **({"before": before} if before else {})}
+    rows = measure(level, repeat, codes)
+    req = measure_requests(repeat, codes)
+    for name in codes:
+        _user_table(f"{name} ({codes[name] or 'this checkout'})", level, repeat, rows[name], req[name])
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / "compile_user.json"
+    out.write_text(json.dumps({
+        "call": f"fstbeam.compile_constraints(cefr={level!r}, tokenizer=fstbeam.load_vocab('default'))",
+        "request_call": "fstbeam.with_request(base, phrases=[...])  # base: cefr='A2', check=True (default)",
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+                    "load_avg": os.getloadavg()},
+        "compile": rows["after"], "requests": req["after"],
+        **({"before": {"code": before, "compile": rows["before"], "requests": req["before"]}} if before else {}),
+        "goals": {"compile_nocache_s": 3.0, "compile_peak_mb": 1024, "ten_phrases_ms": 5.0, "hundred_phrases_ms": 30.0},
+    }, indent=1))
+    print(f"wrote {out}")
+    return 0
+
+
+def _user_table(title: str, level: str, repeat: int, rows: dict, req: dict) -> None:
+    from compile_user import MODES
+
+    names = {"cold": "cold", "nocache": "disk cache off", "warm": "warm"}
+    print(f"\n== {title}")
+    print(f"fstbeam.compile_constraints(cefr={level!r}, tokenizer=v), fresh process, best of {repeat}:")
+    print(f"{'':<16}" + "".join(f"{names[m]:>16}" for m in MODES))
+    print(f"{'total wall s':<16}" + "".join(f"{rows[m].get('total_s', float('nan')):>16.3f}" for m in MODES))
+    print(f"{'total CPU s':<16}" + "".join(f"{rows[m].get('cpu_s', float('nan')):>16.3f}" for m in MODES))
+    stages = list(dict.fromkeys(k for m in MODES for k in rows[m].get("stages_s", {})))
+    for st in stages:
+        print(f"{'  ' + st:<16}" + "".join(f"{rows[m].get('stages_s', {}).get(st, 0):>16.3f}" for m in MODES))
+    print(f"{'peak RSS MB':<16}" + "".join(f"{rows[m].get('peak_rss_mb', 0):>16}" for m in MODES))
+    print(f"{'load (1 min)':<16}" + "".join(f"{rows[m].get('load_1min', 0):>16}" for m in MODES))
+    print(f"\nfstbeam.with_request(cefr A2 base, phrases=...), checked, best of 5 (first request {req.get('first_request_ms')} ms):")
+    for n in (10, 100):
+        r = req.get(f"{n}_phrases", {})
+        print(f"  {n:>3} fresh phrases: best {r.get('fresh_best_ms')} ms (median {r.get('fresh_median_ms')}, "
+              f"CPU {r.get('fresh_cpu_best_ms')}); repeated: {r.get('repeated_best_ms')} ms")
 
 
 LEXICON_ROWS = ["C2-before", "C2", "C2-simple", "C2-cached", "250k", "500k", "1M"]

@@ -230,7 +230,8 @@ def compile_with(
     stages = _Stages(progress)
     try:
         vocab = comp.vocab
-        wl = _words_spec(words, cefr)
+        with stages("words"):
+            wl = _words_spec(words, cefr)
         g_lang, g_phr, g_avoid, g_desc, g_hash = _grammar_language(grammar, grammar_params)
         user = as_phrases(phrases, "phrases")
         n_ordered = _ordered_count(ordered, user)
@@ -269,8 +270,9 @@ def compile_with(
             comp.remember_hard(cc, dfa)
         else:  # extend() flattens the arcs when it first needs the DFA
             comp.remember_hard_arcs(cc, arcs)
-        with stages("phrases"):
-            cc = _attach_light(cc, comp.index, phr, avd, prefix, ordered=n_ordered)
+        if phr or avd or prefix is not None:  # the per-tokenizer index (~1 s to build) only if needed
+            with stages("phrases"):
+                cc = _attach_light(cc, comp.index, phr, avd, prefix, ordered=n_ordered)
         return replace(cc, stats={"seconds": stages.timings})
     finally:
         stages.close()
@@ -288,7 +290,8 @@ def _attach_light(cc: CompiledConstraints, index, phrases, avoid, prefix, *, ord
     first ``ordered`` phrases form one ordered automaton (``compiler.ordered``)."""
     if not phrases and not avoid and prefix is None:
         return cc
-    from .light.automaton import compile_avoid, compile_prefix
+    from .light.automaton import compile_prefix
+    from .light.memo import light_avoid
     from .light.ordered import compile_must_include
 
     opts = lambda p: dict(word_boundary=p.word_boundary, case_sensitive=p.case_sensitive, source=p.source)  # noqa: E731
@@ -297,7 +300,7 @@ def _attach_light(cc: CompiledConstraints, index, phrases, avoid, prefix, *, ord
     return replace(
         cc,
         phrases=tuple(cc.phrases) + tuple(new),
-        avoid=tuple(cc.avoid) + tuple(compile_avoid(p.text, index, **opts(p)) for p in avoid),
+        avoid=tuple(cc.avoid) + tuple(light_avoid(p.text, index, **opts(p)) for p in avoid),
         prefix=compile_prefix(prefix, index) if prefix is not None else cc.prefix,
     )
 

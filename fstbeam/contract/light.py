@@ -5,7 +5,6 @@ Built by `fstbeam.compiler.light.automaton`, read by the runtime pool, the match
 """
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -14,7 +13,7 @@ import numpy as np
 from ..errors import DisallowedTokenError
 from .layout import INF_DIST, N_CLASSES, NO_TEXT_CLASS
 
-__all__ = ["Kind", "LightAutomaton", "light_distances"]
+__all__ = ["Kind", "LightAutomaton", "distances_from_edges", "light_distances"]
 
 Kind = Literal["phrase", "avoid", "prefix"]
 
@@ -149,28 +148,43 @@ def light_distances(a: Any, class_nonempty: np.ndarray | None = None) -> np.ndar
     dst_a = np.concatenate([classes[cq, cc], en[ok]]).astype(np.int64)
     if ((src_a < 0) | (src_a >= n) | (dst_a >= n)).any():
         raise ValueError(f"light automaton {getattr(a, 'text', '')!r}: a transition leaves its {n} states")
-    if n <= _DENSE_BFS_STATES:
-        return _distances_dense(n, src_a, dst_a, np.asarray(a.final, bool))
+    return distances_from_edges(n, src_a, dst_a, np.asarray(a.final, bool))
+
+
+def distances_from_edges(n: int, src: np.ndarray, dst: np.ndarray, final: np.ndarray) -> np.ndarray:
+    """int64 ``[n]`` (read-only): fewest edges ``src -> dst`` from each state to a ``final`` one
+    (``INF_DIST`` if none)."""
+    if n <= _DENSE_BFS_STATES and len(src) > _LIST_BFS_EDGES:
+        return _distances_dense(n, src, dst, final)
     rev: list[list[int]] = [[] for _ in range(n)]
-    for s, d in zip(src_a.tolist(), dst_a.tolist()):
+    for s, d in zip(src.tolist(), dst.tolist()):
         rev[d].append(s)
-    dist = np.full(n, INF_DIST, dtype=np.int64)
-    todo = deque(np.flatnonzero(np.asarray(a.final)).tolist())
+    return _distances_lists(n, rev, final)
+
+
+# Automata with more edges than _LIST_BFS_EDGES but at most this many states search a dense
+# [n, n] predecessor matrix (a few numpy calls per level) instead of Python lists.
+_DENSE_BFS_STATES = 512
+# Up to this many edges the search walks Python lists (~10 us for a phrase's ~100 edges; the
+# dense matrix costs a few numpy calls per level, ~60 us).
+_LIST_BFS_EDGES = 2048
+
+
+def _distances_lists(n: int, rev: list[list[int]], final: np.ndarray) -> np.ndarray:
+    dist = [-1] * n
+    todo = np.flatnonzero(final).tolist()
     for q in todo:
         dist[q] = 0
-    while todo:
-        q = todo.popleft()
+    for q in todo:  # the list grows while it is walked: a breadth-first search
+        d = dist[q] + 1
         for p in rev[q]:
-            if dist[p] == INF_DIST:
-                dist[p] = dist[q] + 1
+            if dist[p] < 0:
+                dist[p] = d
                 todo.append(p)
-    dist.setflags(write=False)
-    return dist
-
-
-# Up to this many states the breadth-first search runs on a dense [n, n] predecessor matrix (a
-# few numpy calls per level) instead of Python lists (which cost ~1 ms per phrase request).
-_DENSE_BFS_STATES = 512
+    out = np.array(dist, dtype=np.int64)
+    out[out < 0] = INF_DIST  # unreachable
+    out.setflags(write=False)
+    return out
 
 
 def _distances_dense(n: int, src: np.ndarray, dst: np.ndarray, final: np.ndarray) -> np.ndarray:

@@ -38,11 +38,13 @@ Arcs = tuple  # (final, src, byte, dst, start) of the hard character DFA
 def hard_automaton(comp, stages, wl: WordList | None, g_lang, g_desc, g_hash, opts: dict):
     """(tables, token fst bytes, char fst bytes, char_state, char-DFA arcs) of the hard part,
     loaded from the disk cache or built (and stored)."""
-    key = hard_key(comp.vocab, wl, g_hash, opts)
-    hit = load_arrays("hard", key)
+    with stages("cache load"):
+        key = hard_key(comp.vocab, wl, g_hash, opts)
+        hit = load_arrays("hard", key)
     if hit is None:
         hit = compile_hard(stages, comp, wl, g_lang, g_desc, opts)
-        store_arrays("hard", key, hit, keep=HARD_CACHE_ENTRIES)
+        with stages("cache store"):
+            store_arrays("hard", key, hit, keep=HARD_CACHE_ENTRIES)
     else:
         log.info("hard automaton loaded from the disk cache (%s)", key[:12])
     return unpack_hard(hit)
@@ -92,6 +94,8 @@ def compile_hard(stages, comp, wl: WordList | None, g_lang, g_desc, opts: dict) 
         if opts["leading_space"]:
             space = pynini.accep(" ", token_type="byte")
             hard_fst = optimize(pynini.closure(space, 0, 1) + hard_fst, stage="leading space")
+    with stages("trie"):  # the tokenizer's byte trie: built once per process (and kept on disk)
+        trie = comp.trie
     with stages("lift"):
         if hard_text is not None:  # lifted from its arcs, no [S, 256] table
             char_fst = text_dfa_fst_bytes(hard_text)
@@ -103,7 +107,7 @@ def compile_hard(stages, comp, wl: WordList | None, g_lang, g_desc, opts: dict) 
             q, b = np.nonzero(source.next >= 0)
             arcs = (source.final, q, b, source.next[q, b], source.start)
         allowed = canonical_tokens(comp.tokenizer, vocab, wl) if opts["canonical"] else None
-        fsa = lift(source, comp.trie, vocab.width, allowed_tokens=allowed)
+        fsa = lift(source, trie, vocab.width, allowed_tokens=allowed)
         del hard_text, hard_fst, source
     if not fsa.final.any():
         raise UnsatisfiableConstraintError(

@@ -25,7 +25,7 @@ def parse_level(level: str) -> int:
 def _words(level: str) -> tuple[str, ...]:
     from ... import grammars
 
-    return tuple(sorted(grammars.get("cefr").module.words_at(level, inflections=False)))
+    return tuple(sorted(grammars.get("cefr").module.forms_at(level)))
 
 
 def cefr_words(level: str) -> list[str]:

@@ -23,7 +23,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ...contract.light import Kind, LightAutomaton, light_distances
+from ...contract.light import Kind, LightAutomaton, distances_from_edges, light_distances
 from ...contract.vocab import Vocab
 from ...errors import SpecError, UnsatisfiableConstraintError
 from ...fst.text import boundary_needs
@@ -194,6 +194,16 @@ def _lift(
     exc_key = qs * V + cands[ks]
     exc_next = lnext.astype(np.int32)
 
+    if kind == "phrase" and n == nq:
+        # Every state kept and nothing disallowed: the token graph searched above (exceptions and
+        # non-empty class defaults) is the automaton's own, so its distances come from those edges.
+        dist = distances_from_edges(n, src, dst, dfa.final)
+    else:  # from the tables just built, with the index's per-class counts
+        dist = light_distances(
+            SimpleNamespace(final=dfa.final[kept], width=V, default_next=default_next, exc_key=exc_key,
+                            exc_next=exc_next, text=text),
+            index.class_nonempty,
+        )
     progress = dfa.progress[kept].astype(np.int32)
     if kind == "avoid":
         adv_ptr, adv_tokens = np.zeros(n + 1, dtype=np.int64), _EMPTY_I32
@@ -226,13 +236,7 @@ def _lift(
         token_class=index.token_class,
         char_dfa=dfa,
         char_state=_ro(kept.astype(np.int32)),
-        # The distance field from the tables just built, with the index's per-class counts (the
-        # automaton would otherwise count its 262,144 token classes again).
-        dist=light_distances(
-            SimpleNamespace(final=dfa.final[kept], width=V, default_next=default_next, exc_key=exc_key,
-                            exc_next=exc_next, text=text),
-            index.class_nonempty,
-        ),
+        dist=dist,
     )
 
 

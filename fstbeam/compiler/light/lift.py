@@ -126,6 +126,18 @@ def _ramp(sizes: np.ndarray) -> np.ndarray:
 
 def reach(n: int, src: np.ndarray, dst: np.ndarray, seeds: np.ndarray) -> np.ndarray:
     """bool ``[n]``: states reachable from ``seeds`` (bool [n]) over the edges ``src -> dst``."""
+    if len(src) <= _LIST_REACH_EDGES:  # a per-request phrase: Python lists, ~5x faster than numpy here
+        succ: list[list[int]] = [[] for _ in range(n)]
+        for s, d in zip(src.tolist(), dst.tolist()):
+            succ[s].append(d)
+        seen = seeds.tolist()
+        todo = [q for q in range(n) if seen[q]]
+        for q in todo:  # the list grows while it is walked: a breadth-first search
+            for t in succ[q]:
+                if not seen[t]:
+                    seen[t] = True
+                    todo.append(t)
+        return np.array(seen, dtype=bool)
     if n <= _DENSE_REACH_STATES:  # a per-request phrase: a dense [n, n] matrix, few numpy calls
         succ = np.zeros((n, n), bool)
         succ[src, dst] = True
@@ -150,3 +162,6 @@ def reach(n: int, src: np.ndarray, dst: np.ndarray, seeds: np.ndarray) -> np.nda
 
 
 _DENSE_REACH_STATES = 512
+# Up to this many edges the search walks Python lists: a phrase's ~100 edges cost ~10 us there,
+# where the dense matrix costs a few numpy calls per level (~50 us).
+_LIST_REACH_EDGES = 2048

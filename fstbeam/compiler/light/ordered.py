@@ -58,12 +58,12 @@ def check_items(hard: char_dfa.CharDFA, base_name: str, items, *, ordered: bool,
 
 def compile_must_include(user, grammar, index, *, ordered: bool) -> tuple:
     """Light automata for the user's ``phrases`` and the grammar's, in that order."""
-    from .automaton import compile_phrase
+    from .memo import light_phrase
 
     def one(p):
         if is_general(p):
             return compile_items([p], index, source=p.source)
-        return compile_phrase(p.text, index, word_boundary=p.word_boundary, case_sensitive=p.case_sensitive)
+        return light_phrase(p.text, index, word_boundary=p.word_boundary, case_sensitive=p.case_sensitive)
 
     if ordered and len(user) > 1:
         out = [compile_items(user, index, ordered=True, source="ordered phrases")]

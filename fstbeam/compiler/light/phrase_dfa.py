@@ -134,6 +134,8 @@ def _minimize_small(delta: np.ndarray, labels: list) -> tuple[np.ndarray, np.nda
         if len(seen) == count:  # refinement only splits blocks: the same count is the same partition
             break
         block, count = new, len(seen)
+    if count == len(rows):  # already minimal (most phrases): every state is its own block, in order
+        return delta.astype(np.int32), np.arange(count, dtype=np.int64)
     rep: dict = {}
     for q, b in enumerate(block):
         rep.setdefault(b, q)  # first state of each block (blocks are numbered in that order)

@@ -54,6 +54,11 @@ def _runs(flags: np.ndarray) -> tuple[tuple[int, int], ...]:
 #: Non-word bytes as inclusive value ranges: 0x00-0x2F, 0x3A-0x40, 0x5B-0x60, 0x7B-0x7F.
 NONWORD_RUNS = _runs(~IS_WORD_BYTE)
 
+# Range queries for strings up to this long are remembered (at most _MEMO_ENTRIES of them): the
+# one- and two-byte ends of a phrase ("y", "my") recur across phrases, and their results span
+# thousands of keys, split by the non-word byte that follows (8 bisects each).
+_MEMO_LEN = 3
+_MEMO_ENTRIES = 65_536
 _SETTLE_GC_WIDTH = 32_768  # real tokenizers: collect garbage once after the build (see __init__)
 _EMPTY = np.zeros(0, dtype=np.int32)
 
@@ -134,6 +139,7 @@ class TokenIndex:
         n = len(self._keys)
         self._first = dict(zip(reversed(self._keys), range(n - 1, -1, -1)))  # bytes -> first sorted slot
         self._ff = b"\xff" * (self.max_len + 1)
+        self._memo: dict = {}  # (forward keys?, s, non-word next) -> ids, for short s (_range_query)
 
         # Trigram index: every blob offset sorted by the three bytes starting there.
         a = self._blob_arr.astype(np.uint32)
@@ -263,12 +269,27 @@ class TokenIndex:
         return self._range_query(self._rkeys, self._rkey_ids, s[::-1], preceded_by_nonword)
 
     def _range_query(self, keys: tuple[bytes, ...], ids: np.ndarray, s: bytes, nonword_next: bool) -> np.ndarray:
+        memo = len(s) <= _MEMO_LEN  # short strings recur in every phrase ("y", "my") and span many keys
+        if memo:
+            hit = self._memo.get((keys is self._keys, s, nonword_next))
+            if hit is not None:
+                return hit
         lo0 = bisect.bisect_left(keys, s)
         if lo0 == len(keys) or not keys[lo0].startswith(s):
             return _EMPTY  # no key starts with s (most queries of a long phrase): one bisect
         hi0 = bisect.bisect_left(keys, s + self._ff, lo0)
         if not nonword_next:
             return ids[lo0:hi0]
+        if memo:
+            out = _readonly(self._nonword_ranges(keys, ids, s, lo0, hi0))
+            if len(self._memo) < _MEMO_ENTRIES:
+                self._memo[keys is self._keys, s, nonword_next] = out
+            return out
+        return self._nonword_ranges(keys, ids, s, lo0, hi0)
+
+    @staticmethod
+    def _nonword_ranges(keys, ids, s: bytes, lo0: int, hi0: int) -> np.ndarray:
+        """The ids among ``keys[lo0:hi0]`` (all start with ``s``) with a non-word byte after ``s``."""
         parts = []
         for a, b in NONWORD_RUNS:  # searched within the keys that start with s only
             lo = bisect.bisect_left(keys, s + bytes((a,)), lo0, hi0)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 from importlib import metadata
 from pathlib import Path
 from typing import Literal, NamedTuple
@@ -69,14 +70,27 @@ def _table() -> dict[str, _Entry]:
     Reading cefrpy takes a few seconds, so the table is written once to fstbeam's cache dir
     (keyed by the cefrpy version) as ``word<TAB>level<TAB>noun<TAB>verb<TAB>adj<TAB>tags``.
     """
-    from fstbeam.files.cache import fill_file, read_text_checked, text_valid
-
-    path = fill_file(_cache_path(), _write_table, valid=text_valid)  # locked, atomic, checksummed
     out = {}
-    for line in (read_text_checked(path) or "").splitlines():
+    for line in _table_text().splitlines():
         word, level, noun, verb, adj, tags = line.split("\t")
         out[word] = _Entry(int(level), (int(noun), int(verb), int(adj)), frozenset(tags.split(",")))
     return out
+
+
+def _table_text() -> str:
+    """The table file's text (written from cefrpy on first use)."""
+    from fstbeam.files.cache import fill_file, read_text_checked, text_valid
+
+    path = fill_file(_cache_path(), _write_table, valid=text_valid)  # locked, atomic, checksummed
+    return read_text_checked(path) or ""
+
+
+def forms_at(level: str) -> list[str]:
+    """``words_at(level, inflections=False)``, sorted, read straight from the table's first two
+    columns (one regular expression over the file: ~30x faster than building `_table`, which
+    ``cefr=`` does not need)."""
+    top = LEVELS.index(level) + 1
+    return re.findall(rf"^([^\t\n]*)\t[1-{top}]\t", _table_text(), re.M)
 
 
 def _write_table(path: Path) -> None:
