@@ -382,5 +382,6 @@ def new_items(request: ConstraintRequest, base: Any) -> tuple[tuple[Item, ...], 
 
 def _one_prefix(a: str | None, b: str | None, where: str) -> str | None:
     if a is not None and b is not None and a != b:
-        raise SpecError(f"{_at(where, 'prefix')}: a prefix in the base ({a!r}) and another here ({b!r}): an output has one prefix")
+        raise SpecError(f"{_at(where, 'prefix')}: the base constraints already have the prefix {a!r}, and this request "
+                        f"gives {b!r}: an output has one prefix (compile the base without one to give one per request)")
     return a if a is not None else b
