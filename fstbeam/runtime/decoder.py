@@ -20,6 +20,7 @@ from .adapters import adapter_for
 from .packed_model import check_mode as check_packed_mode
 from .results import GenerationResult, Hypothesis
 from .config import SearchConfig, resolve_config, stop_ids
+from .identity import IdentityCache
 from .search import RawResult, Request, SearchEngine
 from .tables import InputConstraints
 
@@ -99,7 +100,7 @@ class Decoder:
         if not self.eos_ids:
             raise DecodeError("no EOS token id: pass eos_ids=[...] (the model config and tokenizer name none)")
         self.prompt_format = prompt_format
-        self._checked: dict[int, Any] = {}
+        self._checked: IdentityCache[InputConstraints] = IdentityCache()  # constraints -> checked form
         self.last_stats = None
 
     def _check_eos(self, eos_ids) -> tuple[int, ...]:
@@ -206,10 +207,9 @@ class Decoder:
     def _check(self, cc) -> InputConstraints:
         if cc is None:
             return InputConstraints(constrained=False)
-        key = id(cc)
-        hit = self._checked.get(key)
-        if hit is not None and hit[0] is cc:
-            return hit[1]
+        hit = self._checked.get(cc)
+        if hit is not None:
+            return hit
         if not hasattr(cc, "vocab") or not hasattr(cc, "phrases"):
             raise DecodeError(f"constraints must be CompiledConstraints (from compile_constraints / load_constraints), not {type(cc).__name__}")
         V = self.vocab_size
@@ -228,7 +228,7 @@ class Decoder:
                     "this decoder's tokenizer"
                 )
         inp = InputConstraints.from_compiled(cc)
-        self._checked[key] = (cc, inp)
+        self._checked[cc] = inp
         return inp
 
     # ---- decoding -----------------------------------------------------------------------------

@@ -47,6 +47,7 @@ from ..errors import DecodeError
 from ..kernels.bitmask import pack_bool_mask_torch, unpack_bitmask_torch
 from ..kernels.packed_gemm import PackedLinear
 from .config import ShortlistMode
+from .identity import IdentityCache, identity_key
 from .used_rows import UsedRows
 
 __all__ = ["OutputHead", "HiddenTap", "probe_output_head", "StepLogits", "Shortlist", "StaticPlan", "pays", "union_ids",
@@ -100,10 +101,10 @@ class OutputHead:
 
     def static_plan(self, key: tuple, ids: torch.Tensor, keep: tuple, packed: bool = False) -> "StaticPlan":
         """The rows ``weight[ids]`` (and bias) gathered once and kept under ``key`` (with the
-        weight's version: an in-place change of the weight drops them); ``keep`` holds the
-        objects ``key`` names by ``id()``, so no id is reused while the entry lives. ``packed``:
+        weight's version: an in-place change of the weight drops them); ``key`` names objects by
+        :func:`~.identity.identity_key` (never reused), ``keep`` holds objects the plan needs. ``packed``:
         multiply them through MKL's packed GEMM (up to ``PLAN_PACK_MAX_BYTES``)."""
-        key = key + (self.weight.data_ptr(), self.weight._version, packed)
+        key = key + (identity_key(self.weight), self.weight._version, packed)
         plan = self._static.get(key)
         if plan is None:
             plan = self.rows_plan(ids, packed, keep)
@@ -300,15 +301,15 @@ class StaticPlan:
         self.used = UsedRows()
 
 
-_ARTIFACT_IDS: OrderedDict = OrderedDict()  # id(hard tables) -> (hard tables, ids)
+_ARTIFACT_IDS: IdentityCache[np.ndarray] = IdentityCache(maxsize=4)  # hard tables -> ids
 
 
 def _artifact_ids(hard) -> np.ndarray:
     """Sorted ids some state of one hard automaton allows: the OR of its dense mask rows and
     its sparse tokens (cached per artifact)."""
-    hit = _ARTIFACT_IDS.get(id(hard))
-    if hit is not None and hit[0] is hard:
-        return hit[1]
+    hit = _ARTIFACT_IDS.get(hard)
+    if hit is not None:
+        return hit
     from ..contract.bitmask import unpack_bitmask
 
     V = int(hard.width)
@@ -316,9 +317,7 @@ def _artifact_ids(hard) -> np.ndarray:
     row = np.bitwise_or.reduce(dense, axis=0) if dense.shape[0] else np.zeros(-(-V // 32), np.int32)
     ids = np.union1d(np.flatnonzero(unpack_bitmask(row.astype(np.int32), V)),
                      np.asarray(hard.state_sparse_tokens, np.int64)).astype(np.int64)
-    _ARTIFACT_IDS[id(hard)] = (hard, ids)
-    while len(_ARTIFACT_IDS) > 4:  # entries hold their artifact: keep few
-        _ARTIFACT_IDS.popitem(last=False)
+    _ARTIFACT_IDS[hard] = ids
     return ids
 
 
@@ -358,7 +357,7 @@ class Shortlist:
             ids, hards = static_ids(tables.inputs, self.eos, self.V)
             if ids is not None:
                 ids_t = torch.as_tensor(ids, device=self.head.weight.device)
-                plan = self.head.static_plan(tuple(id(h) for h in hards), ids_t, hards, self.packed)
+                plan = self.head.static_plan(tuple(identity_key(h) for h in hards), ids_t, hards, self.packed)
                 self._plan = (plan, torch.searchsorted(plan.ids, self.eos))
         return self._plan
 
