@@ -182,19 +182,16 @@ class HiddenTap:
         return h[:, -1, :] if h.dim() == 3 else h
 
 
-def probe_output_head(model, vocab_size: int, device) -> tuple[OutputHead | None, str | None]:
-    """The model's output layer, if its logits are exactly ``softcap(hidden @ W.T + b)``: checked
-    on a short probe sequence against the model's own logits. Else ``(None, reason)``."""
-    lin = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+def probe_output_head(model, vocab_size: int, device, softcap: float | None) -> tuple[OutputHead | None, str | None]:
+    """The output layer of a causal LM, if its logits are exactly ``softcap(hidden @ W.T + b)``
+    (``softcap`` from the model's configuration, :mod:`.hf_model`): checked on a short probe
+    sequence against the model's own logits. Else ``(None, reason)``."""
+    lin = model.get_output_embeddings()
     if not isinstance(lin, torch.nn.Linear):
         return None, f"{type(model).__name__} has no linear output layer"
     if lin.weight.dim() != 2 or lin.weight.shape[0] != vocab_size:
         return None, f"{type(model).__name__}'s output layer is not [vocab={vocab_size}, hidden]"
-    if getattr(model.config, "is_encoder_decoder", False):
-        return None, "encoder-decoder models keep the full output layer"
-    cfg = model.config.get_text_config(decoder=True)
-    cap = getattr(cfg, "final_logit_softcapping", None)
-    head = OutputHead(lin.weight.detach(), lin.bias.detach() if lin.bias is not None else None, float(cap) if cap else None)
+    head = OutputHead(lin.weight.detach(), lin.bias.detach() if lin.bias is not None else None, softcap)
     ids = (torch.arange(1, 4, device=device) % vocab_size)[None]
     with torch.inference_mode(), HiddenTap(model, skip_head=False) as tap:
         ref = model(input_ids=ids, use_cache=False).logits[:, -1, :].float()
@@ -384,20 +381,20 @@ class Shortlist:
 
 
 def resolve(adapter, config, eos: torch.Tensor, vocab: int) -> Shortlist | None:
-    """The search's shortlist, or ``None`` (the adapter returns full logits). ``config`` is a
+    """The search's shortlist, or ``None`` (the adapter returns full logits); ``adapter`` is a
+    :class:`~.adapter_protocol.ModelAdapter` (its capabilities decide). ``config`` is a
     validated :class:`~.config.SearchConfig` (it refuses ``"on"`` without ``renormalize``);
     ``"on"`` also refuses a model whose head cannot give exact subset logits, instead of falling back."""
     shortlist = config.renormalize and config.shortlist != "off"
-    if not shortlist and getattr(adapter, "device", torch.device("cpu")).type != "cpu":
+    if not shortlist and adapter.device.type != "cpu":
         return None  # every logit, from the model (an accelerator's allocator reuses the memory)
-    probe = getattr(adapter, "output_projection", None)
-    head = probe() if probe is not None else None
+    head = adapter.output_projection()
     if head is None or not shortlist:
         if head is not None:  # every logit, into the head's reused buffer (CPU: no page faults per step)
             return Shortlist(head, "off", vocab, eos)
         if config.shortlist == "on":
-            why = getattr(adapter, "no_head_reason", None) or f"{type(adapter).__name__} has no output_projection()"
+            why = adapter.no_head_reason or f"{type(adapter).__name__}.output_projection() gives no output layer"
             raise DecodeError(f"shortlist='on' is not possible: {why}; use shortlist='auto' or 'off'")
         return None
-    packing = getattr(adapter, "packing", None)  # the model's packed-weights setting covers the static rows
+    packing = adapter.packing  # the model's packed-weights setting covers the static rows
     return Shortlist(head, config.shortlist, vocab, eos, packed=packing is not None and packing.mode != "off")
