@@ -11,7 +11,7 @@ import operator
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Literal, Sequence, get_args
+from typing import Any, Callable, Iterable, Literal, Sequence, get_args
 
 from ..errors import DecodeError
 from .scoring import Scoring
@@ -25,23 +25,23 @@ Expand = Literal["all", "least_advanced"]
 ShortlistMode = Literal["auto", "on", "off"]
 
 
-def _positive_int(name: str, value) -> None:
+def _positive_int(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise DecodeError(f"{name} must be a positive integer (got {value!r})")
 
 
-def _nonnegative_int(name: str, value) -> None:
+def _nonnegative_int(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise DecodeError(f"{name} must be an integer >= 0 (got {value!r})")
 
 
-def _choice(name: str, value, kind) -> None:
+def _choice(name: str, value: object, kind: object) -> None:
     allowed = get_args(kind)
     if value not in allowed:
         raise DecodeError(f"{name} must be one of {', '.join(repr(a) for a in allowed)} (got {value!r})")
 
 
-def _number(name: str, value, *, optional: bool = True) -> None:
+def _number(name: str, value: object, *, optional: bool = True) -> None:
     if value is None and optional:
         return
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
@@ -87,7 +87,7 @@ class SearchConfig:
     no_repeat_prompt: bool = False  # ... nor one of the prompt's last 64 tokens (no echo of a question)
     allow_control_tokens: bool = False  # unconstrained decoding may emit special/control tokens
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _positive_int("beam_size", self.beam_size)
         _positive_int("max_new_tokens", self.max_new_tokens)
         if isinstance(self.nbest, bool) or not isinstance(self.nbest, int) or not 1 <= self.nbest <= self.beam_size:
@@ -138,7 +138,7 @@ class SearchConfig:
 _FIELDS = tuple(f.name for f in dataclasses.fields(SearchConfig))
 
 
-def resolve_config(config: SearchConfig | None, overrides: dict) -> SearchConfig:
+def resolve_config(config: SearchConfig | None, overrides: dict[str, Any]) -> SearchConfig:
     """``config`` (default: ``SearchConfig()``) with ``overrides`` applied, validated."""
     if config is not None and not isinstance(config, SearchConfig):
         raise DecodeError(f"config must be a SearchConfig (got {type(config).__name__}); pass single settings as keywords")
@@ -149,7 +149,7 @@ def resolve_config(config: SearchConfig | None, overrides: dict) -> SearchConfig
     return dataclasses.replace(base, **overrides) if overrides else base
 
 
-def stop_ids(config: SearchConfig, model_eos: Sequence[int], newline_ids) -> tuple[int, ...]:
+def stop_ids(config: SearchConfig, model_eos: Sequence[int], newline_ids: Callable[[], Iterable[int]]) -> tuple[int, ...]:
     """End-of-output ids of a call: ``eos_ids`` if given, else the model's (plus newline tokens
     for ``stop_at="line"``; ``newline_ids`` is called only then)."""
     if config.eos_ids is not None:
