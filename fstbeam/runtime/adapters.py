@@ -24,7 +24,7 @@ window is measured in real positions, as in an unpadded decode).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import torch
 

@@ -21,11 +21,11 @@ from ..contract.vocab import Vocab
 from ..errors import DecodeError, TokenizerMismatchError
 from .adapter_protocol import ModelAdapter, check_adapter
 from .adapters import adapter_for
+from .config import SearchConfig, resolve_config, stop_ids
 from .hf_model import is_encoder_decoder
+from .identity import IdentityCache
 from .packed_model import check_mode as check_packed_mode
 from .results import GenerationResult, Hypothesis
-from .config import SearchConfig, resolve_config, stop_ids
-from .identity import IdentityCache
 from .search import RawResult, Request, SearchEngine
 from .tables import InputConstraints
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import weakref
 from types import SimpleNamespace
 
 import numpy as np
@@ -16,15 +17,15 @@ class Obj:
         self.tag = tag
 
 
-def _reuse_address(old_id: int, make):
+def _reuse_address(old_id: int, make, tries: int = 200_000):
     """A new object from ``make(i)`` at the address ``old_id`` (CPython hands a freed block of the
     same size out again); fails when none appears, since the tests below need one."""
-    kept = []
-    for i in range(2000):
+    kept = [None] * tries  # the misses stay alive so the allocator moves on (no list growth meanwhile)
+    for i in range(tries):
         obj = make(i)
         if id(obj) == old_id:
             return obj
-        kept.append(obj)  # hold the misses so the allocator moves on to other blocks
+        kept[i] = obj
     pytest.fail("no new object got the freed address (the allocator did not reuse it)")
 
 
@@ -74,22 +75,23 @@ def test_identity_key_is_never_reused():
 def test_artifact_ids_of_a_new_artifact_at_a_freed_address():
     """The static shortlist's per-artifact ids: a new hard automaton at the old one's address
     gets its own tokens (an id()-keyed cache without the identity check returned the old ones)."""
+    from fstbeam.runtime import shortlist as sl_mod
     from fstbeam.runtime.shortlist import _artifact_ids
 
     class Hard(SimpleNamespace):  # a subclass takes weak references, as HardTables does
         pass
 
-    def hard(tokens):
-        return Hard(width=64, dense_masks=np.zeros((0, 2), np.int32), state_sparse_tokens=np.asarray(tokens, np.int64))
-
-    h1 = hard([3, 5])
+    no_rows = np.zeros((0, 2), np.int32)
+    first, later = np.asarray([3, 5], np.int64), np.asarray([7], np.int64)  # made before: only Hard objects below
+    h1 = Hard(width=64, dense_masks=no_rows, state_sparse_tokens=first)
     assert _artifact_ids(h1).tolist() == [3, 5]
-    old = id(h1)
+    entries = len(sl_mod._ARTIFACT_IDS)
+    old, alive = id(h1), weakref.ref(h1)
     del h1
     gc.collect()
-    h2 = _reuse_address(old, lambda i: hard([7 + i % 50]))
-    want = h2.state_sparse_tokens.tolist()
-    assert _artifact_ids(h2).tolist() == want != [3, 5]
+    assert alive() is None and len(sl_mod._ARTIFACT_IDS) == entries - 1  # the entry left with its artifact
+    h2 = _reuse_address(old, lambda i: Hard(width=64, dense_masks=no_rows, state_sparse_tokens=later))
+    assert _artifact_ids(h2).tolist() == [7]
 
 
 def test_decoder_constraint_check_of_a_new_object_at_a_freed_address():
@@ -100,6 +102,7 @@ def test_decoder_constraint_check_of_a_new_object_at_a_freed_address():
     from fstbeam.compiler.compile import compile_constraints
     from fstbeam.errors import TokenizerMismatchError
     from fstbeam.runtime import Decoder
+
     from rt_helpers import TINY_TOKENS, StubLM, tiny_vocab
 
     vocab, wider = tiny_vocab(), tiny_vocab(TINY_TOKENS + ["d"])
