@@ -15,6 +15,8 @@ _LAZY = {
     "Compiler": ("fstbeam.compiler.compiler", "Compiler"),
     "compile_constraints": ("fstbeam.compiler.compile", "compile_constraints"),
     "with_request": ("fstbeam.compiler.compile", "with_request"),
+    "compile_request": ("fstbeam.compiler.compile", "compile_request"),
+    "ConstraintRequest": ("fstbeam.compiler.request", "ConstraintRequest"),
     "CompiledConstraints": ("fstbeam.contract.compiled", "CompiledConstraints"),
     "Phrase": ("fstbeam.compiler.spec", "Phrase"),
     "AnyOf": ("fstbeam.compiler.light.alternatives", "AnyOf"),

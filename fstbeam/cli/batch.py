@@ -14,6 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from .flags import add_packed_weights_flag, add_preset_flag, add_search_flags, format_arg, nonempty
+
 __all__ = ["add_batch_parser", "run"]
 
 def _int_at_least(low: int):
@@ -29,26 +31,20 @@ def _int_at_least(low: int):
     return parse
 
 
-_positive, _nonnegative = _int_at_least(1), _int_at_least(0)
-
-
-def _nonempty(text: str) -> str:
-    if not text.strip():
-        raise argparse.ArgumentTypeError("an empty value is not allowed")
-    return text
+_positive = _int_at_least(1)
 
 
 def add_batch_parser(sub) -> argparse.ArgumentParser:
     b = sub.add_parser("batch", help="decode a .jsonl/.parquet file of prompts into resumable sharded output",
                        description="Decode every row of a file (columns: prompt, optional id, phrases, avoid, prefix) "
                                    "into JSONL shards named by row range. Rerun the same command to resume.")
-    b.add_argument("--input", required=True, type=_nonempty, metavar="FILE", help="prompts: .jsonl or .parquet")
-    b.add_argument("--output", required=True, type=_nonempty, metavar="DIR", help="output folder (shards + _job.json)")
-    b.add_argument("--constraints", type=_nonempty, metavar="ARTIFACT",
+    b.add_argument("--input", required=True, type=nonempty, metavar="FILE", help="prompts: .jsonl or .parquet")
+    b.add_argument("--output", required=True, type=nonempty, metavar="DIR", help="output folder (shards + _job.json)")
+    b.add_argument("--constraints", type=nonempty, metavar="ARTIFACT",
                    help="shared compiled constraints (compile-constraints compile ... -o FILE); rows add their own "
                         "phrases, avoid and prefix on top")
     r = b.add_argument_group("where it runs")
-    r.add_argument("--ray-address", type=_nonempty, metavar="ADDR",
+    r.add_argument("--ray-address", type=nonempty, metavar="ADDR",
                    help="run on Ray: 'auto' (the cluster `ray start` made), 'local' (start one here) or HOST:PORT; "
                         "without it, in-process")
     r.add_argument("--concurrency", type=_positive, default=1, help="Ray actors, one model each (default 1)")
@@ -57,47 +53,38 @@ def add_batch_parser(sub) -> argparse.ArgumentParser:
     r.add_argument("--shard-size", type=_positive, default=1000, help="input rows per output shard (default 1000)")
     r.add_argument("--rows-per-task", type=_positive, default=64,
                    help="rows given to one actor call, streamed through the decoder (default 64)")
-    m = b.add_argument_group("model and search")
-    m.add_argument("--model", type=_nonempty, metavar="PATH", help="model folder (default: Gemma 3 270M)")
-    m.add_argument("--tokenizer", type=_nonempty, metavar="PATH", help="tokenizer (default: the model's)")
-    m.add_argument("--device", default="auto", help="cpu, cuda or auto (default)")
-    m.add_argument("--format", default="auto", metavar="raw|chat|auto|qa|TEMPLATE", help="prompt format (as for generate)")
-    m.add_argument("--beam", type=_positive, default=5, help="beam size (default 5)")
-    m.add_argument("--max-new-tokens", type=_positive, default=64, help="length limit (default 64)")
-    m.add_argument("--length-reward", type=float, default=None, metavar="R", help="bounded length reward per token")
-    m.add_argument("--min-new-tokens", type=_nonnegative, default=0, metavar="N", help="no output shorter than N tokens")
-    m.add_argument("--no-repeat-ngram", type=_nonnegative, default=0, metavar="N",
-                   help="no token N-gram twice in an output (0 = off; fstbeam generate uses 4)")
-    m.add_argument("--batch-size", type=_positive, default=8, help="inputs decoded together per model (default 8)")
-    m.add_argument("--stop-at-newline", action="store_true", help="end an output at a newline")
-    from .flags import add_packed_weights_flag, add_scoring_flags
-
-    add_scoring_flags(m)
+    m = b.add_argument_group("model")
+    m.add_argument("--model", type=nonempty, metavar="PATH", help="model folder (default: Gemma 3 270M)")
+    m.add_argument("--tokenizer", type=nonempty, metavar="PATH", help="tokenizer (default: the model's)")
+    m.add_argument("--device", type=nonempty, default="auto", help="cpu, cuda or auto (default)")
+    m.add_argument("--format", type=format_arg, default="auto", metavar="raw|chat|auto|qa|TEMPLATE",
+                   help="prompt format (as for generate)")
     add_packed_weights_flag(m)
+    s = b.add_argument_group("search (the same flags and presets as fstbeam generate)")
+    add_preset_flag(s)
+    add_search_flags(s)
     b.add_argument("-q", "--quiet", action="store_true", help="no progress, only the final line")
     return b
 
 
 def _job(args):
-    from ..runtime.templates import prompt_format
     from ..distributed.job import BatchJob
     from ..distributed.ray_data import worker_config
+    from ..runtime.templates import prompt_format
+    from .flags import check_search_flags, search_overrides
 
-    from .flags import scoring_options
-
-    opts = dict(beam_size=args.beam, max_new_tokens=args.max_new_tokens)
-    # non-default settings only: a job started without them keeps its configuration (and resumes)
-    opts.update({k: v for k, v in scoring_options(args).items() if v not in (False, "auto")})
-    opts.update({k: v for k, v in (("min_new_tokens", args.min_new_tokens), ("no_repeat_ngram", args.no_repeat_ngram)) if v})
-    if args.length_reward is not None:
-        opts["length_reward"] = args.length_reward
+    check_search_flags(args)
+    # the search flags given; the worker applies them over the format's preset, as generate does
+    opts = search_overrides(args)
+    if args.preset:
+        opts["preset"] = args.preset
     if args.packed_weights != "auto":
         opts["packed_weights"] = args.packed_weights
     cons = str(Path(args.constraints).resolve()) if args.constraints else None
     model = str(Path(args.model).resolve()) if args.model and Path(args.model).exists() else args.model
+    batch_size = opts.pop("batch_size", None)
     cfg = worker_config(cons, model=model, tokenizer=args.tokenizer, device=args.device,
-                        prompt_format=prompt_format(args.format), stop_at_newline=args.stop_at_newline,
-                        decode_batch_size=args.batch_size, **opts)
+                        prompt_format=args.format, decode_batch_size=batch_size, **opts)
     return BatchJob(Path(args.input), Path(args.output), cfg, shard_size=args.shard_size, rows_per_task=args.rows_per_task,
                     ray_address=args.ray_address, concurrency=args.concurrency, num_cpus=args.cpus_per_actor,
                     num_gpus=args.gpus_per_actor)
@@ -114,7 +101,7 @@ def run(args) -> int:
         return 2
     try:
         job = _job(args)
-    except ValueError as exc:
+    except (ValueError, argparse.ArgumentTypeError) as exc:
         print(f"fstbeam batch: {exc}", file=sys.stderr)
         return 2
     progress = None

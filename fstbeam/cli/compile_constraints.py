@@ -13,74 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import Error
-
-
-def parse_params(items: list[str]) -> dict[str, str]:
-    """``--param`` values as a dict (the grammar library's parser); a malformed one is a usage error."""
-    from ..grammars.registry import parse_params as parse
-
-    try:
-        return parse(items)
-    except Error as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def utf8_text(value: str) -> str:
-    """argparse ``type``: text that can be encoded (an undecodable byte from the shell, such as
-    ``$'\\xff'``, arrives as a lone surrogate and would fail later with a traceback)."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is not valid UTF-8 text (an undecodable byte from the shell): pass UTF-8 text") from None
-    return value
-
-
-def nonempty(value: str) -> str:
-    """argparse ``type`` for flags whose empty value would silently mean "no constraint"
-    (DESIGN.md, "never silent, also on the command line"): an empty value is a usage error."""
-    if not value.strip():
-        raise argparse.ArgumentTypeError("empty value: give the text, file or name (or leave the flag out)")
-    return utf8_text(value)
-
-
-def _alternatives(value: str) -> list[str]:
-    """``--any-of`` value: alternatives separated by ``|`` (an empty one is an error later)."""
-    return nonempty(value).split("|")
-
-
-def phrase_items(args) -> list:
-    """The ``--phrase`` / ``--any-of`` constraints in command-line order, with ``--sentence-case``."""
-    from ..compiler.light.alternatives import AnyOf
-    from ..compiler.spec import Phrase
-
-    items = []
-    for i, p in enumerate(args.phrase):
-        where = f"--any-of {'|'.join(p)!r}" if isinstance(p, list) else f"--phrase {p!r}"
-        if isinstance(p, list):
-            items.append(AnyOf(*p, sentence_case=args.sentence_case, source=where))
-        else:
-            items.append(Phrase(p, sentence_case=args.sentence_case, source=where))
-    return items
-
-
-def add_constraint_flags(parser) -> None:
-    """The constraint flags shared by ``compile-constraints compile`` and ``fstbeam generate``."""
-    src = parser.add_mutually_exclusive_group()
-    src.add_argument("--words", type=nonempty, metavar="FILE", help="word list: UTF-8, one entry per line")
-    src.add_argument("--cefr", type=nonempty, metavar="LEVEL", help="every English word form at or below a CEFR level (A1..C2)")
-    parser.add_argument("--phrase", type=nonempty, action="append", default=[], metavar="TEXT", help="phrase that must appear (repeatable)")
-    parser.add_argument("--any-of", action="append", dest="phrase", type=_alternatives, metavar="A|B|...",
-                        help="must-include constraint met by any one of its |-separated alternatives (repeatable)")
-    parser.add_argument("--ordered", action="store_true",
-                        help="the --phrase/--any-of constraints must appear in the order given, without overlapping")
-    parser.add_argument("--sentence-case", action="store_true",
-                        help="phrases also match with a capital first letter where a sentence starts")
-    parser.add_argument("--avoid", type=nonempty, action="append", default=[], metavar="TEXT", help="phrase that must never appear (repeatable)")
-    parser.add_argument("--prefix", type=nonempty, metavar="TEXT", help="the output must start with this text")
-    parser.add_argument("--grammar", type=nonempty, metavar="NAME", help="a registered grammar (compile-constraints inspect --list-grammars)")
-    parser.add_argument("--param", type=nonempty, action="append", default=[], metavar="KEY=VALUE", help="grammar parameter (repeatable)")
-    parser.add_argument("--canonical", action="store_true", help="only tokens the tokenizer itself uses for the listed words")
+from .flags import add_constraint_flags, constraint_flags_given, nonempty, parse_params
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -141,9 +74,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _compile(args) -> int:
-    from ..compiler.compile import compile_constraints
+    from ..compiler.compile import compile_request
+    from ..compiler.request import ConstraintRequest
 
-    given = args.words or args.cefr or args.phrase or args.avoid or args.prefix or args.grammar
+    given = constraint_flags_given(args)
     if args.param and not args.grammar:
         raise argparse.ArgumentTypeError("--param sets a grammar parameter: give --grammar NAME too")
     if not given and not args.any:
@@ -155,11 +89,8 @@ def _compile(args) -> int:
 
     out = Path(args.output)
     t0 = time.perf_counter()
-    cc = compile_constraints(
-        words=args.words, cefr=args.cefr, phrases=phrase_items(args), avoid=args.avoid, prefix=args.prefix,
-        grammar=args.grammar, grammar_params=parse_params(args.param) or None, tokenizer=args.tokenizer, ordered=args.ordered,
-        canonical=args.canonical, leading_space=args.leading_space, progress=not args.no_progress and sys.stderr.isatty(),
-    )
+    request = ConstraintRequest.from_args(args)
+    cc = compile_request(request, args.tokenizer, progress=not args.no_progress and sys.stderr.isatty())
     cc.save(out)
     total = time.perf_counter() - t0
     s = cc.summary()

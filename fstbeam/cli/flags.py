@@ -1,28 +1,149 @@
-"""Flags shared by ``fstbeam generate`` and ``fstbeam batch``: the scoring over the allowed tokens
-(``--renormalize``), the shortlist output layer (``--shortlist``) and the packed linear weights
-(``--packed-weights``)."""
+"""Flags shared by the commands, each defined once.
+
+- The search flags of ``fstbeam generate`` and ``fstbeam batch`` are built from the fields of
+  `fstbeam.runtime.config.SearchConfig` that carry help text (:func:`add_search_flags`); a flag
+  left out keeps the task preset's value (`fstbeam.runtime.presets`), so no default is written
+  twice.
+- The constraint flags of ``compile-constraints compile`` and ``fstbeam generate``
+  (:func:`add_constraint_flags`) are read into one `ConstraintRequest` (``from_args``).
+"""
 from __future__ import annotations
 
-__all__ = ["add_scoring_flags", "scoring_options", "add_packed_weights_flag"]
+import argparse
+import dataclasses
+import types
+import typing
+from typing import Any, get_args
+
+from ..errors import Error
+
+__all__ = ["add_search_flags", "search_overrides", "search_config_for", "format_arg", "check_search_flags", "add_constraint_flags", "add_packed_weights_flag",
+           "add_preset_flag", "nonempty", "utf8_text", "parse_params"]
 
 
-def add_scoring_flags(group) -> None:
-    """``--renormalize`` and ``--shortlist`` (also used by ``fstbeam batch``)."""
-    group.add_argument("--renormalize", action="store_true",
-                       help="score each step over the allowed tokens only (log-probabilities renormalized); "
-                            "lets the shortlist output layer skip forbidden tokens' logits (docs/decoding.md)")
-    group.add_argument("--shortlist", choices=("auto", "on", "off"), default="auto",
-                       help="with --renormalize: compute the logits of the allowed tokens only: auto (where it pays, "
-                            "the default), on (always; an error where the model's head cannot do it exactly), off")
+def utf8_text(value: str) -> str:
+    """argparse ``type``: text that can be encoded (an undecodable byte from the shell, such as
+    ``$'\\xff'``, arrives as a lone surrogate and would fail later with a traceback)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not valid UTF-8 text (an undecodable byte from the shell): pass UTF-8 text") from None
+    return value
 
 
-def scoring_options(args) -> dict:
-    """SearchConfig options of :func:`add_scoring_flags`; ``ValueError`` for ``--shortlist on``
-    without ``--renormalize``."""
-    if args.shortlist == "on" and not args.renormalize:
-        raise ValueError("--shortlist on needs --renormalize: the full softmax (the default scoring) needs every "
-                         "logit; add --renormalize, or use --shortlist auto/off")
-    return {"renormalize": bool(args.renormalize), "shortlist": args.shortlist}
+def nonempty(value: str) -> str:
+    """argparse ``type`` for flags whose empty value would silently mean "no constraint"
+    (DESIGN.md, "never silent, also on the command line"): an empty value is a usage error."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("empty value: give the text, file or name (or leave the flag out)")
+    return utf8_text(value)
+
+
+def parse_params(items: list[str]) -> dict[str, str]:
+    """``--param`` values as a dict (the grammar library's parser); a malformed one is a usage error."""
+    from ..grammars.registry import parse_params as parse
+
+    try:
+        return parse(items)
+    except Error as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _alternatives(value: str) -> list[str]:
+    """``--any-of`` value: alternatives separated by ``|`` (an empty one is an error later)."""
+    return nonempty(value).split("|")
+
+
+# ---- search flags (from SearchConfig) ------------------------------------------------------------
+def _number_type(kind, low: float | None):
+    def parse(text: str):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+        if low is not None and v < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low:g} (got {v})")
+        return v
+    return parse
+
+
+def _flag_fields():
+    from ..runtime.config import SearchConfig
+
+    hints = typing.get_type_hints(SearchConfig)
+    for f in dataclasses.fields(SearchConfig):
+        if "help" in f.metadata:
+            yield f, hints[f.name]
+
+
+def add_search_flags(group) -> None:
+    """One flag per `SearchConfig` setting that has help text, named after the field
+    (``--max-new-tokens``; ``beam_size`` is ``--beam``). Every flag defaults to ``None``: "the
+    preset's value", shown in the help."""
+    from ..runtime.presets import PRESETS
+
+    preset_keys = set().union(*PRESETS.values())
+    for f, hint in _flag_fields():
+        flag = f.metadata["flag"] or "--" + f.name.replace("_", "-")
+        default = "the preset's" if f.name in preset_keys else repr(f.default)
+        help_ = f.metadata["help"] if f.default is None and "default" in f.metadata["help"] else \
+            f"{f.metadata['help']} (default: {default})"
+        kind = hint
+        if typing.get_origin(hint) in (typing.Union, types.UnionType):  # X | None
+            kind = next(a for a in get_args(hint) if a is not type(None))
+        if kind is bool:
+            group.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=help_)
+        elif typing.get_origin(kind) is typing.Literal:
+            group.add_argument(flag, dest=f.name, choices=get_args(kind), default=None, help=help_)
+        elif kind in (int, float):
+            low = 1 if kind is int and f.default not in (0, None) else 0
+            group.add_argument(flag, dest=f.name, type=_number_type(kind, low), default=None,
+                               metavar=f.metadata["metavar"] or ("N" if kind is int else "X"), help=help_)
+        else:  # pragma: no cover - a new kind of setting needs a case here
+            raise TypeError(f"no flag type for SearchConfig.{f.name}: {hint}")
+    group.add_argument("--stop-at-newline", dest="stop_at", action="store_const", const="line",
+                       help="the same as --stop-at line")
+
+
+def search_overrides(args) -> dict[str, Any]:
+    """The search settings given on the command line (``None``: not given)."""
+    return {f.name: getattr(args, f.name) for f, _ in _flag_fields() if getattr(args, f.name, None) is not None}
+
+
+def check_search_flags(args) -> None:
+    """Cross-flag rules, checked at parse time (before any slow step): a usage error exits 2."""
+    if getattr(args, "shortlist", None) == "on" and not getattr(args, "renormalize", None):
+        raise argparse.ArgumentTypeError(
+            "--shortlist on needs --renormalize: the full softmax (the default scoring) needs every logit; "
+            "add --renormalize, or use --shortlist auto/off")
+
+
+def search_config_for(args, continues_text: bool = True):
+    """The `SearchConfig` of a command: its preset (``--preset``, else the one for ``--format``),
+    then the search flags given. The same rule for ``generate`` and ``batch``."""
+    from ..runtime.presets import preset_for_format, search_config
+
+    preset = args.preset or preset_for_format(args.format, continues_text)
+    return search_config(preset, search_overrides(args))
+
+
+def format_arg(value: str) -> str:
+    """argparse ``type`` of ``--format``: a known format or a template with ``{prompt}``."""
+    from ..runtime.templates import check_format
+
+    try:
+        return check_format(nonempty(value))
+    except Error as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_preset_flag(group) -> None:
+    from ..runtime.presets import PRESETS
+
+    group.add_argument("--preset", choices=tuple(PRESETS), default=None,
+                       help="task preset of search settings (default: answer for --format qa and chat, "
+                            "continuation otherwise; docs/decoding.md)")
 
 
 def add_packed_weights_flag(group) -> None:
@@ -30,3 +151,28 @@ def add_packed_weights_flag(group) -> None:
     group.add_argument("--packed-weights", choices=("auto", "on", "off"), default="auto",
                        help="on CPU, keep a packed copy of the model's linear weights for MKL: faster steps for "
                             "more memory; auto (models up to 1 GB of linear weights, the default), on, off")
+
+
+# ---- constraint flags (read by ConstraintRequest.from_args) ---------------------------------------
+def add_constraint_flags(parser) -> None:
+    """The constraint flags shared by ``compile-constraints compile`` and ``fstbeam generate``."""
+    src = parser.add_mutually_exclusive_group()
+    src.add_argument("--words", type=nonempty, metavar="FILE", help="word list: UTF-8, one entry per line")
+    src.add_argument("--cefr", type=nonempty, metavar="LEVEL", help="every English word form at or below a CEFR level (A1..C2)")
+    parser.add_argument("--phrase", type=nonempty, action="append", default=[], metavar="TEXT", help="phrase that must appear (repeatable)")
+    parser.add_argument("--any-of", action="append", dest="phrase", type=_alternatives, metavar="A|B|...",
+                        help="must-include constraint met by any one of its |-separated alternatives (repeatable)")
+    parser.add_argument("--ordered", action="store_true",
+                        help="the --phrase/--any-of constraints must appear in the order given, without overlapping")
+    parser.add_argument("--sentence-case", action="store_true",
+                        help="phrases also match with a capital first letter where a sentence starts")
+    parser.add_argument("--avoid", type=nonempty, action="append", default=[], metavar="TEXT", help="phrase that must never appear (repeatable)")
+    parser.add_argument("--prefix", type=nonempty, metavar="TEXT", help="the output must start with this text")
+    parser.add_argument("--grammar", type=nonempty, metavar="NAME", help="a registered grammar (compile-constraints inspect --list-grammars)")
+    parser.add_argument("--param", type=nonempty, action="append", default=[], metavar="KEY=VALUE", help="grammar parameter (repeatable)")
+    parser.add_argument("--canonical", action="store_true", help="only tokens the tokenizer itself uses for the listed words")
+
+
+def constraint_flags_given(args) -> bool:
+    """Some constraint flag was given (``--param`` alone is not a constraint)."""
+    return bool(args.words or args.cefr or args.phrase or args.avoid or args.prefix or args.grammar)

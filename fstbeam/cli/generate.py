@@ -12,14 +12,14 @@ Constraints come from a compiled artifact (``--constraints``) or from the same f
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
 
-from .flags import add_packed_weights_flag, add_scoring_flags, scoring_options
-from .compile_constraints import add_constraint_flags, nonempty, parse_params, phrase_items, utf8_text
+from .flags import (add_constraint_flags, add_packed_weights_flag, add_preset_flag, add_search_flags, check_search_flags,
+                    constraint_flags_given, format_arg, nonempty, search_config_for, utf8_text)
 from .inputs import is_jsonl
-from ..runtime.templates import TEMPLATES, prompt_format  # noqa: F401 - TEMPLATES re-exported
 
 __all__ = ["main", "build_parser"]
 
@@ -38,29 +38,17 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--leading-space", action=argparse.BooleanOptionalAction, default=None,
                      help="the output may start with a space before the first word (default: yes when the prompt is "
                           "continued as text, i.e. --format raw/qa/TEMPLATE, no for chat)")
-    m = g.add_argument_group("model and search")
+    m = g.add_argument_group("model")
     m.add_argument("--model", type=nonempty, metavar="PATH", help="Hugging Face model folder or id (default: Gemma 3 270M)")
     m.add_argument("--tokenizer", type=nonempty, metavar="PATH", help="tokenizer (default: the model's)")
     m.add_argument("--device", type=nonempty, default="auto", help="cpu, cuda, cuda:1, or auto (default)")
     add_packed_weights_flag(m)
-    m.add_argument("--format", type=nonempty, default="auto", metavar="raw|chat|auto|qa|TEMPLATE",
+    m.add_argument("--format", type=format_arg, default="auto", metavar="raw|chat|auto|qa|TEMPLATE",
                    help="prompt format: raw text, the chat template, auto (chat if the tokenizer has one), "
                         "qa ('Question: ...\\nAnswer:'), or a template containing {prompt}")
-    m.add_argument("--beam", type=int, default=5, help="beam size (default 5)")
-    m.add_argument("--nbest", type=int, default=1, help="outputs per prompt (default 1)")
-    m.add_argument("--max-new-tokens", type=int, default=64, help="length limit (default 64)")
-    m.add_argument("--length-reward", type=float, default=None, metavar="R",
-                   help="bounded length reward per token (default: fstbeam.runtime.defaults; 0 = rank by log-probability)")
-    m.add_argument("--length-ratio", type=float, default=None, metavar="X", help="reward up to X * prompt tokens")
-    m.add_argument("--min-new-tokens", type=int, default=None, metavar="N",
-                   help="no output shorter than N tokens (default 2 for --format qa and chat answers, else 0)")
-    m.add_argument("--no-repeat-ngram", type=int, default=None, metavar="N",
-                   help="no token N-gram twice in an output (default 4 with the length reward; 0 = off)")
-    m.add_argument("--batch-size", type=int, default=8, help="inputs decoded together (default 8)")
-    m.add_argument("--stop-at-newline", action="store_true",
-                   help="end an output at a newline (where the constraints allow ending); a base model answering "
-                        "a question otherwise goes on to invent the next question")
-    add_scoring_flags(m)
+    s = g.add_argument_group("search (a flag left out keeps the task preset's value)")
+    add_preset_flag(s)
+    add_search_flags(s)
     out = g.add_argument_group("output")
     out.add_argument("--jsonl", action="store_true", help="one JSON object per prompt")
     out.add_argument("-q", "--quiet", action="store_true", help="only the generated text")
@@ -86,57 +74,63 @@ def _read_prompts(args) -> list[str]:
 
 
 def _constraints(args, decoder):
-    flags = args.words or args.cefr or args.phrase or args.avoid or args.prefix or args.grammar
-    if args.param and not args.grammar:
-        raise ValueError("--param sets a grammar parameter: give --grammar NAME too")
-    if args.constraints and flags:
-        raise ValueError("give either --constraints ARTIFACT or constraint flags (--words/--cefr/--phrase/...), not both")
+    """The command's shared constraints: an artifact, or the constraint flags compiled as one
+    `ConstraintRequest` for the decoder's tokenizer (``None``: no constraint)."""
+    flags = constraint_flags_given(args)
     if args.constraints:
         from ..contract.compiled import load_constraints
 
         return load_constraints(args.constraints, tokenizer=decoder.tokenizer)
     if not flags:
         return None
-    from ..compiler.compile import compile_constraints
+    from ..compiler.compile import compile_request
+    from ..compiler.request import ConstraintRequest
 
-    hard = bool(args.words or args.cefr or args.grammar)
+    request = ConstraintRequest.from_args(args)
     lead = decoder.continues_text if args.leading_space is None else args.leading_space
-    if args.leading_space and not hard:
-        raise ValueError("--leading-space applies to a word list or grammar (--words, --cefr or --grammar)")
-    return compile_constraints(
-        words=args.words, cefr=args.cefr, phrases=phrase_items(args), avoid=args.avoid, prefix=args.prefix,
-        grammar=args.grammar, ordered=args.ordered, grammar_params=parse_params(args.param) or None,
-        tokenizer=decoder.tokenizer if args.canonical else decoder.vocab, canonical=args.canonical, leading_space=hard and lead,
-    )
+    request = dataclasses.replace(request, leading_space=request.has_hard and lead)
+    return compile_request(request, decoder.tokenizer if args.canonical else decoder.vocab)
+
+
+def _check_usage(args) -> None:
+    """Usage errors that argparse cannot see, before anything slow (exit 2)."""
+    check_search_flags(args)
+    if args.param and not args.grammar:
+        raise argparse.ArgumentTypeError("--param sets a grammar parameter: give --grammar NAME too")
+    if args.constraints and constraint_flags_given(args):
+        raise argparse.ArgumentTypeError(
+            "give either --constraints ARTIFACT or constraint flags (--words/--cefr/--phrase/...), not both")
+    if args.leading_space and not (args.words or args.cefr or args.grammar):
+        raise argparse.ArgumentTypeError("--leading-space applies to a word list or grammar (--words, --cefr or --grammar)")
 
 
 def _generate(args) -> int:
     from ..errors import Error
     from ..runtime.decoder import Decoder
+    from ..runtime.templates import prompt_format
 
-    fmt = prompt_format(args.format)
     try:
+        _check_usage(args)
         prompts = _read_prompts(args)
         jsonl_in = bool(args.file) and is_jsonl(args.file)
         if not prompts and not jsonl_in:
             print("fstbeam generate: no prompts (give PROMPT arguments or --file FILE)", file=sys.stderr)
             return 2
-        decoder = Decoder(args.model, args.tokenizer, device=args.device, prompt_format=fmt,
+        decoder = Decoder(args.model, args.tokenizer, device=args.device, prompt_format=prompt_format(args.format),
                           packed_weights=args.packed_weights)
+        cfg = search_config_for(args, decoder.continues_text)
         cc = _constraints(args, decoder)
         constraints, lines, bad_lines = cc, None, 0
         if jsonl_in:  # per-line constraints on top of the shared ones; bad lines reported, not decoded
             prompts, constraints, lines, bad_lines = _jsonl_inputs(args.file, prompts, cc, decoder)
             if not prompts:
                 return 2
-        opts = dict(batch_size=args.batch_size, **scoring_options(args))
-        if args.stop_at_newline:
-            opts["stop_at"] = "line"
-        opts.update(_answer_options(args, decoder))
-        results = decoder.stream(prompts, constraints, beam_size=args.beam, nbest=args.nbest,
-                                 max_new_tokens=args.max_new_tokens, ordered=True, **opts)
+        results = decoder.stream(prompts, constraints, cfg, ordered=True)
         return _print_results(args, cc, results, lines, bad_lines)
-    except (Error, ValueError, OSError, argparse.ArgumentTypeError) as exc:
+    except argparse.ArgumentTypeError as exc:
+        print(f"fstbeam generate: {exc}", file=sys.stderr)
+        return 2
+    except (Error, ValueError, OSError) as exc:
         print(f"fstbeam generate: {exc}", file=sys.stderr)
         return 2
 
@@ -189,28 +183,6 @@ def _print_result(args, cc, r, what: str, line: int | None = None) -> None:
         print(f"    warning: {w}")
     if r.error:
         print(f"    error: {r.error}")
-
-
-def _answer_options(args, decoder) -> dict:
-    """The defaults that give answers (``fstbeam.runtime.defaults``), overridden by the flags."""
-    from ..runtime.defaults import generate_defaults
-
-    opts = generate_defaults(qa=args.format == "qa" or not decoder.continues_text)
-    if args.length_reward is not None:
-        opts["length_reward"] = args.length_reward
-        if args.length_reward == 0:  # plain log-probability ranking, as before the defaults
-            opts.pop("length_ratio", None)
-            opts.pop("no_repeat_ngram", None)
-            opts.pop("no_repeat_prompt", None)
-    if args.length_ratio is not None:
-        opts["length_ratio"] = args.length_ratio
-    if args.min_new_tokens is not None:
-        opts["min_new_tokens"] = args.min_new_tokens
-    elif "min_new_tokens" in opts:  # a default never exceeds the length limit asked for
-        opts["min_new_tokens"] = max(0, min(opts["min_new_tokens"], args.max_new_tokens))
-    if args.no_repeat_ngram is not None:
-        opts["no_repeat_ngram"] = args.no_repeat_ngram
-    return opts
 
 
 def _describe(args, cc) -> str:

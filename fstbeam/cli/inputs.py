@@ -5,22 +5,21 @@ One JSON object per line::
     {"prompt": "Translate ...", "phrases": ["Vertrag", ["Haus", "Hauses", "Häuser"]],
      "avoid": ["Kontrakt"], "prefix": "Der", "ordered": false, "sentence_case": true}
 
-Only ``prompt`` is required. A nested list in ``phrases`` is an ``AnyOf`` (in ``avoid``: each of
+Only ``prompt`` is required; the other keys are those of a `ConstraintRequest` (its JSON form,
+docs/request.schema.json). A nested list in ``phrases`` is an ``AnyOf`` (in ``avoid``: each of
 its texts is avoided). The line's constraints are added to the command's shared word list or
-grammar (``fstbeam.with_request``). A bad line -- not JSON, a wrong key or type, or constraints
+grammar by the request's merge rule (each phrase once). A bad line -- not JSON, a wrong key or type, or constraints
 that cannot be met -- becomes an error naming ``file:line``; the other lines still decode.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import Error, SpecError
 
 __all__ = ["Inputs", "is_jsonl", "read_inputs"]
-
-_KEYS = {"prompt", "phrases", "avoid", "prefix", "ordered", "sentence_case"}
 
 
 def is_jsonl(path: str) -> bool:
@@ -61,66 +60,27 @@ def read_inputs(path: str, base, vocab) -> Inputs:
     return out
 
 
-def _parse(line: str, where: str) -> tuple[str, dict]:
+def _parse(line: str, where: str):
+    """(prompt, the line's ConstraintRequest) of one line."""
+    from ..compiler.request import ConstraintRequest
+
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
         raise SpecError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno}): write one JSON object per line")
     if not isinstance(obj, dict):
         raise SpecError(f"{where}: expected a JSON object such as {{\"prompt\": \"...\"}}, got {type(obj).__name__}")
-    unknown = sorted(set(obj) - _KEYS)
-    if unknown:
-        raise SpecError(f"{where}: unknown key {unknown[0]!r}; the keys are {', '.join(sorted(_KEYS))}")
     prompt = obj.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         raise SpecError(f"{where}: \"prompt\" must be non-empty text")
-    request = {
-        "phrases": _items(obj.get("phrases", []), "phrases", where),
-        "avoid": _items(obj.get("avoid", []), "avoid", where),
-        "prefix": obj.get("prefix"),
-        "ordered": obj.get("ordered", False),
-        "sentence_case": obj.get("sentence_case", False),
-    }
-    if request["prefix"] is not None and (not isinstance(request["prefix"], str) or not request["prefix"]):
-        raise SpecError(f"{where}: \"prefix\" must be non-empty text or null")
-    for key in ("ordered", "sentence_case"):
-        if not isinstance(request[key], bool):
-            raise SpecError(f"{where}: \"{key}\" must be true or false, not {request[key]!r}")
-    return prompt, request
+    return prompt, ConstraintRequest.from_json(obj, where=where, extra=("prompt",))
 
 
-def _items(value, key: str, where: str) -> list:
-    if not isinstance(value, list):
-        raise SpecError(f"{where}: \"{key}\" must be a list of texts (a nested list: any one of its texts)")
-    for item in value:
-        texts = item if isinstance(item, list) else [item]
-        if isinstance(item, list) and not item:
-            raise SpecError(f"{where}: an empty list in \"{key}\": give at least one alternative")
-        if not all(isinstance(t, str) for t in texts):
-            raise SpecError(f"{where}: \"{key}\" entries must be texts or lists of texts, not {item!r}")
-    return value
-
-
-def _compile(request: dict, base, vocab, where: str):
-    from ..compiler.light.alternatives import AnyOf
-    from ..compiler.compile import compile_constraints, with_request
-    from ..compiler.spec import Phrase
-
-    def item(i, p):
-        src = f"{where} phrases[{i}]"
-        if isinstance(p, list):
-            return AnyOf(*p, sentence_case=request["sentence_case"], source=src)
-        return Phrase(p, sentence_case=request["sentence_case"], source=src)
-
-    phrases = [item(i, p) for i, p in enumerate(request["phrases"])]
-    avoid, prefix, ordered = request["avoid"], request["prefix"], request["ordered"]
-    if not phrases and not avoid and prefix is None:
+def _compile(request, base, vocab, where: str):
+    """The line's constraints: its request added to the command's (the merge rule of
+    `ConstraintRequest`), or the command's own when the line adds nothing."""
+    if request.is_empty:
         return base
-    if base is None:
-        return compile_constraints(tokenizer=vocab, phrases=phrases, avoid=avoid, prefix=prefix, ordered=ordered)
-    if prefix is not None and base.prefix is not None:
-        raise SpecError(f"{where}: a prefix on the command line and one in the line: give only one")
-    cc = with_request(base, phrases=phrases, avoid=avoid, prefix=prefix, ordered=ordered)
-    # with_request replaces the request part: keep the command's own phrases, avoid and prefix too
-    return replace(cc, phrases=cc.phrases + base.phrases, avoid=cc.avoid + base.avoid,
-                   prefix=cc.prefix if cc.prefix is not None else base.prefix)
+    from ..compiler.compile import compile_request
+
+    return compile_request(request, vocab, base=base)

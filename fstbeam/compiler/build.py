@@ -185,6 +185,8 @@ def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix, *, ordered:
                 ("avoid", base_name),
             )
         for p in phrases:  # e.g. phrase "the cat" with avoid "cat": every text with one has the other
+            if is_general(p):  # an AnyOf's text is its alternatives joined by "|", not a literal
+                continue
             if jointly_possible(hard, [_contains_dfa(p)], avoid_dfas, start_text=start) is False:
                 raise UnsatisfiableConstraintError(
                     f"phrase {p.text!r} ({p.source}) cannot appear without one of the avoid phrases "

@@ -10,9 +10,10 @@ from typing import Iterable
 
 from ..contract.compiled import CompiledConstraints
 from .compiler import Compiler, compiler_for
+from .request import ConstraintRequest
 from .spec import Phrase
 
-__all__ = ["Compiler", "compile_constraints", "with_request"]
+__all__ = ["Compiler", "compile_constraints", "compile_request", "with_request"]
 
 
 def compile_constraints(
@@ -47,18 +48,39 @@ def compile_constraints(
     output may start with one space before the word list's or grammar's text (as a continuation
     of "Answer:" naturally does); ``"auto"`` takes it from a Decoder's prompt format.
     """
-    return compiler_for(tokenizer).compile(
+    request = ConstraintRequest.from_kwargs(
         words=words, cefr=cefr, phrases=phrases, avoid=avoid, prefix=prefix, grammar=grammar,
         grammar_params=grammar_params, canonical=canonical, case_variants=case_variants, digits=digits,
-        leading_space=leading_space, ordered=ordered, progress=progress,
+        leading_space=leading_space, ordered=ordered,
     )
+    return compiler_for(tokenizer).compile_request(request, progress=progress)
 
 
 def with_request(
     cc: CompiledConstraints, *, phrases=(), avoid=(), prefix: str | None = None, ordered: bool = False,
     check: bool = True,
 ) -> CompiledConstraints:
-    """Per-request constraints on top of ``cc`` (an alias of `Compiler.extend`): the new phrases
-    and avoid phrases are added to ``cc``'s own, which stay."""
-    return compiler_for(cc.vocab).extend(cc, phrases=phrases, avoid=avoid, prefix=prefix, ordered=ordered,
-                                             check=check)
+    """Per-request constraints on top of ``cc`` by the merge rule of `ConstraintRequest`: the
+    new phrases and avoid phrases are added to ``cc``'s own, which stay (one already there is
+    kept once)."""
+    if not isinstance(cc, CompiledConstraints):
+        from ..errors import SpecError
+
+        raise SpecError(f"with_request() takes compiled constraints first (from compile_constraints or "
+                        f"load_constraints), not {type(cc).__name__}")
+    request = ConstraintRequest.from_kwargs(phrases=phrases, avoid=avoid, prefix=prefix, ordered=ordered)
+    return compiler_for(cc.vocab).compile_request(request, base=cc, check=check)
+
+
+def compile_request(request: ConstraintRequest, tokenizer="default", *, base: CompiledConstraints | None = None,
+                    progress: bool = False, check: bool = True) -> CompiledConstraints:
+    """Compile a `ConstraintRequest` for ``tokenizer`` (or, with ``base``, for ``base``'s
+    tokenizer: the request's phrases, avoid phrases and prefix are added to ``base`` by the merge
+    rule). What every door (API, commands, input files, batch rows, the server) calls."""
+    if not isinstance(request, ConstraintRequest):
+        from ..errors import SpecError
+
+        raise SpecError(f"compile_request() takes a ConstraintRequest, not {type(request).__name__} "
+                        "(build one with ConstraintRequest.from_json / from_kwargs)")
+    comp = compiler_for(tokenizer if base is None else base.vocab)
+    return comp.compile_request(request, base=base, progress=progress, check=check)

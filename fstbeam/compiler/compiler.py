@@ -17,6 +17,7 @@ from ..contract.compiled import CompiledConstraints
 from ..contract.vocab import Vocab, load_vocab
 from ..errors import SpecError
 from .build import compile_with, extend_with, hard_dfa_from_bytes
+from .request import ConstraintRequest, new_items
 from .char_dfa import CharDFA, arcs_to_dfa
 from .light.token_index import TokenIndex
 from .hard.token_trie import TokenTrie, token_trie
@@ -67,14 +68,31 @@ class Compiler:
 
     def compile(self, *, leading_space: bool | str = False, **spec) -> CompiledConstraints:
         """Compile a constraint spec (the keywords of :func:`fstbeam.compile_constraints`)."""
-        return compile_with(self, leading_space=self._leading_space(leading_space), **spec)
+        progress = spec.pop("progress", False)
+        return self.compile_request(ConstraintRequest.from_kwargs(leading_space=leading_space, **spec), progress=progress)
 
     def extend(self, cc: CompiledConstraints, *, phrases=(), avoid=(), prefix: str | None = None, ordered: bool = False,
                check: bool = True) -> CompiledConstraints:
         """``cc`` with more phrases, avoid phrases and a prefix, ADDED to what it already has
         (its own and a grammar's phrases and avoid list stay). Shares ``cc``'s tables; only the
-        new small automata are compiled (milliseconds)."""
-        return extend_with(self, cc, phrases=phrases, avoid=avoid, prefix=prefix, ordered=ordered, check=check)
+        new small automata are compiled (milliseconds); one already in ``cc`` is kept once."""
+        request = ConstraintRequest.from_kwargs(phrases=phrases, avoid=avoid, prefix=prefix, ordered=ordered)
+        return self.compile_request(request, base=cc, check=check)
+
+    def compile_request(self, request: ConstraintRequest, *, base: CompiledConstraints | None = None,
+                        progress: bool = False, check: bool = True) -> CompiledConstraints:
+        """Compile a `ConstraintRequest`; with ``base``, add its light part to ``base`` by the
+        request's merge rule (only the new small automata are compiled). Every door ends here."""
+        if base is None:
+            kw = request.compile_kwargs()
+            kw["leading_space"] = self._leading_space(kw["leading_space"])
+            return compile_with(self, progress=progress, **kw)
+        if not isinstance(base, CompiledConstraints):
+            raise SpecError(f"base= takes compiled constraints, not {type(base).__name__}")
+        phrases, avoid, prefix = new_items(request, base)
+        if not phrases and not avoid and prefix is None:
+            return base
+        return extend_with(self, base, phrases=phrases, avoid=avoid, prefix=prefix, ordered=request.ordered, check=check)
 
     # ---- the hard character automaton, kept so extend() never re-parses char_fst ---------
     # A compile whose request needs no check keeps only the DFA's arcs (a few bytes per arc):

@@ -2,12 +2,12 @@
 row, an HTTP body.
 
     req = ConstraintRequest.from_json({"cefr": "A2", "phrases": ["the weather", ["rain", "rains"]]})
-    cc = req.compile(tokenizer)                       # or, on a compiled base:
-    cc = ConstraintRequest.from_json(line).compile(tokenizer, base=base_cc)
+    cc = fstbeam.compile_request(req, tokenizer)      # or, on a compiled base:
+    cc = fstbeam.compile_request(ConstraintRequest.from_json(line), base=base_cc)
 
 A request has a *hard* part (a word list, a CEFR level or a grammar, with their options) and a
 *light* part (must-include items, avoid phrases, a prefix). The one merge rule
-(:meth:`ConstraintRequest.merged`, and :meth:`compile` with ``base=``) joins a base (the command
+(:meth:`ConstraintRequest.merged`, and `Compiler.compile_request` with ``base=``) joins a base (the command
 line, an artifact) and a per-input request:
 
 - the hard part comes from the base; a per-input request may give one only when the base has none;
@@ -24,14 +24,14 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, TypeVar
 
-from ..errors import SpecError
+from ..errors import GrammarError, SpecError
 from ..validate import check_flag, check_text, check_texts
 from .light.alternatives import AnyOf
 from .spec import Phrase
 
-__all__ = ["ConstraintRequest", "HARD_KEYS", "LIGHT_KEYS", "OPTION_KEYS", "JSON_KEYS"]
+__all__ = ["ConstraintRequest", "HARD_KEYS", "LIGHT_KEYS", "OPTION_KEYS", "JSON_KEYS", "json_schema", "new_items"]
 
 HARD_KEYS = ("words", "cefr", "grammar", "grammar_params")
 LIGHT_KEYS = ("phrases", "avoid", "prefix", "ordered", "sentence_case")
@@ -39,20 +39,27 @@ OPTION_KEYS = ("case_variants", "digits", "leading_space", "canonical")
 JSON_KEYS = HARD_KEYS + LIGHT_KEYS + OPTION_KEYS
 
 Item = Phrase | AnyOf
+ItemT = TypeVar("ItemT", Phrase, AnyOf, Item)
 
 
-def _item_key(item) -> tuple:
+def _at(where: str, name: str) -> str:
+    """How an error names a field: ``phrases[2]`` for API keywords, ``file.jsonl:3: phrases[2]``
+    for a door that has a place of its own."""
+    return f"{where}: {name}" if where else name
+
+
+def _item_key(item: Item) -> tuple[Any, ...]:
     """What makes two must-include items the same constraint (not where they came from)."""
     d = {f.name: getattr(item, f.name) for f in dataclasses.fields(item) if f.name != "source"}
     return tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else v) for k, v in d.items()))
 
 
-def _spec_key(d: Mapping) -> tuple:
+def _spec_key(d: Mapping[str, Any]) -> tuple[Any, ...]:
     """:func:`_item_key` of an item as a compiled artifact's spec records it (a dict)."""
     return tuple(sorted((k, tuple(v) if isinstance(v, (list, tuple)) else v) for k, v in d.items() if k != "source"))
 
 
-def _unique(items: Iterable, seen: set | None = None) -> tuple:
+def _unique(items: Iterable[ItemT], seen: set[tuple[Any, ...]] | None = None) -> tuple[ItemT, ...]:
     seen = set() if seen is None else seen
     out = []
     for it in items:
@@ -63,7 +70,7 @@ def _unique(items: Iterable, seen: set | None = None) -> tuple:
     return tuple(out)
 
 
-def _items(value, where: str, sentence_case: bool) -> tuple[Item, ...]:
+def _items(value: Any, where: str, sentence_case: bool) -> tuple[Item, ...]:
     """Must-include items: texts, nested lists (AnyOf), `Phrase` and `AnyOf` objects."""
     if value is None:
         return ()
@@ -71,7 +78,7 @@ def _items(value, where: str, sentence_case: bool) -> tuple[Item, ...]:
         value = [value]
     if isinstance(value, (bytes, bytearray, dict)) or not hasattr(value, "__iter__"):
         raise SpecError(f"{where} must be a list of phrases (a nested list: any one of its texts), not {type(value).__name__}")
-    out: list = []
+    out: list[Item] = []
     for i, v in enumerate(value):
         at = f"{where}[{i}]"
         if isinstance(v, (Phrase, AnyOf)):
@@ -87,7 +94,7 @@ def _items(value, where: str, sentence_case: bool) -> tuple[Item, ...]:
     return _unique(out)
 
 
-def _avoid(value, where: str) -> tuple[Phrase, ...]:
+def _avoid(value: Any, where: str) -> tuple[Phrase, ...]:
     """Avoid phrases: texts or `Phrase` objects; a nested list or `AnyOf` avoids each of its texts."""
     if value is None:
         return ()
@@ -95,7 +102,7 @@ def _avoid(value, where: str) -> tuple[Phrase, ...]:
         value = [value]
     if isinstance(value, (bytes, bytearray, dict)) or not hasattr(value, "__iter__"):
         raise SpecError(f"{where} must be a list of phrases, not {type(value).__name__}")
-    out: list = []
+    out: list[Phrase] = []
     for i, v in enumerate(value):
         at = f"{where}[{i}]"
         if isinstance(v, Phrase):
@@ -116,7 +123,7 @@ def _avoid(value, where: str) -> tuple[Phrase, ...]:
     return tuple(out)
 
 
-def _words(value, where: str):
+def _words(value: Any, where: str) -> str | os.PathLike[str] | tuple[str, ...] | None:
     """A word list: a file path (``str`` / ``PathLike``) or a list of words."""
     if value is None or isinstance(value, os.PathLike):
         return value
@@ -125,17 +132,20 @@ def _words(value, where: str):
     if isinstance(value, (bytes, bytearray, memoryview)):
         raise SpecError(f"{where} got bytes: pass a file path (str or Path) or a list of words (str), "
                         "e.g. words=['cat'] or words=data.decode('utf-8').split()")
-    words = check_texts(list(value) if hasattr(value, "__iter__") and not isinstance(value, dict) else value,
-                        where, limit="word_chars")
+    if isinstance(value, dict) or not hasattr(value, "__iter__"):
+        raise SpecError(f"{where} must be a file path or a list of words, not {type(value).__name__} {value!r:.40}")
+    words = check_texts(list(value), where, limit="word_chars")
+    if not words:
+        raise SpecError(f"{where} is empty: give at least one word")
     return words
 
 
-def _params(value, where: str) -> tuple[tuple[str, str], ...]:
+def _params(value: Any, where: str) -> tuple[tuple[str, str], ...]:
     if value is None:
         return ()
     if not isinstance(value, Mapping):
-        raise SpecError(f"{where} must be an object of parameter names and values such as {{'level': 'A1'}}, "
-                        f"not {type(value).__name__}")
+        raise GrammarError(f"{where} must be a dict (a JSON object) of parameter names and values such as "
+                           f"{{'level': 'A1'}}, not {type(value).__name__} {value!r:.40}")
     out = []
     for k, v in value.items():
         check_text(k, f"{where} key")
@@ -163,47 +173,47 @@ class ConstraintRequest:
     digits: bool = True
     leading_space: bool | str = False
     canonical: bool = False
-    where: str = field(default="request", compare=False)
+    where: str = field(default="", compare=False)  # the place of the request in its door (file:line)
 
     def __post_init__(self) -> None:
         w = self.where
         for name in ("ordered", "sentence_case", "case_variants", "digits", "canonical"):
-            check_flag(getattr(self, name), f"{w}: {name}")
+            check_flag(getattr(self, name), _at(w, name))
         if self.leading_space != "auto":
-            check_flag(self.leading_space, f"{w}: leading_space (true, false or \"auto\")")
+            check_flag(self.leading_space, _at(w, "leading_space (true, false or \"auto\")"))
         if self.cefr is not None:
-            check_text(self.cefr, f"{w}: cefr")
+            check_text(self.cefr, _at(w, "cefr"))
         if self.words is not None and self.cefr is not None:
-            raise SpecError(f"{w}: give either words or cefr, not both (a CEFR level is a word list)")
+            raise SpecError(f"{_at(w, 'words')}: give either words= or cefr=, not both (a CEFR level is a word list)")
         if isinstance(self.grammar, str):
-            check_text(self.grammar, f"{w}: grammar")
+            check_text(self.grammar, _at(w, "grammar"))
         if self.grammar_params and self.grammar is None:
-            raise SpecError(f"{w}: grammar_params sets parameters of a grammar: give grammar too")
+            raise SpecError(f"{_at(w, 'grammar_params')}: grammar_params= sets parameters of a grammar: give grammar= too")
         if self.prefix is not None:
-            check_text(self.prefix, f"{w}: prefix", limit="prefix_chars")
+            check_text(self.prefix, _at(w, "prefix"), limit="prefix_chars")
         from ..validate import LIMITS
 
         if len(self.phrases) > LIMITS["phrases_per_request"]:
-            raise SpecError(f"{w}: {len(self.phrases)} must-include items, over the limit of "
+            raise SpecError(f"{_at(w, 'phrases')}: {len(self.phrases)} must-include items, over the limit of "
                             f"{LIMITS['phrases_per_request']} (phrases_per_request, docs/trust.md)")
 
     # ------------------------------------------------------------------ builders
     @classmethod
-    def from_kwargs(cls, *, where: str = "request", **kw) -> "ConstraintRequest":
+    def from_kwargs(cls, *, where: str = "", **kw: Any) -> ConstraintRequest:
         """From the keywords of `fstbeam.compile_constraints` (``phrases`` may hold `Phrase`,
         `AnyOf` and nested lists; ``grammar`` a name, a pynini acceptor or built grammars)."""
         unknown = sorted(set(kw) - set(JSON_KEYS))
         if unknown:
             raise SpecError(f"unknown constraint option {unknown[0]!r}; the options are: {', '.join(JSON_KEYS)}")
         sc = kw.get("sentence_case", False)
-        check_flag(sc, f"{where}: sentence_case")
+        check_flag(sc, _at(where, "sentence_case"))
         out = dict(kw)
-        out["phrases"] = _items(kw.get("phrases"), f"{where}: phrases", sc)
-        out["avoid"] = _avoid(kw.get("avoid"), f"{where}: avoid")
-        out["words"] = _words(kw.get("words"), f"{where}: words")
-        out["grammar_params"] = _params(kw.get("grammar_params"), f"{where}: grammar_params")
+        out["phrases"] = _items(kw.get("phrases"), _at(where, "phrases"), sc)
+        out["avoid"] = _avoid(kw.get("avoid"), _at(where, "avoid"))
+        out["words"] = _words(kw.get("words"), _at(where, "words"))
+        out["grammar_params"] = _params(kw.get("grammar_params"), _at(where, "grammar_params"))
         if kw.get("cefr") is not None:
-            out["cefr"] = check_text(kw["cefr"], f"{where}: cefr").strip().upper()
+            out["cefr"] = check_text(kw["cefr"], _at(where, "cefr")).strip().upper()
         return cls(where=where, **out)
 
     @classmethod
@@ -226,17 +236,21 @@ class ConstraintRequest:
         if "words" in kw and not isinstance(kw["words"], (str, list)):
             raise SpecError(f"{where}: words must be a list of words or a file path, not {type(kw['words']).__name__}")
         for key in ("phrases", "avoid"):
+            if isinstance(kw.get(key), str):  # one phrase
+                kw[key] = [kw[key]]
             if key in kw and not isinstance(kw[key], list):
                 raise SpecError(f"{where}: {key} must be a list of texts (a nested list: any one of its texts)")
         return cls.from_kwargs(where=where, **kw)
 
     @classmethod
-    def from_args(cls, args, *, where: str = "command line") -> "ConstraintRequest":
+    def from_args(cls, args: Any, *, where: str = "command line") -> ConstraintRequest:
         """From the flags of `fstbeam.cli.flags.add_constraint_flags` (``--phrase``, ``--any-of``,
         ``--avoid``, ``--prefix``, ``--words``/``--cefr``, ``--grammar``/``--param``, ...)."""
         from ..grammars.registry import parse_params
 
-        g = lambda name, default=None: getattr(args, name, default)  # noqa: E731 - doors differ in flags
+        def g(name: str, default: Any = None) -> Any:  # the doors differ in their flags
+            return getattr(args, name, default)
+
         params = parse_params(g("param", []) or []) or None
         kw = dict(words=g("words"), cefr=g("cefr"), grammar=g("grammar"), grammar_params=params,
                   phrases=g("phrase", []), avoid=g("avoid", []), prefix=g("prefix"), ordered=g("ordered", False),
@@ -258,17 +272,17 @@ class ConstraintRequest:
     def is_empty(self) -> bool:
         return not self.has_hard and not self.has_light
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The JSON form (``from_json(r.to_json()) == r`` for requests that JSON can hold)."""
         if self.grammar is not None and not isinstance(self.grammar, str):
             raise SpecError("a request with a pynini or built grammar has no JSON form: register the grammar by name")
 
-        def item(p):
+        def item(p: Item) -> str | list[str]:
             if isinstance(p, AnyOf):
                 return list(p.alternatives)
             return p.text
 
-        out: dict = {}
+        out: dict[str, Any] = {}
         if self.words is not None:
             out["words"] = list(self.words) if isinstance(self.words, tuple) else os.fspath(self.words)
         for k in ("cefr", "grammar", "prefix"):
@@ -291,13 +305,13 @@ class ConstraintRequest:
         return out
 
     # ------------------------------------------------------------------ the merge rule
-    def merged(self, other: "ConstraintRequest") -> "ConstraintRequest":
+    def merged(self, other: ConstraintRequest) -> ConstraintRequest:
         """``self`` (the base) joined with ``other`` (a per-input request): the module's rule."""
         if other.has_hard and self.has_hard:
-            raise SpecError(f"{other.where}: the base already has a word list or grammar; a per-input request "
+            raise SpecError(f"{_at(other.where, 'request')}: the base already has a word list or grammar; a per-input request "
                             "adds phrases, avoid phrases and a prefix (or give the word list only per input)")
         if self.ordered and other.phrases and self.phrases or other.ordered and self.phrases and other.phrases:
-            raise SpecError(f"{other.where}: ordered applies to one list of phrases: give the ordered phrases in one place")
+            raise SpecError(f"{_at(other.where, 'request')}: ordered applies to one list of phrases: give the ordered phrases in one place")
         prefix = _one_prefix(self.prefix, other.prefix, other.where)
         hard = other if other.has_hard else self
         return dataclasses.replace(
@@ -307,33 +321,7 @@ class ConstraintRequest:
             where=other.where,
         )
 
-    def compile(self, tokenizer="default", *, base=None, progress: bool = False, check: bool = True):
-        """Compile for ``tokenizer``; with ``base`` (a `CompiledConstraints`), this request's
-        light part is added to it by the merge rule (only the new small automata are compiled)."""
-        from .compiler import compiler_for
-
-        if base is None:
-            return compiler_for(tokenizer).compile(progress=progress, **self.compile_kwargs())
-        if self.has_hard:
-            raise SpecError(f"{self.where}: the base is already compiled with its word list or grammar; "
-                            "a per-input request adds phrases, avoid phrases and a prefix")
-        if not self.has_light:
-            return base
-        seen = {_spec_key(d) for d in base.spec.get("phrases", [])}
-        phrases = _unique(self.phrases, seen)
-        avoid_seen = {_spec_key(d) for d in base.spec.get("avoid", [])}
-        avoid = _unique(self.avoid, avoid_seen)
-        old_prefix = base.prefix.text if base.prefix is not None else None
-        prefix = _one_prefix(old_prefix, self.prefix, self.where)
-        if self.ordered and base.spec.get("ordered") and phrases:
-            raise SpecError(f"{self.where}: ordered applies to one list of phrases: give the ordered phrases in one place")
-        if not phrases and not avoid and prefix == old_prefix:
-            return base
-        return compiler_for(base.vocab).extend(base, phrases=phrases, avoid=avoid,
-                                               prefix=prefix if old_prefix is None else None,
-                                               ordered=self.ordered, check=check)
-
-    def compile_kwargs(self) -> dict:
+    def compile_kwargs(self) -> dict[str, Any]:
         """The keywords of `Compiler.compile` for this request."""
         return dict(words=self.words, cefr=self.cefr, grammar=self.grammar,
                     grammar_params=dict(self.grammar_params) or None, phrases=self.phrases, avoid=self.avoid,
@@ -341,7 +329,58 @@ class ConstraintRequest:
                     leading_space=self.leading_space, canonical=self.canonical)
 
 
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of a request's JSON form (published as docs/request.schema.json)."""
+    text = {"type": "string", "minLength": 1}
+    texts = {"type": "array", "items": text}
+    flag = {"type": "boolean"}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "fstbeam constraint request",
+        "description": "One constraint request (fstbeam.ConstraintRequest.from_json): a JSONL input line, a batch "
+                       "row or an HTTP body's constraints. Lines and rows also carry prompt (and id).",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "words": {"description": "word list: the words, or a file path (not over HTTP)",
+                      "oneOf": [texts, text]},
+            "cefr": {"description": "every English word form at or below a CEFR level", "enum": list(_CEFR)},
+            "grammar": dict(text, description="a registered grammar's name"),
+            "grammar_params": {"type": "object", "additionalProperties": {"type": ["string", "number"]}},
+            "phrases": {"description": "must appear; a nested list is met by any one of its texts (AnyOf)",
+                        "oneOf": [text, {"type": "array", "items": {"oneOf": [text, dict(texts, minItems=1)]}}]},
+            "avoid": {"description": "must never appear", "oneOf": [text, {"type": "array", "items": {"oneOf": [text, texts]}}]},
+            "prefix": dict(text, description="the output starts with this text"),
+            "ordered": dict(flag, description="the phrases appear in the given order"),
+            "sentence_case": dict(flag, description="phrases also match capitalized where a sentence starts"),
+            "case_variants": dict(flag, description="also allow Title and UPPER forms of listed words (default true)"),
+            "digits": dict(flag, description="also allow numbers in digits between the words (default true)"),
+            "leading_space": {"description": "the output may start with a space", "oneOf": [flag, {"const": "auto"}]},
+            "canonical": dict(flag, description="only tokens the tokenizer itself uses for the listed words"),
+        },
+    }
+
+
+_CEFR = ("A1", "A2", "B1", "B2", "C1", "C2", "a1", "a2", "b1", "b2", "c1", "c2")
+
+
+def new_items(request: ConstraintRequest, base: Any) -> tuple[tuple[Item, ...], tuple[Phrase, ...], str | None]:
+    """The merge rule against a compiled base (``CompiledConstraints``): the request's phrases and
+    avoid phrases that the base does not already have, and the prefix to add (``None``: none or
+    the base's own)."""
+    if request.has_hard:
+        raise SpecError(f"{_at(request.where, 'request')}: the base is already compiled with its word list or grammar; "
+                        "a per-input request adds phrases, avoid phrases and a prefix")
+    phrases = _unique(request.phrases, {_spec_key(d) for d in base.spec.get("phrases", [])})
+    avoid = _unique(request.avoid, {_spec_key(d) for d in base.spec.get("avoid", [])})
+    old_prefix = base.prefix.text if base.prefix is not None else None
+    prefix = _one_prefix(old_prefix, request.prefix, request.where)
+    if request.ordered and base.spec.get("ordered") and phrases:
+        raise SpecError(f"{_at(request.where, 'request')}: ordered applies to one list of phrases: give the ordered phrases in one place")
+    return phrases, avoid, prefix if old_prefix is None else None
+
+
 def _one_prefix(a: str | None, b: str | None, where: str) -> str | None:
     if a is not None and b is not None and a != b:
-        raise SpecError(f"{where}: a prefix in the base ({a!r}) and another here ({b!r}): an output has one prefix")
+        raise SpecError(f"{_at(where, 'prefix')}: a prefix in the base ({a!r}) and another here ({b!r}): an output has one prefix")
     return a if a is not None else b

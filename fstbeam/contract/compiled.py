@@ -1,6 +1,9 @@
 """The compiled object a user holds (its artifact form: `artifact`), and a host-side walker over it."""
 from __future__ import annotations
 
+import dataclasses
+import functools
+import hashlib
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +16,10 @@ from .hard import HardTables
 from .layout import light_order
 from .light import LightAutomaton
 from .vocab import Vocab
+
+
+#: Arrays derived from others (or shared with the tokenizer index): not part of the identity.
+_DERIVED = frozenset({"dist", "token_class", "char_state"})
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,6 +56,25 @@ class CompiledConstraints:
 
     def matcher(self) -> "Matcher":
         return Matcher(self)
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """A hash of what decoding reads: the tokenizer, the hard tables and every light
+        automaton, in order. Two artifacts with the same fingerprint constrain every output
+        the same way, however they were built (one compile, or a base plus per-input requests)."""
+        h = hashlib.sha256(self.vocab.fingerprint.encode())
+        for part in (self.hard, *self.light):
+            h.update(b"|")
+            if part is None:
+                continue
+            for f in dataclasses.fields(part):
+                value = getattr(part, f.name)
+                if isinstance(value, np.ndarray) and f.name not in _DERIVED:
+                    h.update(f"{f.name}:{value.dtype}:{value.shape}".encode())
+                    h.update(np.ascontiguousarray(value).tobytes())
+                elif isinstance(value, (int, str, bytes, bool)) and f.name not in ("source", "fingerprint"):
+                    h.update(f"{f.name}={value!r}".encode())
+        return h.hexdigest()
 
     def save(self, path: str | os.PathLike[str]) -> None:
         save_artifact(self, path)

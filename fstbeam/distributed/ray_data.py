@@ -62,7 +62,8 @@ def _to_arrow(rows: list[dict]):
     import pyarrow as pa
 
     types = {"prompt": pa.string(), "text": pa.string(), "satisfied": pa.bool_(), "phrases_met": pa.list_(pa.bool_()),
-             "score": pa.float64(), "logprob": pa.float64(), "finish_reason": pa.string(), "error": pa.string()}
+             "score": pa.float64(), "logprob": pa.float64(), "finish_reason": pa.string(), "error": pa.string(),
+             "nbest": pa.list_(pa.string())}
     cols = {c: pa.array([r[c] for r in rows], types.get(c)) for c in OUTPUT_COLUMNS}
     return pa.table(cols)
 
@@ -110,11 +111,13 @@ def generate_dataset(ds, constraints=None, *, model=None, concurrency: int = 1, 
     """
     config = worker_config(constraints, model=model, tokenizer=tokenizer, device=device, prompt_format=prompt_format,
                            stop_at_newline=stop_at_newline, decode_batch_size=decode_batch_size, **search_options)
-    extra = set(ds.columns() or ()) - {"id", "prompt", "phrases", "avoid", "prefix"}
+    from .rows import INPUT_COLUMNS
+
+    extra = set(ds.columns() or ()) - set(INPUT_COLUMNS)
     if "prompt" not in (ds.columns() or ()):
         raise BatchError(f"the dataset has no 'prompt' column (columns: {ds.columns()}): name the prompt column 'prompt'")
     if extra:
-        raise BatchError(f"unknown column(s) {sorted(extra)}: a row may have id, prompt, phrases, avoid and prefix "
+        raise BatchError(f"unknown column(s) {sorted(extra)}: a row may have id, prompt and the keys of a constraint request "
                          "(select or rename the columns first)")
     return map_rows(ds, config, wire="columns", concurrency=concurrency, batch_size=batch_size, num_cpus=num_cpus,
                     num_gpus=num_gpus, max_restarts=max_restarts, max_task_retries=max_task_retries)

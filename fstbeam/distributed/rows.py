@@ -5,49 +5,53 @@ A row that cannot be decoded becomes an output row with ``error`` set; it is nev
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
 
+from ..compiler.request import JSON_KEYS, ConstraintRequest
+
 __all__ = ["INPUT_COLUMNS", "OUTPUT_COLUMNS", "RowRequest", "parse_row", "result_row", "error_row"]
 
-#: Columns a batch input may have; ``prompt`` is required, the others optional.
-INPUT_COLUMNS = ("id", "prompt", "phrases", "avoid", "prefix")
+#: Columns a batch input may have; ``prompt`` is required, the others optional: ``id`` and the keys
+#: of a `ConstraintRequest`'s JSON form (phrases with nested lists for AnyOf, avoid, prefix,
+#: ordered, sentence_case, a word list...), as in a JSONL input line.
+INPUT_COLUMNS = ("id", "prompt", *JSON_KEYS)
 #: Columns of every output row, in this order.
-OUTPUT_COLUMNS = ("id", "prompt", "text", "satisfied", "phrases_met", "score", "logprob", "finish_reason", "error")
+OUTPUT_COLUMNS = ("id", "prompt", "text", "satisfied", "phrases_met", "score", "logprob", "finish_reason", "error", "nbest")
 
 
 @dataclass(frozen=True)
 class RowRequest:
-    """One input row, checked: the prompt and its per-row constraints, or why it is unusable."""
+    """One input row, checked: the prompt and its constraint request, or why it is unusable."""
 
     id: Any
     prompt: Any
-    phrases: tuple[str, ...] = ()
-    avoid: tuple[str, ...] = ()
-    prefix: str | None = None
+    request: ConstraintRequest | None = None
     error: str | None = None
 
     @property
     def has_request(self) -> bool:
-        return bool(self.phrases or self.avoid or self.prefix is not None)
+        return self.request is not None and not self.request.is_empty
+
+    @property
+    def key(self) -> str:
+        """The request's content (rows of a corpus often share their constraints)."""
+        return json.dumps(self.request.to_json() if self.request is not None else {}, sort_keys=True)
 
 
 def _missing(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _texts(value, name: str) -> tuple[str, ...]:
-    """A phrase column's value: a list of strings, one string, or nothing."""
-    if _missing(value):
-        return ()
-    if isinstance(value, str):
-        return (value,)
-    if hasattr(value, "tolist"):  # numpy / arrow arrays from Ray batches
+def _plain(value):
+    """A column value as JSON would hold it (Ray batches give numpy / arrow arrays)."""
+    if hasattr(value, "tolist"):
         value = value.tolist()
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"column {name!r} must be a list of strings (got {type(value).__name__}: {value!r:.60})")
-    return tuple(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def parse_row(row: dict, default_id=None) -> RowRequest:
@@ -61,12 +65,9 @@ def parse_row(row: dict, default_id=None) -> RowRequest:
             raise ValueError(f"{kind}: every row needs a 'prompt' string")
         if not prompt.strip():
             raise ValueError("empty prompt: give the text to continue or answer")
-        prefix = row.get("prefix")
-        if _missing(prefix):
-            prefix = None
-        elif not isinstance(prefix, str) or not prefix:
-            raise ValueError(f"column 'prefix' must be non-empty text (got {prefix!r:.60})")
-        return RowRequest(rid, prompt, _texts(row.get("phrases"), "phrases"), _texts(row.get("avoid"), "avoid"), prefix)
+        obj = {k: _plain(v) for k, v in row.items() if k in JSON_KEYS and not _missing(v)}
+        where = f"row {rid!r:.40}" if rid is not None else "row"
+        return RowRequest(rid, prompt, ConstraintRequest.from_json(obj, where=where, allow_paths=False))
     except ValueError as exc:
         return RowRequest(rid, prompt if isinstance(prompt, str) else None, error=str(exc))
 
@@ -81,6 +82,7 @@ def result_row(req: RowRequest, res) -> dict:
         "id": req.id, "prompt": req.prompt, "text": res.text, "satisfied": bool(res.satisfied),
         "phrases_met": [bool(m) for m in res.phrases_met], "score": _finite(res.score),
         "logprob": _finite(res.logprob), "finish_reason": res.finish_reason, "error": res.error,
+        "nbest": [h.text for h in res.hypotheses] if len(res.hypotheses) > 1 else [],
     }
 
 
@@ -88,5 +90,5 @@ def error_row(req: RowRequest, error: str) -> dict:
     """The output row of an input that could not be decoded."""
     return {
         "id": req.id, "prompt": req.prompt, "text": "", "satisfied": False, "phrases_met": [], "score": None,
-        "logprob": None, "finish_reason": "error", "error": error,
+        "logprob": None, "finish_reason": "error", "error": error, "nbest": [],
     }

@@ -24,23 +24,27 @@ class DecodeWorker:
     """Decode batches of input rows with one model.
 
     ``constraints``: ``None``, an artifact path (loaded here; its tokenizer fingerprint is
-    checked against the model's) or a ``CompiledConstraints``. ``stop_at_newline`` adds the
-    tokenizer's newline tokens to the end-of-output ids. ``packed_weights``: as for
-    :class:`fstbeam.Decoder`. Other keywords are search options of
-    ``Decoder.generate`` (``beam_size``, ``max_new_tokens``, ``length_reward``, ...).
+    checked against the model's) or a ``CompiledConstraints``. ``preset``: the search preset
+    (default: the prompt format's, as ``fstbeam generate`` does); other keywords are `SearchConfig`
+    settings that override it (``beam_size``, ``max_new_tokens``, ...); ``stop_at_newline`` is
+    ``stop_at="line"``. ``packed_weights``: as for :class:`fstbeam.Decoder`.
     """
 
     def __init__(self, *, model=None, tokenizer=None, constraints=None, device="auto", prompt_format="auto",
-                 stop_at_newline: bool = False, packed_weights: str = "auto", **search_options):
+                 stop_at_newline: bool = False, packed_weights: str = "auto", preset: str | None = None,
+                 **search_options):
+        from ..runtime.presets import search_config
+
         self.decoder = fstbeam.Decoder(model, tokenizer, device=device, prompt_format=prompt_format,
                                        packed_weights=packed_weights)
         self.shared = self._load(constraints)
-        self.options = dict(search_options)
+        options = dict(search_options)
         if stop_at_newline:
-            self.options["eos_ids"] = tuple(self.decoder.eos_ids) + tuple(self.decoder.newline_ids())
-        self.options.pop("nbest", None)  # one output per row
+            options["stop_at"] = "line"
+        # the same preset rule as `fstbeam generate` (the preset of the prompt format)
+        self.config = search_config(preset or self.decoder.preset, options)
         self._plain = None
-        self._cache: OrderedDict[tuple, Any] = OrderedDict()
+        self._cache: OrderedDict[str, Any] = OrderedDict()
 
     def _load(self, constraints):
         if constraints is None:
@@ -65,20 +69,23 @@ class DecodeWorker:
         return self._plain
 
     def constraints_for(self, req: RowRequest):
-        """The row's constraint set: the shared one, plus the row's phrases, avoid and prefix."""
+        """The row's constraint set: the shared one joined with the row's request (the merge rule
+        of `ConstraintRequest`: its phrases, avoid and prefix added, each once)."""
         if not req.has_request:
             return self.shared
-        key = (req.phrases, req.avoid, req.prefix)
+        key = req.key
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
             return hit
-        base = self._base()
-        spec = base.spec or {}
-        if req.prefix is not None and spec.get("prefix") not in (None, req.prefix):
-            raise ValueError(f"the row's prefix {req.prefix!r} conflicts with the shared constraints' prefix {spec['prefix']!r}")
-        # with_request ADDS the row's phrases and avoid list to the shared set's own (Compiler.extend).
-        cc = fstbeam.with_request(base, phrases=req.phrases, avoid=req.avoid, prefix=req.prefix)
+        request = req.request
+        if request.has_hard:  # a row's own word list, where the job has none
+            if self.shared is not None:
+                raise ValueError(f"{request.where}: the job's constraints already have a word list or grammar; "
+                                 "a row adds phrases, avoid phrases and a prefix")
+            cc = fstbeam.compile_request(request, self.decoder.vocab)
+        else:
+            cc = fstbeam.compile_request(request, base=self._base())
         self._cache[key] = cc
         if len(self._cache) > _CACHE_SIZE:
             self._cache.popitem(last=False)
@@ -112,7 +119,7 @@ class DecodeWorker:
     def _decode(self, reqs: list[RowRequest], cons: list) -> list[dict]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # an unsatisfied row says so in its own columns
-            results = {r.index: r for r in self.decoder.stream([r.prompt for r in reqs], cons, **self.options)}
+            results = {r.index: r for r in self.decoder.stream([r.prompt for r in reqs], cons, self.config)}
         return [result_row(req, results[i]) for i, req in enumerate(reqs)]
 
     def _decode_one(self, req: RowRequest, cc) -> dict:

@@ -10,11 +10,13 @@ from __future__ import annotations
 import operator
 
 import dataclasses
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Literal, Sequence, get_args
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Sequence, get_args
+
+if TYPE_CHECKING:
+    from .scoring import Scoring
 
 from ..errors import DecodeError
-from .scoring import Scoring
 
 __all__ = ["SearchConfig", "KernelBackend", "StopAt", "Stopping", "Expand", "ShortlistMode", "resolve_config"]
 
@@ -48,6 +50,12 @@ def _number(name: str, value: object, *, optional: bool = True) -> None:
         raise DecodeError(f"{name} must be a number{' or None' if optional else ''} (got {value!r})")
 
 
+def _opt(default: Any, help: str, *, flag: str | None = None, metavar: str | None = None) -> Any:
+    """A setting that is also a command-line flag of ``fstbeam generate`` and ``fstbeam batch``
+    (``fstbeam.cli.flags.add_search_flags`` builds them from this metadata: one definition)."""
+    return field(default=default, metadata={"help": help, "flag": flag, "metavar": metavar})
+
+
 @dataclass(frozen=True)
 class SearchConfig:
     """How the beam search runs (see docs/decoding.md for each setting).
@@ -59,32 +67,41 @@ class SearchConfig:
     special and control tokens (``<start_of_image>``) out of unconstrained outputs too.
     ``shortlist`` (with ``renormalize=True`` only): compute the logits of the live rows' allowed
     tokens only (:mod:`.shortlist`); ``"auto"`` where it pays, ``"on"`` always, ``"off"`` never.
+    Fields made with ``_opt`` carry their help text and are the command-line search flags; task
+    presets (`fstbeam.runtime.presets`) set several of them at once.
     """
 
-    beam_size: int = 5
-    max_new_tokens: int = 64
-    nbest: int = 1
-    length_reward: float | None = None  # r: bounded length reward
+    beam_size: int = _opt(5, "hypotheses kept per input", flag="--beam")
+    max_new_tokens: int = _opt(64, "length limit in tokens")
+    nbest: int = _opt(1, "outputs per input (at most the beam size)")
+    length_reward: float | None = _opt(None, "bounded length reward r per token (Huang et al. 2017; 0 = rank by "
+                                             "log-probability alone)", metavar="R")
     length_normalization: float | None = None  # alpha
-    target_length: int | None = None  # l for the length reward (default max_new_tokens)
-    length_ratio: float | None = None  # l = ratio * prompt tokens
-    renormalize: bool = False  # log-probs over the allowed tokens
+    target_length: int | None = _opt(None, "reward up to this many tokens (default: length_ratio x the query's "
+                                           "tokens, capped by max_new_tokens)", metavar="N")
+    length_ratio: float | None = _opt(None, "reward up to X times the query's tokens (docs/decoding.md)", metavar="X")
+    renormalize: bool = _opt(False, "score each step over the allowed tokens only (log-probabilities renormalized); "
+                                    "lets the shortlist output layer skip forbidden tokens' logits")
     prune_threshold: float | None = None  # delta
     max_per_parent: int | None = None  # M
-    dba: bool = True
-    stopping: Stopping = "optimal"
-    batch_size: int = 8
+    dba: bool = _opt(True, "Dynamic Beam Allocation for must-include phrases (banks by constraint progress)")
+    stopping: Stopping = _opt("optimal", "optimal: stop once no live hypothesis can beat the best finished one; "
+                                         "exhaustive: run every input to the length limit")
+    batch_size: int = _opt(8, "inputs decoded together")
     refill: float = 1 / 6  # epsilon
     streaming: bool = True
     expand: Expand = "all"
-    kernel_backend: KernelBackend = "auto"
-    stop_at: StopAt = "eos"
+    kernel_backend: KernelBackend = _opt("auto", "masked top-k kernel")
+    stop_at: StopAt = _opt("eos", "eos: the model's end-of-sequence ids; line: also a newline (where the "
+                                  "constraints allow ending)")
     eos_ids: tuple[int, ...] | None = None
-    shortlist: ShortlistMode = "auto"  # logits of the allowed tokens only (renormalize=True)
-    # output guards (runtime/guards.py; fstbeam.runtime.defaults has the CLI's answer settings)
-    min_new_tokens: int = 0  # EOS only after this many output tokens
-    no_repeat_ngram: int = 0  # n: no token n-gram twice in an output (0 = off)
-    no_repeat_prompt: bool = False  # ... nor one of the prompt's last 64 tokens (no echo of a question)
+    shortlist: ShortlistMode = _opt("auto", "with renormalize: compute the logits of the allowed tokens only "
+                                            "(auto: where it pays; on: always; off: never)")
+    # output guards (runtime/guards.py; runtime/presets.py sets them per task)
+    min_new_tokens: int = _opt(0, "EOS only after this many output tokens", metavar="N")
+    no_repeat_ngram: int = _opt(0, "no token N-gram twice in an output (0 = off)", metavar="N")
+    no_repeat_prompt: bool = _opt(False, "the n-gram guard also counts the prompt's last 64 tokens (no echo of a "
+                                         "question)")
     allow_control_tokens: bool = False  # unconstrained decoding may emit special/control tokens
 
     def __post_init__(self) -> None:
@@ -128,10 +145,17 @@ class SearchConfig:
             if not ids:
                 raise DecodeError("eos_ids must name at least one token id (or be None for the model's)")
             object.__setattr__(self, "eos_ids", ids)
-        self.scoring  # noqa: B018 - validates length_reward / length_normalization together
+        if self.target_length is not None:
+            _positive_int("target_length", self.target_length)
+        if self.length_reward is not None and self.length_normalization is not None:
+            raise DecodeError("choose one of length_reward and length_normalization, not both")
+        if self.length_normalization is not None and self.length_normalization < 0:
+            raise DecodeError(f"length_normalization must be >= 0 (got {self.length_normalization})")
 
     @property
-    def scoring(self) -> Scoring:
+    def scoring(self) -> "Scoring":
+        from .scoring import Scoring  # torch: only when a search runs, not when flags are parsed
+
         return Scoring.make(length_reward=self.length_reward, length_normalization=self.length_normalization)
 
 

@@ -26,6 +26,9 @@ from .hf_model import is_encoder_decoder
 from .identity import IdentityCache
 from .packed_model import check_mode as check_packed_mode
 from .results import GenerationResult, Hypothesis
+from .presets import preset_for_format, search_config
+from .templates import check_format
+from .templates import prompt_format as expand_format
 from .search import RawResult, Request, SearchEngine
 from .tables import InputConstraints
 
@@ -49,7 +52,8 @@ class Decoder:
     ``fstbeam.contract.vocab.Vocab`` (then prompts must be token id lists).
     ``prompt_format``: ``"raw"`` (prompts as text continuations), ``"chat"`` (the tokenizer's chat
     template with a generation prompt), ``"auto"`` (chat when the tokenizer has a template; the
-    default Gemma 3 270M is a base model without one), or a template string with ``{prompt}``.
+    default Gemma 3 270M is a base model without one), ``"qa"`` (``Question: ...\nAnswer:``), or
+    a template string with ``{prompt}`` (`fstbeam.runtime.templates`).
     ``packed_weights``: on CPU, run the model's linear layers through MKL's packed GEMM (one more
     copy of their weights, 7-16% shorter steps; :mod:`.packed_model`): ``"auto"`` (models up to
     1 GB of linear weights), ``"on"``, ``"off"``. Ignored for a model adapter.
@@ -66,6 +70,7 @@ class Decoder:
         prompt_format: str = "auto",
         packed_weights: str = "auto",
     ):
+        self.prompt_format_name = check_format(prompt_format)  # before the model loads
         self.device = resolve_device(device)
         check_packed_mode(packed_weights)
         default_eos: tuple[int, ...] = ()
@@ -101,7 +106,7 @@ class Decoder:
         self.eos_ids = self._check_eos(eos_ids if eos_ids is not None else (default_eos or self._model_eos()))
         if not self.eos_ids:
             raise DecodeError("no EOS token id: pass eos_ids=[...] (the model config and tokenizer name none)")
-        self.prompt_format = prompt_format
+        self.prompt_format = expand_format(prompt_format)
         self._text_only: InputConstraints | None = None
         self._checked: IdentityCache[InputConstraints] = IdentityCache()  # constraints -> checked form
         self.last_stats = None
@@ -162,6 +167,12 @@ class Decoder:
         if fmt == "auto":
             fmt = "chat" if getattr(self.tokenizer, "chat_template", None) else "raw"
         return fmt != "chat"
+
+    @property
+    def preset(self) -> str:
+        """The search preset every door uses for this decoder's prompt format
+        (`fstbeam.runtime.presets`): ``answer`` for qa and chat, ``continuation`` otherwise."""
+        return preset_for_format(self.prompt_format_name, self.continues_text)
 
     def encode(self, prompt) -> list[int]:
         """Token ids of one prompt (a string, formatted per ``prompt_format``, or ids as is)."""
@@ -244,9 +255,11 @@ class Decoder:
         (or ``None``) per prompt. ``config``: a :class:`SearchConfig` (default ``SearchConfig()``);
         ``overrides``: any of its fields for this call, e.g. ``beam_size=8``,
         ``stop_at="line"`` (stop at the end of a line too), ``length_reward=1.0``,
-        ``min_new_tokens=2``, ``no_repeat_ngram=4`` (see docs/decoding.md;
-        ``fstbeam.runtime.defaults.generate_defaults()`` are the settings ``fstbeam generate`` uses). An unknown
-        setting or a bad value raises :class:`~fstbeam.errors.DecodeError` naming it.
+        ``min_new_tokens=2``, ``no_repeat_ngram=4`` (see docs/decoding.md). ``preset="auto"``
+        applies the task preset of this decoder's prompt format, as every command does
+        (`fstbeam.runtime.presets`; or name one: ``"answer"``, ``"continuation"``,
+        ``"translation"``, ``"plain"``); without it the search ranks by log-probability alone. An
+        unknown setting or a bad value raises :class:`~fstbeam.errors.DecodeError` naming it.
         """
         if isinstance(prompts, str):
             prompts = [prompts]
@@ -323,7 +336,13 @@ class Decoder:
             yield held[i]
 
     def _config(self, config: SearchConfig | None, overrides: dict) -> SearchConfig:
-        return resolve_config(config, overrides)
+        preset = overrides.pop("preset", None)
+        if preset is None:
+            cfg = resolve_config(config, overrides)
+        else:  # the preset's values, then the keywords ("auto": this decoder's preset, as the doors use)
+            resolve_config(config, {})
+            cfg = search_config(self.preset if preset == "auto" else preset, overrides, base=config)
+        return cfg
 
     def _result(self, raw: RawResult, prompt, phrases: tuple[str, ...]) -> GenerationResult:
         if raw.error is not None:

@@ -30,14 +30,15 @@ def read_shards(out_dir) -> list[dict]:
 
 
 def oracle(model_dir, artifact, rows):
-    """``Decoder.generate`` on the same rows, each with ``with_request`` of its own phrases."""
+    """``Decoder.generate`` on the same rows, each with ``with_request`` of its own phrases, with
+    the prompt format's preset (what every door applies)."""
     import fstbeam
 
     dec = fstbeam.Decoder(str(model_dir), device="cpu", prompt_format="raw")
     base = fstbeam.load_constraints(artifact, tokenizer=dec.tokenizer)
     cons = [fstbeam.with_request(base, phrases=r.get("phrases") or (), avoid=r.get("avoid") or (), prefix=r.get("prefix"))
             if (r.get("phrases") or r.get("avoid") or r.get("prefix")) else base for r in rows]
-    return dec.generate([r["prompt"] for r in rows], cons, **SEARCH)
+    return dec.generate([r["prompt"] for r in rows], cons, preset="auto", **SEARCH)
 
 
 def assert_same(out: dict, res) -> None:

@@ -142,7 +142,7 @@ def test_renormalize_and_shortlist_reach_the_workers(model_dir, words_artifact, 
                                                                  tmp_path / "out", *x)))
     cfg = parse("--renormalize", "--shortlist", "off").worker
     assert (cfg["renormalize"], cfg["shortlist"]) == (True, "off")
-    assert "renormalize" not in parse().worker and "shortlist" not in parse().worker  # defaults: the old job settings
+    assert "renormalize" not in parse().worker and "shortlist" not in parse().worker  # not given: the preset's
 
 
 def test_parquet_input_gives_the_jsonl_output(model_dir, words_artifact, tmp_path):

@@ -49,7 +49,7 @@ def test_bad_rows_become_error_rows_and_spare_the_others(worker, model_dir, word
         ({"phrases": ["cat"]}, "'prompt'"),
         ({"prompt": 7}, "type int"),
         ({"prompt": "a", "phrases": ["zebra"]}, "zebra"),  # no listed word spells it: unsatisfiable
-        ({"prompt": "a", "phrases": [3]}, "list of strings"),
+        ({"prompt": "a", "phrases": [3]}, "must be text"),
         ({"prompt": "a", "prefix": ""}, "prefix"),
         ({"prompt": "cat " * 80}, "context"),  # 64 positions in the tiny model
     ]

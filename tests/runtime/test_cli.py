@@ -72,8 +72,10 @@ def test_usage_errors_exit_2(model_dir, capsys):
     assert main(["generate", "--model", str(model_dir), "--device", "cpu"]) == 2
     assert "no prompts" in capsys.readouterr().err
     assert main(["generate", "--model", str(model_dir), "--device", "cpu", "--beam", "0", "x"]) == 2
-    assert "beam_size" in capsys.readouterr().err
+    assert "--beam: must be at least 1" in capsys.readouterr().err
     assert main(["generate", "--model", str(model_dir), "--device", "cpu", "--constraints", "a", "--phrase", "b", "x"]) == 2
+    assert main(["generate", "--format", "Q: no placeholder", "x"]) == 2
+    assert "{prompt}" in capsys.readouterr().err
 
 
 def test_leading_space_follows_the_prompt_format(model_dir, tmp_path, capsys):
@@ -226,9 +228,9 @@ def test_renormalize_and_shortlist_flags_reach_the_search(model_dir, tmp_path, c
     seen = []
     real = Decoder.stream
 
-    def spy(self, *a, **kw):
-        yield from real(self, *a, **kw)
-        seen.append((kw, self.last_stats))
+    def spy(self, prompts, constraints=None, config=None, **kw):
+        yield from real(self, prompts, constraints, config, **kw)
+        seen.append((vars(config), self.last_stats))
 
     monkeypatch.setattr(Decoder, "stream", spy)
     base = ["generate", "--model", str(model_dir), "--device", "cpu", "--words", str(words), "--beam", "2",

@@ -1,0 +1,123 @@
+"""One request, every door (DESIGN.md wave 3): API keywords, ``compile-constraints`` flags,
+``fstbeam generate`` flags, a JSONL line and a batch row give the same artifact (fingerprint), and
+the same prompt gives the same text through ``generate``, ``batch`` and the API."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from batch_helpers import SEARCH, WORDS, read_shards  # noqa: E402
+
+import fstbeam  # noqa: E402
+from fstbeam.cli import main  # noqa: E402
+from fstbeam.cli.compile_constraints import main as compile_main  # noqa: E402
+
+PHRASES = ["the cat", ["dog", "dogs"]]
+AVOID = ["mat"]
+
+
+@pytest.fixture(scope="module")
+def setup(model_dir, tmp_path_factory):
+    d = tmp_path_factory.mktemp("doors")
+    words = d / "words.txt"
+    words.write_text("\n".join(WORDS) + "\n", encoding="utf-8")
+    dec = fstbeam.Decoder(str(model_dir), device="cpu", prompt_format="raw")
+    return d, words, dec
+
+
+def _flags(words):
+    return ["--words", str(words), "--phrase", "the cat", "--any-of", "dog|dogs", "--avoid", "mat"]
+
+
+def test_every_door_compiles_the_same_artifact(setup, model_dir):
+    from fstbeam.cli.generate import _constraints, build_parser
+    from fstbeam.cli.inputs import read_inputs
+    from fstbeam.distributed.rows import parse_row
+    from fstbeam.distributed.worker import DecodeWorker
+
+    d, words, dec = setup
+    api = fstbeam.compile_constraints(words=str(words), phrases=PHRASES, avoid=AVOID, tokenizer=dec.tokenizer,
+                                      leading_space=True)
+    # compile-constraints compile
+    out = d / "cli.fstbeam"
+    assert compile_main(["compile", *_flags(words), "--leading-space", "--tokenizer", str(model_dir), "-o", str(out),
+                         "--no-progress"]) == 0
+    via_compile_cli = fstbeam.load_constraints(out, tokenizer=dec.tokenizer)
+    # fstbeam generate flags (a raw prompt continues text: a leading space is allowed)
+    via_generate = _constraints(build_parser().parse_args(["generate", *_flags(words), "x"]), dec)
+    # a JSONL line on top of the command's word list
+    base = fstbeam.compile_constraints(words=str(words), tokenizer=dec.tokenizer, leading_space=True)
+    line = d / "in.jsonl"
+    line.write_text(json.dumps({"prompt": "x", "phrases": PHRASES, "avoid": AVOID}) + "\n", encoding="utf-8")
+    via_jsonl = read_inputs(str(line), base, dec.vocab).constraints[0]
+    # a batch row on top of the job's shared artifact
+    base_path = d / "base.fstbeam"
+    base.save(base_path)
+    worker = DecodeWorker(model=str(model_dir), constraints=str(base_path), device="cpu", prompt_format="raw")
+    via_row = worker.constraints_for(parse_row({"prompt": "x", "phrases": PHRASES, "avoid": AVOID}))
+    fps = {name: cc.fingerprint for name, cc in [("api", api), ("compile-constraints", via_compile_cli),
+                                                  ("generate", via_generate), ("jsonl", via_jsonl), ("row", via_row)]}
+    assert len(set(fps.values())) == 1, fps
+    # and it is a real constraint: without the avoid phrase the fingerprint differs
+    other = fstbeam.compile_constraints(words=str(words), phrases=PHRASES, tokenizer=dec.tokenizer, leading_space=True)
+    assert other.fingerprint != api.fingerprint
+
+
+def test_a_phrase_given_twice_is_one_constraint(setup, model_dir, capsys):
+    """--phrase cat with a JSONL line {"phrases": ["dog", "cat"]}: cat and dog, once each."""
+    d, words, dec = setup
+    line = d / "dup.jsonl"
+    line.write_text(json.dumps({"prompt": "the", "phrases": ["dog", "cat"]}) + "\n", encoding="utf-8")
+    assert main(["generate", "--model", str(model_dir), "--device", "cpu", "--format", "raw", "--words", str(words),
+                 "--phrase", "cat", "--file", str(line), "--jsonl", "--max-new-tokens", "8", "--beam", "2"]) in (0, 1)
+    [out] = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert out["phrases"] == ["cat", "dog"] and len(out["phrases_met"]) == 2
+    base = fstbeam.with_request(fstbeam.compile_constraints(words=str(words), tokenizer=dec.tokenizer), phrases=["cat"])
+    twice = fstbeam.with_request(base, phrases=["dog", "cat", "dog"])
+    assert [p.text for p in twice.phrases] == ["cat", "dog"]
+
+
+def test_generate_batch_and_api_give_the_same_text(setup, model_dir, words_artifact, tmp_path, capsys):
+    d, words, dec = setup
+    prompts = ["the cat", "a dog", "on a"]
+    rows = [{"prompt": p, "phrases": ["mat"]} for p in prompts]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    search = ["--beam", str(SEARCH["beam_size"]), "--max-new-tokens", str(SEARCH["max_new_tokens"])]
+    common = ["--model", str(model_dir), "--device", "cpu", "--format", "raw", *search]
+    # fstbeam generate with a JSONL file of the same rows
+    assert main(["generate", *common, "--constraints", str(words_artifact), "--file", str(tmp_path / "in.jsonl"),
+                 "--jsonl"]) in (0, 1)
+    gen = [json.loads(x)["text"] for x in capsys.readouterr().out.splitlines()]
+    # fstbeam batch
+    assert main(["batch", "--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out"), "--constraints",
+                 str(words_artifact), "-q", *common]) in (0, 1)
+    bat = [r["text"] for r in read_shards(tmp_path / "out")]
+    # the API with the format's preset
+    base = fstbeam.load_constraints(words_artifact, tokenizer=dec.tokenizer)
+    cons = [fstbeam.with_request(base, phrases=r["phrases"]) for r in rows]
+    api = [r.text for r in dec.generate(prompts, cons, preset="auto", **SEARCH)]
+    assert gen == bat == api
+    assert any("mat" in t for t in api)
+
+
+def test_generate_and_batch_have_the_same_search_flags():
+    """One definition (SearchConfig's fields): the same flags, defaults and help in both commands."""
+    from fstbeam.cli.generate import build_parser
+    from fstbeam.runtime.config import SearchConfig
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+
+    def search_flags(cmd):
+        [group] = [g for g in sub.choices[cmd]._action_groups if g.title.startswith("search")]
+        return {tuple(a.option_strings): (a.default, a.help, a.choices) for a in group._group_actions}
+
+    gen, bat = search_flags("generate"), search_flags("batch")
+    assert gen == bat
+    flags = {s for opts in gen for s in opts}
+    assert {"--beam", "--nbest", "--length-ratio", "--length-reward", "--max-new-tokens", "--stop-at", "--preset"} <= flags
+    # every flag's default is "not given" (the preset's or SearchConfig's value applies)
+    assert all(default is None for default, _, _ in gen.values())
+    assert f"(default: {SearchConfig().beam_size})" in gen[("--beam",)][1]
