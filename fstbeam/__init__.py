@@ -7,7 +7,7 @@ Heavy parts load lazily, so ``import fstbeam`` needs neither torch nor pynini.
 """
 from __future__ import annotations
 
-from ._lazy import lazy_getattr as _lazy_getattr
+from ._lazy import lazy_exports as _lazy_exports
 
 __version__ = "0.1.0"
 
@@ -32,4 +32,4 @@ _LAZY = {
 __all__ = ["__version__", *_LAZY]
 
 
-__getattr__ = _lazy_getattr("fstbeam", _LAZY, globals())
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())

@@ -21,6 +21,7 @@ import os
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
@@ -51,10 +52,11 @@ def _npy(a: np.ndarray) -> bytes:
 _LIGHT_SKIP = LightAutomaton.DERIVED_FIELDS
 
 
-def _light_members(prefix: str, a) -> tuple[dict, dict[str, bytes]]:
+def _light_members(prefix: str, a: LightAutomaton) -> tuple[dict[str, Any], dict[str, bytes]]:
     """Fields of a light automaton: arrays as .npy members, bytes as hex, plain values in the
     manifest. Derived and debugging-only fields (distances, the character DFA) are not stored."""
-    meta, members = {"class": type(a).__name__}, {}
+    meta: dict[str, Any] = {"class": type(a).__name__}
+    members: dict[str, bytes] = {}
     for f in dataclasses.fields(a):
         v = getattr(a, f.name)
         if f.name in _LIGHT_SKIP:
@@ -70,11 +72,11 @@ def _light_members(prefix: str, a) -> tuple[dict, dict[str, bytes]]:
     return meta, members
 
 
-def save_artifact(cc, path) -> None:
+def save_artifact(cc: Any, path: str | os.PathLike[str]) -> None:
     """Write ``cc`` (a `CompiledConstraints`) to ``path``."""
     path = Path(path)
     members: dict[str, bytes] = {}
-    manifest: dict = {
+    manifest: dict[str, Any] = {
         "magic": MAGIC,
         "format_version": FORMAT_VERSION,
         "package_version": __version__,
@@ -139,14 +141,14 @@ def save_artifact(cc, path) -> None:
             os.unlink(tmp)
 
 
-def read_manifest(path) -> dict:
+def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The checked manifest of the artifact at ``path`` (members are not read)."""
     fh, zf = open_archive(path)
     with fh, zf:
         return _manifest(zf, path)
 
 
-def _manifest(zf: zipfile.ZipFile, path) -> dict:
+def _manifest(zf: zipfile.ZipFile, path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read (bounded), parse, checksum and schema-check ``manifest.json``; cross-check the zip's
     member list against it."""
     names = set(zf.namelist())
@@ -191,7 +193,7 @@ def _manifest(zf: zipfile.ZipFile, path) -> dict:
     return manifest
 
 
-def read_artifact(path, tokenizer=None) -> dict:
+def read_artifact(path: str | os.PathLike[str], tokenizer: Any = None) -> dict[str, Any]:
     """The fields of a `CompiledConstraints` stored at ``path`` (see `compiled.load_constraints`).
     With ``tokenizer`` (HF tokenizer, path, ``"default"`` or Vocab) its fingerprint must match
     the one the artifact was compiled for.
@@ -248,11 +250,11 @@ def read_artifact(path, tokenizer=None) -> dict:
         )
 
 
-def _load_light(meta: dict, i: int, array):
+def _load_light(meta: dict[str, Any], i: int, array: Callable[[str], np.ndarray]) -> LightAutomaton:
     if meta.get("class") != LightAutomaton.__name__:
         raise ArtifactCorruptError(f"light automaton {i} has unknown class {meta.get('class')!r}; recompile it")
     cls = LightAutomaton
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         if f.name in _LIGHT_SKIP:
             continue
@@ -271,7 +273,7 @@ def _load_light(meta: dict, i: int, array):
         raise ArtifactCorruptError(f"light automaton {i} is inconsistent ({exc}); recompile it") from None
 
 
-def _vocab_for(tokenizer, tok: dict, path) -> Vocab:
+def _vocab_for(tokenizer: Any, tok: dict[str, Any], path: str | os.PathLike[str]) -> Vocab:
     if tokenizer is None:
         if tok.get("name", "").endswith("(default)"):
             tokenizer = "default"

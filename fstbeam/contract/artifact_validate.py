@@ -24,11 +24,18 @@ import os
 import stat
 import struct
 import zipfile
-from typing import BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, TypeAlias
 
 import numpy as np
 
 from ..errors import ArtifactCorruptError, ArtifactError
+
+if TYPE_CHECKING:
+    from .hard import HardTables
+    from .light import LightAutomaton
+    from .vocab import Vocab
+
+PathArg: TypeAlias = "str | os.PathLike[str]"  # where the artifact is (for messages)
 
 #: Largest artifact file accepted (a CEFR C2 word list compiles to well under 1 GiB).
 MAX_ARTIFACT_BYTES = int(os.environ.get("FSTBEAM_MAX_ARTIFACT_BYTES", 8 << 30))
@@ -37,12 +44,12 @@ _NPY_HEADER_MAX = 1 << 16  # a .npy header (magic, version, dict) is at most thi
 _FIX = "the artifact is damaged or was edited: recompile it with compile-constraints"
 
 
-def corrupt(path, what: str) -> ArtifactCorruptError:
+def corrupt(path: PathArg, what: str) -> ArtifactCorruptError:
     return ArtifactCorruptError(f"{path}: {what}; {_FIX}")
 
 
 # ---- 1. the file and the zip ---------------------------------------------------------------------
-def open_archive(path) -> tuple[BinaryIO, zipfile.ZipFile]:
+def open_archive(path: PathArg) -> tuple[BinaryIO, zipfile.ZipFile]:
     """Open ``path`` as an artifact: a regular file, a sane stored zip. Returns (file, zip)."""
     if path is None or not isinstance(path, (str, os.PathLike)):
         raise ArtifactError(f"an artifact path must be a str or Path, not {type(path).__name__}: "
@@ -83,7 +90,7 @@ def open_archive(path) -> tuple[BinaryIO, zipfile.ZipFile]:
     return fh, zf
 
 
-def _check_zip(zf: zipfile.ZipFile, size: int, path) -> None:
+def _check_zip(zf: zipfile.ZipFile, size: int, path: PathArg) -> None:
     seen: set[str] = set()
     infos = zf.infolist()
     if len(infos) > 10_000:
@@ -102,7 +109,7 @@ def _check_zip(zf: zipfile.ZipFile, size: int, path) -> None:
 
 
 # ---- 2. bounded member reads ---------------------------------------------------------------------
-def read_member(zf: zipfile.ZipFile, name: str, limit: int, path) -> bytes:
+def read_member(zf: zipfile.ZipFile, name: str, limit: int, path: PathArg) -> bytes:
     """The member's bytes, reading at most ``limit`` bytes (its size from the manifest)."""
     try:
         info = zf.getinfo(name)
@@ -128,7 +135,7 @@ def read_member(zf: zipfile.ZipFile, name: str, limit: int, path) -> bytes:
 
 
 # ---- 3. arrays -----------------------------------------------------------------------------------
-def npy_array(data: bytes, name: str, shape: list, dtype: str, path) -> np.ndarray:
+def npy_array(data: bytes, name: str, shape: list[int], dtype: str, path: PathArg) -> np.ndarray:
     """Parse a ``.npy`` member whose header must declare exactly ``shape`` and ``dtype``."""
     want = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * want.itemsize
@@ -168,7 +175,7 @@ LIGHT_DTYPES = {
 ROOT_DTYPES = {"char_state": "int32"}
 
 
-def expected_members(manifest: dict) -> set[str]:
+def expected_members(manifest: dict[str, Any]) -> set[str]:
     """Every member an artifact with this manifest must have (no more, no fewer)."""
     names = {f"hard/{n}.npy" for n in HARD_DTYPES} if manifest["hard"] is not None else set()
     for i in range(len(manifest["light"])):
@@ -196,14 +203,15 @@ _ARC = np.dtype([("ilabel", "<i4"), ("olabel", "<i4"), ("weight", "<f4"), ("next
 _SAFE_PROPS = struct.pack("<Q", 0x3)  # kExpanded | kMutable: every other property recomputed by OpenFst
 
 
-def _fst_string(data: bytes, at: int, name, path) -> tuple[str, int]:
+def _fst_string(data: bytes, at: int, name: str, path: PathArg) -> tuple[str, int]:
     (n,) = struct.unpack_from("<i", data, at)
     if not 0 <= n <= 64:
         raise corrupt(path, f"{name} has a header string of length {n}")
     return data[at + 4: at + 4 + n].decode("ascii", "replace"), at + 4 + n
 
 
-def check_vector_fst(data: bytes, name: str, path, *, max_label: int, epsilon: bool) -> tuple[bytes, dict]:
+def check_vector_fst(data: bytes, name: str, path: PathArg, *, max_label: int,
+                     epsilon: bool) -> tuple[bytes, dict[str, Any]]:
     """Validate an unweighted acceptor in OpenFst's VectorFst format without OpenFst.
 
     Returns the bytes with the header's property bits reset to "unknown" (OpenFst trusts them) and
@@ -261,7 +269,7 @@ def check_vector_fst(data: bytes, name: str, path, *, max_label: int, epsilon: b
                    "label": arcs["ilabel"].astype(np.int64), "next": arcs["next"].astype(np.int64)}
 
 
-def check_char_fst(data: bytes, path, *, hard_states: int, char_state: np.ndarray | None) -> bytes:
+def check_char_fst(data: bytes, path: PathArg, *, hard_states: int, char_state: np.ndarray | None) -> bytes:
     """``char.fst``: a deterministic, epsilon-free byte acceptor; ``char_state`` indexes it."""
     fixed, f = check_vector_fst(data, "char.fst", path, max_label=255, epsilon=False)
     n = len(f["final"])
@@ -278,22 +286,22 @@ def check_char_fst(data: bytes, path, *, hard_states: int, char_state: np.ndarra
 
 
 # ---- 5. table cross-checks -----------------------------------------------------------------------
-def _need(ok, path, what: str) -> None:
+def _need(ok: object, path: PathArg, what: str) -> None:
     if not bool(ok):
         raise corrupt(path, what)
 
 
-def _ptr(p: np.ndarray, n: int, total: int, name: str, path) -> None:
+def _ptr(p: np.ndarray, n: int, total: int, name: str, path: PathArg) -> None:
     _need(p.shape == (n + 1,), path, f"{name} must have {n + 1} entries")
     _need(p[0] == 0 and p[-1] == total and (np.diff(p) >= 0).all(), path,
           f"{name} must rise from 0 to {total} (offsets into an array of that length)")
 
 
-def _range(a: np.ndarray, lo: int, hi: int, name: str, path) -> None:
+def _range(a: np.ndarray, lo: int, hi: int, name: str, path: PathArg) -> None:
     _need(a.size == 0 or (int(a.min()) >= lo and int(a.max()) < hi), path, f"{name} must lie in [{lo}, {hi})")
 
 
-def _keys(keys: np.ndarray, ptr: np.ndarray, radix: int, name: str, path) -> None:
+def _keys(keys: np.ndarray, ptr: np.ndarray, radix: int, name: str, path: PathArg) -> None:
     """Sorted keys ``owner * radix + x`` whose owner matches the CSR row they sit in."""
     owner = np.repeat(np.arange(len(ptr) - 1, dtype=np.int64), np.diff(ptr))
     _need(keys.size == 0 or (int(keys.min()) >= 0 and (keys // radix == owner).all()), path,
@@ -301,7 +309,7 @@ def _keys(keys: np.ndarray, ptr: np.ndarray, radix: int, name: str, path) -> Non
     _need(keys.size == 0 or (np.diff(keys) > 0).all(), path, f"{name} must be strictly increasing")
 
 
-def check_hard(h, width: int, eos_ids, path) -> None:
+def check_hard(h: HardTables, width: int, eos_ids: Iterable[int], path: PathArg) -> None:
     """Every array of :class:`HardTables` against the others (docs/tables.md)."""
     from .bitmask import bitmask_width
 
@@ -337,7 +345,7 @@ def check_hard(h, width: int, eos_ids, path) -> None:
     _need(sorted(h.eos_ids.tolist()) == sorted(eos_ids), path, "hard/eos_ids disagrees with the tokenizer's EOS ids")
 
 
-def check_light(a, width: int, path, where: str) -> None:
+def check_light(a: LightAutomaton, width: int, path: PathArg, where: str) -> None:
     """A light automaton's tables (docs/tables.md, "Light automata") against each other."""
     n, V = len(a.final), width
     _need(n >= 1 and 0 <= a.start < n, path, f"{where}: start {a.start} must be one of its {n} states")
@@ -358,7 +366,7 @@ def check_light(a, width: int, path, where: str) -> None:
     _range(tc, 0, 5, f"{where}/token_class", path)
 
 
-def check_against_vocab(h, vocab, path) -> None:
+def check_against_vocab(h: HardTables, vocab: Vocab, path: PathArg) -> None:
     """The hard tables' first-byte table is the tokenizer's (lookups key on it)."""
     first = np.array([b[0] if b else -1 for b in vocab.token_bytes], dtype=np.int16)
     _need(np.array_equal(first, h.token_first_byte), path, "hard/token_first_byte disagrees with the tokenizer's tokens")

@@ -15,6 +15,7 @@ runtime reads them; the torch twins live in `fstbeam.kernels.bitmask`.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = [
     "WORD_BITS",
@@ -68,7 +69,7 @@ def unpack_bitmask(words: np.ndarray, vocab_size: int) -> np.ndarray:
     return bits[..., :vocab_size].astype(bool)
 
 
-def set_bits(words_row: np.ndarray, token_ids) -> np.ndarray:
+def set_bits(words_row: np.ndarray, token_ids: ArrayLike) -> np.ndarray:
     """Set the bits of `token_ids` in one int32 row [W], in place; returns the row."""
     if not isinstance(words_row, np.ndarray) or words_row.dtype != np.int32 or words_row.ndim != 1:
         raise ValueError(f"words_row must be a 1-D int32 array [W], got {type(words_row).__name__} "
@@ -83,7 +84,7 @@ def set_bits(words_row: np.ndarray, token_ids) -> np.ndarray:
     return words_row
 
 
-def pack_ids(token_ids, vocab_size: int) -> np.ndarray:
+def pack_ids(token_ids: ArrayLike, vocab_size: int) -> np.ndarray:
     """A new int32 row [ceil(vocab_size/32)] with exactly the bits of ``token_ids`` set."""
     return set_bits(np.zeros(bitmask_width(vocab_size), dtype=np.int32), token_ids)
 

@@ -111,7 +111,7 @@ class ByteCache:
             self._items.clear()
             self._bytes = 0
 
-    def _lookup(self, key: Hashable):
+    def _lookup(self, key: Hashable) -> Any:
         hit = self._items.get(key)
         if hit is not None:
             self._items.move_to_end(key)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +14,7 @@ from ..errors import DisallowedTokenError
 from .artifact import read_artifact, save_artifact
 from .hard import HardTables
 from .layout import light_order
+from .light import LightAutomaton
 from .vocab import Vocab
 
 
@@ -30,12 +32,12 @@ class CompiledConstraints:
 
     vocab: Vocab
     hard: HardTables | None
-    phrases: tuple = ()
-    avoid: tuple = ()
+    phrases: tuple[LightAutomaton, ...] = ()
+    avoid: tuple[LightAutomaton, ...] = ()
     prefix: Any = None
-    spec: dict = field(default_factory=dict)
+    spec: dict[str, Any] = field(default_factory=dict)
     spec_hash: str = ""
-    stats: dict = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
     token_fst: bytes | None = None  # OpenFst binary of the hard token automaton
     char_fst: bytes | None = None  # OpenFst binary of the hard character automaton
     char_state: np.ndarray | None = None  # token state -> character state
@@ -49,7 +51,7 @@ class CompiledConstraints:
         return self.vocab.eos_ids
 
     @property
-    def light(self) -> tuple:
+    def light(self) -> tuple[LightAutomaton, ...]:
         return light_order(self.phrases, self.avoid, self.prefix)
 
     def matcher(self) -> "Matcher":
@@ -74,11 +76,11 @@ class CompiledConstraints:
                     h.update(f"{f.name}={value!r}".encode())
         return h.hexdigest()
 
-    def save(self, path) -> None:
+    def save(self, path: str | os.PathLike[str]) -> None:
         save_artifact(self, path)
 
-    def summary(self) -> dict:
-        out = {"tokenizer": self.vocab.describe(), "fingerprint": self.vocab.fingerprint[:16]}
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"tokenizer": self.vocab.describe(), "fingerprint": self.vocab.fingerprint[:16]}
         if self.hard is not None:
             h = self.hard
             out.update(
@@ -97,7 +99,7 @@ class CompiledConstraints:
 class Matcher:
     """Walks one hypothesis through all constraints on the host (not the decoder's fast path)."""
 
-    def __init__(self, cc: CompiledConstraints):
+    def __init__(self, cc: CompiledConstraints) -> None:
         self.cc = cc
         self.hard_state = cc.hard.start if cc.hard is not None else None
         self.light_states = [a.start for a in cc.light]
@@ -107,6 +109,7 @@ class Matcher:
     def _text_allowed(self) -> np.ndarray:
         cc = self.cc
         if cc.hard is not None:
+            assert self.hard_state is not None  # set with the hard automaton
             ids = cc.hard.allowed_text_tokens(self.hard_state).astype(np.int64)
         else:
             ids = cc.vocab.text_ids
@@ -154,6 +157,7 @@ class Matcher:
         cc = self.cc
         new_hard = self.hard_state
         if cc.hard is not None:
+            assert self.hard_state is not None  # set with the hard automaton
             new_hard = cc.hard.next_state(self.hard_state, token_id)
             if new_hard < 0:
                 raise DisallowedTokenError(self._why(token_id, "the word list / grammar"))
@@ -171,7 +175,7 @@ class Matcher:
         return f"token {token_id} ({tb!r}) is not allowed by {what} after {len(self.history)} tokens"
 
 
-def load_constraints(path, tokenizer=None) -> CompiledConstraints:
+def load_constraints(path: str | os.PathLike[str], tokenizer: Any = None) -> CompiledConstraints:
     """Load an artifact written by :meth:`CompiledConstraints.save`. With ``tokenizer`` (HF
     tokenizer, path, ``"default"`` or Vocab) its fingerprint must match the artifact's."""
     return CompiledConstraints(**read_artifact(path, tokenizer))

@@ -13,6 +13,7 @@ import hashlib
 import logging
 import os
 from pathlib import Path
+from types import ModuleType
 from typing import Callable
 
 import numpy as np
@@ -60,12 +61,12 @@ def store_arrays(kind: str, key: str, arrays: dict[str, np.ndarray], *, keep: in
     _fill(_path(d, kind, key), lambda: arrays)
 
 
-def source_fingerprint(*modules) -> str:
+def source_fingerprint(*modules: ModuleType) -> str:
     """Hash of the given modules' source files: a key part that retires cache entries written by
     another version of the code that built them."""
     h = hashlib.sha256()
     for m in modules:
-        h.update(Path(m.__file__).read_bytes())
+        h.update(Path(str(m.__file__)).read_bytes())
     return h.hexdigest()
 
 
@@ -81,7 +82,7 @@ def _fill(path: Path, build: Callable[[], dict[str, np.ndarray]]) -> dict[str, n
     def write(tmp: Path) -> None:
         built.update(build())
         with open(tmp, "wb") as fh:
-            np.savez(fh, **built)
+            np.savez(fh, **built)  # type: ignore[arg-type]  # numpy's stub types **kwds as allow_pickle
 
     fill_file(path, write, valid=lambda p: _read(p) is not None)  # locked, atomic; damaged -> rebuilt
     if built:

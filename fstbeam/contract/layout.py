@@ -5,6 +5,10 @@ the two sides in step.
 """
 from __future__ import annotations
 
+from typing import Iterable, TypeVar
+
+T = TypeVar("T")
+
 __all__ = [
     "BYTE_KEYS",
     "INF_DIST",
@@ -26,6 +30,6 @@ INF_DIST = 1 << 30
 LIGHT_ROLES = ("phrase", "avoid", "prefix")
 
 
-def light_order(phrases, avoid, prefix) -> tuple:
+def light_order(phrases: Iterable[T], avoid: Iterable[T], prefix: T | None) -> tuple[T, ...]:
     """Light automata in contract order: must-include phrases, avoid phrases, then the prefix."""
     return tuple(phrases) + tuple(avoid) + ((prefix,) if prefix is not None else ())

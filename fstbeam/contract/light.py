@@ -42,7 +42,7 @@ class LightAutomaton:
     case_sensitive: bool = True
     source: str = ""
     fingerprint: str = ""
-    token_class: np.ndarray = field(default=None, repr=False)  # int8 [V], shared with the index
+    token_class: np.ndarray = field(default=None, repr=False)  # type: ignore[arg-type]  # int8 [V], shared with the index (set by the compiler)
     char_dfa: Any = field(default=None, repr=False)  # the compiler's PhraseDFA (debugging only)
     char_state: np.ndarray | None = field(default=None, repr=False)  # int32 [n]: char DFA state of each state
     # AnyOf / ordered / sentence-case automata (compiler.alternatives): the top progress, and the
@@ -105,7 +105,7 @@ class LightAutomaton:
         out = table[self.token_class]
         lo, hi = np.searchsorted(self.exc_key, [state * self.width, (state + 1) * self.width])
         out[self.exc_key[lo:hi] - state * self.width] = self.exc_next[lo:hi]
-        return out
+        return np.asarray(out)
 
     def allowed(self, state: int) -> np.ndarray:
         """Sorted int64 ids of the text tokens allowed in ``state`` (EOS: see ``is_final``)."""

@@ -24,19 +24,19 @@ _MEMBER = re.compile(r"^(hard/[a-z_]+\.npy|light/\d{1,4}/[a-z_]+\.npy|token\.fst
 
 
 class _Checker:
-    def __init__(self, path):
+    def __init__(self, path: object) -> None:
         self.path = path
 
     def fail(self, where: str, what: str) -> ArtifactCorruptError:
         return ArtifactCorruptError(f"{self.path}: manifest field {where} {what}; the artifact is damaged or "
                                     "was edited: recompile it with compile-constraints")
 
-    def obj(self, v: Any, where: str) -> dict:
+    def obj(self, v: Any, where: str) -> dict[str, Any]:
         if not isinstance(v, dict):
             raise self.fail(where, f"must be an object, not {type(v).__name__}")
         return v
 
-    def key(self, d: dict, k: str, where: str) -> Any:
+    def key(self, d: dict[str, Any], k: str, where: str) -> Any:
         if k not in d:
             raise self.fail(f"{where}.{k}", "is missing")
         return d[k]
@@ -46,7 +46,7 @@ class _Checker:
             raise self.fail(where, f"must be an integer in [{lo}, {hi}] (got {v!r:.60})")
         return v
 
-    def str_(self, v: Any, where: str, pattern: re.Pattern | None = None) -> str:
+    def str_(self, v: Any, where: str, pattern: re.Pattern[str] | None = None) -> str:
         if not isinstance(v, str) or (pattern is not None and not pattern.match(v)):
             raise self.fail(where, f"must be {'a string' if pattern is None else 'of the form ' + pattern.pattern} "
                                    f"(got {v!r:.60})")
@@ -58,7 +58,7 @@ class _Checker:
         return v
 
 
-def check_manifest(m: Any, path, *, magic: str) -> dict:
+def check_manifest(m: Any, path: object, *, magic: str) -> dict[str, Any]:
     """Check the manifest's structure; returns it. Cross-checks against members are separate."""
     c = _Checker(path)
     m = c.obj(m, "(top level)")
@@ -94,7 +94,7 @@ def check_manifest(m: Any, path, *, magic: str) -> dict:
     for name, info in members.items():
         _check_member(c, name, info)
     _check_spec_agrees(c, m, spec)
-    return m
+    return m  # type: ignore[no-any-return]  # checked to be an object above
 
 
 _LIGHT_KEYS = {"class", "role", "kind", "text", "literal", "width", "start", "word_boundary", "case_sensitive",
@@ -145,13 +145,13 @@ def _check_member(c: _Checker, name: Any, info: Any) -> None:
             raise c.fail(f"members[{name!r}].dtype", f"must be one of {', '.join(DTYPES)}")
 
 
-def _texts(items: Any) -> list:
+def _texts(items: Any) -> list[Any]:
     if not isinstance(items, list):
         return [None]
     return [p.get("text") if isinstance(p, dict) else p for p in items]
 
 
-def _spec_alternatives(items: Any) -> list:
+def _spec_alternatives(items: Any) -> list[Any]:
     """The spec's must-include items, each as its list of alternative texts."""
     if not isinstance(items, list):
         return [None]
@@ -162,7 +162,7 @@ def _spec_alternatives(items: Any) -> list:
     return out
 
 
-def _light_alternatives(c: _Checker, metas: list) -> list:
+def _light_alternatives(c: _Checker, metas: list[Any]) -> list[Any]:
     """The phrase automata's items, each as its list of alternatives: an AnyOf or ordered
     automaton stores its items as JSON (``items``), a plain one is its text."""
     import json
@@ -182,7 +182,7 @@ def _light_alternatives(c: _Checker, metas: list) -> list:
     return out
 
 
-def _check_spec_agrees(c: _Checker, m: dict, spec: dict) -> None:
+def _check_spec_agrees(c: _Checker, m: dict[str, Any], spec: dict[str, Any]) -> None:
     """Roles and presence agree with the spec, so dropping or re-labelling an automaton is caught."""
     by_role = {r: [meta["text"] for meta in m["light"] if meta["role"] == r] for r in ROLES}
     phrase_metas = [meta for meta in m["light"] if meta["role"] == "phrase"]

@@ -30,10 +30,14 @@ with those that complete a word first (DBA prefers them to a partial advance).
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .layout import NO_TEXT_CLASS
+
+if TYPE_CHECKING:
+    from .light import LightAutomaton
 
 __all__ = ["IS_WORD_BYTE", "word_ends", "phrase_word_ends", "phrase_words", "word_progress", "completing_first"]
 
@@ -52,7 +56,7 @@ def phrase_word_ends(literal: bytes) -> list[int]:
     return ends or [m]
 
 
-def word_ends(a) -> list[int]:
+def word_ends(a: LightAutomaton) -> list[int]:
     """Byte progress at which each word unit of automaton ``a`` is complete."""
     items = getattr(a, "items", "") or ""
     if not items:
@@ -68,12 +72,12 @@ def word_ends(a) -> list[int]:
     return out if base == top else [top]
 
 
-def phrase_words(a) -> int:
+def phrase_words(a: LightAutomaton) -> int:
     """Banks a must-include automaton adds to DBA: its word units."""
     return len(word_ends(a))
 
 
-def word_progress(a) -> np.ndarray:
+def word_progress(a: LightAutomaton) -> np.ndarray:
     """int64 ``[n]``: word units complete in each state of ``a`` (see the module docstring)."""
     p = np.asarray(a.progress, np.int64)
     out = np.zeros(p.shape, np.int64)
@@ -82,7 +86,7 @@ def word_progress(a) -> np.ndarray:
     return out
 
 
-def completing_first(a, wprog: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def completing_first(a: LightAutomaton, wprog: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``a``'s advancing tokens reordered per state: those that complete a word (raise ``wprog``)
     first, then those on a shortest path to the phrase's end (``a.dist`` drops by one), then the
     rest; and per state how many complete a word and how many of the others DBA may offer (the
@@ -107,12 +111,12 @@ def completing_first(a, wprog: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     return toks[order], ncomp, nother
 
 
-def _next_states(a, state: np.ndarray, toks: np.ndarray) -> np.ndarray:
+def _next_states(a: LightAutomaton, state: np.ndarray, toks: np.ndarray) -> np.ndarray:
     """Vectorized ``a.next_state`` for text tokens that advance (never disallowed)."""
     key = state * int(a.width) + toks
     ek = np.asarray(a.exc_key, np.int64)
     default = np.asarray(a.default_next)[state, np.asarray(a.token_class)[toks].clip(max=NO_TEXT_CLASS - 1)]
     if not len(ek):
-        return default
+        return np.asarray(default)
     i = np.searchsorted(ek, key).clip(max=len(ek) - 1)
-    return np.where(ek[i] == key, np.asarray(a.exc_next)[i], default)
+    return np.asarray(np.where(ek[i] == key, np.asarray(a.exc_next)[i], default))

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -58,7 +58,7 @@ class Vocab:
     special_ids: frozenset[int] = frozenset()
     kind: str = "plain"
     name: str = ""
-    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for e in self.eos_ids:
@@ -119,7 +119,7 @@ class Vocab:
 
     @classmethod
     def from_tokenizer_json(
-        cls, path: str | os.PathLike, *, width: int | None = None, eos_ids: Iterable[int] | None = None
+        cls, path: str | os.PathLike[str], *, width: int | None = None, eos_ids: Iterable[int] | None = None
     ) -> "Vocab":
         path = Path(path)
         if path.is_dir():
@@ -146,7 +146,7 @@ class Vocab:
                                  "pass the tokenizer.json written by tokenizers / transformers") from None
 
     @classmethod
-    def from_hf_tokenizer(cls, tokenizer, *, width: int | None = None, eos_ids: Iterable[int] | None = None) -> "Vocab":
+    def from_hf_tokenizer(cls, tokenizer: Any, *, width: int | None = None, eos_ids: Iterable[int] | None = None) -> "Vocab":
         backend = getattr(tokenizer, "backend_tokenizer", None) or getattr(tokenizer, "_tokenizer", None)
         if backend is None:
             raise TokenizerError(
@@ -161,7 +161,7 @@ class Vocab:
         return _from_tokenizer_data(data, width=width, eos_ids=eos, name=os.path.basename(str(name)))
 
 
-def _eos_from_config(folder: Path, data: dict) -> tuple[int, ...]:
+def _eos_from_config(folder: Path, data: dict[str, Any]) -> tuple[int, ...]:
     cfg_path = folder / "tokenizer_config.json"
     eos_tok = None
     if cfg_path.exists():
@@ -178,7 +178,7 @@ def _eos_from_config(folder: Path, data: dict) -> tuple[int, ...]:
     return ()
 
 
-def _from_tokenizer_data(data: dict, *, width: int | None, eos_ids: tuple[int, ...], name: str) -> Vocab:
+def _from_tokenizer_data(data: dict[str, Any], *, width: int | None, eos_ids: tuple[int, ...], name: str) -> Vocab:
     if not isinstance(data, dict) or not isinstance(data.get("model") or {}, dict):
         raise TokenizerError(f"tokenizer '{name}' is not a Hugging Face tokenizer.json (it holds a "
                              f"{type(data).__name__}, not an object with a 'model'): pass the tokenizer.json "
@@ -205,7 +205,7 @@ def _from_tokenizer_data(data: dict, *, width: int | None, eos_ids: tuple[int, .
     else:
         kind = "plain"
     byte_fallback = bool(model.get("byte_fallback")) or "ByteFallback" in decoder
-    u2b = _gpt2_unicode_to_byte() if kind == "byte-level" else None
+    u2b = _gpt2_unicode_to_byte() if kind == "byte-level" else {}
 
     size = max(id_to_piece) + 1 if id_to_piece else 0
     width = size if width is None else width
@@ -234,7 +234,7 @@ def _from_tokenizer_data(data: dict, *, width: int | None, eos_ids: tuple[int, .
     return Vocab(tuple(table), eos, frozenset(special), kind, name)
 
 
-def control_token_ids(added_tokens: Iterable[Mapping]) -> set[int]:
+def control_token_ids(added_tokens: Iterable[Mapping[str, Any]]) -> set[int]:
     """Ids of added tokens (tokenizer.json ``added_tokens``) that are control tokens even when not
     marked special: their whole content is a control name (``<start_of_image>``, ``</td>``,
     ``[multimodal]``). Gemma 3 leaves its image tokens unmarked, and a model writing them as text
@@ -242,7 +242,7 @@ def control_token_ids(added_tokens: Iterable[Mapping]) -> set[int]:
     return {int(a["id"]) for a in added_tokens if CONTROL_NAME.fullmatch(str(a.get("content", "")))}
 
 
-def _from_file_cached(path: Path, width, eos_ids, name: str | None = None) -> Vocab:
+def _from_file_cached(path: Path, width: int | None, eos_ids: Iterable[int] | None, name: str | None = None) -> Vocab:
     """Parsing a 33 MB tokenizer.json takes ~1 s: keep each file's Vocab in memory
     (in the process-wide byte-budget cache, `fstbeam.contract.cache`)."""
     f = path / "tokenizer.json" if path.is_dir() else path
@@ -250,10 +250,12 @@ def _from_file_cached(path: Path, width, eos_ids, name: str | None = None) -> Vo
     key = (str(f.resolve()), st and st.st_mtime_ns, st and st.st_size, width, None if eos_ids is None else tuple(eos_ids), name)
     from .cache import shared_cache
 
-    return shared_cache().get(("vocab-file", key), lambda: _from_disk_cache(path, key, width, eos_ids, name))
+    vocab: Vocab = shared_cache().get(("vocab-file", key), lambda: _from_disk_cache(path, key, width, eos_ids, name))
+    return vocab
 
 
-def _from_disk_cache(path: Path, key: tuple, width, eos_ids, name) -> Vocab:
+def _from_disk_cache(path: Path, key: tuple[Any, ...], width: int | None, eos_ids: Iterable[int] | None,
+                     name: str | None) -> Vocab:
     """The parsed vocabulary as arrays on disk (blob + offsets), keyed by the file's identity."""
     from .disk_cache import cached_arrays
 
@@ -273,7 +275,7 @@ def _from_disk_cache(path: Path, key: tuple, width, eos_ids, name) -> Vocab:
     return Vocab(table, tuple(a["eos"].tolist()), frozenset(a["special"].tolist()), str(a["kind"]), name or path.name)
 
 
-def load_vocab(tokenizer, *, width: int | None = None, eos_ids: Iterable[int] | None = None) -> Vocab:
+def load_vocab(tokenizer: Any, *, width: int | None = None, eos_ids: Iterable[int] | None = None) -> Vocab:
     """A ``Vocab`` from ``"default"``, a path (folder or tokenizer.json), a HF tokenizer, or a Vocab."""
     if isinstance(tokenizer, Vocab):
         return tokenizer

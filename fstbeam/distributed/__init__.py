@@ -10,7 +10,7 @@ runs in-process without it, with the same input and output files. See docs/batch
 """
 from __future__ import annotations
 
-from .._lazy import lazy_getattr as _lazy_getattr
+from .._lazy import lazy_exports as _lazy_exports
 
 __all__ = ["generate_dataset", "DecodeWorker", "BatchJob", "run_batch", "INPUT_COLUMNS", "OUTPUT_COLUMNS"]
 
@@ -24,4 +24,4 @@ _LAZY = {
 }
 
 
-__getattr__ = _lazy_getattr("fstbeam.distributed", _LAZY, globals())
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())

@@ -12,6 +12,7 @@ A grammar folder holds ``grammar.py`` (one public ``build(**params)``), ``data/*
 """
 from __future__ import annotations
 
+from .._lazy import lazy_exports as _lazy_exports
 from .registry import (
     Grammar,
     GrammarBuild,
@@ -43,14 +44,10 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    # The golden-case and report helpers load on first use (they pull in fstbeam.fst.inspect).
-    if name in ("check_text", "run_cases", "read_cases", "check_case"):
-        from . import cases
+# The golden-case and report helpers load on first use (they pull in fstbeam.fst.inspect).
+_LAZY = {
+    **{name: (".cases", name) for name in ("check_text", "run_cases", "read_cases", "check_case")},
+    **{name: (".describe", name) for name in ("inspect_grammar", "list_text")},
+}
 
-        return getattr(cases, name)
-    if name in ("inspect_grammar", "list_text"):
-        from . import describe
-
-        return getattr(describe, name)
-    raise AttributeError(f"module 'fstbeam.grammars' has no attribute {name!r}")
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())

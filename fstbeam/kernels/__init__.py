@@ -9,8 +9,7 @@ attribute access (PEP 562 `__getattr__`). See docs/kernels.md.
 """
 from __future__ import annotations
 
-import importlib
-
+from .._lazy import lazy_exports as _lazy_exports
 from . import bitmask as _bitmask
 from .bitmask import (
     bitmask_width,
@@ -24,26 +23,15 @@ from .bitmask import (
 )
 
 _LAZY = {
-    "Backend": ".dispatch",
-    "KernelInputError": ".errors",
-    "MaskedTopK": ".reference",
-    "best_in_sets": ".dispatch",
-    "masked_topk": ".dispatch",
-    "resolve_backend": ".dispatch",
+    "Backend": (".dispatch", "Backend"),
+    "KernelInputError": (".errors", "KernelInputError"),
+    "MaskedTopK": (".reference", "MaskedTopK"),
+    "best_in_sets": (".dispatch", "best_in_sets"),
+    "masked_topk": (".dispatch", "masked_topk"),
+    "resolve_backend": (".dispatch", "resolve_backend"),
 }
 
 # The bitmask helpers (numpy; torch imported inside the *_torch ones) plus the lazy names.
 __all__ = sorted([n for n in _bitmask.__all__ if n != "WORD_BITS"] + list(_LAZY))
 
-
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())

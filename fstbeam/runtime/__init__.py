@@ -5,24 +5,18 @@ Never imports pynini: a serving box decodes without the compiler's dependencies.
 """
 from __future__ import annotations
 
-__all__ = ["Decoder", "SearchConfig", "GenerationResult", "Hypothesis", "FstLogitsProcessor"]
+from .._lazy import lazy_exports as _lazy_exports
 
+# Lazy: importing fstbeam.runtime must not import torch/transformers eagerly.
+_LAZY = {
+    "Decoder": (".decoder", "Decoder"),
+    "SearchConfig": (".config", "SearchConfig"),
+    "GenerationResult": (".results", "GenerationResult"),
+    "Hypothesis": (".results", "Hypothesis"),
+    "FstLogitsProcessor": (".logits_processor", "FstLogitsProcessor"),
+    "ModelAdapter": (".adapter_protocol", "ModelAdapter"),
+}
 
-def __getattr__(name):  # lazy: importing fstbeam.runtime must not import torch/transformers eagerly
-    if name == "Decoder":
-        from .decoder import Decoder
+__all__ = list(_LAZY)
 
-        return Decoder
-    if name == "SearchConfig":
-        from .config import SearchConfig
-
-        return SearchConfig
-    if name in ("GenerationResult", "Hypothesis"):
-        from . import results
-
-        return getattr(results, name)
-    if name == "FstLogitsProcessor":
-        from .logits_processor import FstLogitsProcessor
-
-        return FstLogitsProcessor
-    raise AttributeError(f"module 'fstbeam.runtime' has no attribute {name!r}")
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())

@@ -1,22 +1,18 @@
 """Model adapters: one language-model step for a set of rows, whose caches can be reordered,
 dropped and extended (new inputs joining) without recomputing live rows.
 
-An adapter has four operations over an opaque per-batch *state* (cache plus bookkeeping):
-
-- ``prefill(inputs) -> (logits [N, V] float32, state)``: encode new inputs (prompts of a causal
-  LM, sources of an encoder-decoder) and return the distribution of the first output token;
-- ``step(state, tokens [R]) -> logits [R, V]``: append one token to every row;
-- ``select(state, index [R'])``: keep/reorder/repeat rows (beam selection, retiring inputs);
-- ``take(state, index [R'])``: a new state with those rows, ``state`` untouched (pausing inputs);
-- ``concat(states) -> state``: rows of several states together (streaming refill).
+The operations and capabilities the search uses are the :class:`~.adapter_protocol.ModelAdapter`
+protocol (``prefill``, ``step``, ``select``, ``take``, ``concat``; ``supports_refill``,
+``output_projection``, ``packing``...). What a model supports is read once, in an adapter's
+constructor (:func:`.hf_model.model_facts`), and kept in typed attributes.
 
 On CPU the model's linear layers run through MKL's packed GEMM during these calls
 (:mod:`.packed_model`, ``packed_weights="auto"|"on"|"off"``).
 
-Optional capability, the shortlist output layer (:mod:`.shortlist`): ``output_projection()``
-returns the model's output layer as an :class:`~.shortlist.OutputHead` (or ``None``, reason in
-``no_head_reason``), and ``prefill(..., hidden=True)`` / ``step(..., hidden=True)`` return the
-final hidden state ``[R, d]`` (the head's input) instead of the logits.
+The shortlist output layer (:mod:`.shortlist`): ``output_projection()`` returns the model's
+output layer as an :class:`~.shortlist.OutputHead` (or ``None``, reason in ``no_head_reason``),
+and ``prefill(..., hidden=True)`` / ``step(..., hidden=True)`` return the final hidden state
+``[R, d]`` (the head's input) instead of the logits.
 
 Prompts of different lengths are *left*-padded. The adapter records, for every cache column of
 every row, the real position of the token there (``-1`` for padding), and passes the model an
@@ -27,64 +23,19 @@ window is measured in real positions, as in an unpadded decode).
 """
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Sequence
 
 import torch
 
 from ..errors import DecodeError
+from .adapter_protocol import AdapterKind, ModelAdapter
 from .cache import RowCache, concat_caches, fork_cache
+from .hf_model import is_encoder_decoder, model_facts
 from .packed_model import ModelPacking, PackedWeights
-from .shortlist import OutputHead, HiddenTap, probe_output_head
+from .shortlist import HiddenTap, OutputHead, probe_output_head
 
 __all__ = ["ModelAdapter", "CausalLMAdapter", "Seq2SeqAdapter", "adapter_for"]
-
-
-class ModelAdapter(Protocol):
-    kind: str
-    vocab_size: int
-    device: torch.device
-    max_positions: int | None
-
-    def prefill(self, inputs: Sequence[Sequence[int]]) -> tuple[torch.Tensor, Any]: ...
-
-    def step(self, state: Any, tokens: torch.Tensor) -> torch.Tensor: ...
-
-    def select(self, state: Any, index: torch.Tensor) -> Any: ...
-
-    def take(self, state: Any, index: torch.Tensor) -> Any: ...
-
-    def concat(self, states: Sequence[Any]) -> Any: ...
-
-
-def _model_dtype(model) -> torch.dtype:
-    try:
-        return next(model.parameters()).dtype
-    except StopIteration:  # pragma: no cover
-        return torch.float32
-
-
-def _model_device(model) -> torch.device:
-    try:
-        return next(model.parameters()).device
-    except StopIteration:  # pragma: no cover
-        return torch.device("cpu")
-
-
-def _output_width(model) -> int:
-    emb = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-    if emb is not None and getattr(emb, "weight", None) is not None:
-        return int(emb.weight.shape[0])
-    return int(model.config.get_text_config(decoder=True).vocab_size)
-
-
-def _accepts(fn, name: str) -> bool:
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):  # pragma: no cover
-        return False
-    return name in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -101,41 +52,27 @@ class CausalState:
         return int(self.next_pos.shape[0])
 
 
-_MASK_2D_MODELS = ("bloom", "mpt")
-
-
 class CausalLMAdapter:
     """Any ``AutoModelForCausalLM`` whose attention takes a prepared 4-D mask (every model built on
     ``transformers.masking_utils``, e.g. Llama, Gemma 2/3, Qwen 2/3, Mistral, GPT-2)."""
 
-    kind = "causal"
+    kind: AdapterKind = "causal"
     supports_refill = True  # rows may join mid-decode (positions are explicit)
+    decoder_start = None
 
     def __init__(self, model, packed_weights: PackedWeights = "auto"):
         self.model = model.eval()
-        self.packing = ModelPacking(model, packed_weights)
-        cfg = model.config.get_text_config(decoder=True)
-        self.config = cfg
-        self.vocab_size = _output_width(model)
-        self.device = _model_device(model)
-        self.dtype = _model_dtype(model)
-        self.max_positions = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
-        layer_types = getattr(cfg, "layer_types", None)
-        window = getattr(cfg, "sliding_window", None)
-        self.windows: dict[str, int | None] | None = None
-        self.window: int | None = None
-        if layer_types and "sliding_attention" in set(layer_types):
-            bad = sorted(set(layer_types) - {"full_attention", "sliding_attention"})
-            if bad:
-                raise DecodeError(f"{type(model).__name__}: attention layer types {bad} are not supported by fstbeam's adapter")
-            self.windows = {"full_attention": None, "sliding_attention": int(window)}
-        elif not layer_types and window and getattr(cfg, "use_sliding_window", True):
-            self.window = int(window)
-        self._keep = _accepts(model.forward, "logits_to_keep")
-        # ALiBi models build their position biases from a 2-D padding mask (the cumulative count of
-        # real columns), so they get one; real columns are a contiguous suffix of every row, so the
-        # distances are those of an unpadded decode.
-        self._mask_2d = getattr(cfg, "model_type", None) in _MASK_2D_MODELS
+        self.packing: ModelPacking | None = ModelPacking(model, packed_weights)
+        facts = model_facts(model)
+        self.facts = facts
+        self.vocab_size = facts.vocab_size
+        self.device = facts.device
+        self.dtype = facts.dtype
+        self.max_positions = facts.max_positions
+        self.model_eos_ids = facts.eos_ids
+        self.windows, self.window = facts.windows, facts.window
+        self._keep = facts.keeps_logits
+        self._mask_2d = facts.mask_2d  # ALiBi models (see hf_model)
         self.forward_rows = 0  # rows through the model (counted work)
         self.forward_calls = 0
         self._head: OutputHead | None | bool = False  # False: not probed yet
@@ -146,7 +83,7 @@ class CausalLMAdapter:
         """The output layer as weight/bias/soft-cap, checked once against the model's own logits;
         ``None`` (reason in ``no_head_reason``) when the logits are not reproducible from it."""
         if self._head is False:
-            self._head, self.no_head_reason = probe_output_head(self.model, self.vocab_size, self.device)
+            self._head, self.no_head_reason = probe_output_head(self.model, self.vocab_size, self.device, self.facts.softcap)
         return self._head
 
     # -- masks ----------------------------------------------------------------------------------
@@ -270,25 +207,29 @@ class Seq2SeqAdapter:
     refuses to refill them mid-decode (:attr:`supports_refill` is False).
     """
 
-    kind = "seq2seq"
+    kind: AdapterKind = "seq2seq"
 
     def __init__(self, model, packed_weights: PackedWeights = "auto"):
         from transformers.cache_utils import EncoderDecoderCache  # noqa: F401 - fail early if missing
 
         self.model = model.eval()
-        self.packing = ModelPacking(model, packed_weights)
-        cfg = model.config
-        self.config = cfg
-        self.vocab_size = _output_width(model)
-        self.device = _model_device(model)
-        self.dtype = _model_dtype(model)
-        self.max_positions = getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
-        self.decoder_start = getattr(cfg, "decoder_start_token_id", None)
-        if self.decoder_start is None:
-            self.decoder_start = getattr(cfg, "pad_token_id", 0) or 0
-        self.supports_refill = hasattr(cfg, "relative_attention_num_buckets")
+        self.packing: ModelPacking | None = ModelPacking(model, packed_weights)
+        facts = model_facts(model)
+        self.facts = facts
+        self.vocab_size = facts.vocab_size
+        self.device = facts.device
+        self.dtype = facts.dtype
+        self.max_positions = facts.max_positions
+        self.model_eos_ids = facts.eos_ids
+        self.decoder_start: int | None = facts.decoder_start
+        self.supports_refill = facts.relative_positions
+        self.no_head_reason: str | None = "encoder-decoder models keep the full output layer"
         self.forward_rows = 0
         self.forward_calls = 0
+
+    def output_projection(self) -> OutputHead | None:
+        """``None``: the search takes this model's own logits (see ``no_head_reason``)."""
+        return None
 
     def _dec_mask(self, valid: torch.Tensor) -> torch.Tensor:
         m = torch.zeros(valid.shape, dtype=self.dtype, device=valid.device)
@@ -319,7 +260,8 @@ class Seq2SeqAdapter:
         return out.logits[:, -1, :].float()
 
     @torch.inference_mode()
-    def prefill(self, sources: Sequence[Sequence[int]]) -> tuple[torch.Tensor, Seq2SeqState]:
+    def prefill(self, sources: Sequence[Sequence[int]], hidden: bool = False) -> tuple[torch.Tensor, Seq2SeqState]:
+        _no_hidden(hidden)
         n = len(sources)
         S = max(len(s) for s in sources)
         if S == 0:
@@ -339,7 +281,8 @@ class Seq2SeqAdapter:
         return self._decode(state, start), state
 
     @torch.inference_mode()
-    def step(self, state: Seq2SeqState, tokens: torch.Tensor) -> torch.Tensor:
+    def step(self, state: Seq2SeqState, tokens: torch.Tensor, hidden: bool = False) -> torch.Tensor:
+        _no_hidden(hidden)
         return self._decode(state, tokens)
 
     def select(self, state: Seq2SeqState, index: torch.Tensor) -> Seq2SeqState:
@@ -385,8 +328,13 @@ class Seq2SeqAdapter:
         return Seq2SeqState(self_cache, cross, dec_valid, enc_h, enc_mask)
 
 
+def _no_hidden(hidden: bool) -> None:
+    if hidden:
+        raise DecodeError("this encoder-decoder adapter returns logits only (its output_projection() is None)")
+
+
 def adapter_for(model, packed_weights: PackedWeights = "auto") -> ModelAdapter:
     """The adapter for a Hugging Face model (encoder-decoder or causal)."""
-    if getattr(model.config, "is_encoder_decoder", False):
+    if is_encoder_decoder(model.config):
         return Seq2SeqAdapter(model, packed_weights)
     return CausalLMAdapter(model, packed_weights)

@@ -92,11 +92,13 @@ class RowKVLayer(CacheLayerMixin):
 
     def _grow(self, need: int) -> None:
         cap = _cap(need)
-        for name in ("kbuf", "vbuf"):
-            old = getattr(self, name)
+
+        def grown(old: torch.Tensor) -> torch.Tensor:
             new = old.new_empty(old.shape[0], old.shape[1], cap, old.shape[3])
             new[:, :, : self.T] = old[:, :, : self.T]
-            setattr(self, name, new)
+            return new
+
+        self.kbuf, self.vbuf = grown(self.kbuf), grown(self.vbuf)
         self.shared = False
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
@@ -124,28 +126,31 @@ class RowKVLayer(CacheLayerMixin):
             return
         if moved is not None and not self.shared and idx.shape[0] <= self.kbuf.shape[0]:
             dst, src = moved
-            for name in ("kbuf", "vbuf"):
-                live = getattr(self, name)[:, :, : self.T]
+            for buf in (self.kbuf, self.vbuf):
+                live = buf[:, :, : self.T]
                 if dst.numel():  # through a copy of the sources: a source may itself be overwritten
                     live.index_copy_(0, dst, live.index_select(0, src))
-                setattr(self, name, getattr(self, name)[: idx.shape[0]])
+            self.kbuf, self.vbuf = self.kbuf[: idx.shape[0]], self.vbuf[: idx.shape[0]]
             return
-        for name in ("kbuf", "vbuf"):
-            old = getattr(self, name)
+
+        def gathered(old: torch.Tensor) -> torch.Tensor:
             new = old.new_empty(idx.shape[0], old.shape[1], old.shape[2], old.shape[3])
             torch.index_select(old[:, :, : self.T], 0, idx, out=new[:, :, : self.T])
-            setattr(self, name, new)
+            return new
+
+        self.kbuf, self.vbuf = gathered(self.kbuf), gathered(self.vbuf)
         self.shared = False
 
     def drop_left(self, n: int) -> None:
         """Remove the first ``n`` columns (padding that no row needs any more)."""
         if n <= 0 or self.kbuf is None:
             return
-        for name in ("kbuf", "vbuf"):
-            old = getattr(self, name)
+        def trimmed(old: torch.Tensor) -> torch.Tensor:
             new = old.new_empty(old.shape[0], old.shape[1], _cap(self.T - n), old.shape[3])
             new[:, :, : self.T - n] = old[:, :, n : self.T]
-            setattr(self, name, new)
+            return new
+
+        self.kbuf, self.vbuf = trimmed(self.kbuf), trimmed(self.vbuf)
         self.T -= n
         self.shared = False
 
@@ -157,18 +162,20 @@ def _concat_layers(layers: list[RowKVLayer]) -> RowKVLayer:
     out = RowKVLayer()
     out.dtype, out.device = ref.kbuf.dtype, ref.kbuf.device
     cap = _cap(T)
-    for name in ("kbuf", "vbuf"):
-        r = getattr(ref, name)
+
+    def joined(r: torch.Tensor, bufs: list) -> torch.Tensor:
         new = r.new_zeros(rows, r.shape[1], cap, r.shape[3])
         at = 0
-        for l in layers:
-            b = getattr(l, name)
+        for l, b in zip(layers, bufs):
             if b is None:
                 continue
             n = b.shape[0]
             new[at : at + n, :, T - l.T : T] = b[:, :, : l.T]  # left-pad: real columns end at T
             at += n
-        setattr(out, name, new)
+        return new
+
+    out.kbuf = joined(ref.kbuf, [l.kbuf for l in layers])
+    out.vbuf = joined(ref.vbuf, [l.vbuf for l in layers])
     out.T = T
     out.is_initialized = True
     out.shared = False

@@ -11,7 +11,7 @@ import operator
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Sequence, get_args
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Sequence, get_args
 
 if TYPE_CHECKING:
     from .scoring import Scoring
@@ -27,30 +27,30 @@ Expand = Literal["all", "least_advanced"]
 ShortlistMode = Literal["auto", "on", "off"]
 
 
-def _positive_int(name: str, value) -> None:
+def _positive_int(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise DecodeError(f"{name} must be a positive integer (got {value!r})")
 
 
-def _nonnegative_int(name: str, value) -> None:
+def _nonnegative_int(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise DecodeError(f"{name} must be an integer >= 0 (got {value!r})")
 
 
-def _choice(name: str, value, kind) -> None:
+def _choice(name: str, value: object, kind: object) -> None:
     allowed = get_args(kind)
     if value not in allowed:
         raise DecodeError(f"{name} must be one of {', '.join(repr(a) for a in allowed)} (got {value!r})")
 
 
-def _number(name: str, value, *, optional: bool = True) -> None:
+def _number(name: str, value: object, *, optional: bool = True) -> None:
     if value is None and optional:
         return
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
         raise DecodeError(f"{name} must be a number{' or None' if optional else ''} (got {value!r})")
 
 
-def _opt(default, help: str, *, flag: str | None = None, metavar: str | None = None):
+def _opt(default: Any, help: str, *, flag: str | None = None, metavar: str | None = None) -> Any:
     """A setting that is also a command-line flag of ``fstbeam generate`` and ``fstbeam batch``
     (``fstbeam.cli.flags.add_search_flags`` builds them from this metadata: one definition)."""
     return field(default=default, metadata={"help": help, "flag": flag, "metavar": metavar})
@@ -104,7 +104,7 @@ class SearchConfig:
                                          "question)")
     allow_control_tokens: bool = False  # unconstrained decoding may emit special/control tokens
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _positive_int("beam_size", self.beam_size)
         _positive_int("max_new_tokens", self.max_new_tokens)
         if isinstance(self.nbest, bool) or not isinstance(self.nbest, int) or not 1 <= self.nbest <= self.beam_size:
@@ -162,7 +162,7 @@ class SearchConfig:
 _FIELDS = tuple(f.name for f in dataclasses.fields(SearchConfig))
 
 
-def resolve_config(config: SearchConfig | None, overrides: dict) -> SearchConfig:
+def resolve_config(config: SearchConfig | None, overrides: dict[str, Any]) -> SearchConfig:
     """``config`` (default: ``SearchConfig()``) with ``overrides`` applied, validated."""
     if config is not None and not isinstance(config, SearchConfig):
         raise DecodeError(f"config must be a SearchConfig (got {type(config).__name__}); pass single settings as keywords")
@@ -173,7 +173,7 @@ def resolve_config(config: SearchConfig | None, overrides: dict) -> SearchConfig
     return dataclasses.replace(base, **overrides) if overrides else base
 
 
-def stop_ids(config: SearchConfig, model_eos: Sequence[int], newline_ids) -> tuple[int, ...]:
+def stop_ids(config: SearchConfig, model_eos: Sequence[int], newline_ids: Callable[[], Iterable[int]]) -> tuple[int, ...]:
     """End-of-output ids of a call: ``eos_ids`` if given, else the model's (plus newline tokens
     for ``stop_at="line"``; ``newline_ids`` is called only then)."""
     if config.eos_ids is not None:

@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import operator
 import os
 import warnings
 from dataclasses import dataclass
@@ -15,11 +16,16 @@ from typing import Any, Iterable, Iterator, Literal, Sequence
 
 import torch
 
+from ..contract.compiled import CompiledConstraints
+from ..contract.vocab import Vocab
 from ..errors import DecodeError, TokenizerMismatchError
+from .adapter_protocol import ModelAdapter, check_adapter
 from .adapters import adapter_for
+from .config import SearchConfig, resolve_config, stop_ids
+from .hf_model import is_encoder_decoder
+from .identity import IdentityCache
 from .packed_model import check_mode as check_packed_mode
 from .results import GenerationResult, Hypothesis
-from .config import SearchConfig, resolve_config, stop_ids
 from .presets import preset_for_format, search_config
 from .templates import check_format
 from .templates import prompt_format as expand_format
@@ -35,10 +41,6 @@ def resolve_device(device) -> torch.device:
     if device is None or device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(device)
-
-
-def _is_adapter(obj) -> bool:
-    return all(hasattr(obj, name) for name in ("prefill", "step", "select", "concat", "vocab_size"))
 
 
 class Decoder:
@@ -82,16 +84,17 @@ class Decoder:
             from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
             cfg = AutoConfig.from_pretrained(str(model))
-            cls = AutoModelForSeq2SeqLM if getattr(cfg, "is_encoder_decoder", False) else AutoModelForCausalLM
+            cls = AutoModelForSeq2SeqLM if is_encoder_decoder(cfg) else AutoModelForCausalLM
             path = str(model)
             model = cls.from_pretrained(path, dtype=dtype or torch.float32).to(self.device)
             if tokenizer is None:
                 tokenizer = _load_tokenizer(path)
         if isinstance(tokenizer, (str, os.PathLike)):
             tokenizer = _load_tokenizer(tokenizer)
-        if _is_adapter(model):
-            self.adapter = model
-            self.model = getattr(model, "model", None)
+        self.adapter: ModelAdapter
+        if not isinstance(model, torch.nn.Module):  # not a Hugging Face model: an adapter
+            self.adapter = check_adapter(model)
+            self.model = self.adapter.model
         else:
             if dtype is not None:
                 model = model.to(dtype)
@@ -104,21 +107,26 @@ class Decoder:
         if not self.eos_ids:
             raise DecodeError("no EOS token id: pass eos_ids=[...] (the model config and tokenizer name none)")
         self.prompt_format = expand_format(prompt_format)
-        self._checked: dict[int, Any] = {}
+        self._text_only: InputConstraints | None = None
+        self._checked: IdentityCache[InputConstraints] = IdentityCache()  # constraints -> checked form
         self.last_stats = None
 
     def _check_eos(self, eos_ids) -> tuple[int, ...]:
         """EOS ids as ints inside the model's vocabulary, or a DecodeError naming the bad one."""
-        if isinstance(eos_ids, (int, str, bytes)) or not hasattr(eos_ids, "__iter__"):
+        if isinstance(eos_ids, (int, str, bytes)) or not isinstance(eos_ids, Iterable):
             eos_ids = [eos_ids]
         out = []
         V = self.vocab_size
         for e in eos_ids:
-            if isinstance(e, bool) or not isinstance(e, (int,)) and not (hasattr(e, "__index__")):
+            try:
+                i = operator.index(e)  # ints, numpy and torch integers
+            except TypeError:
+                i = None
+            if isinstance(e, bool) or i is None:
                 raise DecodeError(f"eos_ids must be token ids (ints), not {type(e).__name__} {e!r}")
-            if not 0 <= int(e) < V:
-                raise DecodeError(f"EOS id {int(e)} is outside the model's vocabulary of {V} ids: pass ids in [0, {V})")
-            out.append(int(e))
+            if not 0 <= i < V:
+                raise DecodeError(f"EOS id {i} is outside the model's vocabulary of {V} ids: pass ids in [0, {V})")
+            out.append(i)
         return tuple(out)
 
     # ---- model facts -----------------------------------------------------------------------
@@ -127,15 +135,13 @@ class Decoder:
         return int(self.adapter.vocab_size)
 
     def _model_eos(self) -> tuple[int, ...]:
-        out: list[int] = []
-        gen = getattr(self.model, "generation_config", None)
-        for src in (getattr(gen, "eos_token_id", None), getattr(getattr(self.model, "config", None), "eos_token_id", None),
-                    getattr(self.tokenizer, "eos_token_id", None)):
-            for e in (src if isinstance(src, (list, tuple)) else [src]):
-                if e is not None and int(e) not in out and 0 <= int(e) < self.vocab_size:
-                    out.append(int(e))
-            if out:
-                break
+        """EOS ids the model names (its adapter read them), else the tokenizer's."""
+        out = list(self.adapter.model_eos_ids)
+        # A Hugging Face tokenizer names its EOS; a Vocab (or no tokenizer) has none here.
+        src = None if out or self._vocab is not None else getattr(self.tokenizer, "eos_token_id", None)
+        for e in (src if isinstance(src, (list, tuple)) else [src]):
+            if e is not None and int(e) not in out and 0 <= int(e) < self.vocab_size:
+                out.append(int(e))
         if self._vocab is not None and not out:
             out = list(self._vocab.eos_ids)
         return tuple(out)
@@ -210,18 +216,17 @@ class Decoder:
         the decoder has no tokenizer to tell text from control tokens."""
         if allow_control_tokens or self.tokenizer is None:
             return InputConstraints(constrained=False)
-        if getattr(self, "_text_only", None) is None:
+        if self._text_only is None:
             self._text_only = InputConstraints(text_ids=self.vocab.text_ids)
         return self._text_only
 
     def _check(self, cc) -> InputConstraints:
         if cc is None:
             return InputConstraints(constrained=False)
-        key = id(cc)
-        hit = self._checked.get(key)
-        if hit is not None and hit[0] is cc:
-            return hit[1]
-        if not hasattr(cc, "vocab") or not hasattr(cc, "phrases"):
+        hit = self._checked.get(cc)
+        if hit is not None:
+            return hit
+        if not isinstance(cc, CompiledConstraints):
             raise DecodeError(f"constraints must be CompiledConstraints (from compile_constraints / load_constraints), not {type(cc).__name__}")
         V = self.vocab_size
         if cc.vocab.width != V:
@@ -239,7 +244,7 @@ class Decoder:
                     "this decoder's tokenizer"
                 )
         inp = InputConstraints.from_compiled(cc)
-        self._checked[key] = (cc, inp)
+        self._checked[cc] = inp
         return inp
 
     # ---- decoding -----------------------------------------------------------------------------
@@ -261,7 +266,7 @@ class Decoder:
         prompts = list(prompts)
         if not prompts:
             raise DecodeError("no prompts: pass a list with at least one prompt")
-        if constraints is not None and not hasattr(constraints, "vocab"):
+        if constraints is not None and not isinstance(constraints, CompiledConstraints):
             constraints = list(constraints)
             if len(constraints) != len(prompts):
                 raise DecodeError(f"{len(constraints)} constraint sets for {len(prompts)} prompts: give one per prompt (or one for all)")
@@ -277,7 +282,7 @@ class Decoder:
         eos_ids = self._check_eos(stop_ids(cfg, self.eos_ids, self.newline_ids))
         max_new_tokens = cfg.max_new_tokens
         free = self._unconstrained(cfg.allow_control_tokens)
-        shared = constraints is None or hasattr(constraints, "vocab")
+        shared = constraints is None or isinstance(constraints, CompiledConstraints)
         cons_iter = None if shared else iter(constraints)
         texts: dict[int, Any] = {}
         phrase_texts: dict[int, tuple[str, ...]] = {}
@@ -303,7 +308,7 @@ class Decoder:
                 if bad is not None:
                     error = (f"prompt token id {bad} is outside the model's vocabulary of {V} ids: "
                              "encode the prompt with this model's tokenizer")
-                maxpos = getattr(self.adapter, "max_positions", None)
+                maxpos = self.adapter.max_positions
                 if error is None and maxpos and self.adapter.kind == "causal" and len(ids) + max_new_tokens > maxpos:
                     error = (f"prompt of {len(ids)} tokens + max_new_tokens={max_new_tokens} exceeds the model's context "
                              f"of {maxpos} positions: shorten the prompt or lower max_new_tokens")
@@ -337,8 +342,6 @@ class Decoder:
         else:  # the preset's values, then the keywords ("auto": this decoder's preset, as the doors use)
             resolve_config(config, {})
             cfg = search_config(self.preset if preset == "auto" else preset, overrides, base=config)
-        if cfg.expand == "least_advanced" and not hasattr(self.adapter, "take"):
-            raise DecodeError(f"expand='least_advanced' needs an adapter with take(); {type(self.adapter).__name__} has none")
         return cfg
 
     def _result(self, raw: RawResult, prompt, phrases: tuple[str, ...]) -> GenerationResult:
@@ -364,8 +367,8 @@ class Decoder:
         if self.model is None:
             raise DecodeError("score() needs a Hugging Face model")
         dev = self.device
-        if getattr(self.model.config, "is_encoder_decoder", False):
-            start = getattr(self.model.config, "decoder_start_token_id", 0) or 0
+        if self.adapter.kind == "seq2seq":
+            start = self.adapter.decoder_start or 0
             dec = torch.tensor([[start] + cont[:-1]], device=dev)
             logits = self.model(input_ids=torch.tensor([ids], device=dev), decoder_input_ids=dec).logits[0].float()
             lp = torch.log_softmax(logits, -1)
@@ -391,4 +394,4 @@ def _load_tokenizer(path):
 
 
 def _is_vocab(obj) -> bool:
-    return obj is not None and hasattr(obj, "token_bytes") and hasattr(obj, "fingerprint")
+    return isinstance(obj, Vocab)

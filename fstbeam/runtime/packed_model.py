@@ -42,7 +42,7 @@ def check_mode(mode) -> str:
 
 
 def _linears(model) -> list[torch.nn.Linear]:
-    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    head = model.get_output_embeddings()  # a Hugging Face model (None when it has no output layer)
     return [m for m in model.modules()
             if type(m) is torch.nn.Linear and m is not head and "forward" not in m.__dict__]
 

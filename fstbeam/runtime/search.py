@@ -115,7 +115,7 @@ class SearchEngine:
         exhausted = False
         self._reset()
         # Models with absolute decoder positions cannot take rows mid-decode: refill when empty.
-        can_join = cfg.streaming and getattr(self.adapter, "supports_refill", True)
+        can_join = cfg.streaming and self.adapter.supports_refill
         threshold = cfg.refill * cfg.batch_size if can_join else 0
         while True:
             live = len(self.slots) + (len(self.parked.slots) if self.parked else 0)

@@ -47,6 +47,7 @@ from ..errors import DecodeError
 from ..kernels.bitmask import pack_bool_mask_torch, unpack_bitmask_torch
 from ..kernels.packed_gemm import PackedLinear
 from .config import ShortlistMode
+from .identity import IdentityCache, identity_key
 from .used_rows import UsedRows
 
 __all__ = ["OutputHead", "HiddenTap", "probe_output_head", "StepLogits", "Shortlist", "StaticPlan", "pays", "union_ids",
@@ -100,10 +101,10 @@ class OutputHead:
 
     def static_plan(self, key: tuple, ids: torch.Tensor, keep: tuple, packed: bool = False) -> "StaticPlan":
         """The rows ``weight[ids]`` (and bias) gathered once and kept under ``key`` (with the
-        weight's version: an in-place change of the weight drops them); ``keep`` holds the
-        objects ``key`` names by ``id()``, so no id is reused while the entry lives. ``packed``:
+        weight's version: an in-place change of the weight drops them); ``key`` names objects by
+        :func:`~.identity.identity_key` (never reused), ``keep`` holds objects the plan needs. ``packed``:
         multiply them through MKL's packed GEMM (up to ``PLAN_PACK_MAX_BYTES``)."""
-        key = key + (self.weight.data_ptr(), self.weight._version, packed)
+        key = key + (identity_key(self.weight), self.weight._version, packed)
         plan = self._static.get(key)
         if plan is None:
             plan = self.rows_plan(ids, packed, keep)
@@ -181,19 +182,16 @@ class HiddenTap:
         return h[:, -1, :] if h.dim() == 3 else h
 
 
-def probe_output_head(model, vocab_size: int, device) -> tuple[OutputHead | None, str | None]:
-    """The model's output layer, if its logits are exactly ``softcap(hidden @ W.T + b)``: checked
-    on a short probe sequence against the model's own logits. Else ``(None, reason)``."""
-    lin = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+def probe_output_head(model, vocab_size: int, device, softcap: float | None) -> tuple[OutputHead | None, str | None]:
+    """The output layer of a causal LM, if its logits are exactly ``softcap(hidden @ W.T + b)``
+    (``softcap`` from the model's configuration, :mod:`.hf_model`): checked on a short probe
+    sequence against the model's own logits. Else ``(None, reason)``."""
+    lin = model.get_output_embeddings()
     if not isinstance(lin, torch.nn.Linear):
         return None, f"{type(model).__name__} has no linear output layer"
     if lin.weight.dim() != 2 or lin.weight.shape[0] != vocab_size:
         return None, f"{type(model).__name__}'s output layer is not [vocab={vocab_size}, hidden]"
-    if getattr(model.config, "is_encoder_decoder", False):
-        return None, "encoder-decoder models keep the full output layer"
-    cfg = model.config.get_text_config(decoder=True)
-    cap = getattr(cfg, "final_logit_softcapping", None)
-    head = OutputHead(lin.weight.detach(), lin.bias.detach() if lin.bias is not None else None, float(cap) if cap else None)
+    head = OutputHead(lin.weight.detach(), lin.bias.detach() if lin.bias is not None else None, softcap)
     ids = (torch.arange(1, 4, device=device) % vocab_size)[None]
     with torch.inference_mode(), HiddenTap(model, skip_head=False) as tap:
         ref = model(input_ids=ids, use_cache=False).logits[:, -1, :].float()
@@ -300,15 +298,15 @@ class StaticPlan:
         self.used = UsedRows()
 
 
-_ARTIFACT_IDS: OrderedDict = OrderedDict()  # id(hard tables) -> (hard tables, ids)
+_ARTIFACT_IDS: IdentityCache[np.ndarray] = IdentityCache(maxsize=4)  # hard tables -> ids
 
 
 def _artifact_ids(hard) -> np.ndarray:
     """Sorted ids some state of one hard automaton allows: the OR of its dense mask rows and
     its sparse tokens (cached per artifact)."""
-    hit = _ARTIFACT_IDS.get(id(hard))
-    if hit is not None and hit[0] is hard:
-        return hit[1]
+    hit = _ARTIFACT_IDS.get(hard)
+    if hit is not None:
+        return hit
     from ..contract.bitmask import unpack_bitmask
 
     V = int(hard.width)
@@ -316,9 +314,7 @@ def _artifact_ids(hard) -> np.ndarray:
     row = np.bitwise_or.reduce(dense, axis=0) if dense.shape[0] else np.zeros(-(-V // 32), np.int32)
     ids = np.union1d(np.flatnonzero(unpack_bitmask(row.astype(np.int32), V)),
                      np.asarray(hard.state_sparse_tokens, np.int64)).astype(np.int64)
-    _ARTIFACT_IDS[id(hard)] = (hard, ids)
-    while len(_ARTIFACT_IDS) > 4:  # entries hold their artifact: keep few
-        _ARTIFACT_IDS.popitem(last=False)
+    _ARTIFACT_IDS[hard] = ids
     return ids
 
 
@@ -358,7 +354,7 @@ class Shortlist:
             ids, hards = static_ids(tables.inputs, self.eos, self.V)
             if ids is not None:
                 ids_t = torch.as_tensor(ids, device=self.head.weight.device)
-                plan = self.head.static_plan(tuple(id(h) for h in hards), ids_t, hards, self.packed)
+                plan = self.head.static_plan(tuple(identity_key(h) for h in hards), ids_t, hards, self.packed)
                 self._plan = (plan, torch.searchsorted(plan.ids, self.eos))
         return self._plan
 
@@ -385,20 +381,20 @@ class Shortlist:
 
 
 def resolve(adapter, config, eos: torch.Tensor, vocab: int) -> Shortlist | None:
-    """The search's shortlist, or ``None`` (the adapter returns full logits). ``config`` is a
+    """The search's shortlist, or ``None`` (the adapter returns full logits); ``adapter`` is a
+    :class:`~.adapter_protocol.ModelAdapter` (its capabilities decide). ``config`` is a
     validated :class:`~.config.SearchConfig` (it refuses ``"on"`` without ``renormalize``);
     ``"on"`` also refuses a model whose head cannot give exact subset logits, instead of falling back."""
     shortlist = config.renormalize and config.shortlist != "off"
-    if not shortlist and getattr(adapter, "device", torch.device("cpu")).type != "cpu":
+    if not shortlist and adapter.device.type != "cpu":
         return None  # every logit, from the model (an accelerator's allocator reuses the memory)
-    probe = getattr(adapter, "output_projection", None)
-    head = probe() if probe is not None else None
+    head = adapter.output_projection()
     if head is None or not shortlist:
         if head is not None:  # every logit, into the head's reused buffer (CPU: no page faults per step)
             return Shortlist(head, "off", vocab, eos)
         if config.shortlist == "on":
-            why = getattr(adapter, "no_head_reason", None) or f"{type(adapter).__name__} has no output_projection()"
+            why = adapter.no_head_reason or f"{type(adapter).__name__}.output_projection() gives no output layer"
             raise DecodeError(f"shortlist='on' is not possible: {why}; use shortlist='auto' or 'off'")
         return None
-    packing = getattr(adapter, "packing", None)  # the model's packed-weights setting covers the static rows
+    packing = adapter.packing  # the model's packed-weights setting covers the static rows
     return Shortlist(head, config.shortlist, vocab, eos, packed=packing is not None and packing.mode != "off")

@@ -35,6 +35,7 @@ from ..contract.layout import BYTE_KEYS, INF_DIST, NO_TEXT_CLASS, light_order
 from ..contract.light import light_distances  # noqa: F401  re-exported (distances come with the tables)
 from ..contract.progress import completing_first, word_progress
 from ..kernels.bitmask import or_bits_torch
+from .identity import IdentityCache, identity_key
 
 __all__ = ["INF_DIST", "InputConstraints", "Tables", "light_distances", "pack_ids", "bitmask_width"]
 
@@ -46,10 +47,10 @@ _COMBO_CACHE: dict = {}
 def _class_combos(token_class: np.ndarray, V: int, eos_ids: tuple[int, ...]) -> np.ndarray:
     """int32 ``[32, W]``: for each set of classes (bit c = class c; class 4 = ids without text,
     EOS excluded), the mask of their tokens. Cached per token-class array (one per tokenizer)."""
-    key = (id(token_class), V, eos_ids)
+    key = (identity_key(token_class), V, eos_ids)
     hit = _COMBO_CACHE.get(key)
-    if hit is not None and hit[0] is token_class:
-        return hit[1]
+    if hit is not None:
+        return hit
     tc = np.asarray(token_class).astype(np.int64)
     eos = np.asarray(eos_ids, np.int64)
     rows = []
@@ -65,7 +66,7 @@ def _class_combos(token_class: np.ndarray, V: int, eos_ids: tuple[int, ...]) -> 
                 combos[code] |= rows[c]
     if len(_COMBO_CACHE) > 8:
         _COMBO_CACHE.clear()
-    _COMBO_CACHE[key] = (token_class, combos)
+    _COMBO_CACHE[key] = combos
     return combos
 
 
@@ -159,14 +160,14 @@ class Tables:
         dense, dense_row = [np.stack([free, text])], [np.array([0, 1])]
         sp_ptr, sp_tok = [np.zeros(3, dtype=np.int64)], []
         s_off, b_off, d_off, t_off = 2, 0, 2, 0
-        self._hard_offset: dict[int, int] = {}
-        self._hard_start: dict[int, int] = {}
+        self._hard_offset: IdentityCache[int] = IdentityCache()  # hard automaton -> its first state
+        self._hard_start: IdentityCache[int] = IdentityCache()
         first_byte = None
         for h in hards:
             S = int(h.final.shape[0])
             nb = int(np.asarray(h.block_ptr).shape[0]) - 1
-            self._hard_offset[id(h)] = s_off
-            self._hard_start[id(h)] = s_off + int(h.start)
+            self._hard_offset[h] = s_off
+            self._hard_start[h] = s_off + int(h.start)
             final.append(np.asarray(h.final, bool))
             d = np.asarray(h.dist_to_final, np.int64)
             dist.append(np.where((d < 0) | (d >= INF_DIST), INF_DIST, d))
@@ -228,10 +229,10 @@ class Tables:
         asplit = [np.zeros(1, np.int64)]  # per state: where its word-completing advancing tokens end
         aend = [np.zeros(1, np.int64)]  # ... and where the other advancing tokens DBA may offer end
         off, a_off = 1, 0
-        self._light_offset: dict[int, int] = {}
+        self._light_offset: IdentityCache[int] = IdentityCache()
         for a in autos:
             n = int(a.final.shape[0])
-            self._light_offset[id(a)] = off
+            self._light_offset[a] = off
             final.append(np.asarray(a.final, bool))
             is_phrase = a.kind == "phrase"
             wprog = word_progress(a) if is_phrase else np.zeros(n, np.int64)
@@ -282,28 +283,28 @@ class Tables:
     # ---- per-input offsets -------------------------------------------------------------------
     def contains(self, inp: InputConstraints) -> bool:
         """Every automaton of ``inp`` is in the pool."""
-        if inp.hard is not None and id(inp.hard) not in self._hard_offset:
+        if inp.hard is not None and inp.hard not in self._hard_offset:
             return False
-        return all(id(a) in self._light_offset for a in inp.lights)
+        return all(a in self._light_offset for a in inp.lights)
 
     def hard_start(self, inp: InputConstraints) -> int:
         if not inp.constrained:
             return FREE
         if inp.hard is None:
             return TEXT
-        return self._hard_start[id(inp.hard)]
+        return self._hard_start[inp.hard]
 
     def hard_offset(self, inp: InputConstraints) -> int:
-        return self._hard_offset[id(inp.hard)] if inp.hard is not None else 0
+        return self._hard_offset[inp.hard] if inp.hard is not None else 0
 
     def light_starts(self, inp: InputConstraints, P: int | None = None) -> list[int]:
         P = self.P if P is None else P
-        out = [self._light_offset[id(a)] + int(a.start) for a in inp.lights]
+        out = [self._light_offset[a] + int(a.start) for a in inp.lights]
         return out + [0] * (P - len(out))
 
     def light_offsets(self, inp: InputConstraints, P: int | None = None) -> list[int]:
         P = self.P if P is None else P
-        out = [self._light_offset[id(a)] for a in inp.lights]
+        out = [self._light_offset[a] for a in inp.lights]
         return out + [0] * (P - len(out))
 
     # ---- lookups -----------------------------------------------------------------------------

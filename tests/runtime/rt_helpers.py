@@ -52,8 +52,16 @@ class StubLM:
     Counts the rows it is asked to compute (``forward_rows``), like the HF adapters.
     """
 
+    # The ModelAdapter protocol's capabilities: a scripted causal LM without a model, an output
+    # layer or packed weights; rows may join mid-decode.
     kind = "causal"
     device = torch.device("cpu")
+    supports_refill = True
+    decoder_start = None
+    model_eos_ids: tuple[int, ...] = ()
+    model = None
+    packing = None
+    no_head_reason = "the stub LM scripts its logits (no output_projection)"
 
     def __init__(self, V: int, *, scale: float = 3.0, eos: Sequence[int] = (0,), eos_bias: float = 0.0,
                  table: dict | None = None, max_positions: int | None = None):
@@ -75,11 +83,16 @@ class StubLM:
         self.forward_calls += 1
         return torch.stack([self.logits_for(s) for s in seqs])
 
-    def prefill(self, prompts):
+    def output_projection(self):
+        return None
+
+    def prefill(self, prompts, hidden: bool = False):
+        assert not hidden, "the stub LM has no hidden states"
         seqs = [list(p) for p in prompts]
         return self._rows(seqs), StubState(seqs)
 
-    def step(self, state: StubState, tokens):
+    def step(self, state: StubState, tokens, hidden: bool = False):
+        assert not hidden, "the stub LM has no hidden states"
         for s, t in zip(state.seqs, tokens.tolist()):
             s.append(int(t))
         return self._rows(state.seqs)

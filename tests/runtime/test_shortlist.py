@@ -405,7 +405,8 @@ def test_full_softmax_search_equals_the_models_logits_path(wide):
     model = tiny_gemma3(v.width)
 
     class NoHead(CausalLMAdapter):
-        output_projection = None
+        def output_projection(self):
+            return None
 
     kw = dict(beam_size=3, max_new_tokens=5)
     a, _ = run(CausalLMAdapter(model), [[1, 2], [3]], [cc, cc], **kw)
