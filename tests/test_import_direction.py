@@ -23,6 +23,8 @@ BLOCKED = {
     "compiler": ("torch", "transformers"),
     # Batch jobs run the decoder and compile per-row phrases: both halves, nothing blocked.
     "distributed": (),
+    # The HTTP server: the decoder and per-request compiles, like batch jobs.
+    "serve": (),
 }
 
 _PROBE = r"""

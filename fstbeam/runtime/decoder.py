@@ -278,25 +278,7 @@ class Decoder:
                 inp = free if cc is None else self._check(cc)
                 phrase_texts[i] = inp.phrase_texts
                 texts[i] = p if isinstance(p, str) else None
-                error = None
-                try:
-                    ids = self.encode(p)
-                except DecodeError as exc:
-                    ids, error = [], str(exc)
-                if error is None and (not ids or (isinstance(p, str) and not p.strip())):
-                    error = "empty prompt: nothing to condition on (give some text, or token ids)"
-                V = self.vocab_size
-                bad = next((t for t in ids if not 0 <= t < V), None) if error is None else None
-                if bad is not None:
-                    error = (f"prompt token id {bad} is outside the model's vocabulary of {V} ids: "
-                             "encode the prompt with this model's tokenizer")
-                maxpos = getattr(self.adapter, "max_positions", None)
-                if error is None and maxpos and self.adapter.kind == "causal" and len(ids) + max_new_tokens > maxpos:
-                    error = (f"prompt of {len(ids)} tokens + max_new_tokens={max_new_tokens} exceeds the model's context "
-                             f"of {maxpos} positions: shorten the prompt or lower max_new_tokens")
-                if error is None and maxpos and self.adapter.kind == "seq2seq" and len(ids) > maxpos:
-                    error = f"source of {len(ids)} tokens exceeds the model's {maxpos} positions"
-                yield Request(i, ids, inp, error)
+                yield self.request(i, p, inp, max_new_tokens)
 
         engine = SearchEngine(self.adapter, cfg, eos_ids=eos_ids, device=self.device)
         self.last_stats = engine.stats
@@ -316,6 +298,29 @@ class Decoder:
                     nxt += 1
         for i in sorted(held):
             yield held[i]
+
+    def request(self, index: int, prompt, inp: InputConstraints, max_new_tokens: int) -> Request:
+        """The search request of one prompt (string or ids); a prompt the model cannot take (empty,
+        ids outside the vocabulary, longer than its context) gets ``error`` set instead."""
+        p, error = prompt, None
+        try:
+            ids = self.encode(p)
+        except DecodeError as exc:
+            ids, error = [], str(exc)
+        if error is None and (not ids or (isinstance(p, str) and not p.strip())):
+            error = "empty prompt: nothing to condition on (give some text, or token ids)"
+        V = self.vocab_size
+        bad = next((t for t in ids if not 0 <= t < V), None) if error is None else None
+        if bad is not None:
+            error = (f"prompt token id {bad} is outside the model's vocabulary of {V} ids: "
+                     "encode the prompt with this model's tokenizer")
+        maxpos = getattr(self.adapter, "max_positions", None)
+        if error is None and maxpos and self.adapter.kind == "causal" and len(ids) + max_new_tokens > maxpos:
+            error = (f"prompt of {len(ids)} tokens + max_new_tokens={max_new_tokens} exceeds the model's context "
+                     f"of {maxpos} positions: shorten the prompt or lower max_new_tokens")
+        if error is None and maxpos and self.adapter.kind == "seq2seq" and len(ids) > maxpos:
+            error = f"source of {len(ids)} tokens exceeds the model's {maxpos} positions"
+        return Request(index, ids, inp, error)
 
     def _config(self, config: SearchConfig | None, overrides: dict) -> SearchConfig:
         cfg = resolve_config(config, overrides)
