@@ -22,6 +22,7 @@ next step whenever the batch has room.
 from __future__ import annotations
 
 import collections
+import contextlib
 import threading
 from dataclasses import dataclass
 from typing import Callable, Iterator
@@ -110,6 +111,13 @@ class ContinuousEngine(SearchEngine):
 
     on_step: Callable[[int], None] | None = None
 
+    def __init__(self, adapter, config, *, eos_ids, device, lock: threading.Lock | None = None):
+        # Several engines (one per search setting) may share one model: the model calls and the
+        # search step take ``lock`` (the adapter routes packed weights by patching the model's
+        # layers, and the output head reuses one logits buffer).
+        self._lock = lock
+        super().__init__(_Locked(adapter, lock) if lock is not None else adapter, config, eos_ids=eos_ids, device=device)
+
     def serve(self, source: RequestSource) -> Iterator[RawResult]:
         """Decode ``source``'s requests until it is closed and the batch is empty."""
         self._source = source
@@ -143,7 +151,8 @@ class ContinuousEngine(SearchEngine):
             self.on_step(len(self.slots))
         if not self.slots:
             return []
-        done = super()._expand(self.logits)
+        with self._lock or contextlib.nullcontext():
+            done = super()._expand(self.logits)
         self._report_prefixes(set(done))
         return done
 
@@ -181,6 +190,24 @@ class ContinuousEngine(SearchEngine):
             if len(prefix) > ticket.shared:
                 ticket.shared = len(prefix)
                 ticket.on_prefix(prefix)
+
+
+class _Locked:
+    """A model adapter whose model calls hold a lock (see :class:`ContinuousEngine`)."""
+
+    def __init__(self, adapter, lock):
+        self._adapter, self._lock = adapter, lock
+
+    def __getattr__(self, name):
+        return getattr(self._adapter, name)
+
+    def prefill(self, *args, **kwargs):
+        with self._lock:
+            return self._adapter.prefill(*args, **kwargs)
+
+    def step(self, *args, **kwargs):
+        with self._lock:
+            return self._adapter.step(*args, **kwargs)
 
 
 def shared_prefix(alive, hist, length, fin_rank, fin_len, fin_eos, fin_hist, part_logp, part_len, part_hist) -> list[int]:

@@ -77,7 +77,7 @@ class Worker:
     def __init__(self, owner: "ServeEngine", cfg: SearchConfig, eos_ids):
         self.owner, self.cfg = owner, cfg
         dec = owner.decoder
-        self.engine = ContinuousEngine(dec.adapter, cfg, eos_ids=eos_ids, device=dec.device)
+        self.engine = ContinuousEngine(dec.adapter, cfg, eos_ids=eos_ids, device=dec.device, lock=owner.model_lock)
         self.engine.on_step = self._on_step
         self.source = RequestSource()
         self.jobs: dict[int, Job] = {}
@@ -139,6 +139,7 @@ class ServeEngine:
     def __init__(self, decoder, config, metrics, store):
         self.decoder, self.config, self.metrics, self.store = decoder, config, metrics, store
         self.workers: dict[Settings, Worker] = {}
+        self.model_lock = threading.Lock()  # one model, several batches: one step at a time
         self.accepting = True
         self._index = itertools.count()
         self._compiler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstbeam-compile")
@@ -245,7 +246,7 @@ class ServeEngine:
         m = self.metrics
         m.queue.set(sum(len(w.source) for w in self.workers.values()))
         m.in_flight.set(self.in_flight())
-        m.occupancy.set(sum(len(w.engine.slots) / w.cfg.batch_size for w in self.workers.values() if w.alive))
+        m.occupancy.set(sum(len(getattr(w.engine, "slots", ())) / w.cfg.batch_size for w in self.workers.values() if w.alive))
 
     # ---- shutdown ----------------------------------------------------------------------------
     def drain(self) -> None:
