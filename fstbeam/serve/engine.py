@@ -66,6 +66,8 @@ class Job:
 
     def cancel(self) -> None:
         """The request leaves its batch (before the next step) and gets no result."""
+        if not self.finished:
+            self.worker.owner.metrics.cancelled.inc()
         self.ticket.cancelled = True
         self.finished = True
         self.worker.forget(self.index)

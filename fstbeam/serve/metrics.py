@@ -17,6 +17,8 @@ class Metrics:
         self.queue = Gauge("fstbeam_queue_length", "requests accepted and waiting to join a batch", registry=r)
         self.in_flight = Gauge("fstbeam_requests_in_flight", "requests accepted and not yet answered", registry=r)
         self.occupancy = Gauge("fstbeam_batch_occupancy", "live requests / batch size, summed over the batches", registry=r)
+        self.cancelled = Counter("fstbeam_requests_cancelled", "requests that left their batch unfinished (client "
+                                 "gone, timeout)", registry=r)
         self.tokens = Counter("fstbeam_generated_tokens", "output tokens of finished requests", registry=r)
         self.tokens_per_s = Gauge("fstbeam_tokens_per_second", "output tokens per second over the last 10 s", registry=r)
         self.steps = Counter("fstbeam_search_steps", "beam search steps (one model call each)", registry=r)

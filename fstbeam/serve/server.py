@@ -132,6 +132,9 @@ def _run(app, state: ServerState, t0: float, ready) -> int:
                 loop.call_soon_threadsafe(loop.call_later, cfg.grace_s, state.engine.fail_remaining,
                                           "the server shut down before this request finished: retry it")
             super().handle_exit(sig, frame)
+            # uvicorn re-raises the signal after its shutdown (the process then dies of it); a
+            # drained shutdown is a clean exit instead (status 0)
+            getattr(self, "_captured_signals", []).clear()
 
     server = Server(ucfg)
     server.run()
