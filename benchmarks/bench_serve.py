@@ -55,6 +55,7 @@ def offline(args, items):
     from fstbeam.runtime.defaults import generate_defaults
     from fstbeam.templates import prompt_format
 
+    torch.set_num_threads(args.threads)
     dec = Decoder(args.model, device="cpu", prompt_format=prompt_format("qa"))
     ccs = {}
     for kind, c in KINDS.items():
@@ -71,7 +72,6 @@ def offline(args, items):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         dec.generate([q for q, _ in items[:4]], [ccs[k] for _, k in items[:4]], **opts)  # warm-up
-        torch.set_num_threads(torch.get_num_threads())
         t0 = time.perf_counter()
         res = list(dec.stream([q for q, _ in items], [ccs[k] for _, k in items], ordered=True, **opts))
         secs = time.perf_counter() - t0
@@ -83,10 +83,11 @@ def start_server(args) -> tuple[subprocess.Popen, str]:
            "--batch-size", str(args.batch_size), "--max-queue", "1024"]
     if args.model:
         cmd += ["--model", args.model]
-    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+               OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads))
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
     for line in proc.stderr:
-        if "ready on " in line:
+        if "fstbeam serve: ready on " in line:
             return proc, line.split("ready on ", 1)[1].strip()
     raise RuntimeError("the server did not start")
 
@@ -130,6 +131,9 @@ def main() -> None:
     ap.add_argument("--beam", type=int, default=5)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--levels", default="1,8,32")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads of both sides (default 1: on a shared, busy 2-core machine two threads of "
+                         "the main thread were 10x slower per step for small batches)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/serve.json"))
     args = ap.parse_args()
     items = workload()
@@ -172,7 +176,7 @@ def main() -> None:
               f"{r['tokens_per_s_vs_offline']:.0%} | {r['p50_s']:.2f} | {r['p99_s']:.2f} | {r['identical']} |")
     print(f"| offline | {len(items)} | {len(items) / off_secs:.2f} | {off_tokens / off_secs:.2f} | 100% | | | |")
     out = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "load": os.getloadavg()},
-           "settings": {"max_tokens": args.max_tokens, "beam": args.beam, "batch_size": args.batch_size,
+           "settings": {"threads": args.threads, "max_tokens": args.max_tokens, "beam": args.beam, "batch_size": args.batch_size,
                         "kinds": list(KINDS), "format": "qa", "stop_at_newline": True},
            "offline": {"requests": len(items), "tokens": off_tokens, "seconds": round(off_secs, 2),
                        "tokens_per_s": off_tokens / off_secs},
