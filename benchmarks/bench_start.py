@@ -37,15 +37,15 @@ def serve_once() -> dict:
                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=ENV)
     stages = {}
     for line in proc.stderr:
-        m = re.search(r"start: (.+?) ([0-9.]+) s$", line.strip())
+        m = re.search(r"start: (.+?) ([0-9.]+) s \(cpu ([0-9.]+) s\)$", line.strip())
         if m:
-            stages[m.group(1)] = float(m.group(2))
+            stages[m.group(1)] = {"wall_s": float(m.group(2)), "cpu_s": float(m.group(3))}
         if "fstbeam serve: ready on " in line:
             break
     wall, cpu = time.perf_counter() - t0, _cpu(proc.pid)
     proc.terminate()
     proc.wait(60)
-    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "stages_wall_s": stages}
+    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "stages": stages}
 
 
 def generate_once() -> dict:

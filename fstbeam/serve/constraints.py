@@ -14,6 +14,7 @@ replaces :func:`parse_request` here.)
 from __future__ import annotations
 
 import json
+import os
 
 from ..errors import Error
 from .errors import RequestError
@@ -97,6 +98,10 @@ def _check_hard(hard: dict, limits) -> None:
                                f"{FIELD}.grammar_params")
         if len(canonical_key(params)) > 4 * limits.max_phrase_chars:
             raise RequestError(400, f"{FIELD}.grammar_params is too large", f"{FIELD}.grammar_params")
+        # a request must not make the server read its files (a grammar's Path parameters)
+        if any(isinstance(v, str) and ("/" in v or "\\" in v or os.path.exists(v)) for v in params.values()):
+            raise RequestError(400, f"{FIELD}.grammar_params may not name files on the server: compile the grammar "
+                                    "into an artifact and load it with --constraints name=path", f"{FIELD}.grammar_params")
     if "leading_space" in hard and not isinstance(hard["leading_space"], bool):
         raise RequestError(400, f"{FIELD}.leading_space must be true or false", f"{FIELD}.leading_space")
 

@@ -35,7 +35,7 @@ class ServerState:
 @contextlib.contextmanager
 def stage(name: str, stages: dict, slow_hint: bool = False):
     """Time one start-up stage; say when a slow one starts (after 2 s without a result)."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     timer = threading.Timer(0 if slow_hint else 2.0, lambda: log.info("start: %s ...", name))
     timer.daemon = True
     timer.start()
@@ -44,7 +44,7 @@ def stage(name: str, stages: dict, slow_hint: bool = False):
     finally:
         timer.cancel()
         stages[name] = round(time.perf_counter() - t0, 3)
-        log.info("start: %s %.2f s", name, stages[name])
+        log.info("start: %s %.2f s (cpu %.2f s)", name, stages[name], time.process_time() - c0)
 
 
 def build_state(config: ServeConfig, *, model=None, tokenizer=None, device="auto", prompt_format="auto",

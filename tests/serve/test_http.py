@@ -156,6 +156,8 @@ BAD = [  # (body or raw bytes, expected status, the field the error must name)
     ({"prompt": "x", "constraints": {"cefr": "Z9"}}, 400, "constraints.cefr"),
     ({"prompt": "x", "constraints": {"artifact": "nope"}}, 404, "constraints.artifact"),
     ({"prompt": "x", "constraints": {"words": []}}, 400, "constraints.words"),
+    ({"prompt": "x", "constraints": {"grammar": "cefr", "grammar_params": {"names": "/etc/passwd"}}}, 400,
+     "constraints.grammar_params"),
     ({"prompt": "x", "n": 4, "beam_size": 2}, 400, "n"),
     ({"prompt": "x", "beam_size": 1000}, 400, "beam_size"),
     ({"prompt": "x", "model": "gpt-4"}, 404, "model"),
