@@ -1,6 +1,6 @@
 """``fstbeam serve``: an OpenAI-compatible HTTP server with constrained beam search (docs/serve.md).
 
-    fstbeam serve --cefr-warm A1 --format qa            # or, from Python:
+    fstbeam serve --warm-cefr A1 --format qa            # or, from Python:
     fstbeam.serve(prompt_format="qa", port=8000)
 
 Modules, one job each: :mod:`.app` (routes), :mod:`.schemas` (request bodies), :mod:`.constraints`

@@ -32,7 +32,6 @@ class TextStream:
     def __init__(self, token_bytes, stop: tuple[str, ...] = ()):
         self.token_bytes = token_bytes
         self.stop = tuple(s for s in stop if s)
-        self._hold = max((len(s) for s in self.stop), default=1) - 1
         self._dec = codecs.getincrementaldecoder("utf-8")("replace")
         self._tokens = 0
         self._text = ""  # decoded text of the prefix so far
@@ -52,7 +51,7 @@ class TextStream:
             self.stopped = True
             upto = len(visible)
         else:
-            upto = max(len(self._text) - self._hold, len(self.sent))
+            upto = max(len(self._text) - _pending_stop(self._text, self.stop), len(self.sent))
         delta = self._text[len(self.sent):upto]
         self.sent += delta
         return delta
@@ -64,6 +63,18 @@ class TextStream:
         rest = final_text[len(self.sent):]
         self.sent = final_text
         return rest
+
+
+def _pending_stop(text: str, stop: tuple[str, ...]) -> int:
+    """Length of the longest end of ``text`` that begins some stop string (held back: the next
+    tokens may complete it)."""
+    best = 0
+    for s in stop:
+        for k in range(min(len(s) - 1, len(text)), best, -1):
+            if text.endswith(s[:k]):
+                best = k
+                break
+    return best
 
 
 def sse(obj) -> str:
