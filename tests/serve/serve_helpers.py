@@ -1,7 +1,18 @@
-"""What a request should return, computed offline with the public API (the oracle)."""
+"""A real server process (:class:`Server`) and what a request should return, computed offline
+with the public API (the oracle)."""
 from __future__ import annotations
 
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
 import warnings
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
 
 SETTINGS = dict(beam_size=3, max_tokens=8)
 
@@ -32,3 +43,48 @@ def offline_result(dec, prompt: str, constraints: dict | None, *, beam_size=3, m
         [r] = dec.generate([prompt], cc, beam_size=beam_size, max_new_tokens=max_tokens, nbest=n, batch_size=4,
                            **generate_defaults())
     return r
+
+
+class Server:
+    """A ``python -m fstbeam.serve`` child process; ``url`` once it is ready; its stderr lines."""
+
+    def __init__(self, args, timeout: float = 120.0):
+        env = dict(os.environ, PYTHONPATH=f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", OMP_NUM_THREADS="1")
+        self.proc = subprocess.Popen([sys.executable, "-m", "fstbeam.serve", "--port", "0", *map(str, args)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        self.lines: list[str] = []
+        ready: queue.Queue = queue.Queue()
+
+        def read():
+            for line in self.proc.stderr:
+                self.lines.append(line.rstrip("\n"))
+                if "fstbeam serve: ready on " in line:
+                    ready.put(line.split("ready on ", 1)[1].strip())
+            ready.put(None)
+
+        threading.Thread(target=read, daemon=True).start()
+        try:
+            self.url = ready.get(timeout=timeout)
+        except queue.Empty:
+            self.stop()
+            raise RuntimeError("the server did not start in time:\n" + "\n".join(self.lines[-20:]))
+        if self.url is None:
+            raise RuntimeError("the server exited:\n" + "\n".join(self.lines[-20:]))
+
+    def stop(self, timeout: float = 60.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+    def wait_log(self, needle: str, timeout: float = 10.0) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if any(needle in ln for ln in self.lines):
+                return True
+            time.sleep(0.05)
+        return False

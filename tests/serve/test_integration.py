@@ -9,7 +9,7 @@ import warnings
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from conftest import Server  # noqa: E402
+from serve_helpers import Server  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

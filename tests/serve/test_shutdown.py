@@ -9,8 +9,7 @@ import time
 import httpx
 
 sys.path.insert(0, os.path.dirname(__file__))
-from conftest import Server  # noqa: E402
-from serve_helpers import offline_result  # noqa: E402
+from serve_helpers import Server, offline_result  # noqa: E402
 
 
 def test_sigterm_under_load_answers_every_accepted_request(model_dir, offline):
