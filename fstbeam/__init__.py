@@ -27,6 +27,7 @@ _LAZY = {
     "SearchConfig": ("fstbeam.runtime.config", "SearchConfig"),
     "GenerationResult": ("fstbeam.runtime.results", "GenerationResult"),
     "FstLogitsProcessor": ("fstbeam.runtime.logits_processor", "FstLogitsProcessor"),
+    "serve": ("fstbeam.serve", "serve"),
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -27,6 +27,8 @@ BLOCKED = {
     "distributed": (),
     # The front doors use both halves.
     "cli": (),
+    # The HTTP server: the decoder and per-request compiles, like batch jobs.
+    "serve": (),
 }
 
 # Layers inside and between the halves (DESIGN.md, docs/architecture.md): a module of the key

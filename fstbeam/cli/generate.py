@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .batch import add_batch_parser
 
     add_batch_parser(sub)
+    from ..serve.cli import add_serve_parser
+
+    add_serve_parser(sub)
     return p
 
 
@@ -210,6 +213,10 @@ def main(argv: list[str] | None = None) -> int:
             from .batch import run
 
             return run(args)
+        if args.command == "serve":
+            from ..serve.cli import run as serve
+
+            return serve(args)
     except KeyboardInterrupt:
         sys.stdout.flush()
         print("fstbeam generate: interrupted (results printed so far are complete)", file=sys.stderr)

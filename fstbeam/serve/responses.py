@@ -1,0 +1,166 @@
+"""OpenAI-shaped answers: completion and chat objects, their stream chunks, and the wait for a
+job's events (with the request's deadline and its client's disconnect)."""
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+from .errors import RequestError
+from .streaming import TextStream, cut_at_stop, sse
+
+__all__ = ["Answer", "ClientGone", "next_event", "wait_result", "stream_events"]
+
+_FINISH = {"eos": "stop", "length": "length", "incomplete": "length", "error": "stop"}
+
+
+class ClientGone(Exception):
+    """The client disconnected: its requests left their batches."""
+
+
+async def next_event(job, timeout: float):
+    """The job's next event, or None after ``timeout`` seconds (the pending get is kept)."""
+    getter = getattr(job, "_getter", None)
+    if getter is None:
+        getter = job._getter = asyncio.ensure_future(job.events.get())
+    done, _ = await asyncio.wait({getter}, timeout=timeout)
+    if not done:
+        return None
+    job._getter = None
+    return getter.result()
+
+
+def drop(job) -> None:
+    job.cancel()
+    getter = getattr(job, "_getter", None)
+    if getter is not None:
+        getter.cancel()
+
+
+async def wait_result(job, request, deadline: float):
+    """The job's GenerationResult; 504 past ``deadline``; ClientGone when the client left."""
+    while True:
+        ev = await next_event(job, max(0.01, min(0.5, deadline - time.monotonic())))
+        if ev is None:
+            if await request.is_disconnected():
+                drop(job)
+                raise ClientGone()
+            if time.monotonic() >= deadline:
+                drop(job)
+                raise RequestError(504, "the request did not finish within the server's time limit (--timeout): lower "
+                                        "max_tokens or beam_size, or retry when the server is less busy")
+            continue
+        kind, value = ev
+        if kind == "error":
+            raise value
+        if kind == "done":
+            return value
+
+
+class Answer:
+    """Builds the response objects of one request (``chat`` or completion)."""
+
+    def __init__(self, chat: bool, model: str, n: int, stop, echo_prompts=None):
+        self.chat, self.model, self.n = chat, model, n
+        self.stop = tuple(stop or ())
+        self.echo = echo_prompts  # completion prompts to prepend (echo=true)
+        self.id = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex[:24]
+        self.created = int(time.time())
+
+    def _text(self, hyp) -> tuple[str, str]:
+        text, cut = cut_at_stop(hyp.text, self.stop)
+        return text, "stop" if cut else _FINISH.get(hyp.finish_reason, "stop")
+
+    def _extras(self, res, hyp) -> dict:
+        return {"satisfied": hyp.satisfied, "phrases_met": list(hyp.phrases_met), "phrases": list(res.phrases),
+                "score": hyp.score, "logprob": hyp.logprob, "fstbeam_finish_reason": hyp.finish_reason,
+                "warnings": list(res.warnings)}
+
+    def choices(self, results) -> list[dict]:
+        out = []
+        for p, res in enumerate(results):
+            for j, hyp in enumerate(res.hypotheses[: self.n]):
+                text, fr = self._text(hyp)
+                c = {"index": p * self.n + j, "finish_reason": fr, "logprobs": None, **self._extras(res, hyp)}
+                if self.chat:
+                    c["message"] = {"role": "assistant", "content": text}
+                else:
+                    c["text"] = (self.echo[p] if self.echo else "") + text
+                out.append(c)
+        return out
+
+    def body(self, results, prompt_tokens: int) -> dict:
+        choices = self.choices(results)
+        done = sum(len(h.token_ids) for r in results for h in r.hypotheses[: self.n])
+        return {"id": self.id, "object": "chat.completion" if self.chat else "text_completion", "created": self.created,
+                "model": self.model, "choices": choices,
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": done, "total_tokens": prompt_tokens + done}}
+
+    def chunk(self, index: int, text: str | None, finish: str | None = None, extras: dict | None = None,
+              first: bool = False) -> str:
+        if self.chat:
+            delta = {"role": "assistant"} if first else {}
+            if text is not None:
+                delta["content"] = text
+            c = {"index": index, "delta": delta, "finish_reason": finish, "logprobs": None}
+        else:
+            c = {"index": index, "text": text or "", "finish_reason": finish, "logprobs": None}
+        c.update(extras or {})
+        return sse({"id": self.id, "object": "chat.completion.chunk" if self.chat else "text_completion",
+                    "created": self.created, "model": self.model, "choices": [c]})
+
+
+async def stream_events(answer: Answer, jobs, token_bytes, request, deadline: float):
+    """Server-sent events of a streaming request: each prompt's shared prefix as it grows (choice
+    ``p * n``; with ``n > 1`` the other choices come whole at the end, as fewer than ``n``
+    outputs may finish), then the rest of every choice, then ``[DONE]``. Leaving early (client
+    gone, timeout) cancels the jobs."""
+    n = answer.n
+    streams = {p: TextStream(token_bytes, answer.stop) for p in range(len(jobs))}
+    pending = dict(enumerate(jobs))
+    try:
+        for p in range(len(jobs)):
+            for j in range(n):
+                yield answer.chunk(p * n + j, answer.echo[p] if answer.echo else ("" if answer.chat else None), first=True)
+        while pending:
+            ev = await _any_event(pending, max(0.01, min(0.5, deadline - time.monotonic())))
+            if ev is None:
+                if await request.is_disconnected():
+                    raise ClientGone()
+                if time.monotonic() >= deadline:
+                    yield sse(RequestError(504, "the request did not finish within the server's time limit").body())
+                    break
+                continue
+            p, (kind, value) = ev
+            if kind == "prefix":
+                delta = streams[p].feed(value)
+                if delta:
+                    yield answer.chunk(p * n, delta)
+                continue
+            del pending[p]
+            if kind == "error":
+                yield sse(value.body())
+                continue
+            for j, hyp in enumerate(value.hypotheses[:n]):
+                text, fr = answer._text(hyp)
+                rest = streams[p].finish(text) if j == 0 else text
+                yield answer.chunk(p * n + j, rest, fr, answer._extras(value, hyp))
+        yield sse("[DONE]")
+    finally:
+        for job in pending.values():
+            drop(job)
+
+
+async def _any_event(pending: dict, timeout: float):
+    tasks = {}
+    for p, job in pending.items():
+        if getattr(job, "_getter", None) is None:
+            job._getter = asyncio.ensure_future(job.events.get())
+        tasks[job._getter] = p
+    done, _ = await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    if not done:
+        return None
+    t = next(iter(done))
+    p = tasks[t]
+    pending[p]._getter = None
+    return p, t.result()
