@@ -53,7 +53,7 @@ def offline(args, items):
 
     from fstbeam import AnyOf, Decoder, compile_constraints
     from fstbeam.runtime.defaults import generate_defaults
-    from fstbeam.templates import prompt_format
+    from fstbeam.runtime.templates import prompt_format
 
     torch.set_num_threads(args.threads)
     dec = Decoder(args.model, device="cpu", prompt_format=prompt_format("qa"))

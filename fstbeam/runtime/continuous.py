@@ -159,7 +159,7 @@ class ContinuousEngine(SearchEngine):
     def _drop_cancelled(self) -> None:
         """Cancelled slots leave the batch: slots, beams, pending logits and model rows."""
         tickets = self._source.tickets
-        keep = [not getattr(tickets.get(sl.req.index), "cancelled", True) for sl in self.slots]
+        keep = [sl.req.index in tickets and not tickets[sl.req.index].cancelled for sl in self.slots]
         if all(keep):
             return
         for sl, k in zip(self.slots, keep):

@@ -54,7 +54,7 @@ def run(args) -> int:
     from .server import serve
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
-    for name in ("fstbeam.serve", "fstbeam.default_model"):  # start-up stages, conversion progress, requests
+    for name in ("fstbeam.serve", "fstbeam.files.default_model"):  # start-up stages, conversion progress, requests
         logging.getLogger(name).setLevel(logging.INFO)
     try:
         limits = Limits(max_queue=args.max_queue, max_body_bytes=args.max_body, timeout_s=args.timeout,

@@ -51,7 +51,10 @@ def parse_request(body, limits) -> tuple[ConstraintRequest, str | None]:
 
 
 def _field_of(message: str) -> str:
-    m = re.match(rf"{FIELD}: (?:unknown key ')?([a-z_]+)", message)
+    unknown = re.match(rf"{FIELD}: unknown key '([^']*)'", message)
+    if unknown:
+        return f"{FIELD}.{unknown.group(1)}"
+    m = re.match(rf"{FIELD}: ([a-z_]+)", message)
     return f"{FIELD}.{m.group(1)}" if m and m.group(1) in (*HARD_KEYS, *LIGHT_KEYS) else FIELD
 
 

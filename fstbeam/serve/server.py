@@ -56,7 +56,7 @@ def build_state(config: ServeConfig, *, model=None, tokenizer=None, device="auto
     if decoder is None:
         with stage("import", stages):
             from ..runtime.decoder import Decoder
-        from ..templates import prompt_format as resolve_format
+        from ..runtime.templates import prompt_format as resolve_format
 
         with stage("model", stages):
             decoder = Decoder(model, tokenizer, device=device, prompt_format=resolve_format(prompt_format),

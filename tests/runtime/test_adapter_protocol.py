@@ -120,6 +120,7 @@ ALLOWED = {
     ("config.py", "e"): "a user value: an integer or not",
     ("decoder.py", "self.tokenizer"): "a user tokenizer: chat template and EOS (a Vocab has neither)",
     ("decoder.py", "ids"): "apply_chat_template returns a list or a BatchEncoding by transformers version",
+    ("continuous.py", "self._adapter"): "the server's proxy of an adapter (locks its model calls, forwards the rest)",
 }
 
 
@@ -136,7 +137,7 @@ def test_the_runtime_reads_capabilities_instead_of_probing():
     found = list(_probes())
     bad = [f"{f}:{line} {arg}" for f, arg, line in found if (f, arg) not in ALLOWED]
     assert not bad, f"getattr/hasattr probes in fstbeam/runtime (read the adapter's declared attributes): {bad}"
-    assert len(found) <= 13  # a handful of other kinds (see ALLOWED)
+    assert len(found) <= 14  # a handful of other kinds (see ALLOWED)
 
 
 def test_the_probe_check_finds_a_probe(tmp_path, monkeypatch):

@@ -15,7 +15,7 @@ def test_direct_tokenizer_and_cached_vocab_equal_the_slow_paths():
     from transformers import AutoTokenizer
 
     from fstbeam.contract.vocab import Vocab
-    from fstbeam.default_model import default_tokenizer_dir, load_default_tokenizer
+    from fstbeam.files.default_model import default_tokenizer_dir, load_default_tokenizer
     from fstbeam.runtime.decoder import Decoder
 
     fast = load_default_tokenizer()

@@ -26,7 +26,7 @@ def test_a1_answers_over_http_equal_offline(default_server):
 
     from fstbeam import Decoder, compile_constraints, with_request
     from fstbeam.runtime.defaults import generate_defaults
-    from fstbeam.templates import prompt_format
+    from fstbeam.runtime.templates import prompt_format
 
     client = OpenAI(base_url=default_server.url + "/v1", api_key="unused", max_retries=0, timeout=600)
     q = "What do you drink in the morning?"
