@@ -89,25 +89,26 @@ def candidates(plain, rows, scored, out, tables, *, k: int, kk: int, prune_thres
     ``out``: the step's :class:`~.shortlist.StepLogits` (columns = every token or a shortlist)."""
     cand_s, cand_t, cand_j = plain.s, plain.t, plain.j
     n, dev = cand_s.shape[0], cand_s.device
+    K = cand_s.shape[1] // kk  # beam width: ``k``, or ``2k`` with the plain track (:mod:`.tracks`)
     R = rows.s.shape[0]
     V = tables.V  # token ids, not columns
     g_s, g_i = cand_s.topk(min(k, cand_s.shape[1]), dim=1)  # global top-k of the slot
     g_t, g_j = cand_t.gather(1, g_i), cand_j.gather(1, g_i)
-    b_s = cand_s.view(n, k, kk)[:, :, 0]  # each row's best
-    b_t = cand_t.view(n, k, kk)[:, :, 0]
-    b_j = torch.arange(k, device=dev).expand(n, k)
+    b_s = cand_s.view(n, K, kk)[:, :, 0]  # each row's best
+    b_t = cand_t.view(n, K, kk)[:, :, 0]
+    b_j = torch.arange(K, device=dev).expand(n, K)
     sets = tables.advance_sets(rows.s)  # [R, 2P, C] token ids: word-completing tokens, then the other advancing ones
     a_c, a_lp = kd.best_in_sets(out.logits, scored.mask, torch.arange(R, device=dev), out.to_cols(sets), scored.lse)
     a_t = out.to_ids(a_c)
     stats.advance_elements += int(sets.numel())
     a_lp = _prefer_whole_words(a_lp)
     P = sets.shape[1]
-    a_full_s = torch.full((n * k, P), NEG_INF, device=dev)
-    a_full_t = torch.full((n * k, P), -1, dtype=torch.long, device=dev)
+    a_full_s = torch.full((n * K, P), NEG_INF, device=dev)
+    a_full_t = torch.full((n * K, P), -1, dtype=torch.long, device=dev)
     a_full_s[rows.idx] = rows.c[:, None] + a_lp + scored.shift[:, None]
     a_full_t[rows.idx] = a_t
-    a_s, a_t = a_full_s.view(n, k * P), a_full_t.view(n, k * P)
-    a_j = torch.arange(k, device=dev).repeat_interleave(P).expand(n, k * P)
+    a_s, a_t = a_full_s.view(n, K * P), a_full_t.view(n, K * P)
+    a_j = torch.arange(K, device=dev).repeat_interleave(P).expand(n, K * P)
     if prune_threshold is not None:
         best = cand_s.max(1).values
         a_s = torch.where(a_s < best[:, None] - prune_threshold, torch.full_like(a_s, NEG_INF), a_s)
