@@ -101,7 +101,7 @@ def candidates(plain, rows, scored, out, tables, *, k: int, kk: int, prune_thres
     a_c, a_lp = kd.best_in_sets(out.logits, scored.mask, torch.arange(R, device=dev), out.to_cols(sets), scored.lse)
     a_t = out.to_ids(a_c)
     stats.advance_elements += int(sets.numel())
-    a_lp = _prefer_whole_words(a_lp)
+    a_lp = _prefer_whole_words(a_lp, a_t, tables.token_class)
     P = sets.shape[1]
     a_full_s = torch.full((n * K, P), NEG_INF, device=dev)
     a_full_t = torch.full((n * K, P), -1, dtype=torch.long, device=dev)
@@ -120,13 +120,21 @@ def candidates(plain, rows, scored, out, tables, *, k: int, kk: int, prune_thres
     return _drop_duplicates(S, T, J, ok, V), T, J
 
 
-def _prefer_whole_words(a_lp: torch.Tensor) -> torch.Tensor:
-    """``[R, 2P]`` best-advancing scores (word-completing sets, then the others): a phrase's
-    partial advance (" T" for "Things") is offered only where no allowed token completes the word,
-    so DBA never plants a prefix the model may abandon as a fragment."""
+def _prefer_whole_words(a_lp: torch.Tensor, a_t: torch.Tensor, token_class: torch.Tensor) -> torch.Tensor:
+    """``[R, 2P]`` best-advancing scores (word-completing sets, then the others; tokens ``a_t``):
+    a phrase's partial advance (" T" for "Things") is offered only where no allowed token
+    completes the word, so DBA never plants a prefix the model may abandon as a fragment; except
+    where the two differ in their first byte (a space or punctuation before the word, or not) and
+    the model prefers the partial one: then the model's spacing wins. (Preferring the whole word
+    regardless wrote " concluido" after "11. ", a double space, and "Schicht" glued to "16.",
+    where the model's own spelling of the word needs two tokens.)"""
     P = a_lp.shape[1] // 2
-    done = torch.isfinite(a_lp[:, :P])
-    return torch.cat([a_lp[:, :P], a_lp[:, P:].masked_fill(done, NEG_INF)], 1)
+    comp, part = a_lp[:, :P], a_lp[:, P:]
+    cls = token_class[a_t.clamp(min=0)]
+    lead = (cls == 2) | (cls == 3)  # first byte is not a word byte (token_index classes)
+    part_wins = torch.isfinite(part) & (lead[:, :P] != lead[:, P:]) & (part > comp)
+    done = torch.isfinite(comp) & ~part_wins
+    return torch.cat([comp.masked_fill(part_wins, NEG_INF), part.masked_fill(done, NEG_INF)], 1)
 
 
 def _drop_duplicates(S, T, J, ok, V: int) -> torch.Tensor:

@@ -18,7 +18,10 @@ for every live hypothesis at once:
    token and each row's best token advancing each unmet phrase (``best_in_sets``);
 4. next automaton states by table lookup, the fewest tokens each candidate still needs to become
    acceptable (candidates that cannot finish within ``max_new_tokens`` are dropped while others can);
-5. selection: the best ``beam_size`` (plain) or the DBA bank allocation (see :mod:`.dba`);
+5. selection: the best ``beam_size`` (plain) or the DBA bank allocation (see :mod:`.dba`); with
+   phrases, next to it the *plain track* (the same search without the must-include phrases, whose
+   outputs that meet every constraint enter the pool, so the result never scores below an
+   unconstrained result that meets them) and constraint-aware ending (:mod:`.tracks`);
 6. finished hypotheses enter a per-input n-best pool; an input stops when its n-th best finished
    score reaches the upper bound of its live hypotheses (:mod:`.scoring`), or at the length limit.
 

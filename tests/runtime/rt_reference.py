@@ -82,6 +82,10 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1, p
     text = [t for t in range(V) if vb is None or vb.token_bytes[t]]
     two = bool(dba and nphr and plain_track)
 
+    def lead(t):  # the token's first byte is not a word byte
+        b = vb.token_bytes[t]
+        return bool(b) and not (chr(b[0]).isascii() and chr(b[0]).isalnum()) and b[0] < 0x80
+
     def allowed(h, ls):
         out = []
         for t in text:
@@ -187,11 +191,16 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1, p
                     short = [v for v in adv if v not in done and dd[a.next_state(s, v)] + 1 == dd[s]]
                     every_short = [v for v in a.advancing(s).tolist() if w[a.next_state(s, v)] <= w[s]
                                    and dd[a.next_state(s, v)] + 1 == dd[s]]
-                    # a partial advance only where no word-completing token is allowed; the
+                    # a partial advance only where no word-completing token is allowed (or where
+                    # the model prefers it and it starts differently: a space or not); the
                     # shortest-path ones where the automaton has any (allowed or not)
-                    group = done or (short if every_short else adv)
-                    if group:
-                        v = max(group, key=lambda v: (lp[v].item(), -v))
+                    part = short if every_short else [v for v in adv if v not in done]
+                    best = lambda g: max(g, key=lambda v: (lp[v].item(), -v)) if g else None  # noqa: E731
+                    vd, vp = best(done), best(part)
+                    if vd is not None and vp is not None and lead(vd) != lead(vp) and lp[vp].item() > lp[vd].item():
+                        vd = None
+                    v = vd if vd is not None else vp
+                    if v is not None:
                         chosen.append((hyp.score + lp[v].item(), j, v))
         else:
             chosen = ranked

@@ -124,3 +124,44 @@ def test_optimal_stopping_stays_no_later_than_the_length_limit_result(vocab):
             [a] = dec.generate([prompt], cc, beam_size=2, max_new_tokens=6)
             [b] = dec.generate([prompt], cc, beam_size=2, max_new_tokens=6, stopping="exhaustive")
         assert a.token_ids == b.token_ids and a.steps <= b.steps
+
+
+def test_forced_word_keeps_the_spacing_the_model_prefers():
+    """After "x " the model writes "c" + "at" (no space); the word-completing " cat" would make a
+    double space. DBA offers the partial "c" where the model prefers it and its first byte
+    differs (a space or not); where the spacing agrees, whole words still come first."""
+    from fstbeam.contract.vocab import Vocab
+
+    toks = ["<eos>", "x", " ", " cat", "c", "at", ".", "a"]
+    v = Vocab.from_dict({i: t for i, t in enumerate(toks) if i}, eos_ids=[0])
+    V = len(toks)
+
+    def row(**kw):
+        x = [-10.0] * V
+        for t, val in kw.items():
+            x[toks.index({"sp_cat": " cat", "dot": "."}.get(t, t))] = val
+        return x
+
+    table = {(1, 2): row(c=3.0, sp_cat=1.0, dot=2.0), (1, 2, 4): row(at=3.0, dot=1.0), (1, 2, 4, 5): row(**{"<eos>": 3.0}),
+             (1, 2, 3): row(**{"<eos>": 3.0}), (1, 2, 6): row(**{"<eos>": 3.0})}
+    lm = StubLM(V, eos=[0], table=table)
+    dec = Decoder(lm, v, eos_ids=[0], device="cpu")
+    cc = _compile(v, phrases=["cat"])
+    for plain_track in (False, True):
+        [r] = dec.generate([[1, 2]], cc, beam_size=1, max_new_tokens=3, plain_track=plain_track)
+        assert r.satisfied and _text(v, r.token_ids) == "cat", plain_track
+    # the same spacing on both sides (" c" + "at" or " cat"): the whole word wins over the likelier partial
+    toks2 = ["<eos>", "x", " c", " cat", "at", "."]
+    v2 = Vocab.from_dict({i: t for i, t in enumerate(toks2) if i}, eos_ids=[0])
+
+    def row2(vals):
+        x = [-10.0] * len(toks2)
+        for t, val in vals.items():
+            x[toks2.index(t)] = val
+        return x
+
+    table2 = {(1,): row2({" c": 2.0, " cat": 1.5, ".": 4.0}), (1, 2): row2({"at": 3.0}), (1, 2, 4): row2({"<eos>": 3.0}),
+              (1, 3): row2({"<eos>": 3.0}), (1, 5): row2({"<eos>": 3.0})}
+    dec2 = Decoder(StubLM(len(toks2), eos=[0], table=table2), v2, eos_ids=[0], device="cpu")
+    [r] = dec2.generate([[1]], _compile(v2, phrases=["cat"]), beam_size=1, max_new_tokens=3, plain_track=False)
+    assert r.satisfied and list(r.token_ids) == [3]
