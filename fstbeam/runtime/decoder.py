@@ -20,6 +20,7 @@ from .adapters import adapter_for
 from .packed_model import check_mode as check_packed_mode
 from .results import GenerationResult, Hypothesis
 from .config import SearchConfig, resolve_config, stop_ids
+from .length_target import query_tokens
 from .search import RawResult, Request, SearchEngine
 from .tables import InputConstraints
 
@@ -182,6 +183,16 @@ class Decoder:
         except TypeError as exc:
             raise DecodeError(f"a prompt must be a string or a list of token ids, not {type(prompt).__name__}") from exc
 
+    def query_tokens(self, prompt, ids: Sequence[int]) -> int:
+        """Tokens of the prompt's query, what ``length_ratio`` multiplies (:mod:`.length_target`):
+        the user's text of a template or chat prompt, else the prompt; its last block or line
+        without a trailing cue such as "German:"."""
+        fmt = self.prompt_format
+        if isinstance(prompt, str) and fmt != "raw" and self.tokenizer is not None and not _is_vocab(self.tokenizer):
+            if fmt != "auto" or getattr(self.tokenizer, "chat_template", None):
+                ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        return query_tokens(ids, self.vocab.token_bytes)
+
     def newline_ids(self) -> tuple[int, ...]:
         """Ids of the tokens made only of newlines (``stop_at="line"`` adds them to the EOS ids: a
         base model answering a question otherwise goes on to the next one)."""
@@ -296,7 +307,8 @@ class Decoder:
                              f"of {maxpos} positions: shorten the prompt or lower max_new_tokens")
                 if error is None and maxpos and self.adapter.kind == "seq2seq" and len(ids) > maxpos:
                     error = f"source of {len(ids)} tokens exceeds the model's {maxpos} positions"
-                yield Request(i, ids, inp, error)
+                q = self.query_tokens(p, ids) if error is None and cfg.length_ratio is not None else None
+                yield Request(i, ids, inp, error, q)
 
         engine = SearchEngine(self.adapter, cfg, eos_ids=eos_ids, device=self.device)
         self.last_stats = engine.stats

@@ -57,6 +57,7 @@ class Request:
     ids: Sequence[int]
     constraints: InputConstraints
     error: str | None = None
+    query_tokens: int | None = None  # tokens of the prompt's query (length_target.py); None: all of ids
 
 
 @dataclass
@@ -293,7 +294,7 @@ class SearchEngine:
         if cfg.target_length is not None:
             tgt = float(cfg.target_length)
         elif cfg.length_ratio is not None:
-            tgt = float(cfg.length_ratio) * len(r.ids)
+            tgt = float(cfg.length_ratio) * (r.query_tokens or len(r.ids))  # the query, not few-shot examples
         else:
             tgt = float(L)
         return _Slot(r, c.n_phrases, nbanks, tgt, warn)
