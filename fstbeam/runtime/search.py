@@ -414,7 +414,7 @@ class SearchEngine:
         at_limit = b.length >= L
         if any(sl.steps >= L for sl in self.slots):  # the host knows the lengths
             pool.finish_at_limit(b, at_limit, tb, cfg.scoring)
-        if b.alive.shape[1] > cfg.beam_size:
+        if b.alive.shape[1] > cfg.beam_size and any(sl.n_phrases for sl in self.slots):  # (known on the host)
             tracks.stop_plain(b, tb, cfg)
         done = pool.done_slots(b, at_limit, tb, cfg)
         keep = b.alive & ~done[:, None]

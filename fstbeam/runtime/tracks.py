@@ -101,9 +101,7 @@ def merge_tracks(cand, plain_part, V: int):
 def plain_best(beam, rows, scored, ok_plain: torch.Tensor, scoring) -> None:
     """The plain members that may end here update their slot's ``pl_best``."""
     n, K = beam.alive.shape
-    member = beam.plain.view(-1)[rows.idx] & ok_plain
-    if not bool(member.any()):
-        return
+    member = beam.plain.view(-1)[rows.idx] & ok_plain  # (no host read: computed whatever it holds)
     raw = torch.full((n * K,), NEG_INF, device=beam.cum.device)
     raw[rows.idx] = torch.where(member, rows.c + scored.eos_best, torch.full_like(rows.c, NEG_INF))
     length = (beam.length + 1)[:, None].expand(n, K)
@@ -117,8 +115,6 @@ def stop_plain(beam, tables, cfg) -> None:
     n, K = beam.alive.shape
     L = cfg.max_new_tokens
     live = beam.plain & beam.alive
-    if not bool(live.any()):
-        return
     lb = tables.lower_bound(beam.hstate.view(-1), plain_view(tables, beam.flat_lstate())).view(n, K)
     ok = live & (beam.length[:, None] + lb <= L)
     ub = cfg.scoring.upper_bound(beam.cum, beam.length[:, None].expand(n, K), lb.clamp(max=L),
