@@ -7,7 +7,10 @@ phrases; :mod:`fstbeam.contract.progress`), so an input with phrases of ``w_1 ..
 a word ("T" of "Things") is banked with those that have not started it. (An AnyOf item with
 several spellings counts as one word, complete when met.) Candidates (:func:`candidates`): for
 every unmet phrase, the best token that completes a word of it, or, only where no such token is
-allowed, the best other token that advances it.
+allowed, the best other token that advances it (also where the two differ in a leading space or
+punctuation and the model prefers the other one: the model's spacing wins). With the plain track
+(:mod:`.tracks`) the beam holds up to ``2k`` hypotheses and the candidates come from all of them;
+the allocation still chooses ``k``.
 
 Allocation: every bank gets ``k // num_banks`` slots and the remainder goes to the top bank; then,
 from the top bank down, a bank with more slots than candidates hands the surplus to the bank below
