@@ -44,7 +44,7 @@ import torch
 
 from .beam import NEG_INF
 
-__all__ = ["plain_view", "plain_fit", "would_end", "merge_tracks", "plain_best", "stop_plain"]
+__all__ = ["merge_tracks", "plain_best", "plain_fit", "plain_view", "stop_plain", "would_end"]
 
 
 def plain_view(tables, s: torch.Tensor) -> torch.Tensor:
