@@ -29,6 +29,7 @@ from .results import GenerationResult, Hypothesis
 from .presets import preset_for_format, search_config
 from .templates import check_format
 from .templates import prompt_format as expand_format
+from .length_target import query_tokens
 from .search import RawResult, Request, SearchEngine
 from .tables import InputConstraints
 
@@ -205,6 +206,16 @@ class Decoder:
         except TypeError as exc:
             raise DecodeError(f"a prompt must be a string or a list of token ids, not {type(prompt).__name__}") from exc
 
+    def query_tokens(self, prompt, ids: Sequence[int]) -> int:
+        """Tokens of the prompt's query, what ``length_ratio`` multiplies (:mod:`.length_target`):
+        the user's text of a template or chat prompt, else the prompt; its last block or line
+        without a trailing cue such as "German:"."""
+        fmt = self.prompt_format
+        if isinstance(prompt, str) and fmt != "raw" and self.tokenizer is not None and not _is_vocab(self.tokenizer):
+            if fmt != "auto" or getattr(self.tokenizer, "chat_template", None):
+                ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        return query_tokens(ids, self.vocab.token_bytes)
+
     def newline_ids(self) -> tuple[int, ...]:
         """Ids of the tokens made only of newlines (``stop_at="line"`` adds them to the EOS ids: a
         base model answering a question otherwise goes on to the next one)."""
@@ -302,7 +313,7 @@ class Decoder:
                 inp = free if cc is None else self._check(cc)
                 phrase_texts[i] = inp.phrase_texts
                 texts[i] = p if isinstance(p, str) else None
-                yield self.request(i, p, inp, max_new_tokens)
+                yield self.request(i, p, inp, max_new_tokens, want_query=cfg.length_ratio is not None)
 
         engine = SearchEngine(self.adapter, cfg, eos_ids=eos_ids, device=self.device)
         self.last_stats = engine.stats
@@ -323,9 +334,11 @@ class Decoder:
         for i in sorted(held):
             yield held[i]
 
-    def request(self, index: int, prompt, inp: InputConstraints, max_new_tokens: int) -> Request:
+    def request(self, index: int, prompt, inp: InputConstraints, max_new_tokens: int, *,
+                want_query: bool = False) -> Request:
         """The search request of one prompt (string or ids); a prompt the model cannot take (empty,
-        ids outside the vocabulary, longer than its context) gets ``error`` set instead."""
+        ids outside the vocabulary, longer than its context) gets ``error`` set instead.
+        ``want_query``: count the tokens of the prompt's query (the length target's base)."""
         p, error = prompt, None
         try:
             ids = self.encode(p)
@@ -344,7 +357,8 @@ class Decoder:
                      f"of {maxpos} positions: shorten the prompt or lower max_new_tokens")
         if error is None and maxpos and self.adapter.kind == "seq2seq" and len(ids) > maxpos:
             error = f"source of {len(ids)} tokens exceeds the model's {maxpos} positions"
-        return Request(index, ids, inp, error)
+        q = self.query_tokens(p, ids) if error is None and want_query else None
+        return Request(index, ids, inp, error, q)
 
     def _config(self, config: SearchConfig | None, overrides: dict) -> SearchConfig:
         preset = overrides.pop("preset", None)

@@ -202,7 +202,7 @@ class ServeEngine:
         cfg = worker.cfg
         inp = self._input_constraints(cc, cfg)
         index = next(self._index)
-        req = self.decoder.request(index, prompt, inp, cfg.max_new_tokens)
+        req = self.decoder.request(index, prompt, inp, cfg.max_new_tokens, want_query=cfg.length_ratio is not None)
         if req.error is not None:
             raise RequestError(400, req.error, "prompt")
         loop = asyncio.get_running_loop()
