@@ -5,7 +5,6 @@ Built by `fstbeam.compiler.light.automaton`, read by the runtime pool, the match
 """
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -151,21 +150,23 @@ def light_distances(a: Any, class_nonempty: np.ndarray | None = None) -> np.ndar
         raise ValueError(f"light automaton {getattr(a, 'text', '')!r}: a transition leaves its {n} states")
     if n <= _DENSE_BFS_STATES:
         return _distances_dense(n, src_a, dst_a, np.asarray(a.final, bool))
-    rev: list[list[int]] = [[] for _ in range(n)]
-    for s, d in zip(src_a.tolist(), dst_a.tolist()):
-        rev[d].append(s)
-    dist = np.full(n, INF_DIST, dtype=np.int64)
-    todo = deque(np.flatnonzero(np.asarray(a.final)).tolist())
+    order = np.argsort(dst_a, kind="stable")  # predecessor lists as one sorted array (CSR)
+    ptr = np.searchsorted(dst_a[order], np.arange(n + 1)).tolist()
+    pred = src_a[order].tolist()
+    dist = [-1] * n
+    todo = np.flatnonzero(np.asarray(a.final)).tolist()
     for q in todo:
         dist[q] = 0
-    while todo:
-        q = todo.popleft()
-        for p in rev[q]:
-            if dist[p] == INF_DIST:
-                dist[p] = dist[q] + 1
+    for q in todo:  # the list grows while it is walked: a queue
+        d = dist[q] + 1
+        for p in pred[ptr[q]:ptr[q + 1]]:
+            if dist[p] < 0:
+                dist[p] = d
                 todo.append(p)
-    dist.setflags(write=False)
-    return dist
+    out = np.array(dist, dtype=np.int64)
+    out[out < 0] = INF_DIST
+    out.setflags(write=False)
+    return out
 
 
 # Up to this many states the breadth-first search runs on a dense [n, n] predecessor matrix (a

@@ -135,18 +135,67 @@ def reach(n: int, src: np.ndarray, dst: np.ndarray, seeds: np.ndarray) -> np.nda
             frontier = succ[frontier].any(axis=0) & ~seen
             seen |= frontier
         return seen
+    # Plain Python over adjacency lists: a long phrase or prefix is a chain of ~n levels, where a
+    # numpy frontier step per level cost ~40 us each (0.4 s for a 10,000-byte prefix).
     order = np.argsort(src, kind="stable")
-    src, dst = src[order], dst[order]
-    ptr = np.searchsorted(src, np.arange(n + 1))
-    seen = seeds.copy()
-    frontier = np.flatnonzero(seeds)
-    while len(frontier):
-        lo, hi = ptr[frontier], ptr[frontier + 1]
-        nxt = dst[np.repeat(lo, hi - lo) + _ramp(hi - lo)]
-        nxt = np.unique(nxt[~seen[nxt]])
-        seen[nxt] = True
-        frontier = nxt
-    return seen
+    ptr = np.searchsorted(src[order], np.arange(n + 1)).tolist()
+    dst = dst[order].tolist()
+    seen = seeds.tolist()
+    todo = np.flatnonzero(seeds).tolist()
+    for q in todo:  # the list grows while it is walked: a queue
+        for t in dst[ptr[q]:ptr[q + 1]]:
+            if not seen[t]:
+                seen[t] = True
+                todo.append(t)
+    return np.array(seen, dtype=bool)
 
 
 _DENSE_REACH_STATES = 512
+
+
+def prefix_exceptions(lit: bytes, padded: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`token_exceptions` of the prefix automaton (`phrase_dfa.prefix_char_dfa`: state i = i bytes
+    read, m = free, m + 1 = left the prefix), found by matching the candidates against ``lit``.
+
+    From state i < m every class default leaves the prefix, and from m every token stays, so the
+    exceptions are exactly the pairs (i, token) where the token spells ``lit[i:i+len]`` (next
+    state i + len) or starts with all of ``lit[i:]`` (next state m, token healing). Finding them
+    costs O(len(lit) x longest token); running every candidate from every state was quadratic.
+    """
+    m = len(lit)
+    lengths = np.asarray(lengths, np.int64)
+    arr = np.frombuffer(lit, np.uint8)
+    qs, ks, ns = [], [], []
+    for ln in np.unique(lengths[(lengths > 0) & (lengths <= m)]).tolist():  # whole token inside the prefix
+        cand = np.flatnonzero(lengths == ln)
+        win = np.lib.stride_tricks.sliding_window_view(arr, ln)  # [m - ln + 1, ln]
+        wkey, ckey = _keys(win), _keys(padded[cand, :ln])
+        order = np.argsort(ckey, kind="stable")
+        lo = np.searchsorted(ckey[order], wkey, side="left")
+        hi = np.searchsorted(ckey[order], wkey, side="right")
+        n = hi - lo
+        q = np.repeat(np.arange(len(wkey)), n)
+        k = cand[order[np.repeat(lo, n) + _ramp(n)]]
+        same = (padded[k, :ln] == win[q]).all(axis=1)  # hash keys: check the bytes
+        qs.append(q[same])
+        ks.append(k[same])
+        ns.append(q[same] + ln)
+    for i in range(max(0, m - padded.shape[1]), m):  # tokens that run past the end of the prefix
+        rest = arr[i:]
+        k = np.flatnonzero((lengths > m - i) & (padded[:, :m - i] == rest).all(axis=1))
+        qs.append(np.full(len(k), i, np.int64))
+        ks.append(k)
+        ns.append(np.full(len(k), m, np.int64))
+    q, k, n = (np.concatenate(x).astype(np.int64) if x else np.zeros(0, np.int64) for x in (qs, ks, ns))
+    order = np.lexsort((k, q))
+    return q[order], k[order], n[order].astype(np.int32)
+
+
+def _keys(rows: np.ndarray) -> np.ndarray:
+    """uint64 key of each row of bytes: exact up to 8 bytes, a polynomial hash beyond."""
+    rows = rows.astype(np.uint64)
+    w = rows.shape[1]
+    if w <= 8:
+        return rows @ (np.uint64(256) ** np.arange(w - 1, -1, -1, dtype=np.uint64))
+    mult = np.uint64(1099511628211) ** np.arange(w, dtype=np.uint64)  # wraps mod 2**64
+    return (rows + np.uint64(1)) @ mult
