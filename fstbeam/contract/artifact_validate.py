@@ -131,7 +131,7 @@ def read_member(zf: zipfile.ZipFile, name: str, limit: int, path) -> bytes:
 def npy_array(data: bytes, name: str, shape: list, dtype: str, path) -> np.ndarray:
     """Parse a ``.npy`` member whose header must declare exactly ``shape`` and ``dtype``."""
     want = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * want.itemsize
+    nbytes = shape_bytes(shape, want.itemsize, name, path)
     if not nbytes <= len(data) <= nbytes + _NPY_HEADER_MAX:
         raise corrupt(path, f"member {name} has {len(data):,} bytes, not what shape {shape} of {dtype} implies")
     fh = io.BytesIO(data)
@@ -152,6 +152,30 @@ def npy_array(data: bytes, name: str, shape: list, dtype: str, path) -> np.ndarr
         raise corrupt(path, f"member {name} has {len(body):,} data bytes, shape {shape} of {dtype} needs {nbytes:,}")
     arr = np.frombuffer(body, dtype=hdtype).reshape(hshape, order="F" if fortran else "C")
     return np.ascontiguousarray(arr.astype(want, copy=False))
+
+
+def shape_bytes(shape, itemsize: int, name: str, path) -> int:
+    """Bytes an array of ``shape`` holds, in exact integers (``np.prod`` wraps around at 2**63:
+    a re-sealed shape [2**32, 2**32] came out as 0 bytes). Each dimension must be a non-negative
+    int; the caller compares the result with the member's size before anything is allocated."""
+    if not isinstance(shape, (list, tuple)) or not all(type(d) is int and d >= 0 for d in shape):
+        raise corrupt(path, f"member {name} has shape {shape!r:.80}; dimensions must be non-negative integers")
+    n = itemsize
+    for d in shape:
+        n *= d
+    return n
+
+
+def check_member_sizes(members: dict, path) -> None:
+    """Every ``.npy`` member's declared shape and dtype against its declared byte size: the array
+    must fit in the member (plus its header), before any member is read or reshaped."""
+    for name, info in members.items():
+        if not name.endswith(".npy"):
+            continue
+        nbytes = shape_bytes(info["shape"], np.dtype(info["dtype"]).itemsize, name, path)
+        if not nbytes <= info["bytes"] <= nbytes + _NPY_HEADER_MAX:
+            raise corrupt(path, f"member {name} declares shape {info['shape']} of {info['dtype']} ({nbytes:,} bytes) "
+                                f"in {info['bytes']:,} bytes")
 
 
 #: The dtype of every array member (what ``build_tables`` and ``light._lift`` produce).

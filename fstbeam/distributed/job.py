@@ -53,11 +53,13 @@ class BatchSummary:
     skipped_shards: int
     written: list[str] = field(default_factory=list)
     bad_rows: int = 0  # error or satisfied=False, over the whole output
+    retried: int = 0  # rows decoded again by retry_errors
 
 
 def run_batch(job: BatchJob, *, progress: Progress | None = None,
-              on_shard: Callable[[Shard], None] | None = None) -> BatchSummary:
-    """Run (or resume) ``job``; returns when every shard is written."""
+              on_shard: Callable[[Shard], None] | None = None, retry_errors: bool = False) -> BatchSummary:
+    """Run (or resume) ``job``; returns when every shard is written. ``retry_errors``: then
+    decode again the rows whose output has ``error`` set (`retry.retry_errors`)."""
     rows = read_input(job.input)
     shards = plan_shards(len(rows), job.shard_size)
     check_manifest(job.output, job.manifest(len(rows)))
@@ -79,6 +81,10 @@ def run_batch(job: BatchJob, *, progress: Progress | None = None,
             run(job, rows, pending, prog, finished)
     finally:
         prog.close()
+    if retry_errors:
+        from .retry import retry_errors as retry
+
+        summary.retried = retry(job, rows)
     summary.bad_rows = _count_bad(job.output, shards)
     return summary
 

@@ -9,6 +9,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ..validate import check_prompt
+
 __all__ = ["INPUT_COLUMNS", "OUTPUT_COLUMNS", "RowRequest", "parse_row", "result_row", "error_row"]
 
 #: Columns a batch input may have; ``prompt`` is required, the others optional.
@@ -61,6 +63,7 @@ def parse_row(row: dict, default_id=None) -> RowRequest:
             raise ValueError(f"{kind}: every row needs a 'prompt' string")
         if not prompt.strip():
             raise ValueError("empty prompt: give the text to continue or answer")
+        check_prompt(prompt, "column 'prompt'")  # valid Unicode (no lone surrogate)
         prefix = row.get("prefix")
         if _missing(prefix):
             prefix = None

@@ -15,7 +15,10 @@ from typing import Any, Iterable, Iterator, Literal, Sequence
 
 import torch
 
-from ..errors import DecodeError, TokenizerMismatchError
+from ..errors import DecodeError, InputError, TokenizerMismatchError
+from ..validate import (
+    check_device, check_model_path, check_prompt, check_prompt_format, check_prompts, check_tokenizer_path,
+)
 from .adapters import adapter_for
 from .packed_model import check_mode as check_packed_mode
 from .results import GenerationResult, Hypothesis
@@ -29,9 +32,8 @@ PromptFormat = Literal["auto", "raw", "chat"]
 
 
 def resolve_device(device) -> torch.device:
-    if device is None or device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    """``device`` as a torch device that exists here (`fstbeam.validate.check_device`)."""
+    return check_device(device, "device")
 
 
 def _is_adapter(obj) -> bool:
@@ -64,8 +66,16 @@ class Decoder:
         prompt_format: str = "auto",
         packed_weights: str = "auto",
     ):
+        # Every argument is checked before a model is loaded (docs/trust.md).
         self.device = resolve_device(device)
         check_packed_mode(packed_weights)
+        check_prompt_format(prompt_format, "prompt_format")
+        if dtype is not None and not isinstance(dtype, torch.dtype):
+            raise DecodeError(f"dtype must be a torch.dtype such as torch.float32, not {type(dtype).__name__} {dtype!r:.40}")
+        if isinstance(model, (str, os.PathLike)):
+            model = check_model_path(model, "model")
+        if isinstance(tokenizer, (str, os.PathLike)):
+            tokenizer = check_tokenizer_path(tokenizer, "tokenizer")
         default_eos: tuple[int, ...] = ()
         if model is None:
             from ..files.default_model import default_eos_ids, load_default_model, load_default_tokenizer
@@ -76,10 +86,14 @@ class Decoder:
         elif isinstance(model, (str, os.PathLike)):
             from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
-            cfg = AutoConfig.from_pretrained(str(model))
-            cls = AutoModelForSeq2SeqLM if getattr(cfg, "is_encoder_decoder", False) else AutoModelForCausalLM
             path = str(model)
-            model = cls.from_pretrained(path, dtype=dtype or torch.float32).to(self.device)
+            try:
+                cfg = AutoConfig.from_pretrained(path)
+                cls = AutoModelForSeq2SeqLM if getattr(cfg, "is_encoder_decoder", False) else AutoModelForCausalLM
+                model = cls.from_pretrained(path, dtype=dtype or torch.float32).to(self.device)
+            except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:  # transformers' many kinds
+                raise InputError(f"cannot load a model from {path} ({type(exc).__name__}: {str(exc)[:200]}): give a "
+                                 "Hugging Face model folder with config.json and its weights") from None
             if tokenizer is None:
                 tokenizer = _load_tokenizer(path)
         if isinstance(tokenizer, (str, os.PathLike)):
@@ -157,8 +171,10 @@ class Decoder:
             fmt = "chat" if getattr(self.tokenizer, "chat_template", None) else "raw"
         return fmt != "chat"
 
-    def encode(self, prompt) -> list[int]:
-        """Token ids of one prompt (a string, formatted per ``prompt_format``, or ids as is)."""
+    def encode(self, prompt, *, where: str = "prompt") -> list[int]:
+        """Token ids of one prompt (a string, formatted per ``prompt_format``, or ids as is).
+        A bad prompt (a lone surrogate, a float or out-of-range id, bytes) raises DecodeError."""
+        prompt = check_prompt(prompt, where, vocab_size=self.vocab_size)
         if isinstance(prompt, str):
             if self.tokenizer is None or _is_vocab(self.tokenizer):
                 raise DecodeError("string prompts need a Hugging Face tokenizer; pass token id lists instead")
@@ -176,11 +192,11 @@ class Decoder:
                 if "{prompt}" not in fmt:
                     raise DecodeError(f"prompt_format {fmt!r}: use 'raw', 'chat', 'auto' or a template with {{prompt}}")
                 prompt = fmt.replace("{prompt}", prompt)
-            return [int(i) for i in self.tokenizer(prompt)["input_ids"]]
-        try:
-            return [int(i) for i in prompt]
-        except TypeError as exc:
-            raise DecodeError(f"a prompt must be a string or a list of token ids, not {type(prompt).__name__}") from exc
+            try:
+                return [int(i) for i in self.tokenizer(prompt)["input_ids"]]
+            except Exception as exc:  # noqa: BLE001 - the tokenizer's own failure on this one input
+                raise DecodeError(f"the tokenizer cannot encode this prompt ({type(exc).__name__}: {str(exc)[:120]})") from None
+        return prompt
 
     def newline_ids(self) -> tuple[int, ...]:
         """Ids of the tokens made only of newlines (``stop_at="line"`` adds them to the EOS ids: a
@@ -243,12 +259,13 @@ class Decoder:
         ``fstbeam.runtime.defaults.generate_defaults()`` are the settings ``fstbeam generate`` uses). An unknown
         setting or a bad value raises :class:`~fstbeam.errors.DecodeError` naming it.
         """
-        if isinstance(prompts, str):
-            prompts = [prompts]
-        prompts = list(prompts)
+        prompts = check_prompts(prompts)
         if not prompts:
             raise DecodeError("no prompts: pass a list with at least one prompt")
         if constraints is not None and not hasattr(constraints, "vocab"):
+            if isinstance(constraints, (str, bytes, dict)) or not hasattr(constraints, "__iter__"):
+                raise DecodeError(f"constraints must be CompiledConstraints (compile_constraints / load_constraints), a "
+                                  f"list with one per prompt, or None; not {type(constraints).__name__} {constraints!r:.40}")
             constraints = list(constraints)
             if len(constraints) != len(prompts):
                 raise DecodeError(f"{len(constraints)} constraint sets for {len(prompts)} prompts: give one per prompt (or one for all)")
@@ -260,6 +277,10 @@ class Decoder:
                **overrides) -> Iterator[GenerationResult]:
         """Decode an iterable of prompts, yielding results as inputs finish (in input order when
         ``ordered=True``). ``config`` and ``overrides`` as for :meth:`generate`."""
+        if isinstance(prompts, str):
+            prompts = [prompts]
+        elif prompts is None or isinstance(prompts, (bytes, bytearray, dict)) or not hasattr(prompts, "__iter__"):
+            check_prompts(prompts)  # raises, naming what was passed
         cfg = self._config(config, overrides)
         eos_ids = self._check_eos(stop_ids(cfg, self.eos_ids, self.newline_ids))
         max_new_tokens = cfg.max_new_tokens
@@ -280,7 +301,7 @@ class Decoder:
                 texts[i] = p if isinstance(p, str) else None
                 error = None
                 try:
-                    ids = self.encode(p)
+                    ids = self.encode(p, where=f"prompt {i}")
                 except DecodeError as exc:
                     ids, error = [], str(exc)
                 if error is None and (not ids or (isinstance(p, str) and not p.strip())):
