@@ -18,12 +18,13 @@ __all__ = ["LIMITS", "check_text", "check_texts", "check_flag", "check_prompt", 
 #: Per-request limits (characters count Unicode code points). Above one, a request is refused in
 #: milliseconds with an error that names the limit, never a MemoryError later.
 LIMITS: dict[str, int] = {
-    "phrase_chars": 1_000,  # one must-include phrase, avoid phrase or AnyOf alternative
+    "phrase_chars": 1_000,  # one must-include phrase or AnyOf alternative
     "prefix_chars": 10_000,
-    "avoid_chars": 10_000,  # all avoid phrases of one request together
+    "avoid_chars": 10_000,  # one avoid phrase, and all avoid phrases of one request together
     "phrases_per_request": 200,  # must-include items
     "avoid_per_request": 1_000,
     "alternatives_per_item": 1_000,  # alternatives of one AnyOf
+    "alternatives_chars": 4_000,  # all alternatives of one AnyOf together
     "word_chars": 200,  # one entry of a word list
 }
 
