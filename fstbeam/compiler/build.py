@@ -138,6 +138,15 @@ def _contains_dfa(p: Phrase) -> CharDFA:
     return phrase_char_dfa(lit, word_boundary=p.word_boundary, case_sensitive=p.case_sensitive).to_char_dfa()
 
 
+def _item_dfa(p) -> CharDFA:
+    """Character DFA of the texts containing item ``p``: a plain phrase, or an AnyOf /
+    sentence-case item (any of its alternatives; its ``text`` "a|b" is only a display form)."""
+    from .light.alternatives import is_general, items_char_dfa, stages_of
+    from .light.ordered import to_byte_dfa
+
+    return to_byte_dfa(items_char_dfa(stages_of([p]))) if is_general(p) else _contains_dfa(p)
+
+
 _SIGMA_DFA = CharDFA(np.where(np.arange(256) > 0, 0, -1).astype(np.int32)[None, :], np.ones(1, bool), 0)
 
 
@@ -187,7 +196,7 @@ def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix, *, ordered:
                 ("avoid", base_name),
             )
         for p in phrases:  # e.g. phrase "the cat" with avoid "cat": every text with one has the other
-            if jointly_possible(hard, [_contains_dfa(p)], avoid_dfas, start_text=start) is False:
+            if jointly_possible(hard, [_item_dfa(p)], avoid_dfas, start_text=start) is False:
                 raise UnsatisfiableConstraintError(
                     f"phrase {p.text!r} ({p.source}) cannot appear without one of the avoid phrases "
                     f"{[a.text for a in avoid]} in any text allowed by {base_name}{with_prefix}: drop one of them",

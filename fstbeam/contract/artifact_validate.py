@@ -55,6 +55,8 @@ def open_archive(path) -> tuple[BinaryIO, zipfile.ZipFile]:
         raise ArtifactError(f"{path} is a directory, not an artifact file: pass the .fstbeam file") from None
     except OSError as exc:
         raise ArtifactError(f"cannot open artifact {path} ({exc.strerror or exc})") from None
+    except ValueError:  # "embedded null byte"
+        raise ArtifactError(f"artifact path {str(path)!r:.80} contains a NUL byte: give the .fstbeam file's path") from None
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
