@@ -23,8 +23,8 @@ LIMITS: dict[str, int] = {
     "avoid_chars": 10_000,  # one avoid phrase, and all avoid phrases of one request together
     "phrases_per_request": 200,  # must-include items
     "avoid_per_request": 1_000,
-    "alternatives_per_item": 1_000,  # alternatives of one AnyOf
-    "alternatives_chars": 4_000,  # all alternatives of one AnyOf together
+    "alternatives_per_item": 200,  # alternatives of one AnyOf
+    "alternatives_chars": 2_000,  # all alternatives of one AnyOf together
     "word_chars": 200,  # one entry of a word list
 }
 
@@ -177,10 +177,10 @@ def check_output_path(value: Any, where: str, *, error: type[Error] = InputError
     except OSError as exc:
         raise error(f"{where} {path} cannot be used ({exc.strerror or exc}): choose another output path") from None
     if stat.S_ISDIR(st.st_mode):
-        raise error(f"{where} {path} is a directory: give a file name inside it")
+        raise error(f"cannot write {where} {path}: it is a directory; give a file name inside it")
     if not stat.S_ISREG(st.st_mode):
-        raise error(f"{where} {path} exists and is not a regular file (a device, FIFO or socket): fstbeam only "
-                    "writes new files or replaces regular ones; choose another output path")
+        raise error(f"cannot write {where} {path}: it exists and is not a regular file (a device, FIFO or socket); "
+                    "fstbeam only writes new files or replaces regular ones: choose another output path")
     return path
 
 
