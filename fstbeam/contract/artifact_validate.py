@@ -33,6 +33,7 @@ from ..errors import ArtifactCorruptError, ArtifactError
 #: Largest artifact file accepted (a CEFR C2 word list compiles to well under 1 GiB).
 MAX_ARTIFACT_BYTES = int(os.environ.get("FSTBEAM_MAX_ARTIFACT_BYTES", 8 << 30))
 MAX_MANIFEST_BYTES = 16 << 20
+MAX_MEMBERS = 10_000  # zip members of one artifact
 _NPY_HEADER_MAX = 1 << 16  # a .npy header (magic, version, dict) is at most this long
 _FIX = "the artifact is damaged or was edited: recompile it with compile-constraints"
 
@@ -88,7 +89,7 @@ def open_archive(path) -> tuple[BinaryIO, zipfile.ZipFile]:
 def _check_zip(zf: zipfile.ZipFile, size: int, path) -> None:
     seen: set[str] = set()
     infos = zf.infolist()
-    if len(infos) > 10_000:
+    if len(infos) > MAX_MEMBERS:
         raise corrupt(path, f"the zip lists {len(infos)} members")
     for info in infos:
         if info.filename in seen:

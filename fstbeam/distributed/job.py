@@ -84,7 +84,7 @@ def run_batch(job: BatchJob, *, progress: Progress | None = None,
     if retry_errors:
         from .retry import retry_errors as retry
 
-        summary.retried = retry(job, rows)
+        summary.retried = retry(job, rows, _wire_row, _fix_unreadable)
     summary.bad_rows = _count_bad(job.output, shards)
     return summary
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .shards import Shard, plan_shards, read_input, shard_done, write_shard
+from .shards import Shard, plan_shards, shard_done, write_shard
 
 __all__ = ["rows_with_errors", "retry_errors"]
 
@@ -22,12 +22,11 @@ def rows_with_errors(out_dir: Path, shard: Shard) -> tuple[list[dict], list[int]
     return out, [i for i, r in enumerate(out) if r.get("error")]
 
 
-def retry_errors(job, rows: list[dict] | None = None) -> int:
-    """Re-decode every errored row of ``job``'s written shards; returns how many were retried."""
-    from .job import _fix_unreadable, _wire_row
+def retry_errors(job, rows: list[dict], wire_row, fix_row) -> int:
+    """Re-decode every errored row of ``job``'s written shards; returns how many were retried.
+    ``wire_row(rows, i)`` / ``fix_row(out, row)``: how the job sends a row and fixes its output."""
     from .worker import DecodeWorker
 
-    rows = read_input(job.input) if rows is None else rows
     worker = None
     retried = 0
     for shard in plan_shards(len(rows), job.shard_size):
@@ -37,9 +36,9 @@ def retry_errors(job, rows: list[dict] | None = None) -> int:
         if not bad:
             continue
         worker = worker or DecodeWorker(**job.worker)
-        chunk = [_wire_row(rows, shard.start + i) for i in bad]
+        chunk = [wire_row(rows, shard.start + i) for i in bad]
         for i, o, r in zip(bad, worker.decode_rows(chunk), chunk):
-            out[i] = _fix_unreadable(o, r)
+            out[i] = fix_row(o, r)
         write_shard(job.output, shard, out)
         retried += len(bad)
     return retried

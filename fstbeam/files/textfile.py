@@ -31,6 +31,8 @@ def read_bytes(path: str | os.PathLike, error: type[Exception], *, what: str, ex
     socket (``/dev/zero`` would be read until memory runs out), at most ``limit`` bytes. Every
     failure raises ``error`` naming ``what``, the path and ``expect``."""
     path = Path(path)
+    if "\x00" in str(path):  # os.stat would raise a bare ValueError
+        raise error(f"{what} {str(path)!r:.80} contains a NUL byte, which no file name can hold: {expect}")
     try:
         st = os.stat(path)
         if stat.S_ISDIR(st.st_mode):
@@ -45,8 +47,6 @@ def read_bytes(path: str | os.PathLike, error: type[Exception], *, what: str, ex
         raise error(f"{what} {path} is a directory: {expect}") from None
     except OSError as exc:
         raise error(f"{what} {path} cannot be read ({exc.strerror or exc}): {expect}") from None
-    except ValueError:  # os.stat: "embedded null byte"
-        raise error(f"{what} {str(path)!r:.80} contains a NUL byte, which no file name can hold: {expect}") from None
     if len(raw) > limit:
         raise error(f"{what} {path} is larger than {limit:,} bytes: {expect}")
     return raw
