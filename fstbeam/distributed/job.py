@@ -137,8 +137,10 @@ def _run_on_ray(job: BatchJob, rows, pending, prog, finished) -> None:
             for a, b in _chunks(shard, job.rows_per_task):
                 blocks.append(pa.table({WIRE_ROW: pa.array(range(a, b), pa.int64()),
                                         WIRE_JSON: [json.dumps(_wire_row(rows, i), ensure_ascii=False) for i in range(a, b)]}))
+        # batch_size=None: one block (one planned chunk) per actor call, never a chunk joined with
+        # part of the next: the actors then decode exactly the in-process path's batches.
         ds = map_rows(ray.data.from_arrow(blocks), job.worker, wire="json", concurrency=job.concurrency,
-                      batch_size=job.rows_per_task, num_cpus=job.num_cpus, num_gpus=job.num_gpus)
+                      batch_size=None, num_cpus=job.num_cpus, num_gpus=job.num_gpus)
         owner = {i: s for s in pending for i in range(s.start, s.stop)}
         got: dict[Shard, dict[int, dict]] = {s: {} for s in pending}
         batches = iter(ds.iter_batches(batch_format="pyarrow", batch_size=None))
