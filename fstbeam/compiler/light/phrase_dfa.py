@@ -242,8 +242,11 @@ def _contains_core(lit: bytes, word_boundary: bool, case_sensitive: bool):
     new_id = np.cumsum(keep) - 1
     delta = new_id[delta[keep]].astype(np.int64)
     is_met, is_pending, progress = is_met[keep], is_pending[keep], progress[keep]
-    labels = list(zip(is_met.tolist(), is_pending.tolist(), progress.tolist()))
-    mdelta, block = _minimize(delta, labels)
+    # Already minimal: every state but the two "no match" rows has its own progress (and MET /
+    # PENDING their own flags), and those two differ on the literal's first byte (one may start
+    # a match, the other may not). Partition refinement would only confirm it (a third of the
+    # time of a 10,000-byte phrase); the tests check the result against the boundary rule.
+    mdelta, block = delta.astype(np.int32), np.arange(len(delta), dtype=np.int64)
     nb = mdelta.shape[0]
     met_b = np.zeros(nb, dtype=bool)
     met_b[block[is_met]] = True
