@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
+from ..errors import SpecError
 from ..contract.compiled import CompiledConstraints
 from .compiler import Compiler, compiler_for
 from .spec import Phrase
@@ -60,5 +61,8 @@ def with_request(
 ) -> CompiledConstraints:
     """Per-request constraints on top of ``cc`` (an alias of `Compiler.extend`): the new phrases
     and avoid phrases are added to ``cc``'s own, which stay."""
+    if not (hasattr(cc, "vocab") and hasattr(cc, "phrases") and hasattr(cc, "spec")):
+        raise SpecError(f"with_request() takes the compiled constraints to add to (from compile_constraints or "
+                        f"load_constraints) first, not {type(cc).__name__} {cc!r:.40}")
     return compiler_for(cc.vocab).extend(cc, phrases=phrases, avoid=avoid, prefix=prefix, ordered=ordered,
                                              check=check)

@@ -75,3 +75,9 @@ def test_limits_themselves_are_accepted(vocab):
     free = fstbeam.compile_constraints(tokenizer=vocab)
     fstbeam.with_request(free, avoid=[("ab " * LIMITS["avoid_chars"])[:LIMITS["avoid_chars"]]])
     fstbeam.with_request(free, prefix="a" * LIMITS["prefix_chars"])
+
+
+@pytest.mark.parametrize("cc", [123, None, "a1.fstbeam"])
+def test_with_request_needs_compiled_constraints(cc):
+    with pytest.raises(SpecError, match="compiled constraints"):
+        fstbeam.with_request(cc, phrases=["a"])
