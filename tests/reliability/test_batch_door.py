@@ -73,3 +73,12 @@ def test_retry_errors_reruns_only_the_errored_rows(model_dir, tmp_path, monkeypa
     second = (tmp_path / "out" / "rows-000000003-000000005.jsonl")
     assert second.read_bytes() == before[second.name]  # a shard without errors is not rewritten
     assert not list((tmp_path / "out").glob(".*tmp*"))
+
+
+def test_bad_device_or_format_exits_2_before_anything_runs(tmp_path, capsys):
+    _write(tmp_path / "in.jsonl", _rows(2))
+    for flags in (["--device", "bogus"], ["--format", "no placeholder"]):
+        args = ["batch", "--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out"), *flags]
+        assert main(args) == 2
+        assert flags[0] in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
