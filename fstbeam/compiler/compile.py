@@ -48,6 +48,7 @@ def compile_constraints(
     output may start with one space before the word list's or grammar's text (as a continuation
     of "Answer:" naturally does); ``"auto"`` takes it from a Decoder's prompt format.
     """
+    _check_first(words, phrases, avoid, prefix)
     return compiler_for(tokenizer).compile(
         words=words, cefr=cefr, phrases=phrases, avoid=avoid, prefix=prefix, grammar=grammar,
         grammar_params=grammar_params, canonical=canonical, case_variants=case_variants, digits=digits,
@@ -66,3 +67,15 @@ def with_request(
                         f"load_constraints) first, not {type(cc).__name__} {cc!r:.40}")
     return compiler_for(cc.vocab).extend(cc, phrases=phrases, avoid=avoid, prefix=prefix, ordered=ordered,
                                              check=check)
+
+
+def _check_first(words, phrases, avoid, prefix) -> None:
+    """The per-request limits and texts, before the tokenizer is loaded or checked (a request
+    over a limit is refused in milliseconds; `compile_with` checks them again, for every door)."""
+    from .build import _words_spec
+    from .limits import check_request_limits
+    from .spec import as_phrases
+
+    if isinstance(words, (list, tuple)):  # never consume an iterator the compile reads after
+        _words_spec(words, None)
+    check_request_limits(as_phrases(phrases, "phrases"), as_phrases(avoid, "avoid", flatten=True), prefix)
