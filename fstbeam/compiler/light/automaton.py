@@ -147,7 +147,8 @@ def _phrase_candidates(lit: bytes, index: TokenIndex, *, word_boundary: bool, ca
     parts = [q.ids_substrings_of(lit)]  # (a)
     parts += [q.ranges_ending_with(lit[:j], need_left) for j in range(1, min(m, top + 1))]  # (b)
     parts += [q.ranges_starting_with(lit[j:], need_right) for j in range(max(1, m - top), m)]  # (c)
-    parts.append(q.ids_containing(lit, nonword_before=need_left, nonword_after=need_right))  # (d)
+    if m <= top:  # (d): a literal longer than every token is inside none
+        parts.append(q.ids_containing(lit, nonword_before=need_left, nonword_after=need_right))
     return _union(parts)
 
 
