@@ -22,6 +22,11 @@ class UnsatisfiableConstraintError(Error, ValueError):
         self.parts = parts
 
 
+class InputError(Error, ValueError):
+    """A value handed in cannot be used: a path (NUL byte, missing, a device where a file is
+    needed), a device that does not exist here, a model folder without a model."""
+
+
 class TokenizerError(Error, ValueError):
     """A tokenizer could not be loaded or understood."""
 

@@ -63,6 +63,8 @@ def add_batch_parser(sub) -> argparse.ArgumentParser:
     s = b.add_argument_group("search (the same flags and presets as fstbeam generate)")
     add_preset_flag(s)
     add_search_flags(s)
+    b.add_argument("--retry-errors", action="store_true",
+                   help="after the job, decode again (in this process) the rows whose output has an error")
     b.add_argument("-q", "--quiet", action="store_true", help="no progress, only the final line")
     return b
 
@@ -100,6 +102,7 @@ def run(args) -> int:
               f"`compile-constraints compile ... -o {args.constraints}`", file=sys.stderr)
         return 2
     try:
+        _check_flags(args)
         job = _job(args)
     except (ValueError, argparse.ArgumentTypeError) as exc:
         print(f"fstbeam batch: {exc}", file=sys.stderr)
@@ -108,7 +111,7 @@ def run(args) -> int:
     if args.quiet:
         progress = _Silent()
     try:
-        summary = run_batch(job, progress=progress)
+        summary = run_batch(job, progress=progress, retry_errors=args.retry_errors)
     except KeyboardInterrupt:
         done = sum(1 for _ in job.output.glob("rows-*.jsonl")) if job.output.is_dir() else 0
         print(f"fstbeam batch: interrupted; {done} shard(s) kept in {job.output}; rerun the same command to resume",
@@ -122,9 +125,19 @@ def run(args) -> int:
               "rerun the same command to resume", file=sys.stderr)
         return 3
     skipped = f" ({summary.skipped_shards} already there)" if summary.skipped_shards else ""
+    skipped += f", {summary.retried} row(s) retried" if summary.retried else ""
     print(f"fstbeam batch: {summary.rows} rows in {summary.shards} shard(s){skipped} in {job.output}; "
           f"{summary.bad_rows} with an error or unsatisfied", file=sys.stderr)
     return 1 if summary.bad_rows else 0
+
+
+def _check_flags(args) -> None:
+    """The device and prompt format, checked before any model or Ray actor starts (exit 2)."""
+    from ..runtime.templates import prompt_format
+    from ..validate import check_device, check_prompt_format
+
+    check_device(args.device, "--device")
+    check_prompt_format(prompt_format(args.format), "--format")
 
 
 def _cause(exc: BaseException) -> str:

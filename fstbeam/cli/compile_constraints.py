@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import Error
+from ..errors import Error, InputError
 from .flags import add_constraint_flags, constraint_flags_given, nonempty, parse_params
 
 
@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "compile":
             return _compile(args)
         return _inspect(args)
+    except InputError as exc:  # a bad path or value on the command line: a usage error
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except Error as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -87,7 +90,9 @@ def _compile(args) -> int:
     if given and args.any:
         raise argparse.ArgumentTypeError("--any means no constraint: leave it out when giving constraint flags")
 
-    out = Path(args.output)
+    from ..validate import check_output_path
+
+    out = Path(check_output_path(args.output, "-o/--output"))  # before compiling: never over a device or FIFO
     t0 = time.perf_counter()
     request = ConstraintRequest.from_args(args)
     cc = compile_request(request, args.tokenizer, progress=not args.no_progress and sys.stderr.isatty())

@@ -112,8 +112,11 @@ def _generate(args) -> int:
     from ..runtime.decoder import Decoder
     from ..runtime.templates import prompt_format
 
+    from ..validate import check_device
+
     try:
         _check_usage(args)
+        check_device(args.device, "--device")  # before the model loads: exit 2, not a traceback
         prompts = _read_prompts(args)
         jsonl_in = bool(args.file) and is_jsonl(args.file)
         if not prompts and not jsonl_in:
@@ -123,10 +126,11 @@ def _generate(args) -> int:
                           packed_weights=args.packed_weights)
         cfg = search_config_for(args, decoder.continues_text)
         cc = _constraints(args, decoder)
-        constraints, lines, bad_lines = cc, None, 0
+        constraints, lines, bad_lines = cc, None, []
         if jsonl_in:  # per-line constraints on top of the shared ones; bad lines reported, not decoded
             prompts, constraints, lines, bad_lines = _jsonl_inputs(args.file, prompts, cc, decoder)
             if not prompts:
+                _print_bad_lines(args, bad_lines, None)
                 return 2
         results = decoder.stream(prompts, constraints, cfg, ordered=True)
         return _print_results(args, cc, results, lines, bad_lines)
@@ -138,19 +142,39 @@ def _generate(args) -> int:
         return 2
 
 
-def _print_results(args, cc, results, lines=None, bad_lines: int = 0) -> int:
-    """Print each result as it finishes (flushed), so Ctrl-C keeps what is done."""
+def _print_results(args, cc, results, lines=None, bad_lines=()) -> int:
+    """Print each result as it finishes (flushed), so Ctrl-C keeps what is done. With --jsonl, a
+    bad input line gets an error record (with its ``line``) in its place among the results."""
     import warnings
 
     what = _describe(args, cc)
     bad = 0
+    bad_lines = list(bad_lines)
+    any_bad_line = bool(bad_lines)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # reported per result below
         for r in results:
             bad += (not r.satisfied) or r.error is not None
-            _print_result(args, cc, r, what, None if lines is None else lines[r.index])
+            line = None if lines is None else lines[r.index]
+            bad_lines = _print_bad_lines(args, bad_lines, line)
+            _print_result(args, cc, r, what, line)
             sys.stdout.flush()
-    return 2 if bad_lines else 1 if bad else 0
+    _print_bad_lines(args, bad_lines, None)
+    return 2 if any_bad_line else 1 if bad else 0
+
+
+def _print_bad_lines(args, bad_lines: list, before: int | None) -> list:
+    """Print the error records of the bad lines before line ``before`` (all if None); returns the rest."""
+    rest = []
+    for number, msg in bad_lines:
+        if before is not None and number > before:
+            rest.append((number, msg))
+            continue
+        if args.jsonl:
+            print(json.dumps({"index": None, "line": number, "text": "", "token_ids": [], "score": None, "logprob": None,
+                              "satisfied": False, "phrases": [], "phrases_met": [], "steps": 0, "finish_reason": "error",
+                              "hypotheses": [], "warnings": [], "error": msg, "prompt": None}, ensure_ascii=False))
+    return rest
 
 
 def _jsonl_inputs(path, prompts, cc, decoder):
@@ -161,7 +185,7 @@ def _jsonl_inputs(path, prompts, cc, decoder):
     for msg in inp.errors:
         print(f"fstbeam generate: {msg}", file=sys.stderr)
     per = [cc] * len(prompts) + inp.constraints
-    return prompts + inp.prompts, per, [None] * len(prompts) + inp.lines, len(inp.errors)
+    return prompts + inp.prompts, per, [None] * len(prompts) + inp.lines, list(zip(inp.error_lines, inp.errors))
 
 
 def _print_result(args, cc, r, what: str, line: int | None = None) -> None:

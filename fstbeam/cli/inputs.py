@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import Error, SpecError
+from ..validate import check_prompt
 
 __all__ = ["Inputs", "is_jsonl", "read_inputs"]
 
@@ -35,6 +36,7 @@ class Inputs:
     constraints: list = field(default_factory=list)
     lines: list[int] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    error_lines: list[int] = field(default_factory=list)  # the line of each message in ``errors``
 
 
 def read_inputs(path: str, base, vocab) -> Inputs:
@@ -53,6 +55,7 @@ def read_inputs(path: str, base, vocab) -> Inputs:
             cc = _compile(request, base, vocab, where)
         except (Error, ValueError) as exc:
             out.errors.append(str(exc) if str(exc).startswith(where) else f"{where}: {exc}")
+            out.error_lines.append(number)
             continue
         out.prompts.append(prompt)
         out.constraints.append(cc)
@@ -73,6 +76,7 @@ def _parse(line: str, where: str):
     prompt = obj.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         raise SpecError(f"{where}: \"prompt\" must be non-empty text")
+    check_prompt(prompt, f"{where}: \"prompt\"", error=SpecError)  # valid Unicode: no lone surrogate
     return prompt, ConstraintRequest.from_json(obj, where=where, extra=("prompt",))
 
 

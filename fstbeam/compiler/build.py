@@ -19,6 +19,7 @@ from typing import Iterable
 import numpy as np
 import pynini
 
+from .limits import check_request_limits, check_words
 from ..errors import GrammarError, SpecError, UnsatisfiableConstraintError
 from .hard.cefr import cefr_words, parse_level
 from .char_dfa import CharDFA, arcs_to_dfa, fst_to_dfa
@@ -76,12 +77,13 @@ def _words_spec(words, cefr) -> WordList | None:
     if isinstance(words, dict) or not hasattr(words, "__iter__"):
         raise SpecError(f"words= must be a file path or a list of words, not {type(words).__name__}")
     words = list(words)
-    bad = next((w for w in words if not isinstance(w, str)), None)
+    bad = next((i for i, w in enumerate(words) if not isinstance(w, str)), None)  # an index: the bad item may be None
     if bad is not None:
-        raise SpecError(f"words= holds {type(bad).__name__} {bad!r}: every word must be a str")
+        raise SpecError(f"words[{bad}] is {type(words[bad]).__name__} {words[bad]!r:.60}: every word must be a str")
     items = tuple(w.strip() for w in words if w.strip())
     if not items:
         raise SpecError("words= is empty: give at least one word")
+    check_words(items, "words=")
     return WordList(items, "argument")
 
 
@@ -136,6 +138,15 @@ def _contains_dfa(p: Phrase) -> CharDFA:
     return phrase_char_dfa(lit, word_boundary=p.word_boundary, case_sensitive=p.case_sensitive).to_char_dfa()
 
 
+def _item_dfa(p) -> CharDFA:
+    """Character DFA of the texts containing item ``p``: a plain phrase, or an AnyOf /
+    sentence-case item (any of its alternatives; its ``text`` "a|b" is only a display form)."""
+    from .light.alternatives import is_general, items_char_dfa, stages_of
+    from .light.ordered import to_byte_dfa
+
+    return to_byte_dfa(items_char_dfa(stages_of([p]))) if is_general(p) else _contains_dfa(p)
+
+
 _SIGMA_DFA = CharDFA(np.where(np.arange(256) > 0, 0, -1).astype(np.int32)[None, :], np.ones(1, bool), 0)
 
 
@@ -185,9 +196,7 @@ def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix, *, ordered:
                 ("avoid", base_name),
             )
         for p in phrases:  # e.g. phrase "the cat" with avoid "cat": every text with one has the other
-            if is_general(p):  # an AnyOf's text is its alternatives joined by "|", not a literal
-                continue
-            if jointly_possible(hard, [_contains_dfa(p)], avoid_dfas, start_text=start) is False:
+            if jointly_possible(hard, [_item_dfa(p)], avoid_dfas, start_text=start) is False:
                 raise UnsatisfiableConstraintError(
                     f"phrase {p.text!r} ({p.source}) cannot appear without one of the avoid phrases "
                     f"{[a.text for a in avoid]} in any text allowed by {base_name}{with_prefix}: drop one of them",
@@ -235,8 +244,10 @@ def compile_with(
         g_lang, g_phr, g_avoid, g_desc, g_hash = _grammar_language(grammar, grammar_params)
         user = as_phrases(phrases, "phrases")
         n_ordered = _ordered_count(ordered, user)
+        user_avoid = as_phrases(avoid, "avoid", flatten=True)
+        check_request_limits(user, user_avoid, prefix)
         phr = user + as_phrases(g_phr, f"grammar {grammar}")
-        avd = as_phrases(avoid, "avoid", flatten=True) + as_phrases(g_avoid, f"grammar {grammar}", flatten=True)
+        avd = user_avoid + as_phrases(g_avoid, f"grammar {grammar}", flatten=True)
         if prefix is not None and (not isinstance(prefix, str) or prefix == ""):
             raise SpecError("prefix= must be non-empty text (or None for no prefix)")
         spec = ConstraintSpec(
@@ -317,6 +328,7 @@ def extend_with(comp, cc: CompiledConstraints, *, phrases=(), avoid=(), prefix=N
     supplied) and its prefix. The whole request is checked against the hard automaton.
     ``ordered``: the NEW phrases must occur in the given order (as in ``compile_with``)."""
     phr, avd = as_phrases(phrases, "phrases"), as_phrases(avoid, "avoid", flatten=True)
+    check_request_limits(phr, avd, prefix)
     n_ordered = _ordered_count(ordered, phr)
     if prefix is not None and (not isinstance(prefix, str) or prefix == ""):
         raise SpecError("prefix= must be non-empty text (or None for no prefix)")

@@ -110,9 +110,9 @@ def _avoid(value: Any, where: str) -> tuple[Phrase, ...]:
         elif isinstance(v, AnyOf):
             out += [Phrase(t, v.word_boundary, v.case_sensitive, v.source) for t in v.alternatives]
         elif isinstance(v, (list, tuple)):
-            out += [Phrase(t, source=at) for t in check_texts(v, at, limit="phrase_chars")]
+            out += [Phrase(t, source=at) for t in check_texts(v, at, limit="avoid_chars")]
         else:
-            out.append(Phrase(check_text(v, at, limit="phrase_chars"), source=at))
+            out.append(Phrase(check_text(v, at, limit="avoid_chars"), source=at))
     out = list(_unique(out))
     total = sum(len(p.text) for p in out)
     from ..validate import LIMITS

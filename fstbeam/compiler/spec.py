@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import SpecError
+from ..validate import LIMITS
 from ..files.textfile import read_utf8
 
 
@@ -73,9 +74,17 @@ def read_word_file(path: str | os.PathLike) -> WordList:
     """One entry per line, UTF-8; blank lines and ``#`` comments skipped."""
     p = Path(path)
     text = read_utf8(p, SpecError, what="word list", expect="give a UTF-8 text file with one word per line")
-    words = tuple(w.strip() for w in text.splitlines() if w.strip() and not w.strip().startswith("#"))
+    from .limits import check_words
+
+    lines = [(n, w.strip()) for n, w in enumerate(text.splitlines(), 1)]
+    long = next(((n, w) for n, w in lines if len(w) > LIMITS["word_chars"]), None)
+    if long is not None:  # name the line: the entry index of check_words would skip comments
+        raise SpecError(f"word list {p}, line {long[0]}: an entry of {len(long[1]):,} characters, over the limit of "
+                        f"{LIMITS['word_chars']:,} (word_chars, docs/trust.md): one word or short term per line")
+    words = tuple(w for _, w in lines if w and not w.startswith("#"))
     if not words:
         raise SpecError(f"word list {p} has no words: give at least one entry, one per line")
+    check_words(words, str(p))
     return WordList(words, str(p))
 
 

@@ -28,9 +28,10 @@ import numpy as np
 from .. import __version__
 from ..errors import ArtifactCorruptError, ArtifactError, ArtifactFormatError, TokenizerMismatchError
 from .artifact_validate import (
-    MAX_MANIFEST_BYTES, check_against_vocab, check_char_fst, check_hard, check_light, check_vector_fst, corrupt, expected_members,
+    MAX_MANIFEST_BYTES, check_against_vocab, check_member_sizes, check_char_fst, check_hard, check_light, check_vector_fst, corrupt, expected_members,
     member_dtype, member_ndim, npy_array, open_archive, read_member,
 )
+from .artifact_labels import check_label
 from .manifest_schema import check_manifest
 from .hard import HardTables
 from .layout import LIGHT_ROLES
@@ -73,8 +74,11 @@ def _light_members(prefix: str, a: LightAutomaton) -> tuple[dict[str, Any], dict
 
 
 def save_artifact(cc: Any, path: str | os.PathLike[str]) -> None:
-    """Write ``cc`` (a `CompiledConstraints`) to ``path``."""
-    path = Path(path)
+    """Write ``cc`` (a `CompiledConstraints`) to ``path``: a new file, or one that replaces a
+    regular file (never a device node, FIFO or socket: the rename would replace the node)."""
+    from ..validate import check_output_path
+
+    path = Path(check_output_path(path, "artifact path", error=ArtifactError))
     members: dict[str, bytes] = {}
     manifest: dict[str, Any] = {
         "magic": MAGIC,
@@ -190,6 +194,7 @@ def _manifest(zf: zipfile.ZipFile, path: str | os.PathLike[str]) -> dict[str, An
         if name.endswith(".npy") and (info["dtype"] != member_dtype(name) or len(info["shape"]) != member_ndim(name)):
             raise corrupt(path, f"member {name} is {info['dtype']} with {len(info['shape'])} dimensions, expected "
                                 f"{member_dtype(name)} with {member_ndim(name)}")
+    check_member_sizes(manifest["members"], path)
     return manifest
 
 
@@ -230,6 +235,7 @@ def read_artifact(path: str | os.PathLike[str], tokenizer: Any = None) -> dict[s
         for i, meta in enumerate(manifest["light"]):
             a = _load_light(meta, i, array)
             check_light(a, width, path, f"light/{i}")
+            check_label(a, vocab, path, f"light automaton {i} ({meta['role']})")
             if meta["role"] == "phrase":
                 phrases.append(a)
             elif meta["role"] == "avoid":
@@ -273,6 +279,11 @@ def _load_light(meta: dict[str, Any], i: int, array: Callable[[str], np.ndarray]
         raise ArtifactCorruptError(f"light automaton {i} is inconsistent ({exc}); recompile it") from None
 
 
+#: How far an artifact's id width may exceed its tokenizer's own size: models pad their output
+#: layer (a few hundred ids, rarely more); a larger width is an edit, refused before it is built.
+MAX_WIDTH_PADDING = 1 << 16
+
+
 def _vocab_for(tokenizer: Any, tok: dict[str, Any], path: str | os.PathLike[str]) -> Vocab:
     if tokenizer is None:
         if tok.get("name", "").endswith("(default)"):
@@ -281,7 +292,12 @@ def _vocab_for(tokenizer: Any, tok: dict[str, Any], path: str | os.PathLike[str]
             raise ArtifactError(
                 f"{path} was compiled for tokenizer {tok.get('name')!r}: pass tokenizer= to load it"
             )
-    vocab = load_vocab(tokenizer, width=tok["width"], eos_ids=tok["eos_ids"])
+    own = load_vocab(tokenizer).width  # the tokenizer's own size, before a table of `width` ids is built
+    width = tok["width"]
+    if width > own + MAX_WIDTH_PADDING:
+        raise corrupt(path, f"the manifest's tokenizer width {width:,} does not fit the tokenizer's {own:,} tokens "
+                            f"(at most {MAX_WIDTH_PADDING:,} padding ids are accepted)")
+    vocab = load_vocab(tokenizer, width=width, eos_ids=tok["eos_ids"])
     if vocab.fingerprint != tok["fingerprint"]:
         raise TokenizerMismatchError(
             f"{path} was compiled for tokenizer {tok.get('name')!r} (fingerprint {tok['fingerprint'][:12]}), "

@@ -40,6 +40,7 @@ PathArg: TypeAlias = "str | os.PathLike[str]"  # where the artifact is (for mess
 #: Largest artifact file accepted (a CEFR C2 word list compiles to well under 1 GiB).
 MAX_ARTIFACT_BYTES = int(os.environ.get("FSTBEAM_MAX_ARTIFACT_BYTES", 8 << 30))
 MAX_MANIFEST_BYTES = 16 << 20
+MAX_MEMBERS = 10_000  # zip members of one artifact
 _NPY_HEADER_MAX = 1 << 16  # a .npy header (magic, version, dict) is at most this long
 _FIX = "the artifact is damaged or was edited: recompile it with compile-constraints"
 
@@ -62,6 +63,8 @@ def open_archive(path: PathArg) -> tuple[BinaryIO, zipfile.ZipFile]:
         raise ArtifactError(f"{path} is a directory, not an artifact file: pass the .fstbeam file") from None
     except OSError as exc:
         raise ArtifactError(f"cannot open artifact {path} ({exc.strerror or exc})") from None
+    except ValueError:  # "embedded null byte"
+        raise ArtifactError(f"artifact path {str(path)!r:.80} contains a NUL byte: give the .fstbeam file's path") from None
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
@@ -93,7 +96,7 @@ def open_archive(path: PathArg) -> tuple[BinaryIO, zipfile.ZipFile]:
 def _check_zip(zf: zipfile.ZipFile, size: int, path: PathArg) -> None:
     seen: set[str] = set()
     infos = zf.infolist()
-    if len(infos) > 10_000:
+    if len(infos) > MAX_MEMBERS:
         raise corrupt(path, f"the zip lists {len(infos)} members")
     for info in infos:
         if info.filename in seen:
@@ -138,7 +141,7 @@ def read_member(zf: zipfile.ZipFile, name: str, limit: int, path: PathArg) -> by
 def npy_array(data: bytes, name: str, shape: list[int], dtype: str, path: PathArg) -> np.ndarray:
     """Parse a ``.npy`` member whose header must declare exactly ``shape`` and ``dtype``."""
     want = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * want.itemsize
+    nbytes = shape_bytes(shape, want.itemsize, name, path)
     if not nbytes <= len(data) <= nbytes + _NPY_HEADER_MAX:
         raise corrupt(path, f"member {name} has {len(data):,} bytes, not what shape {shape} of {dtype} implies")
     fh = io.BytesIO(data)
@@ -159,6 +162,30 @@ def npy_array(data: bytes, name: str, shape: list[int], dtype: str, path: PathAr
         raise corrupt(path, f"member {name} has {len(body):,} data bytes, shape {shape} of {dtype} needs {nbytes:,}")
     arr = np.frombuffer(body, dtype=hdtype).reshape(hshape, order="F" if fortran else "C")
     return np.ascontiguousarray(arr.astype(want, copy=False))
+
+
+def shape_bytes(shape, itemsize: int, name: str, path) -> int:
+    """Bytes an array of ``shape`` holds, in exact integers (``np.prod`` wraps around at 2**63:
+    a re-sealed shape [2**32, 2**32] came out as 0 bytes). Each dimension must be a non-negative
+    int; the caller compares the result with the member's size before anything is allocated."""
+    if not isinstance(shape, (list, tuple)) or not all(type(d) is int and d >= 0 for d in shape):
+        raise corrupt(path, f"member {name} has shape {shape!r:.80}; dimensions must be non-negative integers")
+    n = itemsize
+    for d in shape:
+        n *= d
+    return n
+
+
+def check_member_sizes(members: dict, path) -> None:
+    """Every ``.npy`` member's declared shape and dtype against its declared byte size: the array
+    must fit in the member (plus its header), before any member is read or reshaped."""
+    for name, info in members.items():
+        if not name.endswith(".npy"):
+            continue
+        nbytes = shape_bytes(info["shape"], np.dtype(info["dtype"]).itemsize, name, path)
+        if not nbytes <= info["bytes"] <= nbytes + _NPY_HEADER_MAX:
+            raise corrupt(path, f"member {name} declares shape {info['shape']} of {info['dtype']} ({nbytes:,} bytes) "
+                                f"in {info['bytes']:,} bytes")
 
 
 #: The dtype of every array member (what ``build_tables`` and ``light._lift`` produce).

@@ -53,11 +53,13 @@ class BatchSummary:
     skipped_shards: int
     written: list[str] = field(default_factory=list)
     bad_rows: int = 0  # error or satisfied=False, over the whole output
+    retried: int = 0  # rows decoded again by retry_errors
 
 
 def run_batch(job: BatchJob, *, progress: Progress | None = None,
-              on_shard: Callable[[Shard], None] | None = None) -> BatchSummary:
-    """Run (or resume) ``job``; returns when every shard is written."""
+              on_shard: Callable[[Shard], None] | None = None, retry_errors: bool = False) -> BatchSummary:
+    """Run (or resume) ``job``; returns when every shard is written. ``retry_errors``: then
+    decode again the rows whose output has ``error`` set (`retry.retry_errors`)."""
     rows = read_input(job.input)
     shards = plan_shards(len(rows), job.shard_size)
     check_manifest(job.output, job.manifest(len(rows)))
@@ -79,6 +81,10 @@ def run_batch(job: BatchJob, *, progress: Progress | None = None,
             run(job, rows, pending, prog, finished)
     finally:
         prog.close()
+    if retry_errors:
+        from .retry import retry_errors as retry
+
+        summary.retried = retry(job, rows, _wire_row, _fix_unreadable)
     summary.bad_rows = _count_bad(job.output, shards)
     return summary
 
@@ -131,8 +137,10 @@ def _run_on_ray(job: BatchJob, rows, pending, prog, finished) -> None:
             for a, b in _chunks(shard, job.rows_per_task):
                 blocks.append(pa.table({WIRE_ROW: pa.array(range(a, b), pa.int64()),
                                         WIRE_JSON: [json.dumps(_wire_row(rows, i), ensure_ascii=False) for i in range(a, b)]}))
+        # batch_size=None: one block (one planned chunk) per actor call, never a chunk joined with
+        # part of the next: the actors then decode exactly the in-process path's batches.
         ds = map_rows(ray.data.from_arrow(blocks), job.worker, wire="json", concurrency=job.concurrency,
-                      batch_size=job.rows_per_task, num_cpus=job.num_cpus, num_gpus=job.num_gpus)
+                      batch_size=None, num_cpus=job.num_cpus, num_gpus=job.num_gpus)
         owner = {i: s for s in pending for i in range(s.start, s.stop)}
         got: dict[Shard, dict[int, dict]] = {s: {} for s in pending}
         batches = iter(ds.iter_batches(batch_format="pyarrow", batch_size=None))

@@ -70,12 +70,14 @@ def _to_arrow(rows: list[dict]):
 
 def map_rows(ds, config: dict, *, wire: str, concurrency: int, batch_size: int, num_cpus: float = 1,
              num_gpus: float = 0, max_restarts: int = 3, max_task_retries: int = 3):
-    """``ds.map_batches`` on a pool of ``concurrency`` decoding actors (lazy)."""
+    """``ds.map_batches`` on a pool of ``concurrency`` decoding actors (lazy). ``batch_size=None``:
+    each block is one actor call, as it is (Ray would otherwise join a short block with part of
+    the next one, and a different decoding batch rounds differently)."""
     ray = require_ray()
     if not isinstance(concurrency, int) or concurrency < 1:
         raise BatchError(f"concurrency must be a positive integer (got {concurrency!r})")
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise BatchError(f"batch_size must be a positive integer (got {batch_size!r})")
+    if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
+        raise BatchError(f"batch_size must be a positive integer or None (one block per call), not {batch_size!r}")
     with warnings.catch_warnings():
         # Ray 2.60 names max_restarts / max_task_retries "ray_remote_args" and warns; they are
         # still the actor pool's retry settings.

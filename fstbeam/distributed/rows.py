@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..compiler.request import JSON_KEYS, ConstraintRequest
+from ..validate import check_prompt
 
 __all__ = ["INPUT_COLUMNS", "OUTPUT_COLUMNS", "RowRequest", "parse_row", "result_row", "error_row"]
 
@@ -65,6 +66,7 @@ def parse_row(row: dict, default_id=None) -> RowRequest:
             raise ValueError(f"{kind}: every row needs a 'prompt' string")
         if not prompt.strip():
             raise ValueError("empty prompt: give the text to continue or answer")
+        check_prompt(prompt, "column 'prompt'")  # valid Unicode (no lone surrogate)
         obj = {k: _plain(v) for k, v in row.items() if k in JSON_KEYS and not _missing(v)}
         where = f"row {rid!r:.40}" if rid is not None else "row"
         return RowRequest(rid, prompt, ConstraintRequest.from_json(obj, where=where, allow_paths=False))

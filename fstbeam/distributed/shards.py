@@ -16,7 +16,7 @@ from pathlib import Path
 from ..errors import BatchError
 from .rows import INPUT_COLUMNS
 
-__all__ = ["Shard", "plan_shards", "read_input", "write_shard", "shard_done", "check_manifest", "file_sha256"]
+__all__ = ["Shard", "plan_shards", "read_input", "write_shard", "json_line", "shard_done", "check_manifest", "file_sha256"]
 
 MANIFEST = "_job.json"
 _PREFIX, _SUFFIX = "rows-", ".jsonl"
@@ -114,13 +114,27 @@ def write_shard(out_dir: Path, shard: Shard, rows: list[dict]) -> Path:
         raise AssertionError(f"shard {shard.name}: {len(rows)} rows for {len(shard)} inputs")
     final = out_dir / shard.name
     tmp = out_dir / f".{shard.name}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for r in rows:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, final)
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for r in rows:
+                fh.write(json_line(r) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, final)
+    finally:
+        tmp.unlink(missing_ok=True)  # after a failure: never leave a temporary behind
     return final
+
+
+def json_line(row: dict) -> str:
+    """One output row as JSON, UTF-8 text as is; a row holding text that is not valid Unicode (a
+    lone surrogate in a bad input's prompt) is written with escapes, so it is still written."""
+    line = json.dumps(row, ensure_ascii=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(row, ensure_ascii=True)
+    return line
 
 
 def shard_done(out_dir: Path, shard: Shard) -> bool:

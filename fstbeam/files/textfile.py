@@ -31,6 +31,8 @@ def read_bytes(path: str | os.PathLike, error: type[Exception], *, what: str, ex
     socket (``/dev/zero`` would be read until memory runs out), at most ``limit`` bytes. Every
     failure raises ``error`` naming ``what``, the path and ``expect``."""
     path = Path(path)
+    if "\x00" in str(path):  # os.stat would raise a bare ValueError
+        raise error(f"{what} {str(path)!r:.80} contains a NUL byte, which no file name can hold: {expect}")
     try:
         st = os.stat(path)
         if stat.S_ISDIR(st.st_mode):

@@ -18,8 +18,11 @@ import torch
 
 from ..contract.compiled import CompiledConstraints
 from ..contract.vocab import Vocab
-from ..errors import DecodeError, TokenizerMismatchError
 from .adapter_protocol import ModelAdapter, check_adapter
+from ..errors import DecodeError, InputError, TokenizerMismatchError
+from ..validate import (
+    check_device, check_model_path, check_prompt, check_prompt_format, check_prompts, check_tokenizer_path,
+)
 from .adapters import adapter_for
 from .config import SearchConfig, resolve_config, stop_ids
 from .hf_model import is_encoder_decoder
@@ -39,9 +42,8 @@ PromptFormat = Literal["auto", "raw", "chat"]
 
 
 def resolve_device(device) -> torch.device:
-    if device is None or device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    """``device`` as a torch device that exists here (`fstbeam.validate.check_device`)."""
+    return check_device(device, "device")
 
 
 class Decoder:
@@ -71,9 +73,17 @@ class Decoder:
         prompt_format: str = "auto",
         packed_weights: str = "auto",
     ):
+        # Every argument is checked before a model is loaded (docs/trust.md).
         self.prompt_format_name = check_format(prompt_format)  # before the model loads
         self.device = resolve_device(device)
         check_packed_mode(packed_weights)
+        check_prompt_format(prompt_format, "prompt_format")
+        if dtype is not None and not isinstance(dtype, torch.dtype):
+            raise DecodeError(f"dtype must be a torch.dtype such as torch.float32, not {type(dtype).__name__} {dtype!r:.40}")
+        if isinstance(model, (str, os.PathLike)):
+            model = check_model_path(model, "model")
+        if isinstance(tokenizer, (str, os.PathLike)):
+            tokenizer = check_tokenizer_path(tokenizer, "tokenizer")
         default_eos: tuple[int, ...] = ()
         self._default_tokenizer = model is None and tokenizer is None  # its Vocab is cached on disk
         if model is None:
@@ -85,10 +95,14 @@ class Decoder:
         elif isinstance(model, (str, os.PathLike)):
             from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
-            cfg = AutoConfig.from_pretrained(str(model))
-            cls = AutoModelForSeq2SeqLM if is_encoder_decoder(cfg) else AutoModelForCausalLM
             path = str(model)
-            model = cls.from_pretrained(path, dtype=dtype or torch.float32).to(self.device)
+            try:
+                cfg = AutoConfig.from_pretrained(path)
+                cls = AutoModelForSeq2SeqLM if is_encoder_decoder(cfg) else AutoModelForCausalLM
+                model = cls.from_pretrained(path, dtype=dtype or torch.float32).to(self.device)
+            except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:  # transformers' many kinds
+                raise InputError(f"cannot load a model from {path} ({type(exc).__name__}: {str(exc)[:200]}): give a "
+                                 "Hugging Face model folder with config.json and its weights") from None
             if tokenizer is None:
                 tokenizer = _load_tokenizer(path)
         if isinstance(tokenizer, (str, os.PathLike)):
@@ -175,6 +189,7 @@ class Decoder:
             fmt = "chat" if getattr(self.tokenizer, "chat_template", None) else "raw"
         return fmt != "chat"
 
+        # Every argument is checked before a model is loaded (docs/trust.md).
     @property
     def preset(self) -> str:
         """The search preset every door uses for this decoder's prompt format
@@ -200,11 +215,11 @@ class Decoder:
                 if "{prompt}" not in fmt:
                     raise DecodeError(f"prompt_format {fmt!r}: use 'raw', 'chat', 'auto' or a template with {{prompt}}")
                 prompt = fmt.replace("{prompt}", prompt)
-            return [int(i) for i in self.tokenizer(prompt)["input_ids"]]
-        try:
-            return [int(i) for i in prompt]
-        except TypeError as exc:
-            raise DecodeError(f"a prompt must be a string or a list of token ids, not {type(prompt).__name__}") from exc
+            try:
+                return [int(i) for i in self.tokenizer(prompt)["input_ids"]]
+            except Exception as exc:  # noqa: BLE001 - the tokenizer's own failure on this one input
+                raise DecodeError(f"the tokenizer cannot encode this prompt ({type(exc).__name__}: {str(exc)[:120]})") from None
+        return prompt
 
     def query_tokens(self, prompt, ids: Sequence[int]) -> int:
         """Tokens of the prompt's query, what ``length_ratio`` multiplies (:mod:`.length_target`):
@@ -278,12 +293,13 @@ class Decoder:
         ``"translation"``, ``"plain"``); without it the search ranks by log-probability alone. An
         unknown setting or a bad value raises :class:`~fstbeam.errors.DecodeError` naming it.
         """
-        if isinstance(prompts, str):
-            prompts = [prompts]
-        prompts = list(prompts)
+        prompts = check_prompts(prompts)
         if not prompts:
             raise DecodeError("no prompts: pass a list with at least one prompt")
         if constraints is not None and not isinstance(constraints, CompiledConstraints):
+            if isinstance(constraints, (str, bytes, dict)) or not isinstance(constraints, Iterable):
+                raise DecodeError(f"constraints must be CompiledConstraints (compile_constraints / load_constraints), a "
+                                  f"list with one per prompt, or None; not {type(constraints).__name__} {constraints!r:.40}")
             constraints = list(constraints)
             if len(constraints) != len(prompts):
                 raise DecodeError(f"{len(constraints)} constraint sets for {len(prompts)} prompts: give one per prompt (or one for all)")
@@ -295,6 +311,10 @@ class Decoder:
                **overrides) -> Iterator[GenerationResult]:
         """Decode an iterable of prompts, yielding results as inputs finish (in input order when
         ``ordered=True``). ``config`` and ``overrides`` as for :meth:`generate`."""
+        if isinstance(prompts, str):
+            prompts = [prompts]
+        elif prompts is None or isinstance(prompts, (bytes, bytearray, dict)) or not hasattr(prompts, "__iter__"):
+            check_prompts(prompts)  # raises, naming what was passed
         cfg = self._config(config, overrides)
         eos_ids = self._check_eos(stop_ids(cfg, self.eos_ids, self.newline_ids))
         max_new_tokens = cfg.max_new_tokens
@@ -341,7 +361,7 @@ class Decoder:
         ``want_query``: count the tokens of the prompt's query (the length target's base)."""
         p, error = prompt, None
         try:
-            ids = self.encode(p)
+            ids = self.encode(p, where=f"prompt {index}")
         except DecodeError as exc:
             ids, error = [], str(exc)
         if error is None and (not ids or (isinstance(p, str) and not p.strip())):

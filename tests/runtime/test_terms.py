@@ -148,7 +148,11 @@ def test_generate_jsonl_per_line_constraints_and_bad_lines(model_dir, tmp_path, 
     code = main(["generate", "--model", str(model_dir), "--device", "cpu", "--words", str(words), "--file", str(f),
                  "--beam", "4", "--max-new-tokens", "10", "--jsonl"])
     cap = capsys.readouterr()
-    out = [json.loads(line) for line in cap.out.splitlines()]
+    records = [json.loads(line) for line in cap.out.splitlines()]
+    assert [o["line"] for o in records] == list(range(1, 9))  # every line in file order, bad ones included
+    bad = [o for o in records if o["index"] is None]  # a bad line's error record (issue 23)
+    assert [o["line"] for o in bad] == [2, 4, 5, 7] and all(o["error"] and o["text"] == "" for o in bad)
+    out = [o for o in records if o["index"] is not None]
     assert [o["line"] for o in out] == [1, 3, 6, 8]  # the good lines, decoded and written in order
     for n in (2, 4, 5, 7):
         assert f"{f}:{n}:" in cap.err, n  # each bad line named by its number

@@ -20,6 +20,7 @@ match of the current item: DBA sees one automaton and one progress value, as for
 """
 from __future__ import annotations
 
+import functools
 from collections import deque
 from dataclasses import dataclass
 from typing import Iterable
@@ -59,14 +60,15 @@ class AnyOf:
                  sentence_case: bool = False, source: str = "argument"):
         if len(alternatives) == 1 and isinstance(alternatives[0], (list, tuple)):
             alternatives = tuple(alternatives[0])
-        alts = []
+        alts, seen = [], set()  # a set: AnyOf of thousands of texts is refused fast, not in n**2
         for a in alternatives:
             text = getattr(a, "text", a)
             if not isinstance(text, str) or not text.strip():
                 raise SpecError(f"empty alternative {a!r} in AnyOf ({source}): every alternative must be non-empty text")
             if "\x00" in text:
                 raise SpecError(f"alternative {text!r} ({source}) contains a NUL byte, which no token can spell")
-            if text not in alts:
+            if text not in seen:
+                seen.add(text)
                 alts.append(text)
         if not alts:
             raise SpecError(f"AnyOf() with no alternatives ({source}): give at least one text, or drop the constraint")
@@ -151,6 +153,41 @@ def items_char_dfa(stages: tuple[Stage, ...]) -> PhraseDFA:
     the output; ``progress`` as in the module docstring."""
     if not stages:
         raise ValueError("items_char_dfa needs at least one item")
+    return _items_char_dfa(tuple(stages))
+
+
+class _Tries:
+    """The alternatives of every stage as byte tries (case-folded where the stage ignores case):
+    a partial match is a trie node, so alternatives that share a beginning share their state,
+    and one start symbol reaches one node instead of every alternative starting with it. Two
+    roots per stage: alternatives allowed anywhere, and those allowed only at a sentence start."""
+
+    def __init__(self, stages: tuple[Stage, ...]):
+        self.children: list[dict[int, int]] = []
+        self.need_r: list[bool | None] = []  # None: no alternative ends here
+        self.depth: list[int] = []
+        self.roots: list[tuple[int, int]] = []
+        for s in stages:
+            plain, sent = self._node(0), self._node(0)
+            for lit, only in s.alts:
+                u = sent if only else plain
+                for b in (lit if s.case_sensitive else bytes(_fold(x) for x in lit)):
+                    v = self.children[u].get(b)
+                    if v is None:
+                        v = self.children[u][b] = self._node(self.depth[u] + 1)
+                    u = v
+                self.need_r[u] = s.word_boundary and bool(IS_WORD_BYTE[lit[-1]])
+            self.roots.append((plain, sent))
+
+    def _node(self, depth: int) -> int:
+        self.children.append({})
+        self.need_r.append(None)
+        self.depth.append(depth)
+        return len(self.depth) - 1
+
+
+@functools.lru_cache(maxsize=16)  # an item is built for its satisfiability check, then compiled
+def _items_char_dfa(stages: tuple[Stage, ...]) -> PhraseDFA:
     alphabet, sentence = _alphabet(stages)
     word_sym, nonword_sym = len(alphabet), len(alphabet) + 1
     sym_of_byte = np.where(IS_WORD_BYTE, word_sym, nonword_sym).astype(np.int16)
@@ -159,10 +196,15 @@ def items_char_dfa(stages: tuple[Stage, ...]) -> PhraseDFA:
     sym_byte: list[int | None] = [*alphabet, None, None]
     sym_word = [bool(IS_WORD_BYTE[b]) for b in alphabet] + [True, False]
     n = len(stages)
-    lits = [[(lit if s.case_sensitive else bytes(_fold(b) for b in lit), only) for lit, only in s.alts] for s in stages]
-    need_l = [[s.word_boundary and bool(IS_WORD_BYTE[lit[0]]) for lit, _ in s.alts] for s in stages]
-    need_r = [[s.word_boundary and bool(IS_WORD_BYTE[lit[-1]]) for lit, _ in s.alts] for s in stages]
-    track_prev = [any(x) for x in need_l]
+    tries = _Tries(stages)
+    children, need_r, depth = tries.children, tries.need_r, tries.depth
+    cs = [s.case_sensitive for s in stages]
+    wb = [s.word_boundary for s in stages]
+    track_prev = [s.word_boundary and any(IS_WORD_BYTE[lit[0]] for lit, _ in s.alts) for s in stages]
+    folded_syms: dict[int, list[int]] = {}  # folded byte -> the symbols of both cases
+    for i, b in enumerate(alphabet):
+        folded_syms.setdefault(_fold(b), []).append(i)
+    exact_syms = {b: [i] for i, b in enumerate(alphabet)}
     base = np.concatenate([[0], np.cumsum([s.weight for s in stages])]).astype(int)
     MET = ("met",)
 
@@ -179,23 +221,23 @@ def items_char_dfa(stages: tuple[Stage, ...]) -> PhraseDFA:
         new_sent = sentence and ((c is not None and c in SENTENCE_END) or (sent and c is not None and c in WHITE))
         if pending and not w:  # the match is confirmed by this byte, which may start the next item
             return step(fresh(stage + 1, True, sent), sym)
-        cf = None if c is None else (c if stages[stage].case_sensitive else _fold(c))
         grown, done_now, done_wait = set(), False, False
-        for a, j in partial:
-            lit = lits[stage][a][0]
-            if lit[j] == cf:
-                if j + 1 == len(lit):
-                    done_wait |= need_r[stage][a]
-                    done_now |= not need_r[stage][a]
-                else:
-                    grown.add((a, j + 1))
-        for a, (lit, only) in enumerate(lits[stage]):
-            if lit[0] == cf and not (need_l[stage][a] and prev_word) and (sent or not only):
-                if len(lit) == 1:
-                    done_wait |= need_r[stage][a]
-                    done_now |= not need_r[stage][a]
-                else:
-                    grown.add((a, 1))
+        if c is not None:
+            cf = c if cs[stage] else _fold(c)
+            reached = [children[u].get(cf) for u in partial]
+            plain, at_sentence = tries.roots[stage]
+            if not (wb[stage] and IS_WORD_BYTE[cf] and prev_word):  # a match may start here
+                reached.append(children[plain].get(cf))
+                if sent:
+                    reached.append(children[at_sentence].get(cf))
+            for v in reached:
+                if v is None:
+                    continue
+                if need_r[v] is not None:
+                    done_wait |= need_r[v]
+                    done_now |= not need_r[v]
+                if children[v]:
+                    grown.add(v)
         if done_now:  # the item is met at this byte; the next one starts after it
             return fresh(stage + 1, w, new_sent)
         return (stage, frozenset(grown), w and track_prev[stage], done_wait, new_sent)
@@ -206,22 +248,47 @@ def items_char_dfa(stages: tuple[Stage, ...]) -> PhraseDFA:
         stage, partial, _, pending, _ = st
         if pending:
             return int(base[stage + 1])
-        return int(base[stage]) + max((j for _, j in partial), default=0)
+        return int(base[stage]) + max((depth[u] for u in partial), default=0)
 
     start = fresh(0, False, True)
     ids, states, rows, todo = {start: 0}, [start], [], deque([start])
     nsym = len(sym_byte)
+
+    def state_id(nxt) -> int:
+        if nxt not in ids:
+            ids[nxt] = len(states)
+            states.append(nxt)
+            todo.append(nxt)
+        return ids[nxt]
+
+    # A symbol that extends none of a state's partial matches acts as it does from the same state
+    # without them: one such row per (stage, previous byte, pending, sentence start), then only
+    # the symbols the partial matches continue with (linear in the states, not states x items).
+    base_rows: dict = {}
     while todo:
         st = todo.popleft()
+        if st is MET:
+            rows.append([0] * nsym)  # patched below: MET's own id
+            continue
+        key = (st[0], st[2], st[3], st[4])
+        entry = base_rows.get(key)
+        if entry is None:  # next states, interned when first used (so no unreachable state is made)
+            empty = (st[0], frozenset(), st[2], st[3], st[4])
+            entry = base_rows[key] = ([step(empty, s) for s in range(nsym)], [-1] * nsym)
+        raw, bid = entry
+        syms = exact_syms if cs[st[0]] else folded_syms
+        over = {s: state_id(step(st, s)) for u in st[1] for b in children[u] for s in syms.get(b, ())}
         row = []
         for s in range(nsym):
-            nxt = step(st, s)
-            if nxt not in ids:
-                ids[nxt] = len(states)
-                states.append(nxt)
-                todo.append(nxt)
-            row.append(ids[nxt])
+            t = over.get(s)
+            if t is None:
+                t = bid[s]
+                if t < 0:
+                    t = bid[s] = state_id(raw[s])
+            row.append(t)
         rows.append(row)
+    if MET in ids:
+        rows[ids[MET]] = [ids[MET]] * nsym
     delta = np.array(rows, dtype=np.int64)
     final = np.array([st is MET or (st[0] == n - 1 and st[3]) for st in states])
     prog = np.array([progress(st) for st in states], dtype=np.int32)

@@ -27,7 +27,7 @@ from ...contract.light import Kind, LightAutomaton, distances_from_edges, light_
 from ...contract.vocab import Vocab
 from ...errors import SpecError, UnsatisfiableConstraintError
 from ...fst.text import boundary_needs
-from .lift import reach, token_exceptions
+from .lift import prefix_exceptions, reach, token_exceptions
 from .phrase_dfa import PhraseDFA, _ro, phrase_char_dfa, prefix_char_dfa
 from .token_index import TokenIndex
 
@@ -91,8 +91,10 @@ def compile_prefix(text: str | bytes, index: TokenIndex | Vocab, *, source: str 
     dfa = prefix_char_dfa(lit)
     m = len(lit)
     parts = [index.ids_substrings_of(lit)]
-    parts += [index.ranges_starting_with(lit[j:], False) for j in range(m)]
-    return _lift("prefix", text, lit, dfa, index, _union(parts), True, True, source)
+    parts += [index.ranges_starting_with(lit[j:], False) for j in range(max(0, m - index.max_len), m)]
+    cands = _union(parts)
+    exc = prefix_exceptions(lit, index.padded[cands], index.lengths[cands])
+    return _lift("prefix", text, lit, dfa, index, cands, True, True, source, exceptions=exc)
 
 
 def _as_index(index: TokenIndex | Vocab) -> TokenIndex:
@@ -141,10 +143,12 @@ def _phrase_candidates(lit: bytes, index: TokenIndex, *, word_boundary: bool, ca
         lit = lit.lower()
     m = len(lit)
     need_left, need_right = boundary_needs(lit, word_boundary)
+    top = q.max_len  # no token is longer: (b) and (c) need only the literal's first / last `top` bytes
     parts = [q.ids_substrings_of(lit)]  # (a)
-    parts += [q.ranges_ending_with(lit[:j], need_left) for j in range(1, m)]  # (b)
-    parts += [q.ranges_starting_with(lit[j:], need_right) for j in range(1, m)]  # (c)
-    parts.append(q.ids_containing(lit, nonword_before=need_left, nonword_after=need_right))  # (d)
+    parts += [q.ranges_ending_with(lit[:j], need_left) for j in range(1, min(m, top + 1))]  # (b)
+    parts += [q.ranges_starting_with(lit[j:], need_right) for j in range(max(1, m - top), m)]  # (c)
+    if m <= top:  # (d): a literal longer than every token is inside none
+        parts.append(q.ids_containing(lit, nonword_before=need_left, nonword_after=need_right))
     return _union(parts)
 
 
@@ -158,6 +162,7 @@ def _lift(
     word_boundary: bool,
     case_sensitive: bool,
     source: str,
+    exceptions: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> LightAutomaton:
     V = index.width
     nq = dfa.n_states
@@ -165,7 +170,9 @@ def _lift(
     cls = index.token_class[cands].astype(np.int64)  # [C]
     # (state, candidate, next) wherever a candidate's next state differs from its class default,
     # without a [Q, C] matrix (light_lift: near-linear in the phrase length).
-    eq, ek, en = token_exceptions(dfa.delta, dfa.sym_of_byte, index.padded[cands], index.lengths[cands], cls, default)
+    if exceptions is None:
+        exceptions = token_exceptions(dfa.delta, dfa.sym_of_byte, index.padded[cands], index.lengths[cands], cls, default)
+    eq, ek, en = exceptions
 
     # Token-level graph over char states: which states some allowed token moves between.
     nonempty = index.nonempty_classes

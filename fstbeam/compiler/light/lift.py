@@ -23,9 +23,14 @@ def token_exceptions(delta: np.ndarray, sym_of_byte: np.ndarray, padded: np.ndar
     """(state, candidate index, next state) for every pair whose next state differs from
     ``default[state, cls[candidate]]``; sorted by state, then candidate.
 
-    Every first symbol is handled in the same numpy calls (one flat list of (pair, candidate)
-    entries), not in a Python loop per symbol: a per-request phrase has ~20 first symbols, and the
-    fixed cost of a dozen small numpy calls each was a third of its compile time."""
+    Small automata run every candidate from every state (`_exceptions_dense`). Larger ones walk
+    the candidates' trie one symbol at a time, keeping only the distinct (trie node, state,
+    default row) pairs at each depth: all states that reach the same pair behave the same on
+    every token below that node. A long phrase has ~one such pair per occurrence of the node's
+    text in the phrase, so the walk is near-linear in the phrase (the candidates run from every
+    state after their first symbol were ~phrase x candidates: 17 s and 1 GB for a 10,000-byte
+    avoid phrase of varied words). Exceptions are then traced back to the states they start
+    from, which costs what they number."""
     lengths = np.asarray(lengths, np.int64)
     z = np.zeros(0, np.int64)
     if not len(lengths):
@@ -33,50 +38,90 @@ def token_exceptions(delta: np.ndarray, sym_of_byte: np.ndarray, padded: np.ndar
     nq = delta.shape[0]
     if nq * len(lengths) <= _DENSE_ENTRIES:
         return _exceptions_dense(delta, sym_of_byte, padded, lengths, cls, default)
-    syms = sym_of_byte[padded].astype(np.int64)  # [C, L]
+    return _exceptions_trie(delta, sym_of_byte, padded, lengths, cls, default)
+
+
+def _trie(syms: list[list[int]]):
+    """The candidates' symbol sequences as a trie: per depth, the child edges of the nodes at the
+    depth before (parent node, child node, symbol) and the tokens ending at each node."""
+    children: list[dict[int, int]] = [{}]
+    depth_of = [0]
+    ends: list[list[int]] = [[]]
+    for k, seq in enumerate(syms):
+        u = 0
+        for x in seq:
+            v = children[u].get(x)
+            if v is None:
+                v = children[u][x] = len(children)
+                children.append({})
+                depth_of.append(depth_of[u] + 1)
+                ends.append([])
+            u = v
+        ends[u].append(k)
+    return children, depth_of, ends
+
+
+def _exceptions_trie(delta, sym_of_byte, padded, lengths, cls, default):
+    nq, nsym = delta.shape
+    syms = sym_of_byte[padded].astype(np.int64)
+    children, depth_of, ends = _trie([row[:n] for row, n in zip(syms.tolist(), lengths.tolist())])
+    n_nodes = len(children)
+    # Child edges in CSR form by parent node, and the tokens ending at each node.
+    ptr = np.zeros(n_nodes + 1, np.int64)
+    np.cumsum([len(c) for c in children], out=ptr[1:])
+    child_node = np.fromiter((v for c in children for v in c.values()), np.int64, int(ptr[-1]))
+    child_sym = np.fromiter((x for c in children for x in c), np.int64, int(ptr[-1]))
+    tptr = np.zeros(n_nodes + 1, np.int64)
+    np.cumsum([len(e) for e in ends], out=tptr[1:])
+    tok_at = np.fromiter((k for e in ends for k in e), np.int64, int(tptr[-1]))
     drows, drow_of_q = _distinct_rows(default)
     nd = len(drows)
-    # Candidates grouped by first symbol (group g: candidates by_first[gptr[g]:gptr[g+1]]).
-    first_syms, group_of_cand = np.unique(syms[:, 0], return_inverse=True)
-    by_first = np.argsort(group_of_cand, kind="stable")
-    gptr = np.zeros(len(first_syms) + 1, np.int64)
-    np.cumsum(np.bincount(group_of_cand, minlength=len(first_syms)), out=gptr[1:])
-    # Distinct (group, state after its symbol, default row) pairs: every state of a pair behaves
-    # the same on every candidate of the group.
-    ng = len(first_syms)
-    key = (np.arange(ng)[None, :] * nq + delta[:, first_syms].astype(np.int64)) * nd + drow_of_q[:, None]  # [Q, G]
-    pairs, pair_of_qg = np.unique(key.ravel(), return_inverse=True)
-    p_group, p_state, p_drow = pairs // (nq * nd), (pairs // nd) % nq, pairs % nd
-    # Entries: every candidate of each pair's group, longest tokens first (the still running
-    # entries are a prefix at every position).
-    size = gptr[p_group + 1] - gptr[p_group]
-    e_pair = np.repeat(np.arange(len(pairs)), size)
-    e_cand = by_first[_ramp(size) + np.repeat(gptr[p_group], size)]
-    rest = lengths[e_cand] - 1
-    order = np.argsort(-rest, kind="stable")
-    e_pair, e_cand, rest = e_pair[order], e_cand[order], rest[order]
-    # Run the rest of every entry's token; states are kept premultiplied by the symbol count so
-    # each byte position is one add and one take.
-    nsym = delta.shape[1]
-    n_pos = int(rest[0]) if len(rest) else 0
-    sym_t = np.ascontiguousarray(syms[e_cand, 1:n_pos + 1].T)  # [positions, entries]
-    ends = np.searchsorted(-rest, -np.arange(1, n_pos + 1), side="right").tolist()  # entries with rest >= pos
-    flat = delta.ravel().astype(np.int64) * nsym
-    cur = p_state[e_pair] * nsym
-    for pos, k in enumerate(ends):
-        np.take(flat, cur[:k] + sym_t[pos, :k], out=cur[:k])
-    cur //= nsym
-    differs = np.flatnonzero(cur != drows[p_drow[e_pair], cls[e_cand]])
-    if not len(differs):
+    flat = delta.astype(np.int64).ravel()
+    # Level 0: one pair per state (node = root). Pairs are (node, state, default row).
+    p_node, p_state, p_drow = np.zeros(nq, np.int64), np.arange(nq, dtype=np.int64), drow_of_q.astype(np.int64)
+    parents: list = []  # per level d >= 1: (child pair of each edge, its parent pair, pairs at d)
+    exc: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []  # (level, pair, token, next state)
+    level = 0
+    while len(p_node):
+        count = ptr[p_node + 1] - ptr[p_node]
+        e_parent = np.repeat(np.arange(len(p_node)), count)
+        e = np.repeat(ptr[p_node], count) + _ramp(count)
+        nxt = flat[p_state[e_parent] * nsym + child_sym[e]]
+        key = (child_node[e] * nq + nxt) * nd + p_drow[e_parent]
+        uniq, e_child = np.unique(key, return_inverse=True)
+        level += 1
+        parents.append((e_child.reshape(-1), e_parent, len(uniq)))
+        p_node, p_state, p_drow = uniq // (nq * nd), (uniq // nd) % nq, uniq % nd
+        # Tokens ending at these nodes: an exception where the state is not the class default.
+        tcount = tptr[p_node + 1] - tptr[p_node]
+        if tcount.any():
+            t_pair = np.repeat(np.arange(len(p_node)), tcount)
+            t_tok = tok_at[np.repeat(tptr[p_node], tcount) + _ramp(tcount)]
+            differs = p_state[t_pair] != drows[p_drow[t_pair], cls[t_tok]]
+            if differs.any():
+                t_pair, t_tok = t_pair[differs], t_tok[differs]
+                exc.append((level, t_pair, t_tok, p_state[t_pair]))
+    if not exc:
+        z = np.zeros(0, np.int64)
         return z, z, z.astype(np.int32)
-    e_pair, e_cand, e_next = e_pair[differs], e_cand[differs], cur[differs]
-    # Expand each exceptional entry to the states of its pair.
-    by_pair = np.argsort(pair_of_qg, kind="stable")  # positions q * G + g, grouped by pair
-    pstart = np.zeros(len(pairs) + 1, np.int64)
-    np.cumsum(np.bincount(pair_of_qg, minlength=len(pairs)), out=pstart[1:])
-    n_states = pstart[e_pair + 1] - pstart[e_pair]
-    q = by_pair[np.repeat(pstart[e_pair], n_states) + _ramp(n_states)] // ng
-    k, n = np.repeat(e_cand, n_states), np.repeat(e_next, n_states)
+    # Trace every exception back to its start states, one level at a time (deepest first).
+    ids_tok = np.concatenate([t for _, _, t, _ in exc])
+    ids_next = np.concatenate([n for _, _, _, n in exc])
+    first = np.cumsum([0] + [len(t) for _, _, t, _ in exc])
+    cur_id, cur_pair = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    by_level = {lv: (np.arange(first[i], first[i + 1]), pr) for i, (lv, pr, _, _) in enumerate(exc)}
+    for lv in range(level, 0, -1):
+        if lv in by_level:
+            ids, pr = by_level[lv]
+            cur_id, cur_pair = np.concatenate([cur_id, ids]), np.concatenate([cur_pair, pr])
+        e_child, e_parent, n_pairs = parents[lv - 1]
+        order = np.argsort(e_child, kind="stable")  # the edges into each pair, as CSR
+        cptr = np.searchsorted(e_child[order], np.arange(n_pairs + 1))
+        cnt = cptr[cur_pair + 1] - cptr[cur_pair]
+        starts = cptr[cur_pair]
+        cur_id = np.repeat(cur_id, cnt)
+        cur_pair = e_parent[order[np.repeat(starts, cnt) + _ramp(cnt)]]
+    q, k, n = cur_pair, ids_tok[cur_id], ids_next[cur_id]
     order = np.lexsort((k, q))
     return q[order].astype(np.int64), k[order].astype(np.int64), n[order].astype(np.int32)
 
@@ -147,21 +192,70 @@ def reach(n: int, src: np.ndarray, dst: np.ndarray, seeds: np.ndarray) -> np.nda
             frontier = succ[frontier].any(axis=0) & ~seen
             seen |= frontier
         return seen
+    # Plain Python over adjacency lists: a long phrase or prefix is a chain of ~n levels, where a
+    # numpy frontier step per level cost ~40 us each (0.4 s for a 10,000-byte prefix).
     order = np.argsort(src, kind="stable")
-    src, dst = src[order], dst[order]
-    ptr = np.searchsorted(src, np.arange(n + 1))
-    seen = seeds.copy()
-    frontier = np.flatnonzero(seeds)
-    while len(frontier):
-        lo, hi = ptr[frontier], ptr[frontier + 1]
-        nxt = dst[np.repeat(lo, hi - lo) + _ramp(hi - lo)]
-        nxt = np.unique(nxt[~seen[nxt]])
-        seen[nxt] = True
-        frontier = nxt
-    return seen
+    ptr = np.searchsorted(src[order], np.arange(n + 1)).tolist()
+    dst = dst[order].tolist()
+    seen = seeds.tolist()
+    todo = np.flatnonzero(seeds).tolist()
+    for q in todo:  # the list grows while it is walked: a queue
+        for t in dst[ptr[q]:ptr[q + 1]]:
+            if not seen[t]:
+                seen[t] = True
+                todo.append(t)
+    return np.array(seen, dtype=bool)
 
 
 _DENSE_REACH_STATES = 512
 # Up to this many edges the search walks Python lists: a phrase's ~100 edges cost ~10 us there,
 # where the dense matrix costs a few numpy calls per level (~50 us).
 _LIST_REACH_EDGES = 2048
+
+
+def prefix_exceptions(lit: bytes, padded: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`token_exceptions` of the prefix automaton (`phrase_dfa.prefix_char_dfa`: state i = i bytes
+    read, m = free, m + 1 = left the prefix), found by matching the candidates against ``lit``.
+
+    From state i < m every class default leaves the prefix, and from m every token stays, so the
+    exceptions are exactly the pairs (i, token) where the token spells ``lit[i:i+len]`` (next
+    state i + len) or starts with all of ``lit[i:]`` (next state m, token healing). Finding them
+    costs O(len(lit) x longest token); running every candidate from every state was quadratic.
+    """
+    m = len(lit)
+    lengths = np.asarray(lengths, np.int64)
+    arr = np.frombuffer(lit, np.uint8)
+    qs, ks, ns = [], [], []
+    for ln in np.unique(lengths[(lengths > 0) & (lengths <= m)]).tolist():  # whole token inside the prefix
+        cand = np.flatnonzero(lengths == ln)
+        win = np.lib.stride_tricks.sliding_window_view(arr, ln)  # [m - ln + 1, ln]
+        wkey, ckey = _keys(win), _keys(padded[cand, :ln])
+        order = np.argsort(ckey, kind="stable")
+        lo = np.searchsorted(ckey[order], wkey, side="left")
+        hi = np.searchsorted(ckey[order], wkey, side="right")
+        n = hi - lo
+        q = np.repeat(np.arange(len(wkey)), n)
+        k = cand[order[np.repeat(lo, n) + _ramp(n)]]
+        same = (padded[k, :ln] == win[q]).all(axis=1)  # hash keys: check the bytes
+        qs.append(q[same])
+        ks.append(k[same])
+        ns.append(q[same] + ln)
+    for i in range(max(0, m - padded.shape[1]), m):  # tokens that run past the end of the prefix
+        rest = arr[i:]
+        k = np.flatnonzero((lengths > m - i) & (padded[:, :m - i] == rest).all(axis=1))
+        qs.append(np.full(len(k), i, np.int64))
+        ks.append(k)
+        ns.append(np.full(len(k), m, np.int64))
+    q, k, n = (np.concatenate(x).astype(np.int64) if x else np.zeros(0, np.int64) for x in (qs, ks, ns))
+    order = np.lexsort((k, q))
+    return q[order], k[order], n[order].astype(np.int32)
+
+
+def _keys(rows: np.ndarray) -> np.ndarray:
+    """uint64 key of each row of bytes: exact up to 8 bytes, a polynomial hash beyond."""
+    rows = rows.astype(np.uint64)
+    w = rows.shape[1]
+    if w <= 8:
+        return rows @ (np.uint64(256) ** np.arange(w - 1, -1, -1, dtype=np.uint64))
+    mult = np.uint64(1099511628211) ** np.arange(w, dtype=np.uint64)  # wraps mod 2**64
+    return (rows + np.uint64(1)) @ mult

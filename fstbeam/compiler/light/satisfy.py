@@ -29,9 +29,10 @@ def reachable_pair(hard: CharDFA, other: CharDFA, *, want_other_final: bool, sta
         return not want_other_final
     absorbing = _absorbing_final(other)
     n_o = other.num_states
-    seen = np.zeros(hard.num_states * n_o, dtype=bool)
+    # The pairs seen, as sorted keys: a [hard states x other states] bit table is hundreds of MB
+    # for a long phrase over a big word list, where the search itself touches a few pairs.
+    seen = np.array([h0 * n_o + o0], dtype=np.int64)
     fh, fo = np.array([h0]), np.array([o0])
-    seen[h0 * n_o + o0] = True
     bytes_ = np.arange(1, 256)
     while len(fh):
         if want_other_final:
@@ -49,8 +50,8 @@ def reachable_pair(hard: CharDFA, other: CharDFA, *, want_other_final: bool, sta
         ok = (nh >= 0) & (no >= 0)
         nh, no = nh[ok].astype(np.int64), no[ok].astype(np.int64)
         key = np.unique(nh * n_o + no)
-        key = key[~seen[key]]
-        seen[key] = True
+        key = key[~np.isin(key, seen, assume_unique=True)]
+        seen = np.union1d(seen, key)
         fh, fo = key // n_o, key % n_o
     return False
 

@@ -1,0 +1,133 @@
+"""Per-request compile cost on a CEFR A1 base with the default tokenizer (issue 23, item 4).
+
+``with_request(base, ...)`` for avoid phrases and prefixes of 1,000 to 30,000 characters, AnyOf
+items of 100 to 1,000 alternatives, 100 short phrases, and a word list holding one 1 MB word.
+Each case is timed (median of ``--repeat`` runs, no tracing), then run once more under
+``tracemalloc`` for its peak memory (numpy's buffers included). The documented limits
+(`fstbeam.validate.LIMITS`) are lifted for the scaling rows (marked ``*``: above a limit) and
+kept for the "refused" rows, which must answer in milliseconds. Goals: 10,000-character avoid
+<= 0.3 s and <= 200 MB, 10,000-character prefix <= 0.3 s, 1,000 AnyOf alternatives <= 0.5 s;
+time and memory at most linear from 1,000 to 10,000 characters.
+
+    python benchmarks/bench_request.py            # table + benchmarks/results/request.json
+    python benchmarks/bench_request.py --quick    # fewer sizes, one run each
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import time
+import tracemalloc
+from pathlib import Path
+
+RESULTS = Path(__file__).parent / "results"
+GOALS = {("avoid", "words", 10_000): (0.3, 200), ("prefix", "words", 10_000): (0.3, None),
+         ("anyof", "pairs", 1_000): (0.5, None)}
+
+
+def words_text(words: list[str], n: int, seed: int) -> str:
+    rng = random.Random(seed)
+    out = ""
+    while len(out) < n:
+        out += rng.choice(words) + " "
+    return out[:n].strip()
+
+
+def pattern_text(unit: str, n: int) -> str:
+    return (unit * (n // len(unit) + 1))[:n].strip()
+
+
+def measure(fn, repeat: int) -> tuple[float, float, str | None]:
+    """(median seconds, peak MB under tracemalloc, error text or None)."""
+    times, err = [], None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001 - a refused request is a result here
+            err = f"{type(exc).__name__}: {str(exc)[:80]}"
+        times.append(time.perf_counter() - t)
+    tracemalloc.start()
+    try:
+        fn()
+    except Exception:  # noqa: BLE001
+        pass
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return statistics.median(times), peak / 1e6, err
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=str(RESULTS / "request.json"))
+    args = ap.parse_args()
+
+    import fstbeam
+    from fstbeam import validate
+    from fstbeam.compiler.hard.cefr import cefr_words
+
+    limits = dict(validate.LIMITS)
+    lifted = {k: v * 1000 for k, v in limits.items()}
+    base = fstbeam.compile_constraints(cefr="A1")
+    words = sorted(cefr_words("A1"))
+    fstbeam.with_request(base, avoid=["warm up"], phrases=[["warm", "up"]], prefix="warm")  # index, DFA: once
+    rng = random.Random(0)
+    pairs = sorted({f"{rng.choice(words)} {rng.choice(words)}" for _ in range(4000)})
+    rng.shuffle(pairs)
+    sizes = [1_000, 10_000, 30_000] if args.quick else [1_000, 2_000, 5_000, 10_000, 20_000, 30_000]
+    repeat = 1 if args.quick else args.repeat
+
+    cases = []
+    for n in sizes:
+        cases.append(("avoid", "words", n, lambda n=n: fstbeam.with_request(base, avoid=[words_text(words, n, n)])))
+    for unit, name in (("the cat ", "the cat"), ("aaab ", "aaab")):
+        for n in ([1_000, 10_000] if args.quick else [1_000, 10_000, 20_000]):
+            cases.append(("avoid", name, n, lambda n=n, u=unit: fstbeam.with_request(base, avoid=[pattern_text(u, n)])))
+    for n in sizes:
+        cases.append(("prefix", "words", n, lambda n=n: fstbeam.with_request(base, prefix=words_text(words, n, n))))
+    for k in ([100, 1_000] if args.quick else [100, 300, 1_000]):
+        cases.append(("anyof", "pairs", k, lambda k=k: fstbeam.with_request(base, phrases=[pairs[:k]])))
+    cases.append(("phrases", "x100", 100, lambda: fstbeam.with_request(base, phrases=pairs[:100])))
+    refused = [
+        ("avoid", "refused", 20_000, lambda: fstbeam.with_request(base, avoid=[pattern_text("the cat ", 20_001)])),
+        ("prefix", "refused", 20_000, lambda: fstbeam.with_request(base, prefix=pattern_text("the cat ", 20_001))),
+        ("anyof", "refused", 2_000, lambda: fstbeam.with_request(base, phrases=[pairs[:2_000]])),
+        ("word", "1 MB", 1_000_000, lambda: fstbeam.compile_constraints(words=["x" * 1_000_000])),
+    ]
+    rows = []
+    validate.LIMITS.update(lifted)
+    try:
+        for kind, what, n, fn in cases:
+            over = any(n > limits[k] for k in {"avoid": ["avoid_chars"], "prefix": ["prefix_chars"],
+                                               "anyof": ["alternatives_per_item"]}.get(kind, []))
+            over = over or (kind == "anyof" and len(" ".join(pairs[:n])) > limits["alternatives_chars"])
+            s, mb, err = measure(fn, repeat)
+            rows.append(dict(kind=kind, input=what, size=n, seconds=round(s, 4), peak_mb=round(mb, 1),
+                             above_limit=over, error=err))
+            print(f"{kind:>7} {what:>8} {n:>8,}{'*' if over else ' '} {s:8.3f} s {mb:8.1f} MB  {err or ''}", flush=True)
+    finally:
+        validate.LIMITS.clear()
+        validate.LIMITS.update(limits)
+    for kind, what, n, fn in refused:
+        s, mb, err = measure(fn, repeat)
+        rows.append(dict(kind=kind, input=what, size=n, seconds=round(s, 4), peak_mb=round(mb, 1), above_limit=True, error=err))
+        print(f"{kind:>7} {what:>8} {n:>8,}  {s:8.3f} s {mb:8.1f} MB  {err or 'NOT REFUSED'}", flush=True)
+    for r in rows:
+        goal = GOALS.get((r["kind"], r["input"], r["size"]))
+        if goal:
+            r["goal_s"], r["goal_mb"] = goal
+            r["within_goal"] = r["seconds"] <= goal[0] and (goal[1] is None or r["peak_mb"] <= goal[1])
+    RESULTS.mkdir(exist_ok=True)
+    Path(args.out).write_text(json.dumps({"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+                                          "load_avg": os.getloadavg(), "limits": limits, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
