@@ -313,7 +313,7 @@ class Decoder:
         ``ordered=True``). ``config`` and ``overrides`` as for :meth:`generate`."""
         if isinstance(prompts, str):
             prompts = [prompts]
-        elif prompts is None or isinstance(prompts, (bytes, bytearray, dict)) or not hasattr(prompts, "__iter__"):
+        elif prompts is None or isinstance(prompts, (bytes, bytearray, dict)) or not isinstance(prompts, Iterable):
             check_prompts(prompts)  # raises, naming what was passed
         cfg = self._config(config, overrides)
         eos_ids = self._check_eos(stop_ids(cfg, self.eos_ids, self.newline_ids))
