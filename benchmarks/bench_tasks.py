@@ -163,8 +163,28 @@ def print_table(result: dict) -> None:
         print(f"{'measure':22s}" + "".join(f"{s:>12s}" for s in sets))
         for k in keys:
             print(f"{k:22s}" + "".join(f"{str(t['settings'][s].get(k, '')):>12s}" for s in sets))
+        for s, c in t.get("common", {}).items():
+            print(f"  on the first {c['items']} items (common to none/fstbeam): {s}: " + json.dumps(c))
         if "search_errors" in t:
             print("search errors:", t["search_errors"])
+
+
+def save(out: Path, result: dict, task: str, entry: dict) -> None:
+    result["tasks"][task] = entry
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
+
+
+def merge(files, out: Path, plot_path) -> int:
+    """One result from several runs (their tasks side by side; a later file's task wins)."""
+    result = {"tasks": {}}
+    for f in files:
+        result["tasks"].update(json.loads(Path(f).read_text())["tasks"])
+    out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
+    print_table(result)
+    if plot_path:
+        plot(result, Path(plot_path))
+    return 0
 
 
 def main(argv=None) -> int:
@@ -183,7 +203,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(HERE / "results" / "tasks.json"))
     ap.add_argument("--plot", default=str(REPO / "docs" / "tasks.png"))
     ap.add_argument("--samples", type=int, default=12, help="outputs kept per setting in the JSON")
+    ap.add_argument("--chunk", type=int, default=8, help="items per generate call; results are saved after each")
+    ap.add_argument("--fresh", action="store_true", help="decode every item again (default: resume saved rows)")
+    ap.add_argument("--merge", default=None, help="comma-separated result files (runs in parallel) to merge into --out")
     args = ap.parse_args(argv)
+    if args.merge:
+        return merge(args.merge.split(","), Path(args.out), args.plot)
     data = Path(args.data) if args.data else task_data.default_data_dir(REPO)
     extra = {k: v for k, v in (("length_ratio", args.length_ratio), ("length_reward", args.length_reward)) if v is not None}
     out = Path(args.out)
@@ -194,7 +219,7 @@ def main(argv=None) -> int:
         items = task_data.items(data, task, args.split, args.limit)
         M = args.max_new_tokens or M_DEFAULT[task]
         prev = result["tasks"].get(task, {})
-        same = prev.get("items") == len(items) and prev.get("split") == args.split and prev.get("beam") == args.beam \
+        same = prev.get("split") == args.split and prev.get("beam") == args.beam \
             and prev.get("max_new_tokens") == M and prev.get("options") == extra
         entry = prev if same else {"settings": {}, "rows": {}}
         entry.update(items=len(items), split=args.split, beam=args.beam, max_new_tokens=M, options=extra)
@@ -214,16 +239,24 @@ def main(argv=None) -> int:
                     from fstbeam import Decoder
 
                     dec = Decoder(device="cpu")
-                rows = decode(dec, items, setting, args.beam, M, extra)
+                rows = entry["rows"].get(setting, [])[: len(items)] if not args.fresh else []
+                for k in range(len(rows), len(items), args.chunk):  # saved per chunk: a stopped run resumes
+                    rows = rows + decode(dec, items[k : k + args.chunk], setting, args.beam, M, extra)
+                    entry["rows"][setting] = rows
+                    entry["settings"][setting] = summarize(task, items[: len(rows)], rows, M)
+                    save(out, result, task, entry)
+                    print(f"{task} {setting} {len(rows)}/{len(items)}", flush=True)
             entry["rows"][setting] = rows
-            entry["settings"][setting] = summarize(task, items, rows, M)
+            entry["settings"][setting] = summarize(task, items[: len(rows)], rows, M)
             print(task, setting, json.dumps(entry["settings"][setting]), flush=True)
+        common = min((len(r) for s, r in entry["rows"].items() if s != "tf4"), default=0)
+        entry.pop("common", None)
+        if any(len(r) != common for s, r in entry["rows"].items() if s != "tf4"):
+            entry["common"] = {s: summarize(task, items[:common], r[:common], M) for s, r in entry["rows"].items() if s != "tf4"}
         if "none" in entry["rows"] and "fstbeam" in entry["rows"]:
             entry["search_errors"] = search_errors(items, entry["rows"]["none"], entry["rows"]["fstbeam"])
         entry["samples"] = {s: [r["text"] for r in rs[: args.samples]] for s, rs in entry["rows"].items()}
-        result["tasks"][task] = entry
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
+        save(out, result, task, entry)
     print_table(result)
     if args.plot:
         plot(result, Path(args.plot))
