@@ -72,6 +72,7 @@ class SearchConfig:
     prune_threshold: float | None = None  # delta
     max_per_parent: int | None = None  # M
     dba: bool = True
+    plain_track: bool = True  # with DBA: also run the beam without must-include phrases (runtime/tracks.py)
     stopping: Stopping = "optimal"
     batch_size: int = 8
     refill: float = 1 / 6  # epsilon
@@ -111,7 +112,7 @@ class SearchConfig:
             _nonnegative_int(name, getattr(self, name))
         if self.min_new_tokens > self.max_new_tokens:
             raise DecodeError(f"min_new_tokens={self.min_new_tokens} exceeds max_new_tokens={self.max_new_tokens}: lower it")
-        for name in ("renormalize", "dba", "streaming", "allow_control_tokens", "no_repeat_prompt"):
+        for name in ("renormalize", "dba", "plain_track", "streaming", "allow_control_tokens", "no_repeat_prompt"):
             if not isinstance(getattr(self, name), bool):
                 raise DecodeError(f"{name} must be True or False (got {getattr(self, name)!r})")
         if self.shortlist == "on" and not self.renormalize:

@@ -7,7 +7,10 @@ phrases; :mod:`fstbeam.contract.progress`), so an input with phrases of ``w_1 ..
 a word ("T" of "Things") is banked with those that have not started it. (An AnyOf item with
 several spellings counts as one word, complete when met.) Candidates (:func:`candidates`): for
 every unmet phrase, the best token that completes a word of it, or, only where no such token is
-allowed, the best other token that advances it.
+allowed, the best other token that advances it (also where the two differ in a leading space or
+punctuation and the model prefers the other one: the model's spacing wins). With the plain track
+(:mod:`.tracks`) the beam holds up to ``2k`` hypotheses and the candidates come from all of them;
+the allocation still chooses ``k``.
 
 Allocation: every bank gets ``k // num_banks`` slots and the remainder goes to the top bank; then,
 from the top bank down, a bank with more slots than candidates hands the surplus to the bank below
@@ -89,25 +92,26 @@ def candidates(plain, rows, scored, out, tables, *, k: int, kk: int, prune_thres
     ``out``: the step's :class:`~.shortlist.StepLogits` (columns = every token or a shortlist)."""
     cand_s, cand_t, cand_j = plain.s, plain.t, plain.j
     n, dev = cand_s.shape[0], cand_s.device
+    K = cand_s.shape[1] // kk  # beam width: ``k``, or ``2k`` with the plain track (:mod:`.tracks`)
     R = rows.s.shape[0]
     V = tables.V  # token ids, not columns
     g_s, g_i = cand_s.topk(min(k, cand_s.shape[1]), dim=1)  # global top-k of the slot
     g_t, g_j = cand_t.gather(1, g_i), cand_j.gather(1, g_i)
-    b_s = cand_s.view(n, k, kk)[:, :, 0]  # each row's best
-    b_t = cand_t.view(n, k, kk)[:, :, 0]
-    b_j = torch.arange(k, device=dev).expand(n, k)
+    b_s = cand_s.view(n, K, kk)[:, :, 0]  # each row's best
+    b_t = cand_t.view(n, K, kk)[:, :, 0]
+    b_j = torch.arange(K, device=dev).expand(n, K)
     sets = tables.advance_sets(rows.s)  # [R, 2P, C] token ids: word-completing tokens, then the other advancing ones
     a_c, a_lp = kd.best_in_sets(out.logits, scored.mask, torch.arange(R, device=dev), out.to_cols(sets), scored.lse)
     a_t = out.to_ids(a_c)
     stats.advance_elements += int(sets.numel())
-    a_lp = _prefer_whole_words(a_lp)
+    a_lp = _prefer_whole_words(a_lp, a_t, tables.token_class)
     P = sets.shape[1]
-    a_full_s = torch.full((n * k, P), NEG_INF, device=dev)
-    a_full_t = torch.full((n * k, P), -1, dtype=torch.long, device=dev)
+    a_full_s = torch.full((n * K, P), NEG_INF, device=dev)
+    a_full_t = torch.full((n * K, P), -1, dtype=torch.long, device=dev)
     a_full_s[rows.idx] = rows.c[:, None] + a_lp + scored.shift[:, None]
     a_full_t[rows.idx] = a_t
-    a_s, a_t = a_full_s.view(n, k * P), a_full_t.view(n, k * P)
-    a_j = torch.arange(k, device=dev).repeat_interleave(P).expand(n, k * P)
+    a_s, a_t = a_full_s.view(n, K * P), a_full_t.view(n, K * P)
+    a_j = torch.arange(K, device=dev).repeat_interleave(P).expand(n, K * P)
     if prune_threshold is not None:
         best = cand_s.max(1).values
         a_s = torch.where(a_s < best[:, None] - prune_threshold, torch.full_like(a_s, NEG_INF), a_s)
@@ -119,13 +123,21 @@ def candidates(plain, rows, scored, out, tables, *, k: int, kk: int, prune_thres
     return _drop_duplicates(S, T, J, ok, V), T, J
 
 
-def _prefer_whole_words(a_lp: torch.Tensor) -> torch.Tensor:
-    """``[R, 2P]`` best-advancing scores (word-completing sets, then the others): a phrase's
-    partial advance (" T" for "Things") is offered only where no allowed token completes the word,
-    so DBA never plants a prefix the model may abandon as a fragment."""
+def _prefer_whole_words(a_lp: torch.Tensor, a_t: torch.Tensor, token_class: torch.Tensor) -> torch.Tensor:
+    """``[R, 2P]`` best-advancing scores (word-completing sets, then the others; tokens ``a_t``):
+    a phrase's partial advance (" T" for "Things") is offered only where no allowed token
+    completes the word, so DBA never plants a prefix the model may abandon as a fragment; except
+    where the two differ in their first byte (a space or punctuation before the word, or not) and
+    the model prefers the partial one: then the model's spacing wins. (Preferring the whole word
+    regardless wrote " concluido" after "11. ", a double space, and "Schicht" glued to "16.",
+    where the model's own spelling of the word needs two tokens.)"""
     P = a_lp.shape[1] // 2
-    done = torch.isfinite(a_lp[:, :P])
-    return torch.cat([a_lp[:, :P], a_lp[:, P:].masked_fill(done, NEG_INF)], 1)
+    comp, part = a_lp[:, :P], a_lp[:, P:]
+    cls = token_class[a_t.clamp(min=0)]
+    lead = (cls == 2) | (cls == 3)  # first byte is not a word byte (token_index classes)
+    part_wins = torch.isfinite(part) & (lead[:, :P] != lead[:, P:]) & (part > comp)
+    done = torch.isfinite(comp) & ~part_wins
+    return torch.cat([comp.masked_fill(part_wins, NEG_INF), part.masked_fill(done, NEG_INF)], 1)
 
 
 def _drop_duplicates(S, T, J, ok, V: int) -> torch.Tensor:

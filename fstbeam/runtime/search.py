@@ -18,7 +18,10 @@ for every live hypothesis at once:
    token and each row's best token advancing each unmet phrase (``best_in_sets``);
 4. next automaton states by table lookup, the fewest tokens each candidate still needs to become
    acceptable (candidates that cannot finish within ``max_new_tokens`` are dropped while others can);
-5. selection: the best ``beam_size`` (plain) or the DBA bank allocation (see :mod:`.dba`);
+5. selection: the best ``beam_size`` (plain) or the DBA bank allocation (see :mod:`.dba`); with
+   phrases, next to it the *plain track* (the same search without the must-include phrases, whose
+   outputs that meet every constraint enter the pool, so the result never scores below an
+   unconstrained result that meets them) and constraint-aware ending (:mod:`.tracks`);
 6. finished hypotheses enter a per-input n-best pool; an input stops when its n-th best finished
    score reaches the upper bound of its live hypotheses (:mod:`.scoring`), or at the length limit.
 
@@ -37,7 +40,7 @@ from typing import Iterable, Iterator, Sequence
 
 import torch
 
-from . import dba, pool, step
+from . import dba, pool, step, tracks
 from .beam import BeamState, prompt_tails
 from .config import SearchConfig
 from .pool import RawHypothesis, RawResult
@@ -107,6 +110,8 @@ class SearchEngine:
         # :meth:`_output_layer` computes the logits.
         self.shortlist = resolve_shortlist(adapter, config, self._eos, self.V)
         self._hidden = {"hidden": True} if self.shortlist is not None else {}
+        # room for the plain track next to DBA's beam (:mod:`.tracks`)
+        self.width = 2 * config.beam_size if config.dba and config.plain_track else config.beam_size
 
     # ============================================================================ driver
     def run(self, requests: Iterable[Request]) -> Iterator[RawResult]:
@@ -224,7 +229,7 @@ class SearchEngine:
         self.logits = None
         self.state = None  # the model adapter's state (cache) of the live rows
         self.parked: _Parked | None = None
-        self.beam = BeamState.empty(self.cfg.beam_size, self.cfg.max_new_tokens, self.cfg.nbest, self.device)
+        self.beam = BeamState.empty(self.width, self.cfg.max_new_tokens, self.cfg.nbest, self.device)
         self.pending_tokens = torch.zeros(0, dtype=torch.long, device=self.device)
 
     def _admit(self, batch: list[Request]):
@@ -246,7 +251,8 @@ class SearchEngine:
             torch.tensor([s.num_banks for s in new_slots], dtype=torch.long, device=dev),
             torch.tensor([tables.hard_offset(r.constraints) for r in batch], device=dev, dtype=torch.long),
             torch.tensor([tables.light_offsets(r.constraints, P) for r in batch], device=dev, dtype=torch.long).view(n, P),
-            prompt_tails([r.ids for r in batch], dev), k=cfg.beam_size, L=cfg.max_new_tokens, nb=cfg.nbest)
+            prompt_tails([r.ids for r in batch], dev), k=self.width, L=cfg.max_new_tokens, nb=cfg.nbest,
+            plain_track=self.width > cfg.beam_size)
         self.beam = self.beam.cat(fresh)
         return logits, state
 
@@ -309,45 +315,84 @@ class SearchEngine:
         """Expand every live hypothesis (mask -> output layer -> top-k -> candidates -> advance ->
         select -> pool); update the beams; return the slots that finished."""
         cfg, tb, beam = self.cfg, self.tables, self.beam
-        n, k = beam.alive.shape
+        n, K = beam.alive.shape  # K: beam_size, or twice it with the plain track (:mod:`.tracks`)
+        k = cfg.beam_size
         R = int(model_out.shape[0])
         rows = step.live_rows(beam, R)
         kk = min(k, cfg.max_per_parent or k, self.V)
+        use_dba = cfg.dba and any(sl.n_phrases for sl in self.slots)
+        two = use_dba and K > k  # the plain track and constraint-aware ending run
         mask = tb.build_mask(rows.h, rows.s)  # [R, W] over every token
-        ok_eos = step.apply_guards(mask, tb.accepting(rows.h, rows.s), rows, beam, cfg)  # before the shortlist's union
+        acc = tb.accepting(rows.h, rows.s)
+        if two:  # before the shortlist's union
+            ok_eos, ok_plain = step.apply_guards(mask, acc, rows, beam, cfg, tb.accepting(rows.h, tracks.plain_view(tb, rows.s)))
+        else:
+            ok_eos = step.apply_guards(mask, acc, rows, beam, cfg)
         out = self._output_layer(model_out, mask)  # [R, M]: all tokens or a shortlist
         scored = step.score_rows(out, rows, ok_eos, kk, cfg)
         self.stats.logits_elements += R * int(out.logits.shape[1])
-        cand = step.plain_candidates(scored, rows, n, k, kk, cfg.prune_threshold)
-        use_dba = cfg.dba and any(sl.n_phrases for sl in self.slots)
+        cand = step.plain_candidates(scored, rows, n, K, kk, cfg.prune_threshold)
+        in_plain = demote = None
         if use_dba:
             d = dba.candidates(cand, rows, scored, out, tb, k=k, kk=kk, prune_threshold=cfg.prune_threshold, stats=self.stats)
-            cand = step.with_dba(cand, d, beam.nbanks > 1)
+            dcand = step.with_dba(cand, d, beam.nbanks > 1)
+            if two:
+                plain_part = step.only_parents(cand, beam.plain)
+                cand, in_cons, in_plain = tracks.merge_tracks(dcand, plain_part, self.V)
+                over = self._over_entries(scored, rows, ok_eos, ok_plain)
+                demote = over.gather(1, cand.j)
+            else:
+                cand = dcand
         cand_s, cand_t, parent, nh, ns, fit = step.advance(cand, beam, tb, cfg.max_new_tokens)
         self.stats.candidates += int(cand_s.shape[0] * cand_s.shape[1])
         if use_dba:
             NB = max(sl.num_banks for sl in self.slots)  # the largest bank count, known on the host
-            chosen = step.select(cand_s, fit, k, tb.bank(ns).clamp(max=NB - 1), beam.nbanks, NB)
+            bank = tb.bank(ns).clamp(max=NB - 1)
+            if two:
+                neg = torch.full_like(cand_s, float("-inf"))
+                chosen_c = step.select(torch.where(in_cons, cand_s, neg), fit, k, bank, beam.nbanks, NB, demote)
+                chosen_p = step.select(torch.where(in_plain, cand_s, neg),
+                                       tracks.plain_fit(tb, nh, ns, beam.length, cfg.max_new_tokens), k)
+                chosen = chosen_c | chosen_p
+            else:
+                chosen = step.select(cand_s, fit, k, bank, beam.nbanks, NB)
         else:
             chosen = step.select(cand_s, fit, k)
-        sel_s, sel_i = torch.where(chosen, cand_s, torch.full_like(cand_s, float("-inf"))).topk(k, dim=1)  # [n, k]
+        sel_s, sel_i = torch.where(chosen, cand_s, torch.full_like(cand_s, float("-inf"))).topk(K, dim=1)  # [n, K]
         sel_parent, sel_ok = parent.gather(1, sel_i), torch.isfinite(sel_s)
-        places = step.keep_places(sel_parent, sel_ok, k)
+        places = step.keep_places(sel_parent, sel_ok, K)
         sel_s, sel_i, sel_parent, sel_ok = (t.gather(1, places) for t in (sel_s, sel_i, sel_parent, sel_ok))
         pool.pool_eos(beam, rows, scored, self._eos, tb, cfg.scoring)
+        if two:
+            tracks.plain_best(beam, rows, scored, ok_plain, cfg.scoring)
+            flags = (chosen_c.gather(1, sel_i) & sel_ok, chosen_p.gather(1, sel_i) & sel_ok,
+                     over.view(-1)[sel_parent.view(-1)].view(n, K) & sel_ok)
+        else:
+            flags = (sel_ok, torch.zeros_like(sel_ok), torch.zeros_like(sel_ok))
         # Slots whose beam died without a finished hypothesis keep their best live one as partial.
         dead = ~sel_ok.any(1) & beam.alive.any(1)
         if bool(dead.any()):
             pool.record_partial(beam, dead, beam.alive, tb)
         sel_tok = cand_t.gather(1, sel_i)
         P = beam.P
-        sel_l = ns.gather(1, sel_i[:, :, None].expand(n, k, P)) if P else ns[:, :k]
-        self._new_beams(sel_s, sel_ok, sel_parent, sel_tok, nh.gather(1, sel_i), sel_l)
+        sel_l = ns.gather(1, sel_i[:, :, None].expand(n, K, P)) if P else ns[:, :K]
+        self._new_beams(sel_s, sel_ok, sel_parent, sel_tok, nh.gather(1, sel_i), sel_l, flags)
         return self._finish_step(rows, sel_parent, sel_tok)
 
-    def _new_beams(self, sel_s, sel_ok, sel_parent, sel_tok, sel_h, sel_l) -> None:
-        """The selected candidates become the beams (history extended by their token)."""
+    def _over_entries(self, scored, rows, ok_eos, ok_plain) -> torch.Tensor:
+        """bool ``[n, K]``: live hypotheses that have closed their answer with a phrase unmet
+        (before or at this step; :mod:`.tracks`)."""
+        b = self.beam
+        n, K = b.alive.shape
+        now = torch.zeros(n * K, dtype=torch.bool, device=self.device)
+        now[rows.idx] = tracks.would_end(scored, rows, ok_eos, ok_plain)
+        return b.over | now.view(n, K)
+
+    def _new_beams(self, sel_s, sel_ok, sel_parent, sel_tok, sel_h, sel_l, flags) -> None:
+        """The selected candidates become the beams (history extended by their token);
+        ``flags``: their track memberships and ``over`` marks (:mod:`.tracks`)."""
         b, L = self.beam, self.cfg.max_new_tokens
+        b.cons, b.plain, b.over = flags
         n, k = sel_s.shape
         new_hist = b.hist.view(n * k, L)[sel_parent.view(-1)].view(n, k, L)
         pos = b.length.clamp(max=L - 1)
@@ -369,6 +414,8 @@ class SearchEngine:
         at_limit = b.length >= L
         if any(sl.steps >= L for sl in self.slots):  # the host knows the lengths
             pool.finish_at_limit(b, at_limit, tb, cfg.scoring)
+        if b.alive.shape[1] > cfg.beam_size and any(sl.n_phrases for sl in self.slots):  # (known on the host)
+            tracks.stop_plain(b, tb, cfg)
         done = pool.done_slots(b, at_limit, tb, cfg)
         keep = b.alive & ~done[:, None]
         b.alive = keep

@@ -18,7 +18,7 @@ from . import dba, guards
 from .beam import NEG_INF, BeamState, Candidates, Rows, Scored
 from .shortlist import StepLogits
 
-__all__ = ["live_rows", "score_rows", "apply_guards", "plain_candidates", "with_dba", "advance", "select", "top_mask", "keep_places"]
+__all__ = ["live_rows", "score_rows", "apply_guards", "plain_candidates", "with_dba", "only_parents", "advance", "select", "top_mask", "keep_places"]
 
 
 def live_rows(beam: BeamState, R: int) -> Rows:
@@ -46,12 +46,23 @@ def score_rows(out: StepLogits, rows: Rows, ok_eos: torch.Tensor, kk: int, cfg) 
         eos_lp = eos_lp + shift[:, None]
     eos_best, eos_which = eos_lp.max(1)
     fin_raw = torch.where(ok_eos, rows.c + eos_best, torch.full_like(rows.c, NEG_INF))
-    return Scored(mask, lse, shift, top.scores + shift[:, None], out.to_ids(top.tokens), fin_raw, eos_which)
+    return Scored(mask, lse, shift, top.scores + shift[:, None], out.to_ids(top.tokens), fin_raw, eos_best, eos_which)
 
 
-def apply_guards(mask: torch.Tensor, ok_eos: torch.Tensor, rows: Rows, beam: BeamState, cfg) -> torch.Tensor:
+def apply_guards(mask: torch.Tensor, ok_eos: torch.Tensor, rows: Rows, beam: BeamState, cfg, ok_plain=None):
     """``no_repeat_ngram`` clears tokens in ``mask`` (in place); returns ``ok_eos`` without the
-    rows shorter than ``min_new_tokens`` (:mod:`.guards`: both only remove options)."""
+    rows shorter than ``min_new_tokens`` (:mod:`.guards`: both only remove options); with
+    ``ok_plain`` (the plain track's EOS rows) returns both."""
+    ok_eos = _apply_guards(mask, ok_eos, rows, beam, cfg)
+    if ok_plain is None:
+        return ok_eos
+    if cfg.min_new_tokens:
+        n, k, _ = beam.hist.shape
+        ok_plain = ok_plain & guards.eos_allowed(beam.length.repeat_interleave(k)[rows.idx], cfg.min_new_tokens)
+    return ok_eos, ok_plain
+
+
+def _apply_guards(mask: torch.Tensor, ok_eos: torch.Tensor, rows: Rows, beam: BeamState, cfg) -> torch.Tensor:
     if not (cfg.no_repeat_ngram or cfg.min_new_tokens):
         return ok_eos
     n, k, L = beam.hist.shape
@@ -96,6 +107,12 @@ def with_dba(plain: Candidates, dba_cands: tuple, has_phrases: torch.Tensor) -> 
                       torch.where(hp, pad(d_j, 0), pad(plain.j, 0)))
 
 
+def only_parents(cand: Candidates, which: torch.Tensor) -> Candidates:
+    """``cand`` with the candidates of parents not in bool ``which [n, K]`` set to -inf."""
+    keep = which.gather(1, cand.j)
+    return Candidates(torch.where(keep, cand.s, torch.full_like(cand.s, NEG_INF)), cand.t, cand.j)
+
+
 def advance(cand: Candidates, beam: BeamState, tables, L: int):
     """Next states of every candidate; candidates the automata refuse get score -inf.
 
@@ -120,13 +137,14 @@ def advance(cand: Candidates, beam: BeamState, tables, L: int):
     return cand_s, cand_t, parent, nh, ns, fit
 
 
-def select(score: torch.Tensor, fit: torch.Tensor, k: int, bank=None, num_banks=None, NB: int = 0) -> torch.Tensor:
+def select(score: torch.Tensor, fit: torch.Tensor, k: int, bank=None, num_banks=None, NB: int = 0, demote=None) -> torch.Tensor:
     """bool ``[n, N]``: at most ``k`` candidates per row.
 
     Only the candidates of the row's best ``fit`` tier (:func:`advance`) take part: by DBA bank
     allocation when ``bank`` is given (then the best remaining ones fill unused slots), else
-    simply the best ``k``. A row without any feasible candidate keeps its best ``k`` infeasible
-    ones (best partial output).
+    simply the best ``k``. ``demote`` (bool ``[n, N]``, with ``bank``): candidates the allocation
+    passes over, taken only for places left empty (:mod:`.tracks`, constraint-aware ending). A
+    row without any feasible candidate keeps its best ``k`` infeasible ones (best partial output).
     """
     valid = torch.isfinite(score)
     tier = torch.where(valid, fit, torch.zeros_like(fit))
@@ -136,10 +154,12 @@ def select(score: torch.Tensor, fit: torch.Tensor, k: int, bank=None, num_banks=
     if bank is None:
         chosen = top_mask(torch.where(vf, score, neg), k)
     else:
-        chosen = dba.bank_choice(score, vf, bank, num_banks, NB, k)
+        chosen = dba.bank_choice(score, vf if demote is None else vf & ~demote, bank, num_banks, NB, k)
         # fill slots the allocation could not use with the best remaining feasible candidates
-        room = (k - chosen.sum(1)).clamp(min=0)
-        chosen |= top_mask(torch.where(vf & ~chosen, score, neg), room)
+        # (demoted ones last)
+        for pool_ in ((vf,) if demote is None else (vf & ~demote, vf)):
+            room = (k - chosen.sum(1)).clamp(min=0)
+            chosen |= top_mask(torch.where(pool_ & ~chosen, score, neg), room)
     none = ~vf.any(1)
     if bool(none.any()):
         fallback = top_mask(torch.where(valid, score, neg), k)

@@ -59,19 +59,32 @@ def _words_done(a):
 
 
 class Hyp:
-    __slots__ = ("tokens", "score", "h", "ls")
+    __slots__ = ("tokens", "score", "h", "ls", "plain", "cons", "over")
 
-    def __init__(self, tokens, score, h, ls):
+    def __init__(self, tokens, score, h, ls, plain=False, cons=True, over=False):
         self.tokens, self.score, self.h, self.ls = tokens, score, h, ls
+        self.plain, self.cons, self.over = plain, cons, over
 
 
-def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1):
-    """Returns (best list of (logprob, tokens, eos or None), steps)."""
+def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1, plain_track=True, vocab=None):
+    """Returns (best list of (logprob, tokens, eos or None), steps).
+
+    With phrases, ``dba`` and ``plain_track`` (the decoder's defaults, runtime/tracks.py), the
+    beam is the union of two selections: DBA's (over candidates from every hypothesis; a
+    hypothesis that could have ended but for an unmet phrase, and its descendants, are taken only
+    for places left empty) and the plain track's (the beam search without the must-include
+    phrases, over its own members); every finished output meeting all constraints enters the pool."""
     hard = cc.hard if cc is not None else None
     lights = list(cc.light) if cc is not None else []
     nphr = len(cc.phrases) if cc is not None else 0
     ldist = [_dist_light(a, V) for a in lights]
-    text = [t for t in range(V) if cc is None or cc.vocab.token_bytes[t]]
+    vb = cc.vocab if cc is not None else vocab  # no vocab: every id is text
+    text = [t for t in range(V) if vb is None or vb.token_bytes[t]]
+    two = bool(dba and nphr and plain_track)
+
+    def lead(t):  # the token's first byte is not a word byte
+        b = vb.token_bytes[t]
+        return bool(b) and not (chr(b[0]).isascii() and chr(b[0]).isalnum()) and b[0] < 0x80
 
     def allowed(h, ls):
         out = []
@@ -87,18 +100,18 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1):
     def nxt(h, ls, t):
         return (hard.next_state(h, t) if hard is not None else 0), tuple(a.next_state(s, t) for a, s in zip(lights, ls))
 
-    def accepting(h, ls):
-        return (hard is None or bool(hard.final[h])) and all(bool(a.final[s]) for a, s in zip(lights, ls))
+    def accepting(h, ls, phrases=True):
+        return (hard is None or bool(hard.final[h])) and all(
+            bool(a.final[s]) for i, (a, s) in enumerate(zip(lights, ls)) if phrases or i >= nphr)
 
-    def lb(h, ls):
+    def dists(h, ls, phrases=True):
         d = int(hard.dist_to_final[h]) if hard is not None else 0
-        for dd, s in zip(ldist, ls):
-            d = max(d, dd[s])
-        return d
+        ds = [dd[s] for i, (dd, s) in enumerate(zip(ldist, ls)) if phrases or i >= nphr]
+        return max([d] + ds), max(d, sum(ds))  # lower bound; need (as if no token advanced two at once)
 
-    def need(h, ls):  # as if no token advanced two light automata at once
-        d = int(hard.dist_to_final[h]) if hard is not None else 0
-        return max(d, sum(dd[s] for dd, s in zip(ldist, ls)))
+    def tier(t, h, ls, phrases=True):
+        lo, need = dists(h, ls, phrases)
+        return int(t + 1 + lo <= L) + int(t + 1 + need <= L)
 
     # banks count completed phrase words, from the words of the literal (not the runtime tables)
     wprog = [_words_done(a) for a in lights[:nphr]]
@@ -107,25 +120,65 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1):
         return sum(w[s] for w, s in zip(wprog, ls[:nphr]))
 
     nbanks = 1 + sum(max(w) for w in wprog)
-    beam = [Hyp([], 0.0, hard.start if hard is not None else 0, tuple(a.start for a in lights))]
+
+    def pick(cands, k, banked):
+        """Post & Vilar's allocation (or the best k) over the best-tier candidates; demoted
+        (``over``) ones only for places left empty."""
+        if not cands:
+            return []
+        best = max(c["tier"] for c in cands)
+        feas = sorted((c for c in cands if c["tier"] == best), key=lambda c: -c["s"])
+        if not (banked and best > 0):
+            return feas[:k]
+        first = [c for c in feas if not c["over"]]
+        counts = [0] * nbanks
+        for c in first:
+            counts[bank(c["ls"])] += 1
+        alloc = bank_sizes(nbanks - 1, k, counts)
+        sel = []
+        for c in first:
+            b = bank(c["ls"])
+            if alloc[b] > 0:
+                sel.append(c)
+                alloc[b] -= 1
+        for group in (first, feas):
+            rest = [c for c in group if c not in sel]
+            sel += rest[: max(0, k - len(sel))]
+        return sel
+
+    beam = [Hyp([], 0.0, hard.start if hard is not None else 0, tuple(a.start for a in lights), plain=two)]
     pool = []  # (logprob, tokens, eos)
+    pl_best = -math.inf
     steps = 0
     for t in range(L):
         steps += 1
-        cands = []  # (score, parent index, token)
-        per_row = []
+        cands = {}  # (parent, token) -> candidate
+
+        def add(sc, j, v, flag):
+            c = cands.setdefault((j, v), dict(s=sc, j=j, v=v, cons=False, plain=False))
+            c[flag] = True
+
+        per_row, ranked = [], []
         for j, hyp in enumerate(beam):
             lp = logprobs(prompt + hyp.tokens)
-            if accepting(hyp.h, hyp.ls):
-                e = max(eos, key=lambda e: lp[e].item())
+            e = max(eos, key=lambda e: lp[e].item())
+            acc, acc_plain = accepting(hyp.h, hyp.ls), accepting(hyp.h, hyp.ls, phrases=False)
+            if acc:
                 pool.append((hyp.score + lp[e].item(), hyp.tokens, e))
+            if hyp.plain and acc_plain:
+                pl_best = max(pl_best, hyp.score + lp[e].item())
             al = allowed(hyp.h, hyp.ls)
             row = sorted(((hyp.score + lp[v].item(), j, v) for v in al), key=lambda c: (-c[0], c[2]))[:k]
+            best_text = row[0][0] - hyp.score if row else -math.inf
+            hyp.over = hyp.over or (two and lp[e].item() >= best_text and acc_plain and not acc)
             per_row.append((row, lp, al))
-            cands += row
+            ranked += row
+            if hyp.plain:
+                for c in row:
+                    add(*c, "plain")
         if dba and nphr:
-            cands.sort(key=lambda c: -c[0])
-            chosen = list(cands[:k])
+            ranked.sort(key=lambda c: -c[0])
+            chosen = list(ranked[:k])
             for j, (row, lp, al) in enumerate(per_row):
                 if row:
                     chosen.append(row[0])
@@ -138,41 +191,31 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1):
                     short = [v for v in adv if v not in done and dd[a.next_state(s, v)] + 1 == dd[s]]
                     every_short = [v for v in a.advancing(s).tolist() if w[a.next_state(s, v)] <= w[s]
                                    and dd[a.next_state(s, v)] + 1 == dd[s]]
-                    # a partial advance only where no word-completing token is allowed; the
+                    # a partial advance only where no word-completing token is allowed (or where
+                    # the model prefers it and it starts differently: a space or not); the
                     # shortest-path ones where the automaton has any (allowed or not)
-                    group = done or (short if every_short else adv)
-                    if group:
-                        v = max(group, key=lambda v: (lp[v].item(), -v))
+                    part = short if every_short else [v for v in adv if v not in done]
+                    best = lambda g: max(g, key=lambda v: (lp[v].item(), -v)) if g else None  # noqa: E731
+                    vd, vp = best(done), best(part)
+                    if vd is not None and vp is not None and lead(vd) != lead(vp) and lp[vp].item() > lp[vd].item():
+                        vd = None
+                    v = vd if vd is not None else vp
+                    if v is not None:
                         chosen.append((hyp.score + lp[v].item(), j, v))
-            seen, cands = set(), []
-            for c in chosen:
-                if (c[1], c[2]) not in seen:
-                    seen.add((c[1], c[2]))
-                    cands.append(c)
-        info = []
-        for sc, j, v in cands:
-            h2, ls2 = nxt(beam[j].h, beam[j].ls, v)
-            info.append((sc, j, v, h2, ls2, int(t + 1 + lb(h2, ls2) <= L) + int(t + 1 + need(h2, ls2) <= L)))
-        tier = max((c[5] for c in info), default=0)
-        feas = [c for c in info if c[5] == tier]  # the best tier only (all of them if none fits)
-        feas.sort(key=lambda c: -c[0])
-        if dba and nphr and tier > 0:
-            counts = [0] * nbanks
-            for c in feas:
-                counts[bank(c[4])] += 1
-            alloc = bank_sizes(nbanks - 1, k, counts)
-            sel = []
-            for c in feas:
-                b = bank(c[4])
-                if alloc[b] > 0:
-                    sel.append(c)
-                    alloc[b] -= 1
-            rest = [c for c in feas if c not in sel]
-            sel += rest[: max(0, k - len(sel))]
         else:
-            sel = feas[:k]
-        sel.sort(key=lambda c: -c[0])
-        new = [Hyp(beam[c[1]].tokens + [c[2]], c[0], c[3], c[4]) for c in sel]
+            chosen = ranked
+        for c in chosen:
+            add(*c, "cons")
+        for c in cands.values():
+            c["h"], c["ls"] = nxt(beam[c["j"]].h, beam[c["j"]].ls, c["v"])
+            c["over"] = beam[c["j"]].over
+        cons = [dict(c, tier=tier(t, c["h"], c["ls"])) for c in cands.values() if c["cons"]]
+        plain = [dict(c, tier=tier(t, c["h"], c["ls"], phrases=False)) for c in cands.values() if c["plain"]]
+        in_cons = {(c["j"], c["v"]) for c in pick(cons, k, bool(dba and nphr))}
+        in_plain = {(c["j"], c["v"]) for c in pick(plain, k, False)}
+        sel = sorted((c for c in cands.values() if (c["j"], c["v"]) in in_cons | in_plain), key=lambda c: -c["s"])
+        new = [Hyp(beam[c["j"]].tokens + [c["v"]], c["s"], c["h"], c["ls"], plain=(c["j"], c["v"]) in in_plain,
+                   cons=(c["j"], c["v"]) in in_cons, over=c["over"]) for c in sel]
         if t + 1 == L:
             for hyp in new:
                 if accepting(hyp.h, hyp.ls):
@@ -180,7 +223,13 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1):
             break
         beam = new
         pool.sort(key=lambda p: -p[0])
-        live_ub = max((h.score for h in beam if t + 1 + lb(h.h, h.ls) <= L), default=-math.inf)
+        plain_live = [h for h in beam if h.plain and t + 1 + dists(h.h, h.ls, phrases=False)[0] <= L]
+        settled = max(pl_best, pool[0][0] if pool else -math.inf)
+        if not plain_live or max(h.score for h in plain_live) <= settled:  # the plain track ends
+            beam = [h for h in beam if h.cons]
+            for h in beam:
+                h.plain = False
+        live_ub = max((h.score for h in beam if t + 1 + dists(h.h, h.ls)[0] <= L), default=-math.inf)
         if not beam or (len(pool) >= nbest and pool[nbest - 1][0] >= live_ub):
             break
     pool.sort(key=lambda p: -p[0])

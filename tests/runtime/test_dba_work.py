@@ -1,6 +1,7 @@
 """DBA's counted work does not grow with the number of phrases (Post & Vilar's O(1) in C):
 per search step, one masked top-k pass over the logits, one best-in-sets gather, and one model
-row per live hypothesis (at most beam_size per input), whatever the number of phrases."""
+row per live hypothesis, whatever the number of phrases: at most beam_size per input with plain
+DBA, at most 2 * beam_size with the plain track next to it (runtime/tracks.py)."""
 from __future__ import annotations
 
 import string
@@ -35,8 +36,9 @@ PHRASE_SETS = {
 }
 
 
+@pytest.mark.parametrize("plain_track", [False, True])
 @pytest.mark.parametrize("kind", list(PHRASE_SETS))
-def test_counted_work_is_flat_in_the_number_of_phrases(vocab, monkeypatch, kind):
+def test_counted_work_is_flat_in_the_number_of_phrases(vocab, monkeypatch, kind, plain_track):
     from fstbeam.compiler.compile import compile_constraints
 
     calls = {"topk": 0, "sets": 0}
@@ -53,6 +55,7 @@ def test_counted_work_is_flat_in_the_number_of_phrases(vocab, monkeypatch, kind)
     monkeypatch.setattr(_kernels, "masked_topk", topk)
     monkeypatch.setattr(_kernels, "best_in_sets", sets)
     V, k, n = vocab.width, 4, 3
+    width = 2 * k if plain_track else k  # beam entries per input
     lm = StubLM(V, eos=[0], eos_bias=-2.0)
     dec = Decoder(lm, vocab, eos_ids=[0], device="cpu")
     per_step = {}
@@ -63,13 +66,13 @@ def test_counted_work_is_flat_in_the_number_of_phrases(vocab, monkeypatch, kind)
         rows0 = lm.forward_rows
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = dec.generate([[1], [2], [3]], cc, beam_size=k, max_new_tokens=40, batch_size=n)
+            res = dec.generate([[1], [2], [3]], cc, beam_size=k, max_new_tokens=40, batch_size=n, plain_track=plain_track)
         st = dec.last_stats
         assert calls["topk"] == st.steps and calls["sets"] == st.steps  # one pass of each per step
         rows = lm.forward_rows - rows0 - n  # minus the prefill rows
-        assert rows <= (st.steps - 1) * k * n  # one model row per live hypothesis per step
-        assert st.logits_elements <= st.steps * k * n * V
+        assert rows <= (st.steps - 1) * width * n  # one model row per live hypothesis per step
+        assert st.logits_elements <= st.steps * width * n * V
         per_step[P] = (rows / max(st.steps - 1, 1), st.logits_elements / st.steps)
         assert sum(r.satisfied for r in res) >= 2, P
-    # the beam stays full whatever P: rows per step do not grow with the number of phrases
-    assert max(v[0] for v in per_step.values()) <= k * n
+    # rows per step do not grow with the number of phrases
+    assert max(v[0] for v in per_step.values()) <= width * n
