@@ -175,11 +175,33 @@ def save(out: Path, result: dict, task: str, entry: dict) -> None:
     out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
 
 
-def merge(files, out: Path, plot_path) -> int:
-    """One result from several runs (their tasks side by side; a later file's task wins)."""
+def finalize(task, entry, items, M, samples=12) -> None:
+    """Figures across settings: on the items common to all (when their counts differ), search
+    errors, sample outputs."""
+    common = min((len(r) for s, r in entry["rows"].items() if s != "tf4"), default=0)
+    entry.pop("common", None)
+    if any(len(r) != common for s, r in entry["rows"].items() if s != "tf4"):
+        entry["common"] = {s: summarize(task, items[:common], r[:common], M) for s, r in entry["rows"].items() if s != "tf4"}
+    if "none" in entry["rows"] and "fstbeam" in entry["rows"]:
+        entry["search_errors"] = search_errors(items, entry["rows"]["none"], entry["rows"]["fstbeam"])
+    entry["samples"] = {s: [r["text"] for r in rs[:samples]] for s, rs in entry["rows"].items()}
+
+
+def merge(files, out: Path, plot_path, data: Path) -> int:
+    """One result from runs in parallel: each task's settings from every file (a later file's
+    setting wins), with the cross-setting figures computed again."""
     result = {"tasks": {}}
     for f in files:
-        result["tasks"].update(json.loads(Path(f).read_text())["tasks"])
+        for task, e in json.loads(Path(f).read_text())["tasks"].items():
+            keep = ("rows", "settings", "samples", "common", "search_errors")
+            cur = result["tasks"].setdefault(task, {**{k: v for k, v in e.items() if k not in keep}, "rows": {}, "settings": {}})
+            cur.update({k: v for k, v in e.items() if k.endswith("_version")})
+            for s, rows in e["rows"].items():
+                cur["rows"][s], cur["settings"][s] = rows, e["settings"][s]
+    for task, e in result["tasks"].items():
+        n = max(len(r) for r in e["rows"].values())
+        e["items"] = n
+        finalize(task, e, task_data.items(data, task, e["split"], n), e["max_new_tokens"])
     out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
     print_table(result)
     if plot_path:
@@ -207,9 +229,9 @@ def main(argv=None) -> int:
     ap.add_argument("--fresh", action="store_true", help="decode every item again (default: resume saved rows)")
     ap.add_argument("--merge", default=None, help="comma-separated result files (runs in parallel) to merge into --out")
     args = ap.parse_args(argv)
-    if args.merge:
-        return merge(args.merge.split(","), Path(args.out), args.plot)
     data = Path(args.data) if args.data else task_data.default_data_dir(REPO)
+    if args.merge:
+        return merge(args.merge.split(","), Path(args.out), args.plot, data)
     extra = {k: v for k, v in (("length_ratio", args.length_ratio), ("length_reward", args.length_reward)) if v is not None}
     out = Path(args.out)
     result = json.loads(out.read_text()) if out.exists() else {}
@@ -249,13 +271,7 @@ def main(argv=None) -> int:
             entry["rows"][setting] = rows
             entry["settings"][setting] = summarize(task, items[: len(rows)], rows, M)
             print(task, setting, json.dumps(entry["settings"][setting]), flush=True)
-        common = min((len(r) for s, r in entry["rows"].items() if s != "tf4"), default=0)
-        entry.pop("common", None)
-        if any(len(r) != common for s, r in entry["rows"].items() if s != "tf4"):
-            entry["common"] = {s: summarize(task, items[:common], r[:common], M) for s, r in entry["rows"].items() if s != "tf4"}
-        if "none" in entry["rows"] and "fstbeam" in entry["rows"]:
-            entry["search_errors"] = search_errors(items, entry["rows"]["none"], entry["rows"]["fstbeam"])
-        entry["samples"] = {s: [r["text"] for r in rs[: args.samples]] for s, rs in entry["rows"].items()}
+        finalize(task, entry, items, M, args.samples)
         save(out, result, task, entry)
     print_table(result)
     if args.plot:
