@@ -94,7 +94,9 @@ def summarize(task, items, rows, M):
          "words_ref": round(statistics.mean(statistics.mean(len(tm.words(x)) for x in it["references"]) for it in items), 2),
          "multi_sentence_pct": round(100 * sum(len(tm.sentences(h)) > 1 for h in hyps) / n, 1),
          "cut_pct": round(100 * sum(r["n_tokens"] >= M for r in rows) / n, 1),
-         "mid_sentence_pct": round(100 * sum(bool(h) and not tm.ends_sentence(h) for h in hyps) / n, 1),
+         # a translation ends mid-sentence only where its source ends a sentence ("Upload Field Fuel" does not)
+         "mid_sentence_pct": round(100 * sum(bool(h) and not tm.ends_sentence(h) and ("source" not in it or tm.ends_sentence(it["source"]))
+                                             for h, it in zip(hyps, items)) / n, 1),
          "empty_pct": round(100 * sum(not h for h in hyps) / n, 1),
          "seconds_per_item": round(statistics.mean(r["seconds"] for r in rows), 3)}
     s["words_ratio"] = round(s["words_out"] / s["words_ref"], 2)
