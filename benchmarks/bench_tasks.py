@@ -203,7 +203,10 @@ def merge(files, out: Path, plot_path, data: Path) -> int:
     for task, e in result["tasks"].items():
         n = max(len(r) for r in e["rows"].values())
         e["items"] = n
-        finalize(task, e, task_data.items(data, task, e["split"], n), e["max_new_tokens"])
+        items = task_data.items(data, task, e["split"], n)
+        for s, rows in e["rows"].items():  # the text checks of this version, on every setting
+            e["settings"][s] = summarize(task, items[: len(rows)], rows, e["max_new_tokens"])
+        finalize(task, e, items, e["max_new_tokens"])
     out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
     print_table(result)
     if plot_path:
