@@ -143,13 +143,14 @@ def plot(result: dict, path: Path) -> None:
     panels = [(t, ks) for t, ks in panels if t in result["tasks"]]
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
     for ax, (task, keys) in zip(axes[0], panels):
-        sets = [s for s in ("none", "fstbeam", "tf4") if s in result["tasks"][task]["settings"]]
+        figs = {**result["tasks"][task]["settings"], **result["tasks"][task].get("common", {})}  # like for like
+        sets = [s for s in ("none", "fstbeam", "tf4") if s in figs]
         w = 0.8 / max(1, len(sets))
         for j, s in enumerate(sets):
-            vals = [result["tasks"][task]["settings"][s].get(k, 0) for k in keys]
+            vals = [figs[s].get(k, 0) for k in keys]
             ax.bar([i + j * w for i in range(len(keys))], vals, w, label=s)
         ax.set_xticks([i + w * (len(sets) - 1) / 2 for i in range(len(keys))], keys, rotation=20, fontsize=8)
-        n = next(iter(result["tasks"][task]["settings"].values()))["items"]
+        n = min(figs[s]["items"] for s in sets if s != "tf4")
         ax.set_title(f"{task} ({n} items)")
         ax.legend(fontsize=8)
     fig.suptitle("bench_tasks: Gemma 3 270M, beam 5, few-shot prompts (higher is better for the first two bars)")
