@@ -94,7 +94,9 @@ def summarize(task, items, rows, M):
          "words_ref": round(statistics.mean(statistics.mean(len(tm.words(x)) for x in it["references"]) for it in items), 2),
          "multi_sentence_pct": round(100 * sum(len(tm.sentences(h)) > 1 for h in hyps) / n, 1),
          "cut_pct": round(100 * sum(r["n_tokens"] >= M for r in rows) / n, 1),
-         "mid_sentence_pct": round(100 * sum(bool(h) and not tm.ends_sentence(h) for h in hyps) / n, 1),
+         # a translation ends mid-sentence only where its source ends a sentence ("Upload Field Fuel" does not)
+         "mid_sentence_pct": round(100 * sum(bool(h) and not tm.ends_sentence(h) and ("source" not in it or tm.ends_sentence(it["source"]))
+                                             for h, it in zip(hyps, items)) / n, 1),
          "empty_pct": round(100 * sum(not h for h in hyps) / n, 1),
          "seconds_per_item": round(statistics.mean(r["seconds"] for r in rows), 3)}
     s["words_ratio"] = round(s["words_out"] / s["words_ref"], 2)
@@ -141,13 +143,14 @@ def plot(result: dict, path: Path) -> None:
     panels = [(t, ks) for t, ks in panels if t in result["tasks"]]
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
     for ax, (task, keys) in zip(axes[0], panels):
-        sets = [s for s in ("none", "fstbeam", "tf4") if s in result["tasks"][task]["settings"]]
+        figs = {**result["tasks"][task]["settings"], **result["tasks"][task].get("common", {})}  # like for like
+        sets = [s for s in ("none", "fstbeam", "tf4") if s in figs]
         w = 0.8 / max(1, len(sets))
         for j, s in enumerate(sets):
-            vals = [result["tasks"][task]["settings"][s].get(k, 0) for k in keys]
+            vals = [figs[s].get(k, 0) for k in keys]
             ax.bar([i + j * w for i in range(len(keys))], vals, w, label=s)
         ax.set_xticks([i + w * (len(sets) - 1) / 2 for i in range(len(keys))], keys, rotation=20, fontsize=8)
-        n = next(iter(result["tasks"][task]["settings"].values()))["items"]
+        n = min(figs[s]["items"] for s in sets if s != "tf4")
         ax.set_title(f"{task} ({n} items)")
         ax.legend(fontsize=8)
     fig.suptitle("bench_tasks: Gemma 3 270M, beam 5, few-shot prompts (higher is better for the first two bars)")
@@ -163,8 +166,53 @@ def print_table(result: dict) -> None:
         print(f"{'measure':22s}" + "".join(f"{s:>12s}" for s in sets))
         for k in keys:
             print(f"{k:22s}" + "".join(f"{str(t['settings'][s].get(k, '')):>12s}" for s in sets))
+        for s, c in t.get("common", {}).items():
+            print(f"  on the first {c['items']} items (common to none/fstbeam): {s}: " + json.dumps(c))
         if "search_errors" in t:
             print("search errors:", t["search_errors"])
+
+
+def save(out: Path, result: dict, task: str, entry: dict) -> None:
+    result["tasks"][task] = entry
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
+
+
+def finalize(task, entry, items, M, samples=12) -> None:
+    """Figures across settings: on the items common to all (when their counts differ), search
+    errors, sample outputs."""
+    common = min((len(r) for s, r in entry["rows"].items() if s != "tf4"), default=0)
+    entry.pop("common", None)
+    if any(len(r) != common for s, r in entry["rows"].items() if s != "tf4"):
+        entry["common"] = {s: summarize(task, items[:common], r[:common], M) for s, r in entry["rows"].items() if s != "tf4"}
+    if "none" in entry["rows"] and "fstbeam" in entry["rows"]:
+        entry["search_errors"] = search_errors(items, entry["rows"]["none"], entry["rows"]["fstbeam"])
+    entry["samples"] = {s: [r["text"] for r in rs[:samples]] for s, rs in entry["rows"].items()}
+
+
+def merge(files, out: Path, plot_path, data: Path) -> int:
+    """One result from runs in parallel: each task's settings from every file (a later file's
+    setting wins), with the cross-setting figures computed again."""
+    result = {"tasks": {}}
+    for f in files:
+        for task, e in json.loads(Path(f).read_text())["tasks"].items():
+            keep = ("rows", "settings", "samples", "common", "search_errors")
+            cur = result["tasks"].setdefault(task, {**{k: v for k, v in e.items() if k not in keep}, "rows": {}, "settings": {}})
+            cur.update({k: v for k, v in e.items() if k.endswith("_version")})
+            for s, rows in e["rows"].items():
+                cur["rows"][s], cur["settings"][s] = rows, e["settings"][s]
+    for task, e in result["tasks"].items():
+        n = max(len(r) for r in e["rows"].values())
+        e["items"] = n
+        items = task_data.items(data, task, e["split"], n)
+        for s, rows in e["rows"].items():  # the text checks of this version, on every setting
+            e["settings"][s] = summarize(task, items[: len(rows)], rows, e["max_new_tokens"])
+        finalize(task, e, items, e["max_new_tokens"])
+    out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
+    print_table(result)
+    if plot_path:
+        plot(result, Path(plot_path))
+    return 0
 
 
 def main(argv=None) -> int:
@@ -183,8 +231,13 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(HERE / "results" / "tasks.json"))
     ap.add_argument("--plot", default=str(REPO / "docs" / "tasks.png"))
     ap.add_argument("--samples", type=int, default=12, help="outputs kept per setting in the JSON")
+    ap.add_argument("--chunk", type=int, default=8, help="items per generate call; results are saved after each")
+    ap.add_argument("--fresh", action="store_true", help="decode every item again (default: resume saved rows)")
+    ap.add_argument("--merge", default=None, help="comma-separated result files (runs in parallel) to merge into --out")
     args = ap.parse_args(argv)
     data = Path(args.data) if args.data else task_data.default_data_dir(REPO)
+    if args.merge:
+        return merge(args.merge.split(","), Path(args.out), args.plot, data)
     extra = {k: v for k, v in (("length_ratio", args.length_ratio), ("length_reward", args.length_reward)) if v is not None}
     out = Path(args.out)
     result = json.loads(out.read_text()) if out.exists() else {}
@@ -194,7 +247,7 @@ def main(argv=None) -> int:
         items = task_data.items(data, task, args.split, args.limit)
         M = args.max_new_tokens or M_DEFAULT[task]
         prev = result["tasks"].get(task, {})
-        same = prev.get("items") == len(items) and prev.get("split") == args.split and prev.get("beam") == args.beam \
+        same = prev.get("split") == args.split and prev.get("beam") == args.beam \
             and prev.get("max_new_tokens") == M and prev.get("options") == extra
         entry = prev if same else {"settings": {}, "rows": {}}
         entry.update(items=len(items), split=args.split, beam=args.beam, max_new_tokens=M, options=extra)
@@ -214,16 +267,18 @@ def main(argv=None) -> int:
                     from fstbeam import Decoder
 
                     dec = Decoder(device="cpu")
-                rows = decode(dec, items, setting, args.beam, M, extra)
+                rows = entry["rows"].get(setting, [])[: len(items)] if not args.fresh else []
+                for k in range(len(rows), len(items), args.chunk):  # saved per chunk: a stopped run resumes
+                    rows = rows + decode(dec, items[k : k + args.chunk], setting, args.beam, M, extra)
+                    entry["rows"][setting] = rows
+                    entry["settings"][setting] = summarize(task, items[: len(rows)], rows, M)
+                    save(out, result, task, entry)
+                    print(f"{task} {setting} {len(rows)}/{len(items)}", flush=True)
             entry["rows"][setting] = rows
-            entry["settings"][setting] = summarize(task, items, rows, M)
+            entry["settings"][setting] = summarize(task, items[: len(rows)], rows, M)
             print(task, setting, json.dumps(entry["settings"][setting]), flush=True)
-        if "none" in entry["rows"] and "fstbeam" in entry["rows"]:
-            entry["search_errors"] = search_errors(items, entry["rows"]["none"], entry["rows"]["fstbeam"])
-        entry["samples"] = {s: [r["text"] for r in rs[: args.samples]] for s, rs in entry["rows"].items()}
-        result["tasks"][task] = entry
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=1, ensure_ascii=False))
+        finalize(task, entry, items, M, args.samples)
+        save(out, result, task, entry)
     print_table(result)
     if args.plot:
         plot(result, Path(args.plot))

@@ -83,7 +83,7 @@ def items(data: Path, task: str, split: str = "report", limit: int | None = None
                         "references": [s.strip() for s in r["references"]], "sentence_case": True})
         return out
     lang = TARGET[task]
-    exs = _short_examples(pool, lambda r: 6 <= len(r["en"].split()) <= 22 and wmt_terms(r) and r["en"] != r[lang[0]])
+    exs = _short_examples(pool, lambda r: 5 <= len(r["en"].split()) <= 22 and wmt_terms(r) and r["en"] != r[lang[0]])
     for r in chosen:
         out.append({"prompt": wmt_prompt(exs, lang, r["en"]), "constraints": [[t] for t in wmt_terms(r)],
                     "references": [r[lang[0]].strip()], "source": r["en"].strip(), "sentence_case": False})
