@@ -117,9 +117,12 @@ def _avoid(value: Any, where: str) -> tuple[Phrase, ...]:
     total = sum(len(p.text) for p in out)
     from ..validate import LIMITS
 
-    if len(out) > LIMITS["avoid_per_request"] or total > LIMITS["avoid_chars"]:
-        raise SpecError(f"{where}: {len(out)} avoid phrases of {total:,} characters, over the limits "
-                        f"({LIMITS['avoid_per_request']:,} phrases, {LIMITS['avoid_chars']:,} characters; docs/trust.md)")
+    if len(out) > LIMITS["avoid_per_request"]:
+        raise SpecError(f"{where}: {len(out)} avoid phrases, over the limit of {LIMITS['avoid_per_request']:,} "
+                        "(avoid_per_request, docs/trust.md)")
+    if total > LIMITS["avoid_chars"]:
+        raise SpecError(f"{where}: {total:,} characters of avoid phrases, over the limit of {LIMITS['avoid_chars']:,} "
+                        "(avoid_chars, docs/trust.md)")
     return tuple(out)
 
 

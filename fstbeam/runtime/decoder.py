@@ -189,15 +189,16 @@ class Decoder:
             fmt = "chat" if getattr(self.tokenizer, "chat_template", None) else "raw"
         return fmt != "chat"
 
-        # Every argument is checked before a model is loaded (docs/trust.md).
     @property
     def preset(self) -> str:
         """The search preset every door uses for this decoder's prompt format
         (`fstbeam.runtime.presets`): ``answer`` for qa and chat, ``continuation`` otherwise."""
         return preset_for_format(self.prompt_format_name, self.continues_text)
 
-    def encode(self, prompt) -> list[int]:
-        """Token ids of one prompt (a string, formatted per ``prompt_format``, or ids as is)."""
+    def encode(self, prompt, *, where: str = "prompt") -> list[int]:
+        """Token ids of one prompt (a string, formatted per ``prompt_format``, or ids as is).
+        A bad prompt (a lone surrogate, a float or out-of-range id, bytes) raises DecodeError."""
+        prompt = check_prompt(prompt, where, vocab_size=self.vocab_size)
         if isinstance(prompt, str):
             if self.tokenizer is None or _is_vocab(self.tokenizer):
                 raise DecodeError("string prompts need a Hugging Face tokenizer; pass token id lists instead")

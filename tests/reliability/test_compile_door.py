@@ -24,11 +24,11 @@ def base(vocab):
 
 
 @pytest.mark.parametrize("kw, match", [
-    (dict(words=["a", None]), r"words\[1\] is NoneType"),
-    (dict(words=["a", 3]), r"words\[1\] is int"),
+    (dict(words=["a", None]), r"words\[1\] must be text \(str\), not NoneType"),
+    (dict(words=["a", 3]), r"words\[1\] must be text \(str\), not int"),
     (dict(words=["a" + S]), "surrogate"),
     (dict(phrases=["a" + S]), r"phrases\[0\].*surrogate"),
-    (dict(phrases=[["a", S + "b"]]), "alternative 1.*surrogate"),
+    (dict(phrases=[["a", S + "b"]]), r"phrases\[0\]\[1\].*surrogate"),
     (dict(avoid=[S]), r"avoid\[0\].*surrogate"),
     (dict(avoid=[["a", S]]), "surrogate"),
     (dict(prefix="a" + S), "prefix.*surrogate"),
@@ -47,7 +47,7 @@ def test_with_request_checks_its_texts(base, kw):
 
 @pytest.mark.parametrize("kw, limit", [
     (lambda: dict(avoid=["a " * (LIMITS["avoid_chars"] // 2 + 1)]), "avoid_chars"),
-    (lambda: dict(avoid=["ab " * (LIMITS["avoid_chars"] // 6)] * 3), "avoid_chars"),
+    (lambda: dict(avoid=["ab " * (LIMITS["avoid_chars"] // 6) + c for c in "xyz"]), "avoid_chars"),  # together
     (lambda: dict(prefix="a" * (LIMITS["prefix_chars"] + 1)), "prefix_chars"),
     (lambda: dict(phrases=["a" * (LIMITS["phrase_chars"] + 1)]), "phrase_chars"),
     (lambda: dict(phrases=[[f"a{'b' * (i % 9)}{i}" for i in range(LIMITS["alternatives_per_item"] + 1)]]),
