@@ -6,6 +6,9 @@ import os
 import sys
 
 import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: tiny_model.py
+from tiny_model import save_tiny_model  # noqa: E402
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))  # batch_helpers.py
@@ -24,24 +27,7 @@ def one_torch_thread():
 
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory):
-    from tokenizers import ByteLevelBPETokenizer
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    d = tmp_path_factory.mktemp("tiny-model")
-    bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(["a cat and a dog. the cat sat on a mat. the dog ran."] * 20, vocab_size=300,
-                            min_frequency=1, special_tokens=["<eos>"], show_progress=False)
-    tok = PreTrainedTokenizerFast(tokenizer_object=bpe._tokenizer, eos_token="<eos>")
-    tok.save_pretrained(d)
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64,
-                      eos_token_id=tok.eos_token_id, bos_token_id=None, pad_token_id=None)
-    model = LlamaForCausalLM(cfg)
-    with torch.no_grad():
-        model.lm_head.weight.mul_(4.0)  # peaked distributions: fewer near-ties between beams
-    model.save_pretrained(d)
-    return d
+    return save_tiny_model(tmp_path_factory.mktemp("tiny-model"))
 
 
 @pytest.fixture(scope="session")
