@@ -152,8 +152,10 @@ def _params(value: Any, where: str) -> tuple[tuple[str, str], ...]:
     out = []
     for k, v in value.items():
         check_text(k, f"{where} key")
+        if isinstance(v, os.PathLike):  # a grammar's data file, from the API
+            v = os.fspath(v)
         if isinstance(v, bool) or not isinstance(v, (str, int, float)):
-            raise SpecError(f"{where}[{k!r}] must be text or a number, not {v!r:.60}")
+            raise SpecError(f"{where}[{k!r}] must be text, a number or a path, not {v!r:.60}")
         out.append((k, v if isinstance(v, str) else str(v)))
     return tuple(sorted(out))
 
