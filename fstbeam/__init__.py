@@ -25,6 +25,8 @@ _LAZY = {
     "SearchConfig": ("fstbeam.runtime.config", "SearchConfig"),
     "GenerationResult": ("fstbeam.runtime.results", "GenerationResult"),
     "FstLogitsProcessor": ("fstbeam.runtime.logits_processor", "FstLogitsProcessor"),
+    # Subpackages a user reaches as attributes (``fstbeam.grammars.run_cases("dates")``).
+    "grammars": ("fstbeam.grammars", None),
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -120,6 +120,12 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    from .usage import check_compile, check_inspect
+
+    problem = (check_compile if args.command == "compile" else check_inspect)(args)
+    if problem:  # before any tokenizer or automaton is loaded
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     verbose = getattr(args, "verbose", False)
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s", stream=sys.stderr)
     try:

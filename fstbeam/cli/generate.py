@@ -135,23 +135,24 @@ def _generate(args) -> int:
         opts.update(_answer_options(args, decoder))
         results = decoder.stream(prompts, constraints, beam_size=args.beam, nbest=args.nbest,
                                  max_new_tokens=args.max_new_tokens, ordered=True, **opts)
-        return _print_results(args, cc, results, lines, bad_lines)
+        return _print_results(args, constraints, results, lines, bad_lines)
     except (Error, ValueError, OSError, argparse.ArgumentTypeError) as exc:
         print(f"fstbeam generate: {exc}", file=sys.stderr)
         return 2
 
 
-def _print_results(args, cc, results, lines=None, bad_lines: int = 0) -> int:
-    """Print each result as it finishes (flushed), so Ctrl-C keeps what is done."""
+def _print_results(args, constraints, results, lines=None, bad_lines: int = 0) -> int:
+    """Print each result as it finishes (flushed), so Ctrl-C keeps what is done. ``constraints``:
+    one for every input, or one per input (a .jsonl file's lines bring their own)."""
     import warnings
 
-    what = _describe(args, cc)
     bad = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # reported per result below
         for r in results:
             bad += (not r.satisfied) or r.error is not None
-            _print_result(args, cc, r, what, None if lines is None else lines[r.index])
+            cc = constraints[r.index] if isinstance(constraints, list) else constraints
+            _print_result(args, cc, r, _describe(args, cc), None if lines is None else lines[r.index])
             sys.stdout.flush()
     return 2 if bad_lines else 1 if bad else 0
 
@@ -231,6 +232,12 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: usage errors exit 2, --help 0
         return int(exc.code or 0)
+    from .usage import check_batch, check_generate
+
+    problem = (check_generate if args.command == "generate" else check_batch)(args)
+    if problem:  # before any model load: a usage error returns at once
+        print(f"fstbeam {args.command}: {problem}", file=sys.stderr)
+        return 2
     try:
         if args.command == "generate":
             return _generate(args)

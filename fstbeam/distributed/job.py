@@ -178,6 +178,11 @@ def _connect(ray, address: str) -> bool:
     DataContext.get_current().enable_progress_bars = False  # ours counts rows; Ray's would interleave
     if ray.is_initialized():
         return False
+    # A local run should print our progress only: no usage-stats notice, no FutureWarning about
+    # accelerator variables on a CPU-only actor (both read by ray.init and the processes it starts).
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
+    logging.getLogger("ray").setLevel(logging.WARNING)
     kw = dict(logging_level="WARNING", log_to_driver=False, include_dashboard=False)
     if address == "local":
         ray.init(**kw)

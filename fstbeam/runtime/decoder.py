@@ -76,10 +76,13 @@ class Decoder:
         elif isinstance(model, (str, os.PathLike)):
             from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
+            from ..files.status import status
+
             cfg = AutoConfig.from_pretrained(str(model))
             cls = AutoModelForSeq2SeqLM if getattr(cfg, "is_encoder_decoder", False) else AutoModelForCausalLM
             path = str(model)
-            model = cls.from_pretrained(path, dtype=dtype or torch.float32).to(self.device)
+            with status(f"loading the model {path}"):
+                model = cls.from_pretrained(path, dtype=dtype or torch.float32).to(self.device)
             if tokenizer is None:
                 tokenizer = _load_tokenizer(path)
         if isinstance(tokenizer, (str, os.PathLike)):
