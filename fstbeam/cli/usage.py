@@ -147,6 +147,10 @@ def check_inspect(args) -> str | None:
             return problem
     elif args.after is not None:
         return "--after lists the tokens allowed in an artifact: give the artifact file (for a grammar, use --check TEXT)"
+    if args.max_draw_states < 1:
+        return f"--max-draw-states must be at least 1 (got {args.max_draw_states})"
+    if args.draw_after is not None and not args.draw:
+        return "--draw-after TEXT says where a drawing starts: give --draw FILE too"
     if args.draw and Path(args.draw).suffix.lower() not in _DRAW_SUFFIXES:
         return f"cannot draw to {args.draw!r}: use one of {', '.join(_DRAW_SUFFIXES)}"
     return _grammar(args.grammar)
