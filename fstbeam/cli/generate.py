@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     out = g.add_argument_group("output")
     out.add_argument("--jsonl", action="store_true", help="one JSON object per prompt")
     out.add_argument("-q", "--quiet", action="store_true", help="only the generated text")
+    out.add_argument("--explain", action="store_true",
+                     help="why each output: constrained words marked, what each token advanced, per-token "
+                          "log-probabilities, the length reward, the best unconstrained score (a second search)")
     from .batch import add_batch_parser
 
     add_batch_parser(sub)
@@ -169,10 +172,13 @@ def _jsonl_inputs(path, prompts, cc, decoder):
 
 
 def _print_result(args, cc, r, what: str, line: int | None = None) -> None:
+    explained = _explain(args, r)
     if args.jsonl:
         d = r.to_dict()
         if line is not None:  # the input's line in a .jsonl file
             d["line"] = line
+        if explained is not None:
+            d["explain"] = explained.to_dict()
         print(json.dumps(d, ensure_ascii=False))
         return
     if args.quiet:
@@ -190,6 +196,17 @@ def _print_result(args, cc, r, what: str, line: int | None = None) -> None:
         print(f"    warning: {w}")
     if r.error:
         print(f"    error: {r.error}")
+    if explained is not None:
+        from .colors import use_color
+
+        print("    " + explained.render(color=use_color(sys.stdout)).replace("\n", "\n    "))
+
+
+def _explain(args, r):
+    """``--explain``: the result's explanation (None without the flag or for an input error)."""
+    if not getattr(args, "explain", False) or r.error is not None:
+        return None
+    return r.explain()
 
 
 def _answer_options(args, decoder) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator, Literal, Sequence
 
 import torch
@@ -20,6 +20,7 @@ from .adapters import adapter_for
 from .packed_model import check_mode as check_packed_mode
 from .results import GenerationResult, Hypothesis
 from .config import SearchConfig, resolve_config, stop_ids
+from .explain import ExplainContext
 from .search import RawResult, Request, SearchEngine
 from .tables import InputConstraints
 
@@ -271,6 +272,7 @@ class Decoder:
         cons_iter = None if shared else iter(constraints)
         texts: dict[int, Any] = {}
         phrase_texts: dict[int, tuple[str, ...]] = {}
+        context: dict[int, ExplainContext] = {}  # for GenerationResult.explain()
 
         def requests() -> Iterator[Request]:
             missing = object()
@@ -280,6 +282,7 @@ class Decoder:
                     raise DecodeError(f"constraints ran out at prompt {i}: give one constraint set (or None) per prompt")
                 inp = free if cc is None else self._check(cc)
                 phrase_texts[i] = inp.phrase_texts
+                context[i] = ExplainContext(self, p, cc, cfg)
                 texts[i] = p if isinstance(p, str) else None
                 error = None
                 try:
@@ -308,6 +311,7 @@ class Decoder:
         with torch.inference_mode():
             for raw in engine.run(requests()):
                 res = self._result(raw, texts.get(raw.index), phrase_texts.get(raw.index, ()))
+                res = replace(res, _context=context.pop(raw.index, None))
                 for w in res.warnings:
                     warnings.warn(w, stacklevel=2)
                 if not ordered:
