@@ -51,9 +51,11 @@ def render(e, color: bool = False) -> str:
                  f"(tokens {e.logprob - e.end_logprob:.3f}, end {e.end_logprob:.3f}) {_length_line(e)}")
     if e.unconstrained_score is not None:
         diff = e.difference
+        why = ("what the constraints cost" if diff < -1e-6 else "the constraints cost nothing" if diff <= 1e-6
+               else "the unconstrained beam missed this output")
         lines.append(_paint("unconstrained", "head", color) + f"  best score {e.unconstrained_score:.3f} for "
                      f"{e.unconstrained_text!r}; difference {_paint(f'{diff:+.3f}', 'bad' if diff < -1e-6 else 'dim', color)}"
-                     " (the result's score minus the best unconstrained one)")
+                     f" ({why})")
     for note in e.notes:
         lines.append(_paint(f"note  {note}", "dim", color))
     width = max([len(repr(t.text)) for t in e.tokens] + [5])
