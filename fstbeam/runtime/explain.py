@@ -60,6 +60,7 @@ class Explanation:
     satisfied: bool
     unconstrained_text: str | None = None
     unconstrained_score: float | None = None
+    unconstrained_logprob: float | None = None
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -223,12 +224,12 @@ def explain(decoder, prompt, constraints, config, result, *, unconstrained: bool
     notes = []
     if renorm:
         notes.append("log-probabilities over the allowed tokens only (renormalize)")
-    u_text = u_score = None
+    u_text = u_score = u_logprob = None
     if unconstrained and constraints is not None:
         [u] = decoder.generate([prompt], None, config)
-        u_text, u_score = u.text, u.score
+        u_text, u_score, u_logprob = u.text, u.score, u.logprob
     elif constraints is None:
-        u_text, u_score = result.text, result.score
+        u_text, u_score, u_logprob = result.text, result.score, result.logprob
     return Explanation(result.text, tokens, tuple(_spans(constraints, result.text, met_at)) if constraints is not None else (),
                        end, result.logprob, result.score, result.score - result.logprob, mode, _describe(constraints),
-                       result.satisfied, u_text, u_score, tuple(notes))
+                       result.satisfied, u_text, u_score, u_logprob, tuple(notes))

@@ -53,7 +53,8 @@ def render(e, color: bool = False) -> str:
         diff = e.difference
         why = ("what the constraints cost" if diff < -1e-6 else "the constraints cost nothing" if diff <= 1e-6
                else "the unconstrained beam missed this output")
-        lines.append(_paint("unconstrained", "head", color) + f"  best score {e.unconstrained_score:.3f} for "
+        parts = f" (log-probability {e.unconstrained_logprob:.3f})" if e.unconstrained_logprob is not None else ""
+        lines.append(_paint("unconstrained", "head", color) + f"  best score {e.unconstrained_score:.3f}{parts} for "
                      f"{e.unconstrained_text!r}; difference {_paint(f'{diff:+.3f}', 'bad' if diff < -1e-6 else 'dim', color)}"
                      f" ({why})")
     for note in e.notes:

@@ -44,6 +44,7 @@ def _check_common(dec, r, e):
     assert e.length_term == pytest.approx(0.5 * min(6, len(ids) + (r.finish_reason == "eos")), abs=1e-4)
     [u] = dec.generate([PROMPT], None, **CFG)
     assert e.unconstrained_score == pytest.approx(u.score) and e.unconstrained_text == u.text
+    assert e.unconstrained_logprob == pytest.approx(u.logprob)
     assert e.difference == pytest.approx(r.score - u.score)
     d = e.to_dict()
     assert json.loads(json.dumps(d))["difference"] == pytest.approx(e.difference)
