@@ -38,7 +38,8 @@ SKIP = {
 }
 # Steps of a command chain that set up the environment the tests already run in.
 SETUP_STEP = re.compile(r"^(python3? -m venv|\. \.venv/bin/activate|pip install)")
-NEEDS_MODEL = re.compile(r"\bfstbeam (generate|batch)\b|compile-constraints compile\b|\.fstbeam\b")
+# The real default model or tokenizer (minutes each on a busy machine), or a test session of its own.
+NEEDS_MODEL = re.compile(r"\bfstbeam (generate|batch)\b|compile-constraints compile\b|\.fstbeam\b|-m pytest\b")
 ANSWER_IS_ONE = re.compile(r"\bfstbeam (generate|batch)\b|--check\b|--cases\b")
 
 
