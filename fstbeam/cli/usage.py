@@ -12,7 +12,7 @@ import math
 import os
 from pathlib import Path
 
-__all__ = ["check_generate", "check_batch", "check_compile", "check_inspect"]
+__all__ = ["check_batch", "check_compile", "check_generate", "check_inspect"]
 
 _PROMPT_FORMATS = ("raw", "chat", "auto", "qa")
 

@@ -15,10 +15,10 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
-__all__ = ["status", "PREFIX"]
+__all__ = ["PREFIX", "status"]
 
 #: Every status line starts with this (tests and scripts can tell them from results).
 PREFIX = "[fstbeam] "

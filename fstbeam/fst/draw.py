@@ -68,7 +68,7 @@ def draw(
     label_text: LabelText | None = None,
     title: str | None = None,
     after: str | None = None,
-    timeout_s: float | None = None,  # noqa: ARG001 - kept for callers of the Graphviz version
+    timeout_s: float | None = None,
 ) -> Path:
     """Draw ``fst`` to ``path``; the format follows the suffix (``.svg``, ``.png``, ``.dot``/``.gv``).
 

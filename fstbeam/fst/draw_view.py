@@ -55,7 +55,7 @@ def _byte_ranges(labels: list[int]) -> str:
 
 def edge_label(labels: list[int], label_text: LabelText | None, max_items: int = 12) -> str:
     eps = EPSILON in labels
-    labels = sorted(set(lab for lab in labels if lab != EPSILON))
+    labels = sorted({lab for lab in labels if lab != EPSILON})
     if label_text is None and len(labels) > 128:  # "any byte but a digit": name the few missing
         missing = sorted(set(range(1, 256)) - set(labels))
         text = f"any but {_byte_ranges(missing)}" if missing else "any byte"

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["Explanation", "Span", "TokenStep", "ExplainContext", "explain"]
+__all__ = ["ExplainContext", "Explanation", "Span", "TokenStep", "explain"]
 
 
 @dataclass(frozen=True)

@@ -65,5 +65,5 @@ def render(e, color: bool = False) -> str:
         what = "; ".join(t.advanced)
         if color and what:
             what = _paint(what, "phrase" if "met" in what or "done" in what else "dim", True)
-        lines.append(f"  {i:>3}  {repr(t.text):<{width}}  {t.logprob:8.3f}  {what}".rstrip())
+        lines.append(f"  {i:>3}  {t.text!r:<{width}}  {t.logprob:8.3f}  {what}".rstrip())
     return "\n".join(lines)

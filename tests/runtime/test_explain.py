@@ -9,10 +9,10 @@ import json
 import math
 
 import pytest
+from rt_helpers import tiny_llama
 
 import fstbeam
 from fstbeam.runtime.decoder import Decoder
-from rt_helpers import tiny_llama
 
 TOKENS = ["<eos>", "I", " like", " my", " family", " tea", " the", " cat", ".", " dog", "my", " fam", "ily", "The",
           " and", " a"]
@@ -25,7 +25,7 @@ def dec():
 
 
 PROMPT = [1, 2, 5, 8]  # "I like tea."
-CFG = dict(beam_size=4, max_new_tokens=8, length_reward=0.5, target_length=6)
+CFG = {"beam_size": 4, "max_new_tokens": 8, "length_reward": 0.5, "target_length": 6}
 
 
 def _check_common(dec, r, e):
