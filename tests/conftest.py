@@ -1,7 +1,8 @@
 """Session-wide test settings.
 
-fstbeam's cache goes to a temporary folder for the session, so ``pytest`` never writes to the
-user's ``~/.cache`` (tests/test_home_untouched.py checks it). The converted default model,
+fstbeam's cache goes to a temporary folder for the session, and so does every other library's
+(``XDG_CACHE_HOME``: matplotlib's font list, Hugging Face's folders; ``MPLCONFIGDIR``), so
+``pytest`` never writes to the user's ``~/.cache`` (tests/test_home_untouched.py checks it). The converted default model,
 tokenizer and GGUF file are large and slow to make (minutes), so when the user's cache already
 holds them they are linked into the session's cache and read from there, never written: the
 cache replaces a damaged entry by unlinking it, which leaves the user's copy alone.
@@ -53,6 +54,8 @@ def pytest_configure(config):
     _SESSION_CACHE = Path(tempfile.mkdtemp(prefix="fstbeam-test-cache-"))
     _link_converted(source, _SESSION_CACHE)
     os.environ["FSTBEAM_CACHE"] = str(_SESSION_CACHE)
+    for var, sub in (("XDG_CACHE_HOME", "xdg-cache"), ("MPLCONFIGDIR", "matplotlib")):
+        os.environ[var] = str(_SESSION_CACHE / sub)
     os.environ["FSTBEAM_TEST_SOURCE_CACHE"] = str(source)  # for subprocesses that make their own
     os.environ["FSTBEAM_TEST_CACHE_SET"] = "1"
 

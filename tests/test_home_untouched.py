@@ -1,6 +1,6 @@
 """``pytest`` never writes to the user's ``~/.cache``: a part of the suite that fills fstbeam's
-cache (word lists compiled to disk-cached tables, tokenizer tries) runs in a child pytest with
-a fresh HOME, and that home's ``.cache`` must be exactly as it was."""
+cache (word lists compiled to disk-cached tables, tokenizer tries) and matplotlib's runs in a
+child pytest with a fresh HOME, and that home's ``.cache`` must be exactly as it was."""
 from __future__ import annotations
 
 import os
@@ -26,10 +26,12 @@ def test_the_suite_leaves_the_home_cache_untouched(tmp_path):
     (home / ".cache" / "other-tool" / "keep.txt").write_text("x")
     before = _listing(home / ".cache")
     env = {k: v for k, v in os.environ.items()
-           if k not in ("FSTBEAM_CACHE", "XDG_CACHE_HOME", "FSTBEAM_TEST_CACHE_SET", "FSTBEAM_TEST_SOURCE_CACHE")}
+           if k not in ("FSTBEAM_CACHE", "XDG_CACHE_HOME", "MPLCONFIGDIR", "FSTBEAM_TEST_CACHE_SET",
+                        "FSTBEAM_TEST_SOURCE_CACHE")}
     env.update(HOME=str(home), PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]))
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/compiler/test_leading_space.py"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/compiler/test_leading_space.py",
+         "tests/fst/test_draw.py::test_png_with_matplotlib"],  # matplotlib keeps a font list in ~/.cache
         cwd=ROOT, env=env, check=False, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert _listing(home / ".cache") == before  # no fstbeam folder, nothing else changed
