@@ -13,6 +13,7 @@ CASES = [
     ("generate", ["--shortlist", "on", "x"], "--shortlist on needs --renormalize"),
     ("generate", ["--beam", "2", "--nbest", "3", "x"], "--nbest must be between 1 and --beam 2"),
     ("generate", ["--beam", "0", "x"], "--beam must be at least 1"),
+    ("generate", ["--nbest", "0", "x"], "--nbest must be between 1 and --beam 5"),
     ("generate", ["--max-new-tokens", "4", "--min-new-tokens", "9", "x"], "exceeds --max-new-tokens"),
     ("generate", ["--length-reward", "nan", "x"], "--length-reward must be a number >= 0"),
     ("generate", ["--cefr", "Z9", "x"], "unknown CEFR level 'Z9'"),

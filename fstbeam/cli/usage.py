@@ -42,19 +42,23 @@ def _shortlist(args) -> str | None:
 
 
 def _search_numbers(args) -> str | None:
-    """The ranges SearchConfig checks, for the flags a command has."""
-    beam = getattr(args, "beam", 1)
-    for flag, value, low in (("--beam", beam, 1), ("--max-new-tokens", args.max_new_tokens, 1),
-                             ("--batch-size", args.batch_size, 1), ("--min-new-tokens", args.min_new_tokens, 0),
-                             ("--no-repeat-ngram", args.no_repeat_ngram, 0)):
+    """The ranges SearchConfig checks, for the flags a command has (a flag it lacks is skipped)."""
+    beam = getattr(args, "beam", None) or 1
+    max_new = getattr(args, "max_new_tokens", None)
+    min_new = getattr(args, "min_new_tokens", None)
+    for flag, value, low in (("--beam", getattr(args, "beam", None), 1), ("--max-new-tokens", max_new, 1),
+                             ("--batch-size", getattr(args, "batch_size", None), 1), ("--min-new-tokens", min_new, 0),
+                             ("--no-repeat-ngram", getattr(args, "no_repeat_ngram", None), 0)):
         if value is not None and value < low:
             return f"{flag} must be at least {low} (got {value})"
-    nbest = getattr(args, "nbest", 1)
+    nbest = getattr(args, "nbest", None)
+    nbest = 1 if nbest is None else nbest
     if not 1 <= nbest <= beam:
         return f"--nbest must be between 1 and --beam {beam} (got {nbest})"
-    if args.min_new_tokens is not None and args.min_new_tokens > args.max_new_tokens:
-        return f"--min-new-tokens {args.min_new_tokens} exceeds --max-new-tokens {args.max_new_tokens}: lower it"
-    for flag, value in (("--length-reward", args.length_reward), ("--length-ratio", getattr(args, "length_ratio", None))):
+    if min_new is not None and max_new is not None and min_new > max_new:
+        return f"--min-new-tokens {min_new} exceeds --max-new-tokens {max_new}: lower it"
+    for flag, value in (("--length-reward", getattr(args, "length_reward", None)),
+                        ("--length-ratio", getattr(args, "length_ratio", None))):
         if value is not None and not (math.isfinite(value) and value >= 0):
             return f"{flag} must be a number >= 0 (got {value})"
     return None
