@@ -27,7 +27,7 @@ CASES = [
     ("generate", ["--file", "missing.txt"], "prompt file 'missing.txt' does not exist"),
     ("generate", ["--format", "no placeholder", "x"], "a template must contain {prompt}"),
     ("generate", [], "no prompts"),
-    ("batch", ["--input", "missing.jsonl", "--output", "out"], "input file 'missing.jsonl' does not exist"),
+    ("batch", ["--input", "missing.jsonl", "--output", "out"], "input file 'missing.jsonl' is not a file"),
     ("batch", ["--input", "in.jsonl", "--output", "out", "--shortlist", "on"], "--shortlist on needs --renormalize"),
     ("compile", ["--cefr", "A1", "--param", "x=1", "-o", "a.fstbeam"], "--param sets a grammar parameter"),
     ("compile", ["-o", "a.fstbeam"], "no constraint given"),

@@ -110,9 +110,12 @@ def check_generate(args) -> str | None:
 
 def check_batch(args) -> str | None:
     """``fstbeam batch``."""
-    return (_shortlist(args) or _search_numbers(args) or _format(args.format)
-            or _exists(args.input, "input file", "give a .jsonl or .parquet file of prompts")
-            or _exists(args.constraints, "artifact", f"compile one with `compile-constraints compile ... -o {args.constraints}`"))
+    if not os.path.isfile(args.input):
+        return f"input file {args.input!r} is not a file: give a .jsonl or .parquet file of prompts"
+    if args.constraints and not os.path.isfile(args.constraints):
+        return (f"no artifact at {args.constraints}: compile one with "
+                f"`compile-constraints compile ... -o {args.constraints}`")
+    return _shortlist(args) or _search_numbers(args) or _format(args.format)
 
 
 def check_compile(args) -> str | None:
@@ -146,9 +149,7 @@ def check_inspect(args) -> str | None:
         for flag, used in (("--check", args.check), ("--cases", args.cases)):
             if used:
                 return f"{flag} checks a grammar: give --grammar NAME (for an artifact, --after TEXT lists what may follow)"
-        problem = _exists(args.artifact, "artifact", "compile one with compile-constraints compile ... -o FILE")
-        if problem:
-            return problem
+        # a missing or bad artifact is an artifact error (exit 1), found at once by its reader
     elif args.after is not None:
         return "--after lists the tokens allowed in an artifact: give the artifact file (for a grammar, use --check TEXT)"
     if args.max_draw_states < 1:
