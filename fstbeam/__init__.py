@@ -28,6 +28,8 @@ _LAZY = {
     "GenerationResult": ("fstbeam.runtime.results", "GenerationResult"),
     "FstLogitsProcessor": ("fstbeam.runtime.logits_processor", "FstLogitsProcessor"),
     "serve": ("fstbeam.serve", "serve"),
+    # Subpackages a user reaches as attributes (``fstbeam.grammars.run_cases("dates")``).
+    "grammars": ("fstbeam.grammars", None),
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -13,13 +13,14 @@ from typing import Any, Callable, Mapping
 __all__ = ["lazy_exports", "lazy_getattr"]
 
 
-def lazy_getattr(package: str, table: Mapping[str, tuple[str, str]], namespace: dict[str, Any]) -> Callable[[str], Any]:
+def lazy_getattr(package: str, table: Mapping[str, tuple[str, str | None]], namespace: dict[str, Any]) -> Callable[[str], Any]:
     """A module ``__getattr__`` for ``package`` that resolves ``table`` entries into ``namespace``."""
 
     def __getattr__(name: str) -> Any:
         if name in table:
             mod, attr = table[name]
-            value = getattr(importlib.import_module(mod, package), attr)
+            module = importlib.import_module(mod, package)
+            value = module if attr is None else getattr(module, attr)  # None: the submodule itself
             namespace[name] = value  # later lookups skip __getattr__
             return value
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
@@ -27,7 +28,7 @@ def lazy_getattr(package: str, table: Mapping[str, tuple[str, str]], namespace: 
     return __getattr__
 
 
-def lazy_exports(package: str, table: Mapping[str, tuple[str, str]],
+def lazy_exports(package: str, table: Mapping[str, tuple[str, str | None]],
                  namespace: dict[str, Any]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for a package with the lazy names of ``table``."""
 

@@ -35,8 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--tokenizer", type=nonempty, default=None, metavar="PATH|default", help="tokenizer to check the artifact against")
     i.add_argument("--after", metavar="TEXT", help="show the tokens allowed after this text")
     i.add_argument("--limit", type=int, default=30, help="how many allowed tokens to list (default 30)")
-    i.add_argument("--draw", type=nonempty, metavar="FILE", help="render the character automaton (.svg/.png/.dot) if small enough")
-    i.add_argument("--max-draw-states", type=int, default=200, metavar="N", help="refuse to draw more states (default 200)")
+    i.add_argument("--draw", type=nonempty, metavar="FILE",
+                   help="draw the character automaton: .svg (no Graphviz needed), .png (matplotlib) or .dot")
+    i.add_argument("--max-draw-states", type=int, default=200, metavar="N",
+                   help="draw at most N states, breadth-first; one box stands for the rest (default 200)")
+    i.add_argument("--draw-after", metavar="TEXT", help="draw from the state reached after TEXT instead of the start")
     i.add_argument("--grammar", type=nonempty, metavar="NAME", help="inspect a registered grammar instead of an artifact")
     i.add_argument("--param", type=nonempty, action="append", default=[], metavar="KEY=VALUE", help="grammar parameter (repeatable)")
     i.add_argument("--sample", type=int, default=10, metavar="N", help="how many accepted strings to list (grammar)")
@@ -53,6 +56,12 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    from .usage import check_compile, check_inspect
+
+    problem = (check_compile if args.command == "compile" else check_inspect)(args)
+    if problem:  # before any tokenizer or automaton is loaded
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     verbose = getattr(args, "verbose", False)
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s", stream=sys.stderr)
     try:
@@ -143,7 +152,7 @@ def _inspect(args) -> int:
 
         text, code = inspect_grammar(
             args.grammar, parse_params(args.param), sample=args.sample, check=args.check, cases=args.cases,
-            draw=args.draw, max_draw_states=args.max_draw_states,
+            draw=args.draw, max_draw_states=args.max_draw_states, draw_after=args.draw_after,
         )
         print(text)
         return code
@@ -187,13 +196,14 @@ def _inspect(args) -> int:
     if args.draw:
         import pynini
 
-        from ..fst.draw import draw
+        from ..fst.draw import describe_drawing, draw
 
         if cc.char_fst is None:
             print("nothing to draw: this artifact has no word list or grammar automaton", file=sys.stderr)
             return 1
-        draw(pynini.Fst.read_from_string(cc.char_fst), args.draw, max_states=args.max_draw_states)
-        print(f"drew {args.draw}")
+        fst = pynini.Fst.read_from_string(cc.char_fst)
+        path = draw(fst, args.draw, max_states=args.max_draw_states, after=args.draw_after)
+        print(f"drew        {describe_drawing(fst, path, args.max_draw_states, args.draw_after)}")
     return 0
 
 

@@ -52,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     out = g.add_argument_group("output")
     out.add_argument("--jsonl", action="store_true", help="one JSON object per prompt")
     out.add_argument("-q", "--quiet", action="store_true", help="only the generated text")
+    out.add_argument("--explain", action="store_true",
+                     help="why each output: constrained words marked, what each token advanced, per-token "
+                          "log-probabilities, the length reward, the best unconstrained score (a second search)")
     from .batch import add_batch_parser
 
     add_batch_parser(sub)
@@ -133,7 +136,7 @@ def _generate(args) -> int:
                 _print_bad_lines(args, bad_lines, None)
                 return 2
         results = decoder.stream(prompts, constraints, cfg, ordered=True)
-        return _print_results(args, cc, results, lines, bad_lines)
+        return _print_results(args, constraints, results, lines, bad_lines)
     except argparse.ArgumentTypeError as exc:
         print(f"fstbeam generate: {exc}", file=sys.stderr)
         return 2
@@ -142,12 +145,12 @@ def _generate(args) -> int:
         return 2
 
 
-def _print_results(args, cc, results, lines=None, bad_lines=()) -> int:
-    """Print each result as it finishes (flushed), so Ctrl-C keeps what is done. With --jsonl, a
+def _print_results(args, constraints, results, lines=None, bad_lines=()) -> int:
+    """Print each result as it finishes (flushed), so Ctrl-C keeps what is done. ``constraints``:
+    one for every input, or one per input (a .jsonl file's lines bring their own). With --jsonl, a
     bad input line gets an error record (with its ``line``) in its place among the results."""
     import warnings
 
-    what = _describe(args, cc)
     bad = 0
     bad_lines = list(bad_lines)
     any_bad_line = bool(bad_lines)
@@ -157,7 +160,8 @@ def _print_results(args, cc, results, lines=None, bad_lines=()) -> int:
             bad += (not r.satisfied) or r.error is not None
             line = None if lines is None else lines[r.index]
             bad_lines = _print_bad_lines(args, bad_lines, line)
-            _print_result(args, cc, r, what, line)
+            cc = constraints[r.index] if isinstance(constraints, list) else constraints
+            _print_result(args, cc, r, _describe(args, cc), line)
             sys.stdout.flush()
     _print_bad_lines(args, bad_lines, None)
     return 2 if any_bad_line else 1 if bad else 0
@@ -189,10 +193,13 @@ def _jsonl_inputs(path, prompts, cc, decoder):
 
 
 def _print_result(args, cc, r, what: str, line: int | None = None) -> None:
+    explained = _explain(args, r)
     if args.jsonl:
         d = r.to_dict()
         if line is not None:  # the input's line in a .jsonl file
             d["line"] = line
+        if explained is not None:
+            d["explain"] = explained.to_dict()
         print(json.dumps(d, ensure_ascii=False))
         return
     if args.quiet:
@@ -210,6 +217,17 @@ def _print_result(args, cc, r, what: str, line: int | None = None) -> None:
         print(f"    warning: {w}")
     if r.error:
         print(f"    error: {r.error}")
+    if explained is not None:
+        from .colors import use_color
+
+        print("    " + explained.render(color=use_color(sys.stdout)).replace("\n", "\n    "))
+
+
+def _explain(args, r):
+    """``--explain``: the result's explanation (None without the flag or for an input error)."""
+    if not getattr(args, "explain", False) or r.error is not None:
+        return None
+    return r.explain()
 
 
 def _describe(args, cc) -> str:
@@ -230,6 +248,12 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: usage errors exit 2, --help 0
         return int(exc.code or 0)
+    from .usage import check_batch, check_generate
+
+    problem = (check_generate if args.command == "generate" else check_batch)(args)
+    if problem:  # before any model load: a usage error returns at once
+        print(f"fstbeam {args.command}: {problem}", file=sys.stderr)
+        return 2
     try:
         if args.command == "generate":
             return _generate(args)

@@ -48,7 +48,13 @@ class _Stages:
             self.bar.set_description_str(f"fstbeam: {name}...")
         log.info("stage %s...", name)  # progress in logs too (no terminal: CI, batch jobs)
         t = time.perf_counter()
-        yield
+        if self.bar is not None:
+            yield
+        else:
+            from ..files.status import status
+
+            with status(f"compiling constraints: {name}"):
+                yield
         self.timings[name] = round(time.perf_counter() - t, 4)
         log.info("stage %s: %.3f s", name, self.timings[name])
 

@@ -279,6 +279,13 @@ def load_vocab(tokenizer: Any, *, width: int | None = None, eos_ids: Iterable[in
     """A ``Vocab`` from ``"default"``, a path (folder or tokenizer.json), a HF tokenizer, or a Vocab."""
     if isinstance(tokenizer, Vocab):
         return tokenizer
+    from ..files.status import status
+
+    with status("reading the tokenizer's vocabulary"):
+        return _load_vocab(tokenizer, width, eos_ids)
+
+
+def _load_vocab(tokenizer, width: int | None, eos_ids: Iterable[int] | None) -> Vocab:
     if tokenizer is None or (isinstance(tokenizer, str) and tokenizer == "default"):
         from ..files.default_model import default_tokenizer_dir, repair
 

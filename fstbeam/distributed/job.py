@@ -182,11 +182,21 @@ def _connect(ray, address: str) -> bool:
 
     from ray.data import DataContext
 
-    logging.getLogger("ray.data").setLevel(logging.WARNING)  # its INFO lines would bury our progress
+    logging.getLogger("ray.data").setLevel(logging.ERROR)  # its INFO lines (and a warning that progress
+    # bars are off, which we asked for) would bury our progress
     DataContext.get_current().enable_progress_bars = False  # ours counts rows; Ray's would interleave
     if ray.is_initialized():
         return False
-    kw = dict(logging_level="WARNING", log_to_driver=False, include_dashboard=False)
+    # A local run should print our progress only: no usage-stats notice, no FutureWarning about
+    # accelerator variables on a CPU-only actor, no notes of the token authentication or of the
+    # C++ core worker (read by ray.init and the processes it starts). A failure still ends the job
+    # with our own message naming its cause (exit 3).
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
+    if address == "local":
+        os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
+    logging.getLogger("ray").setLevel(logging.ERROR)
+    kw = dict(logging_level="ERROR", log_to_driver=False, include_dashboard=False)
     if address == "local":
         ray.init(**kw)
     else:

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 from ..errors import TokenizerError
+from .status import status
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ def gguf_path() -> Path:
     pkg = _package()
 
     def build(tmp: Path) -> None:
-        with open(tmp, "wb") as out:
+        with status("assembling the default model's GGUF file from its pip packages (once)"), open(tmp, "wb") as out:
             for chunk in pkg.chunk_paths():
                 with open(chunk, "rb") as fh:
                     shutil.copyfileobj(fh, out, 1 << 20)
@@ -82,8 +83,9 @@ def default_tokenizer_dir() -> Path:
 
         log.info("converting the default tokenizer from GGUF (one time, ~30 s)")
         path = gguf_path()
-        tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-        tok.save_pretrained(str(tmp))
+        with status("converting the default tokenizer from GGUF (once, about 30 s)"):
+            tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+            tok.save_pretrained(str(tmp))
 
     return _atomic_save("tokenizer", save)
 
@@ -123,7 +125,8 @@ def default_model_dir() -> Path:
 
         log.info("converting the default model from GGUF (one time, ~60 s)")
         path = gguf_path()
-        model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
+        with status("converting the default model from GGUF (once, about a minute)"):
+            model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
         state = model.state_dict()
         tied = bool(getattr(model.config, "tie_word_embeddings", False))
         tensors = {}
@@ -170,8 +173,9 @@ def load_default_model(device="cpu", dtype=None):
     from transformers import AutoModelForCausalLM
 
     folder = default_model_dir()
-    model = AutoModelForCausalLM.from_pretrained(
-        str(folder), dtype=dtype or torch.float32, low_cpu_mem_usage=True
-    )
+    with status("loading the default model"):
+        model = AutoModelForCausalLM.from_pretrained(
+            str(folder), dtype=dtype or torch.float32, low_cpu_mem_usage=True
+        )
     model.eval()
     return model.to(device)

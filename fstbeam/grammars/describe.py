@@ -29,13 +29,16 @@ def inspect_grammar(
     cases: bool = False,
     draw: str | os.PathLike | None = None,
     max_draw_states: int = 200,
+    draw_after: str | None = None,
 ) -> tuple[str, int]:
     """Build grammar ``name`` and describe it: parameters, sizes, warnings, ``sample`` shortest
     texts, phrases/avoid, a verdict for each ``check`` text, the golden cases (``cases``), and a
-    drawing written to ``draw``. ``params`` is a mapping or ``["key=value", ...]``.
+    drawing written to ``draw`` (at most ``max_draw_states`` states, from the start or from the
+    state after ``draw_after``). ``params`` is a mapping or ``["key=value", ...]``.
 
-    Returns (text, exit code): 1 if a checked text is rejected or a golden case fails, else 0.
-    Errors (unknown grammar, bad parameter, too big to draw, ...) are raised as fstbeam errors.
+    Returns (text, exit code): 1 if a checked text is rejected, a golden case fails or the drawing
+    cannot be written (the report still holds every check), else 0. Errors of the grammar itself
+    (unknown grammar, bad parameter, ...) are raised as fstbeam errors.
     """
     if params is not None and not isinstance(params, Mapping):
         params = parse_params(list(params))
@@ -68,8 +71,14 @@ def inspect_grammar(
             lines.append("draw        nothing to draw: this grammar has no language")
             code = 1
         else:
-            from ..fst.draw import draw as draw_fst
+            from ..errors import Error
+            from ..fst.draw import describe_drawing, draw as draw_fst
 
-            path = draw_fst(built.language, draw, max_states=max_draw_states, title=built.describe())
-            lines.append(f"drew        {path}")
+            try:  # a drawing that fails costs the drawing only, never the checks above
+                path = draw_fst(built.language, draw, max_states=max_draw_states, title=built.describe(),
+                                after=draw_after)
+                lines.append(f"drew        {describe_drawing(built.language, path, max_draw_states, draw_after)}")
+            except (Error, OSError, ValueError) as exc:
+                lines.append(f"draw        failed: {exc}")
+                code = 1
     return "\n".join(lines), code

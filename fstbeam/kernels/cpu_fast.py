@@ -141,7 +141,24 @@ def _empty_result(num_rows: int, k: int, allowed_lse: bool) -> MaskedTopK:
     )
 
 
-def masked_topk(
+_LOADED = False  # the numba kernels have run once in this process (compiled or loaded from cache)
+
+
+def masked_topk(logits, bitmask, row_state, scores, k: int, *, allowed_lse: bool = False) -> MaskedTopK:
+    """`_masked_topk`; the first call in a process says so on stderr if it is slow (numba
+    compiles the kernels once per install, about a minute)."""
+    global _LOADED
+    if _LOADED:
+        return _masked_topk(logits, bitmask, row_state, scores, k, allowed_lse=allowed_lse)
+    from ..files.status import status
+
+    with status("compiling the CPU kernels with numba (once per install)"):
+        out = _masked_topk(logits, bitmask, row_state, scores, k, allowed_lse=allowed_lse)
+    _LOADED = True
+    return out
+
+
+def _masked_topk(
     logits: torch.Tensor,
     bitmask: torch.Tensor,
     row_state: torch.Tensor,

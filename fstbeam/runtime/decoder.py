@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 import os
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator, Literal, Sequence
 
 import torch
@@ -33,6 +33,7 @@ from .presets import preset_for_format, search_config
 from .templates import check_format
 from .templates import prompt_format as expand_format
 from .length_target import query_tokens
+from .explain import ExplainContext
 from .search import RawResult, Request, SearchEngine
 from .tables import InputConstraints
 
@@ -95,11 +96,14 @@ class Decoder:
         elif isinstance(model, (str, os.PathLike)):
             from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
+            from ..files.status import status
+
             path = str(model)
             try:
                 cfg = AutoConfig.from_pretrained(path)
                 cls = AutoModelForSeq2SeqLM if is_encoder_decoder(cfg) else AutoModelForCausalLM
-                model = cls.from_pretrained(path, dtype=dtype or torch.float32).to(self.device)
+                with status(f"loading the model {path}"):
+                    model = cls.from_pretrained(path, dtype=dtype or torch.float32).to(self.device)
             except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:  # transformers' many kinds
                 raise InputError(f"cannot load a model from {path} ({type(exc).__name__}: {str(exc)[:200]}): give a "
                                  "Hugging Face model folder with config.json and its weights") from None
@@ -324,6 +328,7 @@ class Decoder:
         cons_iter = None if shared else iter(constraints)
         texts: dict[int, Any] = {}
         phrase_texts: dict[int, tuple[str, ...]] = {}
+        context: dict[int, ExplainContext] = {}  # for GenerationResult.explain()
 
         def requests() -> Iterator[Request]:
             missing = object()
@@ -333,6 +338,7 @@ class Decoder:
                     raise DecodeError(f"constraints ran out at prompt {i}: give one constraint set (or None) per prompt")
                 inp = free if cc is None else self._check(cc)
                 phrase_texts[i] = inp.phrase_texts
+                context[i] = ExplainContext(self, p, cc, cfg)
                 texts[i] = p if isinstance(p, str) else None
                 yield self.request(i, p, inp, max_new_tokens, want_query=cfg.length_ratio is not None)
 
@@ -343,6 +349,7 @@ class Decoder:
         with torch.inference_mode():
             for raw in engine.run(requests()):
                 res = self._result(raw, texts.get(raw.index), phrase_texts.get(raw.index, ()))
+                res = replace(res, _context=context.pop(raw.index, None))
                 for w in res.warnings:
                     warnings.warn(w, stacklevel=2)
                 if not ordered:

@@ -1,8 +1,8 @@
 """What :meth:`fstbeam.Decoder.generate` returns for each input."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Literal
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Literal
 
 __all__ = ["Hypothesis", "GenerationResult"]
 
@@ -51,9 +51,26 @@ class GenerationResult:
     warnings: tuple[str, ...] = ()
     error: str | None = None
     prompt: str | None = field(default=None, repr=False)
+    # How the result was made (decoder, prompt, constraints, config), for explain(); not data.
+    _context: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
-        d = asdict(self)
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "_context"}
         d["token_ids"] = list(self.token_ids)
-        d["hypotheses"] = [dict(h, token_ids=list(h["token_ids"])) for h in d["hypotheses"]]
+        d["phrases"], d["phrases_met"], d["warnings"] = list(self.phrases), list(self.phrases_met), list(self.warnings)
+        d["hypotheses"] = [dict(asdict(h), token_ids=list(h.token_ids)) for h in self.hypotheses]
         return d
+
+    def explain(self, *, unconstrained: bool = True):
+        """Why this output: each constrained word marked, what each token advanced, per-token
+        log-probabilities, the length reward, and the best unconstrained score next to this
+        one (``unconstrained=False`` skips that second search). Returns an
+        :class:`~fstbeam.runtime.explain.Explanation` (``print(r.explain())``, ``.to_dict()``)."""
+        from ..errors import DecodeError
+
+        if self._context is None or self.error is not None:
+            raise DecodeError("explain() needs a result of Decoder.generate/stream without an input error")
+        from .explain import explain
+
+        c = self._context
+        return explain(c.decoder, c.prompt, c.constraints, c.config, self, unconstrained=unconstrained)

@@ -37,6 +37,7 @@ def _fake_gguf_package(d: Path) -> None:
     )
 
 
+@pytest.mark.slow  # two processes filling the cache (about a minute): CI runs it (-m slow)
 def test_two_concurrent_first_runs_on_an_empty_cache(tmp_path):
     """Two processes started together on an empty cache both succeed, see the same entries, and
     each entry is built once (the second process waits on the lock and reuses it)."""
@@ -61,6 +62,7 @@ def test_two_concurrent_first_runs_on_an_empty_cache(tmp_path):
     assert not leftovers
 
 
+@pytest.mark.slow  # reads all of cefrpy again: CI runs it (-m slow)
 def test_truncated_cefr_table_is_rebuilt_with_a_warning(tmp_path, monkeypatch, caplog):
     from fstbeam.grammars.cefr import grammar as cefr
 

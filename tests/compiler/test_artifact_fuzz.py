@@ -44,6 +44,7 @@ def _run(paths: list[Path]) -> list[dict]:
     return lines
 
 
+@pytest.mark.slow  # hundreds of subprocesses: CI runs it (-m slow)
 def test_mutated_artifacts_load_or_raise_project_errors(tmp_path):
     cases = variants(seed=20261122, n=N_VARIANTS)
     paths = []

@@ -75,7 +75,8 @@ def test_empty_phrase_and_prefix():
 
 
 def test_cli_exit_codes(tmp_path, capsys):
-    assert cli_main(["compile", "--cefr", "Q9", "-o", str(tmp_path / "o")]) == 1
+    # a bad flag value is a usage error (exit 2), found before any tokenizer is loaded
+    assert cli_main(["compile", "--cefr", "Q9", "-o", str(tmp_path / "o")]) == 2
     assert "unknown CEFR level" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
     assert cli_main(["compile"]) == 2  # missing -o

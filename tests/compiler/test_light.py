@@ -254,6 +254,7 @@ def test_every_token_from_every_state_matches_char_dfa(vocab, lit, kind, wb, cs)
     assert a.length == len(lit)
 
 
+@pytest.mark.slow  # many hypothesis examples: CI runs it (-m slow)
 @HYP_MORE
 @given(vocab=vocabularies(), lit=literals, kind=kinds, wb=st.booleans(), cs=st.booleans(), seed=st.integers(0, 2**16))
 def test_token_sequences_against_regex_oracle(vocab, lit, kind, wb, cs, seed):

@@ -96,7 +96,8 @@ def _regex(words: list[str], *, case_variants=True, punctuation=True, contractio
     if contracted:
         word += "|" + alt(contracted)
     if digits:
-        word += r"|[0-9]+(?:[.,][0-9]+)*"
+        ordinal = r"(?:(?<=1)(?<!11)st|(?<=2)(?<!12)nd|(?<=3)(?<!13)rd|(?:(?<=1[0-9])|(?<=[04-9]))th)"
+        word += rf"|[0-9]+(?:[.,:][0-9]+)*(?:%|{ordinal})?"
     word = f"(?:{word})"
     if not punctuation:
         return re.compile(f"{word}(?:[ \\n]{word})*", re.S)
@@ -121,6 +122,22 @@ def test_brute_force_against_the_definition(words, options):
         for t in itertools.product(chars, repeat=n):
             text = "".join(t)
             assert dfa.accepts(text.encode()) == bool(pattern.fullmatch(text)), (words, text)
+
+
+def test_numbers_brute_force_against_the_definition():
+    """Times, decimals, percentages and ordinals in digits: every text of up to 4 characters."""
+    words = ["a", "st"]
+    dfa = text_to_dfa(word_list_dfa(words))
+    pattern = _regex(words)
+    for n in range(0, 5):
+        for t in itertools.product("a124:.,%sthnd ", repeat=n):
+            text = "".join(t)
+            assert dfa.accepts(text.encode()) == bool(pattern.fullmatch(text)), text
+    for text in ("6:30", "3.5", "10%", "2nd", "1st", "3rd", "11th", "12th", "13th", "21st", "101st", "1,000th",
+                 "3.5%", "A 6:30, a", "a 2nd a."):
+        assert dfa.accepts(text.encode()), text
+    for text in ("2th", "11st", "12nd", "13rd", "1th", "10 %", "1%%", "5th%", "6::30", "2nd2"):
+        assert not dfa.accepts(text.encode()), text
 
 
 @settings(max_examples=30, deadline=None)

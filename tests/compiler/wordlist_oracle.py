@@ -54,6 +54,25 @@ def _with_case_variants(lower: pynini.Fst) -> pynini.Fst:
     return pynini.union(lower, title, upper).optimize()
 
 
+def _numbers() -> pynini.Fst:
+    """Digit runs joined by separators, then optionally "%" or an ordinal suffix. The suffix is
+    chosen by intersecting with "what the number ends with" (an independent formulation of the
+    construction's last-digit states): st after a 1 not preceded by a 1, th after 1x or 0/4-9."""
+    d = pynini.closure(_chars(T.DIGITS), 1)
+    core = pynini.concat(d, pynini.closure(pynini.concat(_chars(T.NUMBER_INNER), d))).optimize()
+    any_ = pynini.closure(_chars(T.DIGITS + T.NUMBER_INNER))
+    not_one = _chars(T.DIGITS.replace("1", "") + T.NUMBER_INNER)
+    fresh = pynini.union(pynini.accep(""), any_ + not_one)  # the digit before the last is not a 1
+
+    def ends(pattern: pynini.Fst) -> pynini.Fst:
+        return pynini.intersect(core, pattern.optimize()).optimize()
+
+    ordinals = [ends(fresh + pynini.accep(digit)) + pynini.accep(suffix) for digit, suffix in T.ORDINAL_SUFFIX.items()]
+    th = pynini.union(any_ + pynini.accep("1") + _chars(T.DIGITS), fresh + _chars("0456789"))
+    ordinals.append(ends(th) + pynini.accep(T.ORDINAL_OTHER))
+    return pynini.union(core, core + _chars(T.PERCENT), *ordinals).optimize()
+
+
 def word_list_fst_by_optimize(
     words: Iterable[str],
     *,
@@ -92,8 +111,7 @@ def word_list_fst_by_optimize(
     if contracted:
         pieces.append(_strings(contracted))
     if digits:
-        d = pynini.closure(_chars(T.DIGITS), 1)
-        pieces.append(pynini.concat(d, pynini.closure(pynini.concat(_chars(T.NUMBER_INNER), d))).optimize())
+        pieces.append(_numbers())
     word = pynini.union(*pieces).optimize()
 
     space = _chars(T.SPACES)

@@ -168,6 +168,7 @@ def test_chunks_with_uniform_masks():
     assert result.tokens[0, 0].item() == 7 * cpu_fast.CHUNK + 5
 
 
+@pytest.mark.slow  # a full-size vocabulary of ties: CI runs it (-m slow)
 def test_many_ties_at_the_threshold_stay_exact():
     # All logits equal: every chunk ties at the threshold, so every allowed token is a
     # candidate. The answer is the k lowest allowed ids.

@@ -148,6 +148,7 @@ print("compiled")
 """
 
 
+@pytest.mark.slow  # compiles every kernel for a GPU target: CI runs it (-m slow)
 def test_kernels_compile_for_a_gpu_target():
     # The interpreter does not type-check like the compiler does: compile both kernels
     # ahead of time for sm_90 (no GPU needed) in a process without TRITON_INTERPRET.

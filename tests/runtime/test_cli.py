@@ -72,7 +72,7 @@ def test_usage_errors_exit_2(model_dir, capsys):
     assert main(["generate", "--model", str(model_dir), "--device", "cpu"]) == 2
     assert "no prompts" in capsys.readouterr().err
     assert main(["generate", "--model", str(model_dir), "--device", "cpu", "--beam", "0", "x"]) == 2
-    assert "--beam: must be at least 1" in capsys.readouterr().err
+    assert "--beam must be at least 1" in capsys.readouterr().err  # the flag, as the user typed it
     assert main(["generate", "--model", str(model_dir), "--device", "cpu", "--constraints", "a", "--phrase", "b", "x"]) == 2
     assert main(["generate", "--format", "Q: no placeholder", "x"]) == 2
     assert "{prompt}" in capsys.readouterr().err
@@ -191,7 +191,8 @@ def test_jsonl_streams_results_and_ctrl_c_keeps_them(model_dir, tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "fstbeam.cli", "generate", "--model", str(model_dir), "--device", "cpu", "--file",
          str(prompts), "--jsonl", "--beam", "2", "--max-new-tokens", "24", "--batch-size", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # not ignored, even under nohup ... &
     first = proc.stdout.readline()  # blocks until the first result is out: proof of streaming
     assert json.loads(first)["index"] == 0
     time.sleep(0.5)
@@ -203,7 +204,10 @@ def test_jsonl_streams_results_and_ctrl_c_keeps_them(model_dir, tmp_path):
     lines = [first] + rest.splitlines()
     assert 1 <= len(lines) < 400
     assert [json.loads(line)["index"] for line in lines] == list(range(len(lines)))  # complete, in order
-    ours = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("Loading weights")]  # transformers' bar
+    from fstbeam.files.status import PREFIX
+
+    ours = [ln for ln in err.splitlines()  # not transformers' bar, nor a status line of a slow load
+            if ln.strip() and not ln.startswith(("Loading weights", PREFIX))]
     assert len(ours) == 1 and "interrupted" in ours[0] and "Traceback" not in err
 
 
@@ -274,3 +278,19 @@ def test_packed_weights_flag_reaches_the_decoder(model_dir, monkeypatch, capsys)
     capsys.readouterr()
     assert main(base + ["--packed-weights", "always"]) == 2
     assert "invalid choice: 'always'" in capsys.readouterr().err
+
+
+def test_jsonl_lines_with_their_own_constraints_print_a_satisfied_line(model_dir, tmp_path, capsys):
+    """Text mode: a .jsonl line's own phrases are constraints, so its result says whether they hold."""
+    inputs = tmp_path / "in.jsonl"
+    inputs.write_text('{"prompt": "the dog", "phrases": ["cat"]}\n{"prompt": "a mat"}\n'
+                      '{"prompt": "the cat", "avoid": ["dog"]}\n', encoding="utf-8")
+    code = main(["generate", "--model", str(model_dir), "--device", "cpu", "--file", str(inputs), "--beam", "2",
+                 "--max-new-tokens", "6"])
+    blocks = capsys.readouterr().out.split("> ")[1:]
+    assert len(blocks) == 3
+    with_constraints = [b for i, b in enumerate(blocks) if i != 1]
+    assert all("satisfied: " in b for b in with_constraints) and "satisfied: " not in blocks[1]
+    assert "phrases met: [" in blocks[0]
+    flags = [b.split("satisfied: ")[1].startswith("yes") for b in with_constraints]
+    assert code == (0 if all(flags) else 1)

@@ -40,8 +40,10 @@ def token_trie(vocab: Vocab, cache: ByteCache | None = None) -> TokenTrie:
         from dataclasses import asdict
 
         from ...contract.disk_cache import cached_arrays
+        from ...files.status import status
 
-        return TokenTrie(**cached_arrays("trie", vocab.fingerprint, lambda: asdict(_build(vocab))))
+        with status("building the tokenizer's byte trie (once, then cached)"):
+            return TokenTrie(**cached_arrays("trie", vocab.fingerprint, lambda: asdict(_build(vocab))))
 
     return (cache if cache is not None else shared_cache()).get(("trie", vocab.fingerprint), build)
 

@@ -166,9 +166,12 @@ class TokenIndex:
         key = vocab.fingerprint
 
         def build() -> TokenIndex:
-            index = cls(vocab.token_bytes, fingerprint=key)
-            index.padded  # noqa: B018 - build eagerly so per-request compiles never pay for it
-            index._warm_up()
+            from ...files.status import status
+
+            with status("indexing the tokenizer's vocabulary for phrases (once per process)"):
+                index = cls(vocab.token_bytes, fingerprint=key)
+                index.padded  # noqa: B018 - build eagerly so per-request compiles never pay for it
+                index._warm_up()
             return index
 
         hit = (cache if cache is not None else shared_cache()).get(("index", key), build)

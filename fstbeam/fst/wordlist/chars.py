@@ -18,8 +18,13 @@ JOINERS = "-"
 MAX_CLOSING = 3
 MAX_OPENING = 2
 DIGITS = "0123456789"
-# Decimal and thousands separators inside numbers: 3.5, 1,000.
-NUMBER_INNER = ".,"
+# Separators inside numbers: decimals and thousands (3.5, 1,000), times (6:30).
+NUMBER_INNER = ".,:"
+# After a number: a percentage (10%, 3.5%) or an English ordinal suffix, which agrees with the
+# last digits (1st 2nd 3rd 4th, but 11th 12th 13th; any other last digit takes "th").
+PERCENT = "%"
+ORDINAL_SUFFIX = {"1": "st", "2": "nd", "3": "rd"}
+ORDINAL_OTHER = "th"
 APOSTROPHES = ("'", "\u2019")
 
 # Contraction suffix -> the full word it stands for, and the hosts it may attach to

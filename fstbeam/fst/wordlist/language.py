@@ -5,9 +5,11 @@ The language, over bytes:
     text  = OPEN{0,2} word (gap word)* CLOSE{0,3}
     gap   = CLOSE{0,3} SPACE ("- ")? OPEN{0,2}  |  JOINER
     word  = listed form (lower / Title / UPPER) ['s] | contraction | number
+    number = digits ([.,:] digits)* ("%" | st | nd | rd | th)?
 
 Contractions are allowed when their parts are: "don't" needs "do" and "not", "I'm" needs
-"i" and "am". Numbers are digits with optional inner separators (3.5, 1,000).
+"i" and "am". Numbers are digits with optional inner separators (3.5, 1,000, 6:30), then
+optionally ``%`` or an ordinal suffix that agrees with the last digits (10%, 1st, 2nd, 11th).
 
 Built in time linear in the list (docs/compiler.md, "Word lists at lexicon scale"): the forms
 become one minimal acyclic DFA (`acyclic`), and the text DFA is assembled around it
@@ -131,12 +133,7 @@ def _control(contracted: set[str], *, punctuation: bool, digits: bool, possessiv
                 q = nxt
             k.epsilon(q, end)
     if digits:
-        num, inner = k.add(), k.add()
-        k.chars(word, num, T.DIGITS)
-        k.chars(num, num, T.DIGITS)
-        k.chars(num, inner, T.NUMBER_INNER)
-        k.chars(inner, num, T.DIGITS)
-        k.epsilon(num, end)
+        _numbers(k, word, end)
     if punctuation:
         opening = [k.add() for _ in range(T.MAX_OPENING + 1)]
         for i, q in enumerate(opening):
@@ -167,6 +164,38 @@ def _control(contracted: set[str], *, punctuation: bool, digits: bool, possessiv
         k.epsilon(first, start)
         start = first
     return k, start, enter, base_end
+
+
+def _numbers(k: Control, word: int, end: int) -> None:
+    """Numbers in digits between ``word`` and ``end``: digit runs joined by separators (3.5,
+    1,000, 6:30), optionally followed by ``%`` or the ordinal suffix their last digits take.
+
+    One state per (last digit, was the digit before it a 1): "1" -> st, but "11" -> th."""
+    last = {d: k.add() for d in "123o"}  # last digit 1, 2, 3, other; the one before is not a 1
+    teen1, teen = k.add(), k.add()  # the digit before the last is a 1 ("11", "12".."19")
+    inner, suffix = k.add(), k.add()
+
+    def digit_arcs(src: int, after_one: bool) -> None:
+        for d in T.DIGITS:
+            if after_one:
+                dst = teen1 if d == "1" else teen
+            else:
+                dst = last.get(d, last["o"])
+            k.chars(src, dst, d)
+
+    digit_arcs(word, False)
+    digit_arcs(inner, False)
+    for q, after_one in ((last["1"], True), (teen1, True), (last["2"], False), (last["3"], False),
+                         (last["o"], False), (teen, False)):
+        digit_arcs(q, after_one)
+        k.chars(q, inner, T.NUMBER_INNER)
+        k.chars(q, suffix, T.PERCENT)
+        k.epsilon(q, end)
+    for d, q in last.items():
+        k.text(q, suffix, T.ORDINAL_SUFFIX.get(d, T.ORDINAL_OTHER).encode())
+    for q in (teen1, teen):
+        k.text(q, suffix, T.ORDINAL_OTHER.encode())
+    k.epsilon(suffix, end)
 
 
 def word_list_dfa(

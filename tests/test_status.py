@@ -1,0 +1,52 @@
+"""The status line of slow steps (fstbeam.files.status): said once a step runs long, repeated
+with the time spent, closed when it ends; silent for quick steps and with FSTBEAM_QUIET."""
+from __future__ import annotations
+
+import io
+import sys
+import time
+
+from fstbeam.files import status as st
+
+
+def _run(monkeypatch, body, **kw) -> list[str]:
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    with st.status("doing the slow thing", **kw):
+        body(err)
+    return err.getvalue().splitlines()
+
+
+def _wait_for(err, n, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while err.getvalue().count("\n") < n and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_a_slow_step_is_announced_repeated_and_closed(monkeypatch):
+    lines = _run(monkeypatch, lambda err: _wait_for(err, 3), after=0.0, every=0.01)
+    assert lines[0] == "[fstbeam] doing the slow thing ..."
+    assert lines[1].startswith("[fstbeam] doing the slow thing ... ") and lines[1].endswith(" s")
+    assert lines[-1].startswith("[fstbeam] doing the slow thing: done in ")
+    assert all(x.startswith(st.PREFIX) for x in lines)
+
+
+def test_a_quick_step_says_nothing(monkeypatch):
+    assert _run(monkeypatch, lambda err: None, after=30.0) == []
+
+
+def test_quiet(monkeypatch):
+    monkeypatch.setenv("FSTBEAM_QUIET", "1")
+    assert _run(monkeypatch, lambda err: time.sleep(0.05), after=0.0, every=0.01) == []
+
+
+def test_an_error_in_the_step_still_closes_it(monkeypatch):
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    try:
+        with st.status("failing", after=0.0, every=0.01):
+            _wait_for(err, 1)
+            raise KeyError("x")
+    except KeyError:
+        pass
+    assert err.getvalue().splitlines()[-1].startswith("[fstbeam] failing: done in")
