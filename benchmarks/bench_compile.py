@@ -79,12 +79,13 @@ def time_per_call(fn, items, repeat=200):
 
 
 def run_fstbeam(level: str, language: str) -> dict:
+    from tokenizers import Tokenizer
+
     import fstbeam
     from fstbeam.compiler.hard.cefr import cefr_words
     from fstbeam.compiler.hard.token_trie import token_trie
     from fstbeam.contract.vocab import load_vocab
     from fstbeam.files.default_model import default_tokenizer_dir
-    from tokenizers import Tokenizer
 
     t = time.perf_counter()
     vocab = load_vocab("default")

@@ -163,7 +163,6 @@ def shortlist_section(dec, prompts, beam, steps, repeats, shortlist_mode="auto",
     """6. Unconstrained vs A1/B1 with the full head and with the shortlist, same prompts and steps
     (``union``: also the shortlist without the static set, a per-step union)."""
     from fstbeam.compiler.compile import compile_constraints
-
     from fstbeam.runtime.adapters import adapter_for
 
     levels = {lvl: compile_constraints(cefr=lvl, tokenizer=dec.vocab, leading_space=True) for lvl in ("A1", "B1")}

@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from fstbeam import grammars  # noqa: E402
-from fstbeam.fst.inspect import stats  # noqa: E402
 from fstbeam.contract.cache import shared_cache  # noqa: E402
+from fstbeam.fst.inspect import stats  # noqa: E402
 
 LEVELS = ("A1", "A2", "B1", "B2", "C1", "C2")
 

@@ -148,7 +148,7 @@ def main() -> None:
     try:
         import httpx
 
-        for kind, c in KINDS.items():  # warm-up: compile each kind's constraints, JIT the kernels
+        for c in KINDS.values():  # warm-up: compile each kind's constraints, JIT the kernels
             body = {"prompt": QUESTIONS[0], "max_tokens": 2, "beam_size": args.beam}
             if c is not None:
                 body["constraints"] = c

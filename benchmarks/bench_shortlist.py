@@ -22,8 +22,8 @@ from pathlib import Path
 
 import torch
 
-from fstbeam.kernels.bitmask import pack_bool_mask_torch
 from fstbeam.kernels import dispatch as kd
+from fstbeam.kernels.bitmask import pack_bool_mask_torch
 from fstbeam.runtime.shortlist import OutputHead, Shortlist, sub_mask
 
 

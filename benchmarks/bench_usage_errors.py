@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from test_usage_errors import CASES
+from test_usage_errors import CASES  # noqa: E402 - after the path insert
 
 MODULE = {"generate": "fstbeam.cli", "batch": "fstbeam.cli", "compile": "fstbeam.cli.compile_constraints",
           "inspect": "fstbeam.cli.compile_constraints"}

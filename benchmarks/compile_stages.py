@@ -84,7 +84,6 @@ def run_row(row: str) -> dict:
     clock = _Clock()
     if row == "C2-simple":  # a pynini grammar: optimized by OpenFst, lifted from its [S, 256] table
         import pynini
-
         from bench_compile import simple_language
 
         fst = clock.stage("word list", lambda: simple_language(words))

@@ -111,7 +111,7 @@ def check_prompt(value: Any, where: str, *, vocab_size: int | None = None, error
     return check_prompt_ids(value, where, vocab_size=vocab_size, error=error)
 
 
-def check_prompts(value: Any, where: str = "prompts", *, error: type[Error] = DecodeError) -> list:
+def check_prompts(value: Any, where: str = "prompts", *, error: type[Error] = DecodeError) -> list[Any]:
     """The prompt list of one call: a str (one prompt) or an iterable of prompts (each checked
     later, per input). ``bytes``, a number or ``None`` is refused for the whole call."""
     if isinstance(value, str):
@@ -185,7 +185,7 @@ def check_output_path(value: Any, where: str, *, error: type[Error] = InputError
 
 
 # ---- devices and models --------------------------------------------------------------------------
-def check_device(value: Any, where: str = "device", *, error: type[Error] = InputError):
+def check_device(value: Any, where: str = "device", *, error: type[Error] = InputError) -> Any:
     """A torch device that exists here: ``"auto"`` / ``None`` (CUDA if available, else CPU),
     ``"cpu"``, ``"cuda"``, ``"cuda:N"`` (N below the number of GPUs), ``"mps"``, or a
     ``torch.device``. Checked before any model is loaded."""

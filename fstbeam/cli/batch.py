@@ -72,7 +72,6 @@ def add_batch_parser(sub) -> argparse.ArgumentParser:
 def _job(args):
     from ..distributed.job import BatchJob
     from ..distributed.ray_data import worker_config
-    from ..runtime.templates import prompt_format
     from .flags import check_search_flags, search_overrides
 
     check_search_flags(args)
@@ -94,7 +93,6 @@ def _job(args):
 
 def run(args) -> int:
     from ..distributed.job import run_batch
-    from ..distributed.progress import Progress
     from ..errors import Error
 
     if args.constraints and not Path(args.constraints).is_file():

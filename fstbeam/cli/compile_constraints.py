@@ -10,8 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 from ..errors import Error, InputError
 from .flags import add_constraint_flags, constraint_flags_given, nonempty, parse_params
 
@@ -21,7 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("compile", help="compile constraints for a tokenizer into one artifact file")
     add_constraint_flags(c)
-    c.add_argument("--tokenizer", type=nonempty, default="default", metavar="PATH|default", help="tokenizer folder / tokenizer.json (default: Gemma 3)")
+    c.add_argument("--tokenizer", type=nonempty, default="default", metavar="PATH|default",
+                   help="tokenizer folder / tokenizer.json (default: Gemma 3)")
     c.add_argument("--leading-space", action="store_true",
                    help="the output may start with a space before the first word (for prompts continued as text)")
     c.add_argument("--any", action="store_true",

@@ -17,7 +17,8 @@ from typing import Any, get_args
 
 from ..errors import Error
 
-__all__ = ["add_search_flags", "search_overrides", "search_config_for", "format_arg", "check_search_flags", "add_constraint_flags", "add_packed_weights_flag",
+__all__ = ["add_search_flags", "search_overrides", "search_config_for", "format_arg", "check_search_flags",
+           "add_constraint_flags", "add_packed_weights_flag",
            "add_preset_flag", "nonempty", "utf8_text", "parse_params"]
 
 
@@ -166,9 +167,11 @@ def add_constraint_flags(parser) -> None:
                         help="the --phrase/--any-of constraints must appear in the order given, without overlapping")
     parser.add_argument("--sentence-case", action="store_true",
                         help="phrases also match with a capital first letter where a sentence starts")
-    parser.add_argument("--avoid", type=nonempty, action="append", default=[], metavar="TEXT", help="phrase that must never appear (repeatable)")
+    parser.add_argument("--avoid", type=nonempty, action="append", default=[], metavar="TEXT",
+                        help="phrase that must never appear (repeatable)")
     parser.add_argument("--prefix", type=nonempty, metavar="TEXT", help="the output must start with this text")
-    parser.add_argument("--grammar", type=nonempty, metavar="NAME", help="a registered grammar (compile-constraints inspect --list-grammars)")
+    parser.add_argument("--grammar", type=nonempty, metavar="NAME",
+                        help="a registered grammar (compile-constraints inspect --list-grammars)")
     parser.add_argument("--param", type=nonempty, action="append", default=[], metavar="KEY=VALUE", help="grammar parameter (repeatable)")
     parser.add_argument("--canonical", action="store_true", help="only tokens the tokenizer itself uses for the listed words")
 

@@ -17,8 +17,18 @@ import json
 import sys
 from pathlib import Path
 
-from .flags import (add_constraint_flags, add_packed_weights_flag, add_preset_flag, add_search_flags, check_search_flags,
-                    constraint_flags_given, format_arg, nonempty, search_config_for, utf8_text)
+from .flags import (
+    add_constraint_flags,
+    add_packed_weights_flag,
+    add_preset_flag,
+    add_search_flags,
+    check_search_flags,
+    constraint_flags_given,
+    format_arg,
+    nonempty,
+    search_config_for,
+    utf8_text,
+)
 from .inputs import is_jsonl
 
 __all__ = ["main", "build_parser"]
@@ -114,7 +124,6 @@ def _generate(args) -> int:
     from ..errors import Error
     from ..runtime.decoder import Decoder
     from ..runtime.templates import prompt_format
-
     from ..validate import check_device
 
     try:

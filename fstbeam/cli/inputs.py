@@ -70,7 +70,7 @@ def _parse(line: str, where: str):
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise SpecError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno}): write one JSON object per line")
+        raise SpecError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno}): write one JSON object per line") from None
     if not isinstance(obj, dict):
         raise SpecError(f"{where}: expected a JSON object such as {{\"prompt\": \"...\"}}, got {type(obj).__name__}")
     prompt = obj.get("prompt")

@@ -19,15 +19,15 @@ from typing import Iterable
 import numpy as np
 import pynini
 
-from .limits import check_request_limits, check_words
-from ..errors import GrammarError, SpecError, UnsatisfiableConstraintError
-from .hard.cefr import cefr_words, parse_level
-from .char_dfa import CharDFA, arcs_to_dfa, fst_to_dfa
-from .light.satisfy import avoidable, jointly_possible, phrase_possible, reachable_pair
 from ..contract.compiled import CompiledConstraints
-from .spec import ConstraintSpec, Phrase, WordList, as_phrases, read_word_file
+from ..errors import GrammarError, SpecError, UnsatisfiableConstraintError
+from .char_dfa import CharDFA, arcs_to_dfa, fst_to_dfa
 from .hard.automaton import fst_bytes, hard_automaton
+from .hard.cefr import cefr_words, parse_level
 from .light.phrase_dfa import phrase_char_dfa
+from .light.satisfy import avoidable, jointly_possible, phrase_possible, reachable_pair
+from .limits import check_request_limits, check_words
+from .spec import ConstraintSpec, Phrase, WordList, as_phrases, read_word_file
 
 log = logging.getLogger(__name__)
 

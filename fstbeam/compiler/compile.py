@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
-from ..errors import SpecError
 from ..contract.compiled import CompiledConstraints
 from .compiler import Compiler, compiler_for
 from .request import ConstraintRequest

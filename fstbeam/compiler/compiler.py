@@ -17,10 +17,10 @@ from ..contract.compiled import CompiledConstraints
 from ..contract.vocab import Vocab, load_vocab
 from ..errors import SpecError
 from .build import compile_with, extend_with, hard_dfa_from_bytes
-from .request import ConstraintRequest, new_items
 from .char_dfa import CharDFA, arcs_to_dfa
-from .light.token_index import TokenIndex
 from .hard.token_trie import TokenTrie, token_trie
+from .light.token_index import TokenIndex
+from .request import ConstraintRequest, new_items
 
 __all__ = ["Compiler", "compiler_for"]
 

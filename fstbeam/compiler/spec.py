@@ -6,11 +6,10 @@ import json
 import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Iterable
 
 from ..errors import SpecError
-from ..validate import LIMITS
 from ..files.textfile import read_utf8
+from ..validate import LIMITS
 
 
 @dataclass(frozen=True)

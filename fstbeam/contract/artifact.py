@@ -9,7 +9,8 @@
 No pickle anywhere. An artifact is untrusted input: loading validates the file, the zip, the
 manifest (schema and checksum), every member's size, checksum, dtype and shape, the OpenFst
 members and every table's index ranges (``artifact_validate``, ``manifest_schema``) before any of it
-is used, and raises a specific error for each problem (docs/trust.md). Saving writes a temporary file and renames it, so a failure leaves nothing behind.
+is used, and raises a specific error for each problem (docs/trust.md). Saving writes a temporary file and
+renames it, so a failure leaves nothing behind.
 """
 from __future__ import annotations
 
@@ -27,15 +28,27 @@ import numpy as np
 
 from .. import __version__
 from ..errors import ArtifactCorruptError, ArtifactError, ArtifactFormatError, TokenizerMismatchError
-from .artifact_validate import (
-    MAX_MANIFEST_BYTES, check_against_vocab, check_member_sizes, check_char_fst, check_hard, check_light, check_vector_fst, corrupt, expected_members,
-    member_dtype, member_ndim, npy_array, open_archive, read_member,
-)
 from .artifact_labels import check_label
-from .manifest_schema import check_manifest
+from .artifact_validate import (
+    MAX_MANIFEST_BYTES,
+    check_against_vocab,
+    check_char_fst,
+    check_hard,
+    check_light,
+    check_member_sizes,
+    check_vector_fst,
+    corrupt,
+    expected_members,
+    member_dtype,
+    member_ndim,
+    npy_array,
+    open_archive,
+    read_member,
+)
 from .hard import HardTables
 from .layout import LIGHT_ROLES
 from .light import LightAutomaton
+from .manifest_schema import check_manifest
 from .vocab import Vocab, load_vocab
 
 FORMAT_VERSION = 2  # 2: manifest.sha256 covers the manifest (1 is still read)

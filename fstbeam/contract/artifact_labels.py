@@ -17,6 +17,12 @@ Anything else raises :class:`~fstbeam.errors.ArtifactCorruptError`.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from .light import LightAutomaton
+    from .vocab import Vocab
+
 import json
 
 import numpy as np
@@ -28,7 +34,7 @@ __all__ = ["check_label"]
 _TOKEN_MAPS: dict[str, tuple[dict[bytes, int], int]] = {}
 
 
-def _token_map(vocab) -> tuple[dict[bytes, int], int]:
+def _token_map(vocab: Vocab) -> tuple[dict[bytes, int], int]:
     """(text token bytes -> id, longest token), per tokenizer (a few kept)."""
     hit = _TOKEN_MAPS.get(vocab.fingerprint)
     if hit is None:
@@ -45,7 +51,7 @@ def _token_map(vocab) -> tuple[dict[bytes, int], int]:
     return hit
 
 
-def _tokens(text: str, vocab) -> list[int] | None:
+def _tokens(text: str, vocab: Vocab) -> list[int] | None:
     """Longest-match spelling of ``text`` with text tokens; None if some byte has no token."""
     m, longest = _token_map(vocab)
     data = text.encode("utf-8")
@@ -62,7 +68,7 @@ def _tokens(text: str, vocab) -> list[int] | None:
     return out
 
 
-def _run(a, ids: list[int]) -> list[int]:
+def _run(a: LightAutomaton, ids: list[int]) -> list[int]:
     """States after each token (-1 once a token is disallowed)."""
     out, q = [], a.start
     for t in ids:
@@ -71,7 +77,7 @@ def _run(a, ids: list[int]) -> list[int]:
     return out
 
 
-def _met(a, text: str, vocab) -> bool | None:
+def _met(a: LightAutomaton, text: str, vocab: Vocab) -> bool | None:
     """Whether ``text`` as a whole output ends in a final state (None: it cannot be spelled)."""
     ids = _tokens(text, vocab)
     if ids is None:
@@ -80,7 +86,7 @@ def _met(a, text: str, vocab) -> bool | None:
     return bool(states and states[-1] >= 0 and a.final[states[-1]])
 
 
-def check_label(a, vocab, path, where: str) -> None:
+def check_label(a: LightAutomaton, vocab: Vocab, path: Any, where: str) -> None:
     """Raise ArtifactCorruptError if automaton ``a`` does not enforce what its label says."""
     def bad(why: str) -> ArtifactCorruptError:
         return ArtifactCorruptError(f"{path}: {where} is labelled {a.text!r:.80} but {why}: the manifest was edited; "
@@ -112,7 +118,7 @@ def check_label(a, vocab, path, where: str) -> None:
             raise bad("its automaton blocks a part of that text (it avoids a shorter phrase)")
 
 
-def _check_items(a, vocab, bad) -> None:
+def _check_items(a: LightAutomaton, vocab: Vocab, bad: Callable[[str], Exception]) -> None:
     try:
         spec = json.loads(a.items)
         ordered, items = bool(spec["ordered"]), [[str(t) for t in alts] for alts in spec["items"]]

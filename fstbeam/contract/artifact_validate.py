@@ -164,7 +164,7 @@ def npy_array(data: bytes, name: str, shape: list[int], dtype: str, path: PathAr
     return np.ascontiguousarray(arr.astype(want, copy=False))
 
 
-def shape_bytes(shape, itemsize: int, name: str, path) -> int:
+def shape_bytes(shape: Any, itemsize: int, name: str, path: Any) -> int:
     """Bytes an array of ``shape`` holds, in exact integers (``np.prod`` wraps around at 2**63:
     a re-sealed shape [2**32, 2**32] came out as 0 bytes). Each dimension must be a non-negative
     int; the caller compares the result with the member's size before anything is allocated."""
@@ -176,7 +176,7 @@ def shape_bytes(shape, itemsize: int, name: str, path) -> int:
     return n
 
 
-def check_member_sizes(members: dict, path) -> None:
+def check_member_sizes(members: dict[str, Any], path: Any) -> None:
     """Every ``.npy`` member's declared shape and dtype against its declared byte size: the array
     must fit in the member (plus its header), before any member is read or reshaped."""
     for name, info in members.items():

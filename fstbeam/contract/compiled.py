@@ -17,7 +17,6 @@ from .layout import light_order
 from .light import LightAutomaton
 from .vocab import Vocab
 
-
 #: Arrays derived from others (or shared with the tokenizer index): not part of the identity.
 _DERIVED = frozenset({"dist", "token_class", "char_state"})
 

@@ -285,7 +285,7 @@ def load_vocab(tokenizer: Any, *, width: int | None = None, eos_ids: Iterable[in
         return _load_vocab(tokenizer, width, eos_ids)
 
 
-def _load_vocab(tokenizer, width: int | None, eos_ids: Iterable[int] | None) -> Vocab:
+def _load_vocab(tokenizer: Any, width: int | None, eos_ids: Iterable[int] | None) -> Vocab:
     if tokenizer is None or (isinstance(tokenizer, str) and tokenizer == "default"):
         from ..files.default_model import default_tokenizer_dir, repair
 

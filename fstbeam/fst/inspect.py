@@ -16,7 +16,6 @@ import pynini
 
 from .analysis import analyze, stats, to_networkx
 from .paths import (
-    END,
     PrefixMatch,
     accepted_strings,
     accepts,

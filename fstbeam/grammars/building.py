@@ -43,7 +43,8 @@ class GrammarBuild:
     ``language`` is epsilon-free, deterministic, trimmed, arcs sorted by label, non-empty (and
     minimal unless the grammar returned an already deterministic automaton), or None. Each
     `Grammar.build` call returns its own copy, so changing it is safe (pynini methods work in
-    place). ``params`` holds every parameter, defaults included. Cache compiled results by ``cache_key``, which covers the name, the parameters and
+    place). ``params`` holds every parameter, defaults included. Cache compiled results by
+    ``cache_key``, which covers the name, the parameters and
     ``source_hash`` (grammar.py, its data files, the shared ``grammars/lib`` code, declared data
     versions and every file passed as a ``Path`` parameter).
     """

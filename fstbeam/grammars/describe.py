@@ -72,7 +72,8 @@ def inspect_grammar(
             code = 1
         else:
             from ..errors import Error
-            from ..fst.draw import describe_drawing, draw as draw_fst
+            from ..fst.draw import describe_drawing
+            from ..fst.draw import draw as draw_fst
 
             try:  # a drawing that fails costs the drawing only, never the checks above
                 path = draw_fst(built.language, draw, max_states=max_draw_states, title=built.describe(),

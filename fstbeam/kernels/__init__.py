@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .._lazy import lazy_exports as _lazy_exports
 from . import bitmask as _bitmask
-from .bitmask import (
+from .bitmask import (  # noqa: F401 - re-exported (fstbeam.kernels.pack_ids, ...)
     bitmask_width,
     pack_bool_mask,
     pack_bool_mask_torch,

@@ -21,7 +21,6 @@ from __future__ import annotations
 from llvmlite import ir
 from numba import types
 
-
 LANES = 8
 # Software prefetch distance of the vector loops (one 4 KiB chunk of float32 ahead): lets
 # the next chunk stream in while this one is computed (~8% faster single-threaded).

@@ -17,9 +17,9 @@ from numba import njit
 from ._simd import (
     LOG2E_F32,
     SUB,
+    chunk_candidates,
     chunk_exp2sum,
     chunk_exp2sum_masked,
-    chunk_candidates,
     chunk_max2,
     chunk_maxsum,
     chunk_scan,

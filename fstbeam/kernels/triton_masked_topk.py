@@ -229,7 +229,8 @@ def masked_topk(
 
     block = _block or _DEFAULT_BLOCK
     splits = _splits or _default_splits(num_rows, vocab, block, device)
-    split_len = -(-(-(-vocab // splits)) // block) * block  # ceil(V / splits), whole tiles
+    per_split = -(-vocab // splits)  # ceil(V / splits)
+    split_len = -(-per_split // block) * block  # ... in whole tiles
     splits = -(-vocab // split_len)
     kp = max(2, _next_pow2(max(k, 1)))
     parts = num_rows * splits

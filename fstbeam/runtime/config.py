@@ -7,9 +7,8 @@ are field names of :class:`SearchConfig` and replace the config's values for tha
 """
 from __future__ import annotations
 
-import operator
-
 import dataclasses
+import operator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Sequence, get_args
 

@@ -11,31 +11,36 @@ from __future__ import annotations
 import operator
 import os
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Iterable, Iterator, Literal, Sequence
 
 import torch
 
 from ..contract.compiled import CompiledConstraints
 from ..contract.vocab import Vocab
-from .adapter_protocol import ModelAdapter, check_adapter
 from ..errors import DecodeError, InputError, TokenizerMismatchError
 from ..validate import (
-    check_device, check_model_path, check_prompt, check_prompt_format, check_prompts, check_tokenizer_path,
+    check_device,
+    check_model_path,
+    check_prompt,
+    check_prompt_format,
+    check_prompts,
+    check_tokenizer_path,
 )
+from .adapter_protocol import ModelAdapter, check_adapter
 from .adapters import adapter_for
 from .config import SearchConfig, resolve_config, stop_ids
+from .explain import ExplainContext
 from .hf_model import is_encoder_decoder
 from .identity import IdentityCache
-from .packed_model import check_mode as check_packed_mode
-from .results import GenerationResult, Hypothesis
-from .presets import preset_for_format, search_config
-from .templates import check_format
-from .templates import prompt_format as expand_format
 from .length_target import query_tokens
-from .explain import ExplainContext
+from .packed_model import check_mode as check_packed_mode
+from .presets import preset_for_format, search_config
+from .results import GenerationResult, Hypothesis
 from .search import RawResult, Request, SearchEngine
 from .tables import InputConstraints
+from .templates import check_format
+from .templates import prompt_format as expand_format
 
 __all__ = ["Decoder", "SearchConfig"]
 
@@ -94,7 +99,7 @@ class Decoder:
             tokenizer = tokenizer if tokenizer is not None else load_default_tokenizer()
             default_eos = default_eos_ids()
         elif isinstance(model, (str, os.PathLike)):
-            from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+            from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
             from ..files.status import status
 
@@ -264,7 +269,8 @@ class Decoder:
         if hit is not None:
             return hit
         if not isinstance(cc, CompiledConstraints):
-            raise DecodeError(f"constraints must be CompiledConstraints (from compile_constraints / load_constraints), not {type(cc).__name__}")
+            raise DecodeError("constraints must be CompiledConstraints (from compile_constraints / load_constraints), "
+                              f"not {type(cc).__name__}")
         V = self.vocab_size
         if cc.vocab.width != V:
             raise TokenizerMismatchError(

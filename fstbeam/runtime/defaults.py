@@ -19,8 +19,7 @@ empty answer). Huang, Zhao & Ma (2017) fix this "beam search curse" with a bound
 """
 from __future__ import annotations
 
-from .presets import (LENGTH_RATIO, LENGTH_REWARD, NO_REPEAT_NGRAM, PRESETS, QA_LENGTH_RATIO, QA_LENGTH_REWARD,
-                      QA_MIN_NEW_TOKENS)
+from .presets import LENGTH_RATIO, LENGTH_REWARD, NO_REPEAT_NGRAM, PRESETS, QA_LENGTH_RATIO, QA_LENGTH_REWARD, QA_MIN_NEW_TOKENS
 
 __all__ = ["LENGTH_REWARD", "LENGTH_RATIO", "NO_REPEAT_NGRAM", "QA_LENGTH_RATIO", "QA_LENGTH_REWARD", "QA_MIN_NEW_TOKENS",
            "generate_defaults"]

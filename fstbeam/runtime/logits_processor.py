@@ -85,7 +85,8 @@ class FstLogitsProcessor(_Base):
             st = parent
         else:
             h = tb.hard_next(torch.tensor([parent[0]], device=tb.device), torch.tensor([t], device=tb.device))
-            s = tb.light_next(torch.tensor([parent[1]], device=tb.device, dtype=torch.long).view(1, -1), torch.tensor([t], device=tb.device))
+            state = torch.tensor([parent[1]], device=tb.device, dtype=torch.long).view(1, -1)
+            s = tb.light_next(state, torch.tensor([t], device=tb.device))
             if int(h) < 0 or bool((s < 0).any()):
                 st = None  # the row took a token the constraints do not allow (another processor forced it)
             else:

@@ -18,7 +18,8 @@ from . import dba, guards
 from .beam import NEG_INF, BeamState, Candidates, Rows, Scored
 from .shortlist import StepLogits
 
-__all__ = ["live_rows", "score_rows", "apply_guards", "plain_candidates", "with_dba", "only_parents", "advance", "select", "top_mask", "keep_places"]
+__all__ = ["live_rows", "score_rows", "apply_guards", "plain_candidates", "with_dba", "only_parents", "advance", "select",
+           "top_mask", "keep_places"]
 
 
 def live_rows(beam: BeamState, R: int) -> Rows:

@@ -210,7 +210,7 @@ class Tables:
         self.eos_clear = _t(~pack_ids(np.asarray(text_eos, np.int64), V), dev)[None, :] if text_eos else None
 
     def _build_light(self) -> None:
-        V, W, dev = self.V, self.W, self.device
+        V, dev = self.V, self.device
         autos: list = []
         for inp in self.inputs:
             for a in inp.lights:
@@ -224,7 +224,8 @@ class Tables:
         token_class = np.full(V, NO_TEXT_CLASS, np.int64) if tc_source is None else np.asarray(tc_source).astype(np.int64)
         self.token_class = _t(token_class, dev)
         # State 0: identity. Columns 0..3 text classes, 4 = no-text ids.
-        final, prog, dnext, is_phr, dist = [np.array([True])], [np.array([0])], [np.zeros((1, 5), np.int64)], [np.array([False])], [np.array([0])]
+        final, prog, dnext = [np.array([True])], [np.array([0])], [np.zeros((1, 5), np.int64)]
+        is_phr, dist = [np.array([False])], [np.array([0])]
         ekey, enext, aptr, atok = [], [], [np.zeros(2, np.int64)], []  # adv pointers: identity = empty range
         asplit = [np.zeros(1, np.int64)]  # per state: where its word-completing advancing tokens end
         aend = [np.zeros(1, np.int64)]  # ... and where the other advancing tokens DBA may offer end

@@ -20,8 +20,8 @@ def log_build(what: str) -> None:
 
 
 def main() -> None:
-    from fstbeam.files import default_model
     from fstbeam.contract.disk_cache import cached_arrays
+    from fstbeam.files import default_model
     from fstbeam.grammars.cefr import grammar as cefr
 
     gguf = default_model.gguf_path()

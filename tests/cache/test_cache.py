@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fstbeam.files import cache as cachefs
 from fstbeam.errors import CacheError
+from fstbeam.files import cache as cachefs
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
@@ -52,7 +52,7 @@ def test_two_concurrent_first_runs_on_an_empty_cache(tmp_path):
     procs = [subprocess.Popen([sys.executable, str(HERE / "cache_worker.py")], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
-    for p, (out, err) in zip(procs, outs):
+    for p, (_out, err) in zip(procs, outs):
         assert p.returncode == 0, err[-3000:]
     a, b = (json.loads(out.strip().splitlines()[-1]) for out, _ in outs)
     assert a == b and a["cefr_words"] > 5000 and a["folder"] == '{"x": 1}'
@@ -104,9 +104,9 @@ def test_damaged_default_tokenizer_is_repaired(tmp_path, monkeypatch, caplog):
     tokenizer standing in for the GGUF conversion) instead of telling the user to pass a folder."""
     from tokenizers import ByteLevelBPETokenizer
 
-    from fstbeam.files import default_model
     from fstbeam.contract import vocab as vocab_mod
     from fstbeam.contract.cache import shared_cache
+    from fstbeam.files import default_model
 
     bpe = ByteLevelBPETokenizer()
     bpe.train_from_iterator(["a cat and a dog"] * 5, vocab_size=280, min_frequency=1, show_progress=False)

@@ -48,6 +48,7 @@ def _decode(cc) -> None:
     import warnings
 
     from fstbeam.runtime import Decoder
+
     from rt_helpers import StubLM
 
     if not _DECODER:
@@ -61,6 +62,7 @@ def _decode(cc) -> None:
 def main() -> int:
     from fstbeam import load_constraints
     from fstbeam.errors import Error
+
     from artifact_mutations import small_vocab
 
     vocab = small_vocab()

@@ -12,14 +12,13 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from test_light import HYP, check_every_transition, check_tables, decode, is_word, vocabularies, walk
 
 from fstbeam.compiler.light.alternatives import AnyOf, compile_items, items_char_dfa, stages_of
-from fstbeam.compiler.spec import Phrase
 from fstbeam.compiler.light.token_index import TokenIndex
+from fstbeam.compiler.spec import Phrase
 from fstbeam.contract.vocab import Vocab
 from fstbeam.errors import SpecError, UnsatisfiableConstraintError
-
-from test_light import HYP, check_every_transition, check_tables, decode, is_word, vocabularies, walk
 
 
 # ---- oracle ----------------------------------------------------------------------------------

@@ -4,7 +4,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import shutil
 import zipfile
 from pathlib import Path
 

@@ -10,11 +10,12 @@ import zipfile
 import numpy as np
 import pytest
 
-from artifact_mutations import build_original, rezip, small_vocab, unzip
 from fstbeam import load_constraints
 from fstbeam.contract.artifact import read_manifest
 from fstbeam.contract.artifact_validate import check_vector_fst
 from fstbeam.errors import ArtifactCorruptError, ArtifactError
+
+from artifact_mutations import build_original, rezip, small_vocab, unzip
 
 
 @pytest.fixture(scope="module")

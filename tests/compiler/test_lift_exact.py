@@ -10,7 +10,6 @@ import re
 
 import numpy as np
 import pynini
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -133,7 +132,6 @@ def test_distance_to_final_is_exact():
 
 def test_general_pynini_acceptor_lifts_exactly():
     """Not only word lists: any byte acceptor (here a small regular language) lifts exactly."""
-    sigma = pynini.union(*"xyz ")
     lang = (pynini.closure(pynini.accep("xy") | "z", 1) + pynini.closure(" " + pynini.accep("x"), 0, 2)).optimize()
     pieces = ["x", "y", "z", " ", "xy", "yz", "zx", "y x", "xyz"]
     vocab = Vocab.from_dict({i: p.encode() for i, p in enumerate(pieces)}, eos_ids=[len(pieces)])

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
 from fstbeam.fst.wordlist import language as W
+
 from wordlist_oracle import _chars, _strings
 
 WORDS = ["i", "am", "do", "not", "is", "you", "are", "cat", "the", "big", "well", "ok", "can", "London"]

@@ -14,7 +14,6 @@ import pynini
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from wordlist_oracle import word_list_fst_by_optimize
 
 from fstbeam.compiler.char_dfa import text_to_dfa
 from fstbeam.fst.wordlist import chars as T
@@ -25,6 +24,8 @@ from fstbeam.fst.wordlist.language import (
     word_list_dfa,
     word_list_fst,
 )
+
+from wordlist_oracle import word_list_fst_by_optimize
 
 # Letters, the bytes the separators use (' - . space), a digit, a multi-byte letter and the
 # typographic apostrophe: entries that overlap the separators are where construction is subtle.

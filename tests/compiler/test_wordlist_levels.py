@@ -10,15 +10,16 @@ import random
 
 import numpy as np
 import pytest
-from wordlist_oracle import word_list_fst_by_optimize
 
 import fstbeam
-from fstbeam.compiler.hard.cefr import LEVELS, cefr_words
 from fstbeam.compiler.char_dfa import fst_to_dfa
+from fstbeam.compiler.hard.cefr import LEVELS, cefr_words
 from fstbeam.compiler.hard.tables import build_tables
 from fstbeam.compiler.hard.token_fsa import lift
 from fstbeam.compiler.hard.token_trie import token_trie
 from fstbeam.contract.bitmask import tokens_in_bitmask
+
+from wordlist_oracle import word_list_fst_by_optimize
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 STEPS = 400

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: tiny_model.py
-from tiny_model import save_tiny_model  # noqa: E402
 import torch
+from tiny_model import save_tiny_model  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))  # batch_helpers.py
 from batch_helpers import WORDS  # noqa: E402
@@ -32,8 +32,9 @@ def model_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def words_artifact(model_dir, tmp_path_factory):
-    import fstbeam
     from transformers import AutoTokenizer
+
+    import fstbeam
 
     cc = fstbeam.compile_constraints(tokenizer=AutoTokenizer.from_pretrained(model_dir), words=WORDS, leading_space=True)
     path = tmp_path_factory.mktemp("artifact") / "words.fstbeam"

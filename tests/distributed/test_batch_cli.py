@@ -3,7 +3,6 @@ bad input reported, progress on stderr. (The same command on Ray: test_ray.py.)"
 from __future__ import annotations
 
 import io
-import json
 import os
 import signal
 import subprocess
@@ -43,8 +42,8 @@ def test_shards_by_row_range_equal_generate(model_dir, words_artifact, tmp_path,
 
 
 def test_resume_after_an_interrupt_skips_written_shards(model_dir, words_artifact, tmp_path):
-    from fstbeam.cli.generate import build_parser
     from fstbeam.cli.batch import _job
+    from fstbeam.cli.generate import build_parser
     from fstbeam.distributed.job import run_batch
 
     rows = make_rows(14)

@@ -58,7 +58,7 @@ def test_a_grammar_that_fails_to_import_names_the_file(grammar_dir):
 def test_a_grammar_without_build_is_an_error(grammar_dir):
     grammar_dir("nobuild", "X = 1\n")
     with pytest.raises(GrammarError, match=r"defines no build"):
-        grammars.get("nobuild").params
+        _ = grammars.get("nobuild").params
 
 
 # --------------------------------------------------------------------------- parameters

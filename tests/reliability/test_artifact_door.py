@@ -11,10 +11,10 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "compiler"))
-from artifact_mutations import build_original, rezip, small_vocab, unzip  # noqa: E402
-
 import fstbeam  # noqa: E402
 from fstbeam.errors import ArtifactCorruptError  # noqa: E402
+
+from artifact_mutations import build_original, rezip, small_vocab, unzip  # noqa: E402
 
 
 @pytest.fixture(scope="module")

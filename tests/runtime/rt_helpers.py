@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import itertools
-import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-import numpy as np
 import torch
 
 from fstbeam.runtime.tables import FREE, TEXT  # noqa: F401 - re-exported for tests

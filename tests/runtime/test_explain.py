@@ -9,10 +9,11 @@ import json
 import math
 
 import pytest
-from rt_helpers import tiny_llama
 
 import fstbeam
 from fstbeam.runtime.decoder import Decoder
+
+from rt_helpers import tiny_llama
 
 TOKENS = ["<eos>", "I", " like", " my", " family", " tea", " the", " cat", ".", " dog", "my", " fam", "ily", "The",
           " and", " a"]

@@ -7,13 +7,13 @@ import warnings
 
 import pytest
 import torch
+from test_search import PROMPTS, SPECS, compiled, run  # noqa: F401, F811 - fixture
 
 from fstbeam.contract.vocab import _from_tokenizer_data, control_token_ids
 from fstbeam.runtime import Decoder
 from fstbeam.runtime.scoring import Scoring
 
 from rt_helpers import StubLM, brute_force
-from test_search import PROMPTS, SPECS, compiled, run  # noqa: F401 - fixture
 
 
 def _repeats(toks, n):
@@ -22,7 +22,7 @@ def _repeats(toks, n):
 
 
 @pytest.mark.parametrize("min_new,ngram", [(2, 0), (0, 2), (3, 2), (1, 1)])
-def test_guards_with_length_reward_against_brute_force(compiled, min_new, ngram):
+def test_guards_with_length_reward_against_brute_force(compiled, min_new, ngram):  # noqa: F811 - the fixture
     v, ccs = compiled
     V, L = v.width, 3
     lm = StubLM(V, eos=[0], eos_bias=1.5)  # EOS likely: the empty output would win unguarded
@@ -56,7 +56,7 @@ def _echoes(prompt, toks, n):
 
 
 @pytest.mark.parametrize("ngram", [1, 2])
-def test_prompt_ngrams_count_with_no_repeat_prompt(compiled, ngram):
+def test_prompt_ngrams_count_with_no_repeat_prompt(compiled, ngram):  # noqa: F811 - the fixture
     """``no_repeat_prompt``: the guard also bans the prompt's n-grams; the search returns the best
     output among those with no n-gram of prompt + output repeated into the output. The prompts
     are those whose unguarded best output does echo them (so the guard decides the result)."""

@@ -5,7 +5,6 @@ import re
 import warnings
 
 import pytest
-import torch
 
 from fstbeam.runtime import Decoder
 

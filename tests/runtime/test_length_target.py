@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
+
 from fstbeam.runtime.length_target import query_span, query_tokens
 
 FEW_SHOT = ("Words: dog, frisbee, catch\nSentence: A dog catches a frisbee.\n\n"
@@ -55,6 +56,7 @@ def test_query_tokens_byte_level_oracle(prompt):
 def _decoder():
     from fstbeam.contract.vocab import Vocab
     from fstbeam.runtime import Decoder
+
     from rt_helpers import tiny_llama
 
     toks = ["<eos>", "a", "b", " ", "\n", "\n\n", "Q:", "A:", ".", "c"]
@@ -86,6 +88,7 @@ def _char_decoder(fmt):
     from transformers import PreTrainedTokenizerFast
 
     from fstbeam.runtime import Decoder
+
     from rt_helpers import tiny_llama
 
     chars = ["<eos>"] + list("abcdefghijklmnopqrstuvwxyzQA: .\n")

@@ -8,9 +8,7 @@ import torch
 
 from fstbeam.errors import DecodeError
 from fstbeam.kernels.packed_gemm import mkl_packing_available
-from fstbeam.runtime import Decoder
-from fstbeam.runtime import packed_model
-from fstbeam.runtime.adapters import adapter_for
+from fstbeam.runtime import Decoder, packed_model
 from fstbeam.runtime.cache import RowCache, RowKVLayer, fork_cache
 from fstbeam.runtime.packed_model import ModelPacking
 from fstbeam.runtime.step import keep_places

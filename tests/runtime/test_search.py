@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from fstbeam.runtime.scoring import Scoring
 from fstbeam.runtime.config import SearchConfig
+from fstbeam.runtime.scoring import Scoring
 from fstbeam.runtime.search import Request, SearchEngine
 from fstbeam.runtime.tables import InputConstraints
 
@@ -225,7 +225,7 @@ def test_threshold_pruning_and_max_candidates_per_parent(compiled):
     base, st0 = run(lm, PROMPTS, [cc] * len(PROMPTS), **kw)
     same, _ = run(lm, PROMPTS, [cc] * len(PROMPTS), prune_threshold=float("inf"), max_per_parent=4, **kw)
     assert [r.hypotheses[0].tokens for r in base] == [r.hypotheses[0].tokens for r in same]
-    rows0 = lm.forward_rows
+    _ = lm.forward_rows
     pruned, st1 = run(lm, PROMPTS, [cc] * len(PROMPTS), prune_threshold=1.0, max_per_parent=1, **kw)
     assert st1.model_rows < st0.model_rows
     for r in pruned:

@@ -10,9 +10,9 @@ import torch
 
 from fstbeam.errors import DecodeError
 from fstbeam.kernels.bitmask import pack_bool_mask_torch, unpack_bitmask_torch
+from fstbeam.runtime import shortlist as sl_mod
 from fstbeam.runtime.adapters import CausalLMAdapter
 from fstbeam.runtime.search import Request, SearchConfig, SearchEngine
-from fstbeam.runtime import shortlist as sl_mod
 from fstbeam.runtime.shortlist import OutputHead, StepLogits, pays, static_ids, sub_mask, sub_mask_torch, union_ids
 from fstbeam.runtime.tables import InputConstraints
 

@@ -50,7 +50,8 @@ def _fixture_inputs():
 
 
 def _allowed(tb, h, s):
-    return set(torch.nonzero(unpack_bits(tb.build_mask(torch.tensor([h]), torch.tensor([s], dtype=torch.long).view(1, -1)), V)[0]).flatten().tolist())
+    mask = tb.build_mask(torch.tensor([h]), torch.tensor([s], dtype=torch.long).view(1, -1))
+    return set(torch.nonzero(unpack_bits(mask, V)[0]).flatten().tolist())
 
 
 def test_fixture_masks_and_transitions_follow_the_contract():
@@ -128,7 +129,8 @@ def test_pool_of_compiled_constraints_matches_the_matcher(seed):
             h, s = tb.hard_start(inp), tb.light_starts(inp)
             m = cc.matcher() if cc else None
             for _step in range(6):
-                got = set(torch.nonzero(unpack_bits(tb.build_mask(torch.tensor([h]), torch.tensor([s]).view(1, -1)), v.width)[0]).flatten().tolist())
+                mask = tb.build_mask(torch.tensor([h]), torch.tensor([s]).view(1, -1))
+                got = set(torch.nonzero(unpack_bits(mask, v.width)[0]).flatten().tolist())
                 if m is None:
                     exp = set(range(v.width)) - {0}
                 else:
@@ -175,6 +177,7 @@ def test_word_banks_and_completing_sets_on_a_compiled_phrase():
     token by token against the compiler's automaton, a breadth-first distance and the literal."""
     from fstbeam.compiler.compile import compile_constraints
     from fstbeam.contract.vocab import Vocab
+
     from rt_reference import _dist_light
 
     pieces = ["<eos>", " a", " p", " pr", " price", "ice", " t", " tag", "ag", " ", "a", "x", " prices"]

@@ -8,6 +8,7 @@ import re
 
 import pytest
 import torch
+from test_cli import model_dir  # noqa: F401  (the tiny saved model fixture)
 
 from fstbeam.compiler.light.alternatives import AnyOf
 from fstbeam.compiler.spec import Phrase
@@ -16,7 +17,6 @@ from fstbeam.runtime.tables import InputConstraints
 
 from rt_helpers import StubLM, brute_force, tiny_t5, tiny_vocab
 from rt_reference import reference_search
-from test_cli import model_dir  # noqa: F401  (the tiny saved model fixture)
 
 TOKENS = ["<eos>", "a", "b", " ", "ab", " a", " b", "c", ".", " c", "ba", "a ", "A", " A", "<x>"]
 W = r"[A-Za-z0-9\x80-\xff]"

@@ -12,11 +12,12 @@ import random
 import warnings
 
 import pytest
-from rt_helpers import StubLM, tiny_vocab
-from rt_reference import reference_search
 
 from fstbeam.fst.text import occurs
 from fstbeam.runtime import Decoder
+
+from rt_helpers import StubLM, tiny_vocab
+from rt_reference import reference_search
 
 WORDS = ["a", "b", "ab", "c", "ba"]
 

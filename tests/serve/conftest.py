@@ -9,7 +9,6 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/: tiny_model.py
 from tiny_model import save_tiny_model  # noqa: E402
-import torch
 
 sys.path.insert(0, os.path.dirname(__file__))  # serve_helpers.py
 from serve_helpers import Server  # noqa: E402

@@ -67,7 +67,7 @@ class Server:
             self.url = ready.get(timeout=timeout)
         except queue.Empty:
             self.stop()
-            raise RuntimeError("the server did not start in time:\n" + "\n".join(self.lines[-20:]))
+            raise RuntimeError("the server did not start in time:\n" + "\n".join(self.lines[-20:])) from None
         if self.url is None:
             raise RuntimeError("the server exited:\n" + "\n".join(self.lines[-20:]))
 

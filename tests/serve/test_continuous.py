@@ -12,12 +12,12 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "runtime"))
-from rt_helpers import tiny_llama, tiny_vocab  # noqa: E402
-
 from fstbeam.compiler.compile import compile_constraints  # noqa: E402
 from fstbeam.runtime.config import SearchConfig  # noqa: E402
 from fstbeam.runtime.continuous import ContinuousEngine, RequestSource, Ticket, shared_prefix  # noqa: E402
 from fstbeam.runtime.decoder import Decoder  # noqa: E402
+
+from rt_helpers import tiny_llama, tiny_vocab  # noqa: E402
 
 PROMPTS = [[1, 2, 3, 4, 5, 6, 7], [2], [3, 4], [5, 5, 5, 5, 5], [7, 1], [8, 9, 10, 11], [4, 4], [9]]
 KW = dict(beam_size=3, max_new_tokens=7, nbest=2, length_reward=1.0)
@@ -42,10 +42,11 @@ def _ticket(dec, i, cc, on_prefix=None, kw=KW):
     return Ticket(dec.request(i, PROMPTS[i], inp, kw["max_new_tokens"]), on_prefix)
 
 
-def _serve(dec, arrivals: dict[int, list[int]], cancel_at: dict[int, int] = {}, batch_size=3, watch=(), kw=KW):
+def _serve(dec, arrivals: dict[int, list[int]], cancel_at: dict[int, int] | None = None, batch_size=3, watch=(), kw=KW):
     """Run a ContinuousEngine; ``arrivals[step]``: requests put into the source before that step
     (from the engine's own step hook, i.e. while the batch runs); ``cancel_at[i]``: the step at
     which request i is cancelled. Returns (results by index, prefixes seen, steps)."""
+    cancel_at = cancel_at or {}
     cfg = SearchConfig(batch_size=batch_size, refill=1 - 1 / batch_size, **kw)
     eng = ContinuousEngine(dec.adapter, cfg, eos_ids=[0], device="cpu")
     src = RequestSource(idle_wait=0.01)

@@ -50,7 +50,7 @@ def test_sigterm_under_load_answers_every_accepted_request(model_dir, offline):
     assert len(answers) == len(prompts)
     ok = [(p, j) for p, status, j in answers if status == 200]
     assert len(ok) >= 6, answers  # the 6+ in flight at SIGTERM were finished, not dropped
-    for p, status, j in answers:
+    for _p, status, j in answers:
         assert status in (200, 503, None), (status, j)
         if status == 503:
             assert j["error"]["message"]

@@ -54,15 +54,13 @@ def hard_key(vocab: Vocab, wl: WordList | None, g_hash, opts: dict) -> str:
     """Disk-cache key of the hard part: the list, the grammar, the options, the tokenizer and the
     source of every module that builds it."""
     from ...contract import bitmask, hard, layout
-    from ...fst import optimize as fst_optimize, vector_fst
-    from ...fst.wordlist import acyclic
+    from ...fst import optimize as fst_optimize
+    from ...fst import vector_fst
+    from ...fst.wordlist import acyclic, text_dfa
     from ...fst.wordlist import chars as text
-    from ...fst.wordlist import text_dfa
     from ...fst.wordlist import language as wordlist
     from .. import char_dfa
-    from . import tables
-    from . import token_fsa
-    from . import token_trie
+    from . import tables, token_fsa, token_trie
 
     h = hashlib.sha256(json.dumps([vocab.fingerprint, g_hash, sorted(opts.items())]).encode())
     if wl is not None:

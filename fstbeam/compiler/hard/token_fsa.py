@@ -120,7 +120,9 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     step = _Stepper(dfa, trie)
     while len(node):
         has = trie.tok_ptr[node + 1] > trie.tok_ptr[node]
-        out_block.append(block[has]); out_node.append(node[has]); out_state.append(state[has])
+        out_block.append(block[has])
+        out_node.append(node[has])
+        out_state.append(state[has])
         src, node, state = step(node, state)
         block = block[src]
     e_block = np.concatenate(out_block)

@@ -27,9 +27,9 @@ from typing import Iterable
 
 import numpy as np
 
-from ...errors import SpecError, UnsatisfiableConstraintError
 from ...contract.light import LightAutomaton
 from ...contract.vocab import Vocab
+from ...errors import SpecError, UnsatisfiableConstraintError
 from ...fst.text import IS_WORD_BYTE
 from .automaton import _as_index, _lift, _phrase_candidates, _union
 from .phrase_dfa import PhraseDFA, _minimize, _ro

@@ -21,9 +21,9 @@ from typing import Literal, NamedTuple
 import pynini
 
 from fstbeam.errors import GrammarError
+from fstbeam.fst.wordlist.language import word_list_fst
 from fstbeam.grammars.lib import inflection
 from fstbeam.grammars.lib.tsv import read_lines
-from fstbeam.fst.wordlist.language import word_list_fst
 
 log = logging.getLogger("fstbeam.grammars")
 

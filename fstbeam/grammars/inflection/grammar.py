@@ -16,10 +16,10 @@ import pynini
 
 from fstbeam.errors import GrammarError
 from fstbeam.fst.optimize import sigma_star
+from fstbeam.fst.wordlist.language import word_list_fst
 from fstbeam.grammars.lib import inflection
 from fstbeam.grammars.lib.fsts import accep, strings
 from fstbeam.grammars.lib.tsv import read_tsv
-from fstbeam.fst.wordlist.language import word_list_fst
 
 _DATA = Path(__file__).resolve().parent / "data"
 

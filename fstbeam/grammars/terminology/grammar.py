@@ -53,7 +53,8 @@ def build(
 ) -> GrammarParts:
     """``termbase``: a term base TSV (``path`` then defaults to no glossary); ``lang``: the
     target language of its paradigms; ``source``: only terms whose source term occurs in it.
-    ``path``: the glossary TSV (default ``data/example_terms.tsv`` without a term base). ``require``: make the required terms must-appear phrases
+    ``path``: the glossary TSV (default ``data/example_terms.tsv`` without a term base).
+    ``require``: make the required terms must-appear phrases
     (false: only avoid the forbidden variants). ``case_variants``: also forbid the Capitalized
     and UPPER CASE forms of each variant (except where that is the term's own Capitalized or
     UPPER CASE form: ``E-Mail`` forbids ``E-Mail`` but not ``E-MAIL``, the upper-case term)."""
