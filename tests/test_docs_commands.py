@@ -36,6 +36,8 @@ SKIP = {
     "ray start": "needs a multi-node Ray cluster",
     "--ray-address auto": "needs the multi-node cluster that `ray start` makes",
     "benchmarks/bench_": "a benchmark (minutes of timing on a quiet machine), not a usage example",
+    "fstbeam serve": "a server that runs until stopped (tests/serve start one on a free port and stop it)",
+    "-m fstbeam.serve": "a server that runs until stopped (tests/serve start one on a free port and stop it)",
 }
 # Steps of a command chain that set up the environment the tests already run in.
 SETUP_STEP = re.compile(r"^(python3? -m venv|\. \.venv/bin/activate|pip install)")

@@ -97,9 +97,8 @@ def add_search_flags(group) -> None:
             group.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=help_)
         elif typing.get_origin(kind) is typing.Literal:
             group.add_argument(flag, dest=f.name, choices=get_args(kind), default=None, help=help_)
-        elif kind in (int, float):
-            low = 1 if kind is int and f.default not in (0, None) else 0
-            group.add_argument(flag, dest=f.name, type=_number_type(kind, low), default=None,
+        elif kind in (int, float):  # ranges: cli/usage.py, right after parsing
+            group.add_argument(flag, dest=f.name, type=_number_type(kind, None), default=None,
                                metavar=f.metadata["metavar"] or ("N" if kind is int else "X"), help=help_)
         else:  # pragma: no cover - a new kind of setting needs a case here
             raise TypeError(f"no flag type for SearchConfig.{f.name}: {hint}")

@@ -22,7 +22,11 @@ def _constraint_flags(args) -> bool:
 
 
 def _exists(path: str | None, what: str, fix: str) -> str | None:
-    if path is None or path == "-" or os.path.exists(path):  # pipes (/dev/fd/N) exist too
+    if path is None or path == "-":
+        return None
+    if "\x00" in path:
+        return f"{what} path {path!r} contains a NUL byte, which no file name can hold: give the file's real path"
+    if os.path.exists(path):  # pipes (/dev/fd/N) exist too
         return None
     return f"{what} {path!r} does not exist: {fix}"
 
@@ -43,12 +47,15 @@ def _shortlist(args) -> str | None:
 
 def _search_numbers(args) -> str | None:
     """The ranges SearchConfig checks, for the flags a command has (a flag it lacks is skipped)."""
-    beam = getattr(args, "beam_size", None) or 1
+    from ..runtime.config import SearchConfig
+
+    beam = getattr(args, "beam_size", None) or SearchConfig().beam_size
     max_new = getattr(args, "max_new_tokens", None)
     min_new = getattr(args, "min_new_tokens", None)
     for flag, value, low in (("--beam", getattr(args, "beam_size", None), 1), ("--max-new-tokens", max_new, 1),
                              ("--batch-size", getattr(args, "batch_size", None), 1), ("--min-new-tokens", min_new, 0),
-                             ("--no-repeat-ngram", getattr(args, "no_repeat_ngram", None), 0)):
+                             ("--no-repeat-ngram", getattr(args, "no_repeat_ngram", None), 0),
+                             ("--target-length", getattr(args, "target_length", None), 1)):
         if value is not None and value < low:
             return f"{flag} must be at least {low} (got {value})"
     nbest = getattr(args, "nbest", None)

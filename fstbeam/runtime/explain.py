@@ -174,9 +174,8 @@ def _token_logprobs(decoder, prompt, ids, allowed=None) -> list[float]:
     model = decoder.model
     p = decoder.encode(prompt)
     dev = decoder.device
-    if getattr(model.config, "is_encoder_decoder", False):
-        start = getattr(model.config, "decoder_start_token_id", 0) or 0
-        dec = torch.tensor([[start] + list(ids[:-1])], device=dev)
+    if decoder.adapter.kind == "seq2seq":
+        dec = torch.tensor([[decoder.adapter.decoder_start or 0] + list(ids[:-1])], device=dev)
         logits = model(input_ids=torch.tensor([p], device=dev), decoder_input_ids=dec).logits[0].float()
     else:
         logits = model(torch.tensor([p + list(ids)], device=dev)).logits[0, len(p) - 1 : -1].float()
@@ -197,7 +196,7 @@ def _describe(cc) -> tuple[str, ...]:
     if cc is None:
         return ()
     out = []
-    spec = getattr(cc, "spec", None) or {}
+    spec = cc.spec or {}
     if cc.hard is not None:
         if spec.get("cefr"):
             out.append(f"every word CEFR {str(spec['cefr']).upper()} or below")
@@ -215,12 +214,12 @@ def explain(decoder, prompt, constraints, config, result, *, unconstrained: bool
     ids = list(result.token_ids)
     vocab = decoder.vocab
     steps, met_at, allowed = ([()] * len(ids), {}, None) if constraints is None else _replay(constraints, ids, vocab)
-    renorm = bool(getattr(config, "renormalize", False))
+    renorm = bool(config.renormalize)
     lps = _token_logprobs(decoder, prompt, ids, allowed if renorm and constraints is not None else None)
     tokens = tuple(TokenStep(t, (vocab.token_bytes[t] or b"").decode("utf-8", "replace"), lp, notes)
                    for t, lp, notes in zip(ids, lps, steps))
     end = result.logprob - sum(lps) if result.finish_reason == "eos" else 0.0
-    mode = config.scoring.mode if hasattr(config, "scoring") else "none"
+    mode = config.scoring.mode
     notes = []
     if renorm:
         notes.append("log-probabilities over the allowed tokens only (renormalize)")

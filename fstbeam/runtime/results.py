@@ -1,7 +1,7 @@
 """What :meth:`fstbeam.Decoder.generate` returns for each input."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 __all__ = ["Hypothesis", "GenerationResult"]
@@ -55,7 +55,7 @@ class GenerationResult:
     _context: Any = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
-        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "_context"}
+        d = {k: v for k, v in vars(self).items() if k != "_context"}
         d["token_ids"] = list(self.token_ids)
         d["phrases"], d["phrases_met"], d["warnings"] = list(self.phrases), list(self.phrases_met), list(self.warnings)
         d["hypotheses"] = [dict(asdict(h), token_ids=list(h.token_ids)) for h in self.hypotheses]

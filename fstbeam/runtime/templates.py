@@ -19,7 +19,8 @@ NAMED = ("raw", "chat", "auto", *TEMPLATES)
 def check_format(name: str) -> str:
     """``name`` if it is a known format or a template with ``{prompt}``; else a DecodeError."""
     if not isinstance(name, str) or (name not in NAMED and "{prompt}" not in name):
-        raise DecodeError(f"prompt_format {name!r}: use {', '.join(NAMED)} or a template containing {{prompt}}")
+        raise DecodeError(f"prompt_format {name!r}: use {', '.join(NAMED)}, or a template: a template must contain "
+                          "{prompt} where the prompt goes (e.g. 'Question: {prompt}\\nAnswer:')")
     return name
 
 
