@@ -12,7 +12,7 @@ import operator
 import os
 import warnings
 from dataclasses import replace
-from typing import Any, Iterable, Iterator, Literal, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import torch
 
@@ -44,14 +44,6 @@ from .templates import prompt_format as expand_format
 
 __all__ = ["Decoder", "SearchConfig"]
 
-PromptFormat = Literal["auto", "raw", "chat"]
-
-
-def resolve_device(device) -> torch.device:
-    """``device`` as a torch device that exists here (`fstbeam.validate.check_device`)."""
-    return check_device(device, "device")
-
-
 class Decoder:
     """Constrained beam search over a Hugging Face model.
 
@@ -81,7 +73,7 @@ class Decoder:
     ):
         # Every argument is checked before a model is loaded (docs/trust.md).
         self.prompt_format_name = check_format(prompt_format)  # before the model loads
-        self.device = resolve_device(device)
+        self.device: torch.device = check_device(device, "device")  # one that exists here
         check_packed_mode(packed_weights)
         check_prompt_format(prompt_format, "prompt_format")
         if dtype is not None and not isinstance(dtype, torch.dtype):
@@ -127,7 +119,7 @@ class Decoder:
             self.model = model
             self.adapter = adapter_for(model, packed_weights)
         self.tokenizer = tokenizer
-        self._vocab = tokenizer if _is_vocab(tokenizer) else None
+        self._vocab = tokenizer if isinstance(tokenizer, Vocab) else None
         self.eos_ids = self._check_eos(eos_ids if eos_ids is not None else (default_eos or self._model_eos()))
         if not self.eos_ids:
             raise DecodeError("no EOS token id: pass eos_ids=[...] (the model config and tokenizer name none)")
@@ -209,7 +201,7 @@ class Decoder:
         A bad prompt (a lone surrogate, a float or out-of-range id, bytes) raises DecodeError."""
         prompt = check_prompt(prompt, where, vocab_size=self.vocab_size)
         if isinstance(prompt, str):
-            if self.tokenizer is None or _is_vocab(self.tokenizer):
+            if self.tokenizer is None or isinstance(self.tokenizer, Vocab):
                 raise DecodeError("string prompts need a Hugging Face tokenizer; pass token id lists instead")
             fmt = self.prompt_format
             if fmt == "auto":
@@ -236,7 +228,7 @@ class Decoder:
         the user's text of a template or chat prompt, else the prompt; its last block or line
         without a trailing cue such as "German:"."""
         fmt = self.prompt_format
-        if isinstance(prompt, str) and fmt != "raw" and self.tokenizer is not None and not _is_vocab(self.tokenizer):
+        if isinstance(prompt, str) and fmt != "raw" and self.tokenizer is not None and not isinstance(self.tokenizer, Vocab):
             if fmt != "auto" or getattr(self.tokenizer, "chat_template", None):
                 ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
         return query_tokens(ids, self.vocab.token_bytes)
@@ -450,7 +442,3 @@ def _load_tokenizer(path):
     except Exception as exc:  # noqa: BLE001 - transformers raises many kinds for a bad folder
         raise TokenizerError(f"cannot load a tokenizer from {path} ({type(exc).__name__}: {str(exc)[:200]}): pass a "
                              "folder with a valid tokenizer.json (and tokenizer_config.json)") from None
-
-
-def _is_vocab(obj) -> bool:
-    return isinstance(obj, Vocab)
