@@ -122,13 +122,14 @@ def check_prompts(value: Any, where: str = "prompts", *, error: type[Error] = De
 
 
 def check_prompt_format(value: Any, where: str = "prompt_format", *, error: type[Error] = DecodeError) -> str:
-    """``"raw"``, ``"chat"``, ``"auto"`` or a template holding ``{prompt}``."""
+    """``"raw"``, ``"chat"``, ``"auto"``, ``"qa"`` (`fstbeam.runtime.templates`) or a template
+    holding ``{prompt}``."""
     if not isinstance(value, str):
         raise error(f"{where} must be 'raw', 'chat', 'auto' or a template with {{prompt}}, not {value!r:.60}")
     check_text(value, where, error=error)
-    if value not in ("raw", "chat", "auto") and "{prompt}" not in value:
-        raise error(f"{where} {value!r:.60} is neither 'raw', 'chat' nor 'auto', and holds no {{prompt}}: use one of "
-                    "those, 'qa' (on the command line), or a template such as 'Q: {prompt}\\nA:'")
+    if value not in ("raw", "chat", "auto", "qa") and "{prompt}" not in value:
+        raise error(f"{where} {value!r:.60} is neither 'raw', 'chat', 'auto' nor 'qa', and holds no {{prompt}}: use one "
+                    "of those, or a template such as 'Q: {prompt}\\nA:'")
     return value
 
 

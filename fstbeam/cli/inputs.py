@@ -77,7 +77,7 @@ def _parse(line: str, where: str):
     if not isinstance(prompt, str) or not prompt.strip():
         raise SpecError(f"{where}: \"prompt\" must be non-empty text")
     check_prompt(prompt, f"{where}: \"prompt\"", error=SpecError)  # valid Unicode: no lone surrogate
-    return prompt, ConstraintRequest.from_json(obj, where=where, extra=("prompt",))
+    return prompt, ConstraintRequest.from_json(obj, where=where, extra=("prompt", "id"))  # id: as in batch rows
 
 
 def _compile(request, base, vocab, where: str):
