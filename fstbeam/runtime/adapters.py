@@ -38,6 +38,21 @@ from .shortlist import HiddenTap, OutputHead, probe_output_head
 __all__ = ["ModelAdapter", "CausalLMAdapter", "Seq2SeqAdapter", "adapter_for"]
 
 
+def _adopt(adapter, model, packed_weights: PackedWeights):
+    """What every Hugging Face adapter keeps of its model: the model, its packed weights and the
+    facts read once from it (`hf_model.model_facts`)."""
+    adapter.model = model.eval()
+    adapter.packing = ModelPacking(model, packed_weights)
+    facts = model_facts(model)
+    adapter.facts = facts
+    adapter.vocab_size = facts.vocab_size
+    adapter.device = facts.device
+    adapter.dtype = facts.dtype
+    adapter.max_positions = facts.max_positions
+    adapter.model_eos_ids = facts.eos_ids
+    return facts
+
+
 # ---------------------------------------------------------------------------------------------
 # Causal LMs
 # ---------------------------------------------------------------------------------------------
@@ -61,15 +76,7 @@ class CausalLMAdapter:
     decoder_start = None
 
     def __init__(self, model, packed_weights: PackedWeights = "auto"):
-        self.model = model.eval()
-        self.packing: ModelPacking | None = ModelPacking(model, packed_weights)
-        facts = model_facts(model)
-        self.facts = facts
-        self.vocab_size = facts.vocab_size
-        self.device = facts.device
-        self.dtype = facts.dtype
-        self.max_positions = facts.max_positions
-        self.model_eos_ids = facts.eos_ids
+        facts = _adopt(self, model, packed_weights)
         self.windows, self.window = facts.windows, facts.window
         self._keep = facts.keeps_logits
         self._mask_2d = facts.mask_2d  # ALiBi models (see hf_model)
@@ -212,15 +219,7 @@ class Seq2SeqAdapter:
     def __init__(self, model, packed_weights: PackedWeights = "auto"):
         from transformers.cache_utils import EncoderDecoderCache  # noqa: F401 - fail early if missing
 
-        self.model = model.eval()
-        self.packing: ModelPacking | None = ModelPacking(model, packed_weights)
-        facts = model_facts(model)
-        self.facts = facts
-        self.vocab_size = facts.vocab_size
-        self.device = facts.device
-        self.dtype = facts.dtype
-        self.max_positions = facts.max_positions
-        self.model_eos_ids = facts.eos_ids
+        facts = _adopt(self, model, packed_weights)
         self.decoder_start: int | None = facts.decoder_start
         self.supports_refill = facts.relative_positions
         self.no_head_reason: str | None = "encoder-decoder models keep the full output layer"
