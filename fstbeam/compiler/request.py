@@ -70,16 +70,21 @@ def _unique(items: Iterable[ItemT], seen: set[tuple[Any, ...]] | None = None) ->
     return tuple(out)
 
 
+def _listed(value: Any, where: str, hint: str) -> list[Any]:
+    """``phrases=`` / ``avoid=`` as a list: nothing, one phrase, or a list of them."""
+    if value is None:
+        return []
+    if isinstance(value, (str, Phrase, AnyOf)):
+        return [value]
+    if isinstance(value, (bytes, bytearray, dict)) or not hasattr(value, "__iter__"):
+        raise SpecError(f"{where} must be a list of phrases{hint}, not {type(value).__name__}")
+    return list(value)
+
+
 def _items(value: Any, where: str, sentence_case: bool) -> tuple[Item, ...]:
     """Must-include items: texts, nested lists (AnyOf), `Phrase` and `AnyOf` objects."""
-    if value is None:
-        return ()
-    if isinstance(value, (str, Phrase, AnyOf)):
-        value = [value]
-    if isinstance(value, (bytes, bytearray, dict)) or not hasattr(value, "__iter__"):
-        raise SpecError(f"{where} must be a list of phrases (a nested list: any one of its texts), not {type(value).__name__}")
     out: list[Item] = []
-    for i, v in enumerate(value):
+    for i, v in enumerate(_listed(value, where, " (a nested list: any one of its texts)")):
         at = f"{where}[{i}]"
         if isinstance(v, (Phrase, AnyOf)):
             out.append(v)
@@ -96,14 +101,8 @@ def _items(value: Any, where: str, sentence_case: bool) -> tuple[Item, ...]:
 
 def _avoid(value: Any, where: str) -> tuple[Phrase, ...]:
     """Avoid phrases: texts or `Phrase` objects; a nested list or `AnyOf` avoids each of its texts."""
-    if value is None:
-        return ()
-    if isinstance(value, (str, Phrase, AnyOf)):
-        value = [value]
-    if isinstance(value, (bytes, bytearray, dict)) or not hasattr(value, "__iter__"):
-        raise SpecError(f"{where} must be a list of phrases, not {type(value).__name__}")
     out: list[Phrase] = []
-    for i, v in enumerate(value):
+    for i, v in enumerate(_listed(value, where, "")):
         at = f"{where}[{i}]"
         if isinstance(v, Phrase):
             out.append(v)
