@@ -344,6 +344,8 @@ class SearchEngine:
             else:
                 cand = dcand
         cand_s, cand_t, parent, nh, ns, fit = step.advance(cand, beam, tb, cfg.max_new_tokens)
+        if two:  # a closed answer only moves towards its unmet phrases (:mod:`.tracks`)
+            in_cons = in_cons & ~tracks.closing_only(tb, beam, over, cand.j, ns)
         self.stats.candidates += int(cand_s.shape[0] * cand_s.shape[1])
         if use_dba:
             NB = max(sl.num_banks for sl in self.slots)  # the largest bank count, known on the host

@@ -33,7 +33,12 @@ newline with ``stop_at="line"``, scores at least the best allowed text token) wh
 phrase is unmet, and which the hard constraints would let end, has *closed its answer*: whatever
 follows ("... sein. 1. 2. ... 14. Provider:") tacks the term on after it. It and all its
 descendants are marked ``over``; the DBA bank allocation fills its places with the other
-candidates first and takes ``over`` ones only for places left empty. The model decides where its
+candidates first and takes ``over`` ones only for places left empty. And an ``over`` hypothesis
+may only move towards meeting its phrases (:func:`closing_only`): a token that brings no unmet
+phrase closer, by the automata's distance tables, is not a constrained candidate of it. Where no
+better placement survives, the terms then follow at once, instead of after a run-on that the
+length limit cuts ("... gesetzt. (This is the default setting ... If you want to set Einrichten
+Aufbewahrungszeitraum") or a loop of near misses ("zugeordnet zugeordneten zugeordnet ..."). The model decides where its
 answer ends, so the rule needs no sentence splitter, language or tokenizer knowledge; a source of
 several sentences is no exception (the model does not end after the first). Scores are never
 changed, so the optimal-stopping certificate and the plain track's guarantee are untouched.
@@ -44,7 +49,7 @@ import torch
 
 from .beam import NEG_INF
 
-__all__ = ["merge_tracks", "plain_best", "plain_fit", "plain_view", "stop_plain", "would_end"]
+__all__ = ["closing_only", "merge_tracks", "plain_best", "plain_fit", "plain_view", "stop_plain", "would_end"]
 
 
 def plain_view(tables, s: torch.Tensor) -> torch.Tensor:
@@ -124,3 +129,17 @@ def stop_plain(beam, tables, cfg) -> None:
     stop = ~ok.any(1) | (ub <= settled)
     beam.plain = beam.plain & ~stop[:, None]
     beam.alive = beam.alive & (beam.plain | beam.cons)
+
+
+def closing_only(tables, beam, over: torch.Tensor, cand_j: torch.Tensor, ns: torch.Tensor) -> torch.Tensor:
+    """bool ``[n, N]``: candidates of ``over`` parents (``[n, K]``; ``cand_j`` their places,
+    ``ns`` the candidates' light states ``[n, N, P]``) that bring no unmet phrase closer: the sum
+    of the light automata's distances does not fall."""
+    n, N = cand_j.shape
+    if ns.shape[-1] == 0:
+        return torch.zeros(n, N, dtype=torch.bool, device=cand_j.device)
+    P = ns.shape[-1]
+    parent_l = beam.lstate.gather(1, cand_j[:, :, None].expand(n, N, P))
+    before = tables.l_dist[parent_l].sum(-1)
+    after = tables.l_dist[ns].sum(-1)
+    return over.gather(1, cand_j) & ~(after < before)

@@ -72,7 +72,8 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1, p
     With phrases, ``dba`` and ``plain_track`` (the decoder's defaults, runtime/tracks.py), the
     beam is the union of two selections: DBA's (over candidates from every hypothesis; a
     hypothesis that could have ended but for an unmet phrase, and its descendants, are taken only
-    for places left empty) and the plain track's (the beam search without the must-include
+    for places left empty, and only with tokens that bring an unmet phrase closer) and the plain
+    track's (the beam search without the must-include
     phrases, over its own members); every finished output meeting all constraints enters the pool."""
     hard = cc.hard if cc is not None else None
     lights = list(cc.light) if cc is not None else []
@@ -209,7 +210,10 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1, p
         for c in cands.values():
             c["h"], c["ls"] = nxt(beam[c["j"]].h, beam[c["j"]].ls, c["v"])
             c["over"] = beam[c["j"]].over
-        cons = [dict(c, tier=tier(t, c["h"], c["ls"])) for c in cands.values() if c["cons"]]
+            # a closed answer only moves towards its unmet phrases: the light distances must fall
+            c["stall"] = c["over"] and sum(dd[s] for dd, s in zip(ldist, c["ls"])) >= sum(
+                dd[s] for dd, s in zip(ldist, beam[c["j"]].ls))
+        cons = [dict(c, tier=tier(t, c["h"], c["ls"])) for c in cands.values() if c["cons"] and not c["stall"]]
         plain = [dict(c, tier=tier(t, c["h"], c["ls"], phrases=False)) for c in cands.values() if c["plain"]]
         in_cons = {(c["j"], c["v"]) for c in pick(cons, k, bool(dba and nphr))}
         in_plain = {(c["j"], c["v"]) for c in pick(plain, k, False)}

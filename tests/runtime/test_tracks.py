@@ -165,3 +165,23 @@ def test_forced_word_keeps_the_spacing_the_model_prefers():
     dec2 = Decoder(StubLM(len(toks2), eos=[0], table=table2), v2, eos_ids=[0], device="cpu")
     [r] = dec2.generate([[1]], _compile(v2, phrases=["cat"]), beam_size=1, max_new_tokens=3, plain_track=False)
     assert r.satisfied and list(r.token_ids) == [3]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_closed_answers_only_move_towards_their_phrases_as_the_reference_does(vocab, seed):
+    """Constraint-aware ending with the closing rule (a hypothesis that would have ended with a
+    phrase unmet takes only tokens that bring a phrase closer) makes exactly the choices of the
+    plain-Python reference, on cases where the model likes to end early (EOS bias +1)."""
+    v = vocab
+    lm = StubLM(v.width, eos=[0], eos_bias=1.0)
+    dec = Decoder(lm, v, eos_ids=[0], device="cpu")
+    for prompt, phrases, words in _cases(v, 12, seed):
+        cc = _compile(v, phrases=phrases, **(dict(words=WORDS) if words else {}))
+        ref, _ = reference_search(lm.logprobs, prompt, cc, V=v.width, eos=[0], k=2, L=6, vocab=v)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            [r] = dec.generate([prompt], cc, beam_size=2, max_new_tokens=6)
+        if not ref:
+            assert not r.satisfied
+            continue
+        assert r.satisfied and list(r.token_ids) == ref[0][1] and r.logprob == pytest.approx(ref[0][0], abs=1e-4), (prompt, phrases)
