@@ -65,7 +65,7 @@ def decode(dec, items, setting, beam, M, extra):
 
 
 def decode_tf4(items, beam, M, python):
-    from fstbeam.default_model import default_model_dir
+    from fstbeam.files.default_model import default_model_dir
 
     jobs = [{"prompt": it["prompt"], "constraints": it["constraints"], "sentence_case": it["sentence_case"]} for it in items]
     with tempfile.TemporaryDirectory() as tmp:
