@@ -271,7 +271,8 @@ class SearchEngine:
                 b = b.pad_phrases(P)
                 moved = b.hstate >= 2  # states of a real hard automaton (0/1 are FREE/TEXT)
                 b.hstate = torch.where(moved, b.hstate + (new_hoff - b.hoff)[:, None], b.hstate)
-                b.lstate = b.lstate + (new_loff - b.loff)[:, None, :]
+                # (state 0 is the identity automaton: padding and dead entries keep it)
+                b.lstate = torch.where(b.lstate > 0, b.lstate + (new_loff - b.loff)[:, None, :], b.lstate)
                 b.hoff, b.loff = new_hoff, new_loff
                 self.beam = b
             self.tables = tables

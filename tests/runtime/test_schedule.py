@@ -155,3 +155,24 @@ def test_stream_reads_inputs_lazily_and_yields_as_inputs_finish(vocab):
     assert first_batch == sorted(first_batch)
     for a, b, c in zip(reference, sorted(finished, key=lambda r: r.index), ordered):
         assert a.token_ids == b.token_ids == c.token_ids
+
+
+@pytest.mark.parametrize("beam_size", [2, 3])
+def test_refills_among_inputs_with_phrases_change_no_result(vocab, beam_size):
+    """Every input has its own must-include phrases, so each refill rebuilds the pooled tables and
+    moves the live inputs' automata to new offsets (smaller ones once earlier inputs have left);
+    beams that are not full (the plain track's room) must keep valid states through the move."""
+    dec = Decoder(StubLM(vocab.width, eos=[0], eos_bias=1.0), vocab, eos_ids=[0, 1, 2], device="cpu")
+    # inputs with many automata (a long avoid list) next to small ones: when a large one leaves,
+    # the next pool is smaller than the offset shift of the inputs after it
+    big = dict(avoid=["bab", "cac", "abc", "bca", "cab", "acb", "bcb", "cbc", "aca", "bac", "cba", "abab"])
+    phrases = [["a"], ["b", "c"], ["ab"], ["c"], ["ba", "a"], ["b"], ["a", "c"], ["ab", "b"]]
+    ccs = [compile_(vocab, phrases=p, **(big if i % 4 == 0 else {})) for i, p in enumerate(phrases)]
+    prompts = [[3 + i % 5] * (1 + i % 3) for i in range(len(ccs))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        singles = [dec.generate([p], c, beam_size=beam_size, max_new_tokens=7)[0] for p, c in zip(prompts, ccs)]
+        every = dec.generate(prompts, ccs, beam_size=beam_size, max_new_tokens=7, batch_size=2, refill=0.5)
+        st_all = dec.last_stats
+    assert st_all.refills > 1
+    _assert_same(singles, every)
