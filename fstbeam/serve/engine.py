@@ -166,6 +166,25 @@ class ServeEngine:
 
         return await loop.run_in_executor(self._compiler, run)
 
+    def warm(self) -> None:
+        """Build the vocabulary's phrase index (about 1 s, once per process) in the compile thread,
+        so the first request with phrases does not pay for it; the server is ready meanwhile (a
+        request that needs it waits in the same thread)."""
+
+        def build():
+            from ..compiler.compiler import compiler_for
+
+            t0, c0 = time.perf_counter(), time.process_time()
+            try:
+                compiler_for(self.store.vocab).index  # noqa: B018 - built and kept in the process's cache
+            except Exception:  # noqa: BLE001 - a request that needs it gets the error itself
+                log.exception("warming the phrase index failed")
+                return
+            log.info("start: phrase index %.2f s (cpu %.2f s, after ready)", time.perf_counter() - t0,
+                     time.process_time() - c0)
+
+        self._compiler.submit(build)
+
     async def run_in_compiler(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self._compiler, fn, *args)
 
