@@ -239,16 +239,16 @@ def test_a_disconnected_plain_request_leaves_the_batch(server):
                 return float(line.split()[1])
 
     before = cancelled()
-    body = {"prompt": "the cat", "max_tokens": 120, "beam_size": 16,
+    body = {"prompt": ["the cat"] * 32, "max_tokens": 120, "beam_size": 16,  # 8 batches of 4: seconds
             "constraints": {"avoid": ["<eos>"], "phrases": ["dog ran", "mat"], "ordered": True}}
     with pytest.raises(httpx.ReadTimeout):
-        httpx.post(server.url + "/v1/completions", json=body, timeout=httpx.Timeout(30, read=1.0))
+        httpx.post(server.url + "/v1/completions", json=body, timeout=httpx.Timeout(30, read=0.5))
     import time
 
     end = time.monotonic() + 20
     while time.monotonic() < end and httpx.get(server.url + "/health").json()["in_flight"]:
         time.sleep(0.05)
     assert httpx.get(server.url + "/health").json()["in_flight"] == 0
-    assert cancelled() == before + 1
+    assert cancelled() > before  # the unfinished prompts left their batches
     r = httpx.post(server.url + "/v1/completions", json={"prompt": "the cat", "max_tokens": 4}, timeout=60)
     assert r.status_code == 200 and r.json()["choices"][0]["text"] is not None
