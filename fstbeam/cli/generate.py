@@ -131,13 +131,15 @@ def _timings(args) -> Stages:
     return Stages(say if args.timings else None)
 
 
-def _generate(args) -> int:
+def _generate(args, process: bool = False) -> int:
     from ..errors import Error
     from ..files.status import status
 
     st = _timings(args)
     try:
-        with no_gc():  # start-up makes no garbage to collect (fstbeam/_startup.py)
+        # start-up makes no garbage to collect (fstbeam/_startup.py); what it made lives as long
+        # as the process, if this command is the process
+        with no_gc(freeze=process):
             with st.stage("import"), status("loading torch and transformers"):  # a first run compiles them
                 from ..runtime.decoder import Decoder
                 from ..runtime.templates import prompt_format
@@ -275,7 +277,10 @@ def _describe(args, cc) -> str:
     return ""
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, process: bool = False) -> int:
+    """Run one command; its exit status. ``process``: this call is the whole process (the console
+    script, :func:`command`): start-up objects are frozen for the collector and ``generate``
+    ends the process itself once its output is flushed."""
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: usage errors exit 2, --help 0
@@ -288,7 +293,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         if args.command == "generate":
-            return _generate(args)
+            code = _generate(args, process)
+            if process:
+                _fast_exit(code)
+            return code
         if args.command == "batch":
             from .batch import run
 
@@ -308,17 +316,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def command() -> int:
-    """The ``fstbeam`` console script: :func:`main`, then, after ``generate``, a fast exit.
+    """The ``fstbeam`` console script: :func:`main` as the whole process.
 
     Tearing down the interpreter after a decode (freeing ~600k objects of torch and
     transformers, the model's tensors, module finalizers) takes about 1 s; a finished
     ``generate`` has flushed its output and owns no file or thread that needs it (its work is
     synchronous: the CPU kernels' pool threads are idle), so it leaves with ``os._exit``. Other
     commands (``batch`` may run Ray or worker processes) exit normally."""
-    code = main()
-    if sys.argv[1:2] == ["generate"]:  # every result printed; only idle pool threads are left
-        _fast_exit(code)
-    return code
+    return main(process=True)
 
 
 def _fast_exit(code: int) -> None:  # pragma: no cover - ends the process
