@@ -1,3 +1,3 @@
-from .generate import main
+from .generate import command
 
-raise SystemExit(main())
+raise SystemExit(command())

@@ -17,6 +17,7 @@ import json
 import sys
 from pathlib import Path
 
+from .._startup import Stages, no_gc
 from .flags import (
     add_constraint_flags,
     add_packed_weights_flag,
@@ -62,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     out = g.add_argument_group("output")
     out.add_argument("--jsonl", action="store_true", help="one JSON object per prompt")
     out.add_argument("-q", "--quiet", action="store_true", help="only the generated text")
+    out.add_argument("--timings", action="store_true",
+                     help="print the seconds (wall and CPU) of each stage to stderr: import, model, constraints, decode")
     out.add_argument("--explain", action="store_true",
                      help="why each output: constrained words marked, what each token advanced, per-token "
                           "log-probabilities, the length reward, the best unconstrained score (a second search)")
@@ -120,32 +123,54 @@ def _check_usage(args) -> None:
         raise argparse.ArgumentTypeError("--leading-space applies to a word list or grammar (--words, --cefr or --grammar)")
 
 
-def _generate(args) -> int:
-    from ..errors import Error
-    from ..runtime.decoder import Decoder
-    from ..runtime.templates import prompt_format
-    from ..validate import check_device
+def _timings(args) -> Stages:
+    """Start-up stages, printed to stderr with ``--timings``."""
+    def say(name: str, wall: float, cpu: float) -> None:
+        print(f"fstbeam generate: {name} {wall:.2f} s (cpu {cpu:.2f} s)", file=sys.stderr, flush=True)
 
+    return Stages(say if args.timings else None)
+
+
+def _generate(args, process: bool = False) -> int:
+    from ..errors import Error
+    from ..files.status import status
+
+    st = _timings(args)
     try:
-        _check_usage(args)
-        check_device(args.device, "--device")  # before the model loads: exit 2, not a traceback
-        prompts = _read_prompts(args)
-        jsonl_in = bool(args.file) and is_jsonl(args.file)
-        if not prompts and not jsonl_in:
-            print("fstbeam generate: no prompts (give PROMPT arguments or --file FILE)", file=sys.stderr)
-            return 2
-        decoder = Decoder(args.model, args.tokenizer, device=args.device, prompt_format=prompt_format(args.format),
-                          packed_weights=args.packed_weights)
-        cfg = search_config_for(args, decoder.continues_text)
-        cc = _constraints(args, decoder)
-        constraints, lines, bad_lines = cc, None, []
-        if jsonl_in:  # per-line constraints on top of the shared ones; bad lines reported, not decoded
-            prompts, constraints, lines, bad_lines = _jsonl_inputs(args.file, prompts, cc, decoder)
-            if not prompts:
-                _print_bad_lines(args, bad_lines, None)
+        # start-up makes no garbage to collect (fstbeam/_startup.py); what it made lives as long
+        # as the process, if this command is the process
+        with no_gc(freeze=process):
+            with st.stage("import"), status("loading torch and transformers"):  # a first run compiles them
+                from ..runtime.decoder import Decoder
+                from ..runtime.templates import prompt_format
+                from ..validate import check_device
+            _check_usage(args)
+            check_device(args.device, "--device")  # before the model loads: exit 2, not a traceback
+            prompts = _read_prompts(args)
+            jsonl_in = bool(args.file) and is_jsonl(args.file)
+            if not prompts and not jsonl_in:
+                print("fstbeam generate: no prompts (give PROMPT arguments or --file FILE)", file=sys.stderr)
                 return 2
-        results = decoder.stream(prompts, constraints, cfg, ordered=True)
-        return _print_results(args, constraints, results, lines, bad_lines)
+            with st.stage("model"):
+                decoder = Decoder(args.model, args.tokenizer, device=args.device,
+                                  prompt_format=prompt_format(args.format), packed_weights=args.packed_weights)
+            cfg = search_config_for(args, decoder.continues_text)
+            with st.stage("constraints"):
+                cc = _constraints(args, decoder)
+            constraints, lines, bad_lines = cc, None, []
+            if jsonl_in:  # per-line constraints on top of the shared ones; bad lines reported, not decoded
+                prompts, constraints, lines, bad_lines = _jsonl_inputs(args.file, prompts, cc, decoder)
+                if not prompts:
+                    _print_bad_lines(args, bad_lines, None)
+                    return 2
+        with st.stage("decode"):
+            results = decoder.stream(prompts, constraints, cfg, ordered=True)
+            code = _print_results(args, constraints, results, lines, bad_lines)
+        if args.timings:
+            wall, cpu = st.total()
+            print(f"fstbeam generate: total {wall:.2f} s (cpu {cpu:.2f} s)",
+                  file=sys.stderr, flush=True)
+        return code
     except argparse.ArgumentTypeError as exc:
         print(f"fstbeam generate: {exc}", file=sys.stderr)
         return 2
@@ -252,7 +277,10 @@ def _describe(args, cc) -> str:
     return ""
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, process: bool = False) -> int:
+    """Run one command; its exit status. ``process``: this call is the whole process (the console
+    script, :func:`command`): start-up objects are frozen for the collector and ``generate``
+    ends the process itself once its output is flushed."""
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse: usage errors exit 2, --help 0
@@ -265,7 +293,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         if args.command == "generate":
-            return _generate(args)
+            code = _generate(args, process)
+            if process:
+                _fast_exit(code)
+            return code
         if args.command == "batch":
             from .batch import run
 
@@ -284,5 +315,29 @@ def main(argv: list[str] | None = None) -> int:
     return 2  # pragma: no cover
 
 
+def command() -> int:
+    """The ``fstbeam`` console script: :func:`main` as the whole process.
+
+    Tearing down the interpreter after a decode (freeing ~600k objects of torch and
+    transformers, the model's tensors, module finalizers) takes about 1 s; a finished
+    ``generate`` has flushed its output and owns no file or thread that needs it (its work is
+    synchronous: the CPU kernels' pool threads are idle), so it leaves with ``os._exit``. Other
+    commands (``batch`` may run Ray or worker processes) exit normally."""
+    return main(process=True)
+
+
+def _fast_exit(code: int) -> None:  # pragma: no cover - ends the process
+    import atexit
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more to say
+            pass
+    atexit._run_exitfuncs()  # logging's flush, fstbeam/_startup's unfreeze, ...
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+    raise SystemExit(command())

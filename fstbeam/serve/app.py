@@ -3,6 +3,7 @@ constraints, health and metrics; plus the body-size limit, the API key and one l
 request (``fstbeam.serve`` logger)."""
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 import logging
@@ -15,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .engine import Settings
 from .errors import RequestError, error_body
-from .responses import Answer, ClientGone, stream_events, wait_result
+from .responses import Answer, ClientGone, stop_watching, stream_events, wait_result
 from .schemas import ChatBody, CompletionBody, param_of
 
 __all__ = ["create_app"]
@@ -134,7 +135,11 @@ async def _decode(state, request: Request, body, prompts, *, chat: bool):
     settings = _settings(state, body)
     t0 = time.monotonic()
     deadline = t0 + state.config.limits.timeout_s
-    cc = await state.engine.compile(body.constraints)
+    try:  # the compile counts against the request's time limit too
+        cc = await asyncio.wait_for(state.engine.compile(body.constraints), max(0.01, deadline - time.monotonic()))
+    except asyncio.TimeoutError:
+        raise RequestError(504, "compiling the constraints did not finish within the server's time limit (--timeout): "
+                                "store them once with POST /v1/constraints and refer to the artifact", "constraints") from None
     jobs = []
     try:
         for p in prompts:
@@ -159,6 +164,8 @@ async def _decode(state, request: Request, body, prompts, *, chat: bool):
         for j in jobs:
             j.cancel()
         raise
+    finally:
+        stop_watching(request)
     state.metrics.latency_s.observe(time.monotonic() - t0)
     request.state.info["tokens"] = sum(len(h.token_ids) for r in results for h in r.hypotheses[: settings.n])
     return answer.body(results, sum(j.prompt_tokens for j in jobs))

@@ -166,6 +166,26 @@ class ServeEngine:
 
         return await loop.run_in_executor(self._compiler, run)
 
+    def warm(self) -> None:
+        """Build the vocabulary's phrase index (about 1 s, once per process) in the compile thread,
+        so the first request with phrases does not pay for it; the server is ready meanwhile (a
+        request that needs it waits in the same thread)."""
+
+        def build():
+            from ..compiler.compiler import compiler_for
+
+            t0, c0 = time.perf_counter(), time.process_time()
+            try:
+                compiler_for(self.store.vocab).index  # noqa: B018 - built and kept in the process's cache
+            except Exception:  # noqa: BLE001 - a request that needs it gets the error itself
+                log.exception("warming the phrase index failed")
+                return
+            log.info("start: phrase index %.2f s (cpu %.2f s, after ready)", time.perf_counter() - t0,
+                     time.process_time() - c0)
+
+        self._compiler.submit(build)
+        threading.Thread(target=_warm_kernels, args=(self.decoder.device,), name="fstbeam-warm-kernels", daemon=True).start()
+
     async def run_in_compiler(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self._compiler, fn, *args)
 
@@ -266,6 +286,24 @@ class ServeEngine:
         for w in self.workers.values():
             w.thread.join(timeout=5)
         self._compiler.shutdown(wait=False, cancel_futures=True)
+
+
+def _warm_kernels(device) -> None:
+    """Load the masked top-k kernel of this device once (on CPU: numba and its cached machine
+    code, ~0.5 s), so the first decoding step does not."""
+    import torch
+
+    from ..kernels import masked_topk
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        with torch.inference_mode():
+            masked_topk(torch.zeros(2, 64, device=device), torch.full((1, 2), -1, dtype=torch.int32, device=device),
+                        torch.zeros(2, dtype=torch.int64, device=device), torch.zeros(2, device=device), 2)
+    except Exception:  # noqa: BLE001 - the first step reports its own error
+        log.exception("warming the decoding kernels failed")
+        return
+    log.info("start: kernels %.2f s (cpu %.2f s, after ready)", time.perf_counter() - t0, time.process_time() - c0)
 
 
 def _key(body) -> str:

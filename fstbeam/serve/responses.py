@@ -9,7 +9,7 @@ import uuid
 from .errors import RequestError
 from .streaming import TextStream, cut_at_stop, sse
 
-__all__ = ["Answer", "ClientGone", "next_event", "wait_result", "stream_events"]
+__all__ = ["Answer", "ClientGone", "client_gone", "next_event", "stop_watching", "wait_result", "stream_events"]
 
 _FINISH = {"eos": "stop", "length": "length", "incomplete": "length", "error": "stop"}
 
@@ -18,16 +18,38 @@ class ClientGone(Exception):
     """The client disconnected: its requests left their batches."""
 
 
-async def next_event(job, timeout: float):
-    """The job's next event, or None after ``timeout`` seconds (the pending get is kept)."""
+async def next_event(job, timeout: float, gone: asyncio.Future | None = None):
+    """The job's next event, or None after ``timeout`` seconds or once ``gone`` is done (the
+    pending get is kept)."""
     getter = getattr(job, "_getter", None)
     if getter is None:
         getter = job._getter = asyncio.ensure_future(job.events.get())
-    done, _ = await asyncio.wait({getter}, timeout=timeout)
-    if not done:
+    done, _ = await asyncio.wait({getter} if gone is None else {getter, gone}, timeout=timeout,
+                                 return_when=asyncio.FIRST_COMPLETED)
+    if getter not in done:
         return None
     job._getter = None
     return getter.result()
+
+
+def client_gone(request) -> asyncio.Future:
+    """A task that ends when the client disconnects (one per request; cancelled by
+    :func:`stop_watching`). The body is read by then, so the next ASGI message is the
+    disconnect: a request leaves its batch at once, not at the next poll."""
+    task = getattr(request.state, "gone", None)
+    if task is None:
+        async def watch():
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+
+        task = request.state.gone = asyncio.ensure_future(watch())
+    return task
+
+
+def stop_watching(request) -> None:
+    task = getattr(request.state, "gone", None)
+    if task is not None:
+        task.cancel()
 
 
 def drop(job) -> None:
@@ -38,11 +60,12 @@ def drop(job) -> None:
 
 
 async def wait_result(job, request, deadline: float):
-    """The job's GenerationResult; 504 past ``deadline``; ClientGone when the client left."""
+    """The job's GenerationResult; 504 past ``deadline``; ClientGone as soon as the client left."""
+    gone = client_gone(request)
     while True:
-        ev = await next_event(job, max(0.01, min(0.5, deadline - time.monotonic())))
+        ev = await next_event(job, max(0.01, deadline - time.monotonic()), gone)
         if ev is None:
-            if await request.is_disconnected():
+            if gone.done():
                 drop(job)
                 raise ClientGone()
             if time.monotonic() >= deadline:

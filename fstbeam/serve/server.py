@@ -91,14 +91,20 @@ def serve(model=None, *, tokenizer=None, host: str = "127.0.0.1", port: int = 80
     other :class:`ServeConfig` fields (``batch_size``, ``stop_at_newline``, ``qa``, ...);
     ``ready(url)`` is called once the server listens.
     """
+    from .._startup import no_gc
+
     t0 = time.perf_counter()
     name = model_name or (str(model) if model is not None and isinstance(model, str) else "fstbeam-default")
     config = ServeConfig(host=host, port=port, api_key=api_key, model_name=name, limits=limits or Limits(), **options)
-    state = build_state(config, model=model, tokenizer=tokenizer, device=device, prompt_format=prompt_format,
-                        packed_weights=packed_weights, constraints=constraints, warm_cefr=warm_cefr, decoder=decoder)
-    from .app import create_app
+    with no_gc():  # start-up makes ~600k long-lived objects and no garbage (fstbeam/_startup.py)
+        state = build_state(config, model=model, tokenizer=tokenizer, device=device, prompt_format=prompt_format,
+                            packed_weights=packed_weights, constraints=constraints, warm_cefr=warm_cefr,
+                            decoder=decoder)
+        with stage("server", state.stages):
+            from .app import create_app
 
-    app = create_app(state)
+            app = create_app(state)
+            import uvicorn  # noqa: F401 - timed here, used by _run
     return _run(app, state, t0, ready)
 
 
@@ -120,6 +126,7 @@ def _run(app, state: ServerState, t0: float, ready) -> int:
                 log.info("ready on %s in %.2f s (%s)", url, state.stages["ready"],
                          ", ".join(f"{k} {v:.2f} s" for k, v in state.stages.items() if k != "ready"))
                 print(f"fstbeam serve: ready on {url}", file=sys.stderr, flush=True)
+                state.engine.warm()  # the phrase index, in the compile thread, after ready
                 if ready is not None:
                     ready(url)
 

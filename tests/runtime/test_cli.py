@@ -295,3 +295,16 @@ def test_jsonl_lines_with_their_own_constraints_print_a_satisfied_line(model_dir
     assert "phrases met: [" in blocks[0]
     flags = [b.split("satisfied: ")[1].startswith("yes") for b in with_constraints]
     assert code == (0 if all(flags) else 1)
+
+
+def test_generate_timings_prints_each_stage(model_dir, capsys):
+    code = main(["generate", "--model", str(model_dir), "--device", "cpu", "--phrase", "cat", "--beam", "2",
+                 "--max-new-tokens", "4", "-q", "--timings", "the dog"])
+    cap = capsys.readouterr()
+    lines = [ln for ln in cap.err.splitlines() if ln.startswith("fstbeam generate: ")]
+    names = [ln.split()[2] for ln in lines]
+    assert names == ["import", "model", "constraints", "decode", "total"]
+    for ln in lines:
+        wall, cpu = float(ln.split()[3]), float(ln.split("(cpu ")[1].split()[0])
+        assert wall >= 0 and cpu >= 0
+    assert cap.out.strip() and code in (0, 1)  # the output itself is unchanged by --timings

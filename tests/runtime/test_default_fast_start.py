@@ -7,7 +7,8 @@ import pytest
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 TEXTS = ["Question: What do you eat for breakfast?\nAnswer:", "hello <eos> world", "  Ünïcödé 日本語 🙂\n\n",
-         "Translate to German: The contract.\nGerman:", "a", "x" * 500]
+         "Translate to German: The contract.\nGerman:", "a", "x" * 500,
+         "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n", "<unused0> <bos>tab\there", "   "]
 
 
 def test_direct_tokenizer_and_cached_vocab_equal_the_slow_paths():
@@ -20,8 +21,11 @@ def test_direct_tokenizer_and_cached_vocab_equal_the_slow_paths():
 
     fast = load_default_tokenizer()
     slow = AutoTokenizer.from_pretrained(str(default_tokenizer_dir()))
-    for t in TEXTS:
-        assert fast(t)["input_ids"] == slow(t)["input_ids"], t
+    for t in TEXTS:  # the fast copy (merges as "a b" strings) against AutoTokenizer on the original
+        ids = fast(t)["input_ids"]
+        assert ids == slow(t)["input_ids"], t
+        assert fast.decode(ids) == slow.decode(ids), t
+    assert fast.get_vocab() == slow.get_vocab()
     assert (fast.eos_token_id, fast.bos_token_id, fast.pad_token_id) == (slow.eos_token_id, slow.bos_token_id,
                                                                          slow.pad_token_id)
     assert getattr(fast, "chat_template", None) is None and getattr(slow, "chat_template", None) is None

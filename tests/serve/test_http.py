@@ -228,3 +228,27 @@ def test_a_disconnected_stream_leaves_the_batch(server):
     assert httpx.get(server.url + "/health").json()["in_flight"] == 0
     assert cancelled() == before + 1  # it left unfinished (a 120-token beam of 16 takes longer than this)
     assert json.loads(httpx.get(server.url + "/v1/models").text)["data"]
+
+
+def test_a_disconnected_plain_request_leaves_the_batch(server):
+    """A non-streaming request whose client hangs up (here: its read timeout) is cancelled: the
+    server watches for the disconnect while the request decodes."""
+    def cancelled():
+        for line in httpx.get(server.url + "/metrics").text.splitlines():
+            if line.startswith("fstbeam_requests_cancelled_total"):
+                return float(line.split()[1])
+
+    before = cancelled()
+    body = {"prompt": ["the cat"] * 32, "max_tokens": 120, "beam_size": 16,  # 8 batches of 4: seconds
+            "constraints": {"avoid": ["<eos>"], "phrases": ["dog ran", "mat"], "ordered": True}}
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(server.url + "/v1/completions", json=body, timeout=httpx.Timeout(30, read=0.5))
+    import time
+
+    end = time.monotonic() + 20
+    while time.monotonic() < end and httpx.get(server.url + "/health").json()["in_flight"]:
+        time.sleep(0.05)
+    assert httpx.get(server.url + "/health").json()["in_flight"] == 0
+    assert cancelled() > before  # the unfinished prompts left their batches
+    r = httpx.post(server.url + "/v1/completions", json={"prompt": "the cat", "max_tokens": 4}, timeout=60)
+    assert r.status_code == 200 and r.json()["choices"][0]["text"] is not None
