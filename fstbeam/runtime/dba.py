@@ -84,12 +84,13 @@ def allocate(counts: torch.Tensor, num_banks: torch.Tensor, beam_size: int) -> t
     return final
 
 
-def candidates(plain, rows, scored, out, tables, *, k: int, kk: int, prune_threshold, stats):
+def candidates(plain, rows, scored, out, tables, *, k: int, kk: int, prune_threshold, stats, last=None):
     """Post & Vilar's candidate set ``(S, T, J)`` (score, token, parent position; ``[n, N]``):
     the slot's global top-k of ``plain`` (a ``Candidates`` of ``kk`` tokens per parent), each
     row's best, and for each unmet phrase each row's best token completing a word of it (or,
     where none is allowed, its best other advancing token); duplicates removed.
-    ``out``: the step's :class:`~.shortlist.StepLogits` (columns = every token or a shortlist)."""
+    ``out``: the step's :class:`~.shortlist.StepLogits` (columns = every token or a shortlist);
+    ``last``: each row's last token (of the output, or of the prompt; -1 none)."""
     cand_s, cand_t, cand_j = plain.s, plain.t, plain.j
     n, dev = cand_s.shape[0], cand_s.device
     K = cand_s.shape[1] // kk  # beam width: ``k``, or ``2k`` with the plain track (:mod:`.tracks`)
@@ -104,7 +105,7 @@ def candidates(plain, rows, scored, out, tables, *, k: int, kk: int, prune_thres
     a_c, a_lp = kd.best_in_sets(out.logits, scored.mask, torch.arange(R, device=dev), out.to_cols(sets), scored.lse)
     a_t = out.to_ids(a_c)
     stats.advance_elements += int(sets.numel())
-    a_lp = _prefer_whole_words(a_lp, a_t, tables.token_class)
+    a_lp = _prefer_whole_words(a_lp, a_t, tables.token_class, last)
     P = sets.shape[1]
     a_full_s = torch.full((n * K, P), NEG_INF, device=dev)
     a_full_t = torch.full((n * K, P), -1, dtype=torch.long, device=dev)
@@ -123,19 +124,25 @@ def candidates(plain, rows, scored, out, tables, *, k: int, kk: int, prune_thres
     return _drop_duplicates(S, T, J, ok, V), T, J
 
 
-def _prefer_whole_words(a_lp: torch.Tensor, a_t: torch.Tensor, token_class: torch.Tensor) -> torch.Tensor:
+def _prefer_whole_words(a_lp: torch.Tensor, a_t: torch.Tensor, token_class: torch.Tensor, last=None) -> torch.Tensor:
     """``[R, 2P]`` best-advancing scores (word-completing sets, then the others; tokens ``a_t``):
     a phrase's partial advance (" T" for "Things") is offered only where no allowed token
     completes the word, so DBA never plants a prefix the model may abandon as a fragment; except
     where the two differ in their first byte (a space or punctuation before the word, or not) and
     the model prefers the partial one: then the model's spacing wins. (Preferring the whole word
     regardless wrote " concluido" after "11. ", a double space, and "Schicht" glued to "16.",
-    where the model's own spelling of the word needs two tokens.)"""
+    where the model's own spelling of the word needs two tokens.) Not in the middle of a word
+    (the text ends in a word byte, ``last``): there a partial advance that starts with a space
+    starts the word again ("B" + " Be" for "Beleg"), it is no choice of spacing."""
     P = a_lp.shape[1] // 2
     comp, part = a_lp[:, :P], a_lp[:, P:]
     cls = token_class[a_t.clamp(min=0)]
     lead = (cls == 2) | (cls == 3)  # first byte is not a word byte (token_index classes)
     part_wins = torch.isfinite(part) & (lead[:, :P] != lead[:, P:]) & (part > comp)
+    if last is not None:
+        lc = token_class[last.clamp(min=0)]
+        mid_word = (last >= 0) & ((lc == 0) | (lc == 2))  # last byte is a word byte
+        part_wins = part_wins & ~(mid_word[:, None] & lead[:, P:])
     done = torch.isfinite(comp) & ~part_wins
     return torch.cat([comp.masked_fill(part_wins, NEG_INF), part.masked_fill(done, NEG_INF)], 1)
 

@@ -335,7 +335,8 @@ class SearchEngine:
         cand = step.plain_candidates(scored, rows, n, K, kk, cfg.prune_threshold)
         in_plain = demote = None
         if use_dba:
-            d = dba.candidates(cand, rows, scored, out, tb, k=k, kk=kk, prune_threshold=cfg.prune_threshold, stats=self.stats)
+            d = dba.candidates(cand, rows, scored, out, tb, k=k, kk=kk, prune_threshold=cfg.prune_threshold, stats=self.stats,
+                               last=step.last_tokens(beam, rows))
             dcand = step.with_dba(cand, d, beam.nbanks > 1)
             if two:
                 plain_part = step.only_parents(cand, beam.plain)

@@ -28,6 +28,17 @@ def live_rows(beam: BeamState, R: int) -> Rows:
     return Rows(ridx, beam.hstate.view(-1)[ridx], beam.flat_lstate()[ridx], beam.cum.view(-1)[ridx])
 
 
+def last_tokens(beam: BeamState, rows: Rows) -> torch.Tensor:
+    """``[R]`` each live row's last token: of its output, or of the prompt before the first
+    (-1 where there is none)."""
+    n, k = beam.alive.shape
+    slot = rows.idx // k
+    length = beam.length[slot]
+    hist = beam.hist.view(n * k, -1)[rows.idx]
+    out_last = hist.gather(1, (length - 1).clamp(min=0)[:, None]).squeeze(1)
+    return torch.where(length > 0, out_last, beam.ptail[slot, -1])
+
+
 def score_rows(out: StepLogits, rows: Rows, ok_eos: torch.Tensor, kk: int, cfg) -> Scored:
     """Masked top-``kk`` (one read of the logits) and the best EOS of each row where ``ok_eos``
     (accepting states, after the output guards of :func:`apply_guards`). ``out``'s columns are

@@ -35,7 +35,7 @@ follows ("... sein. 1. 2. ... 14. Provider:") tacks the term on after it. It and
 descendants are marked ``over``; the DBA bank allocation fills its places with the other
 candidates first and takes ``over`` ones only for places left empty. And an ``over`` hypothesis
 may only move towards meeting its phrases (:func:`closing_only`): a token that brings no unmet
-phrase closer, by the automata's distance tables, is not a constrained candidate of it. Where no
+phrase closer (no phrase automaton's distance falls) is not a constrained candidate of it. Where no
 better placement survives, the terms then follow at once, instead of after a run-on that the
 length limit cuts ("... gesetzt. (This is the default setting ... If you want to set Einrichten
 Aufbewahrungszeitraum") or a loop of near misses ("zugeordnet zugeordneten zugeordnet ..."). The model decides where its
@@ -133,13 +133,13 @@ def stop_plain(beam, tables, cfg) -> None:
 
 def closing_only(tables, beam, over: torch.Tensor, cand_j: torch.Tensor, ns: torch.Tensor) -> torch.Tensor:
     """bool ``[n, N]``: candidates of ``over`` parents (``[n, K]``; ``cand_j`` their places,
-    ``ns`` the candidates' light states ``[n, N, P]``) that bring no unmet phrase closer: the sum
-    of the light automata's distances does not fall."""
+    ``ns`` the candidates' light states ``[n, N, P]``) that bring no unmet phrase closer: no light
+    automaton's distance falls. (Per phrase, not their sum: where phrases overlap, "Beleg" and
+    "Belege", the token that completes one puts the other further away, and the sum never falls.)"""
     n, N = cand_j.shape
     if ns.shape[-1] == 0:
         return torch.zeros(n, N, dtype=torch.bool, device=cand_j.device)
     P = ns.shape[-1]
     parent_l = beam.lstate.gather(1, cand_j[:, :, None].expand(n, N, P))
-    before = tables.l_dist[parent_l].sum(-1)
-    after = tables.l_dist[ns].sum(-1)
-    return over.gather(1, cand_j) & ~(after < before)
+    closer = (tables.l_dist[ns] < tables.l_dist[parent_l]).any(-1)
+    return over.gather(1, cand_j) & ~closer

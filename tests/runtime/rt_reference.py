@@ -87,6 +87,10 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1, p
         b = vb.token_bytes[t]
         return bool(b) and not (chr(b[0]).isascii() and chr(b[0]).isalnum()) and b[0] < 0x80
 
+    def ends_in_word(t):  # the token's last byte is a word byte
+        b = vb.token_bytes[t] if vb is not None and 0 <= t < len(vb.token_bytes) else None
+        return bool(b) and (b[-1] >= 0x80 or chr(b[-1]).isalnum())
+
     def allowed(h, ls):
         out = []
         for t in text:
@@ -198,7 +202,10 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1, p
                     part = short if every_short else [v for v in adv if v not in done]
                     best = lambda g: max(g, key=lambda v: (lp[v].item(), -v)) if g else None  # noqa: E731
                     vd, vp = best(done), best(part)
-                    if vd is not None and vp is not None and lead(vd) != lead(vp) and lp[vp].item() > lp[vd].item():
+                    # ... but not in the middle of a word, where a leading space starts it again
+                    mid = bool(hyp.tokens or prompt) and ends_in_word((hyp.tokens or prompt)[-1])
+                    if vd is not None and vp is not None and lead(vd) != lead(vp) and lp[vp].item() > lp[vd].item() \
+                            and not (mid and lead(vp)):
                         vd = None
                     v = vd if vd is not None else vp
                     if v is not None:
@@ -210,9 +217,8 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1, p
         for c in cands.values():
             c["h"], c["ls"] = nxt(beam[c["j"]].h, beam[c["j"]].ls, c["v"])
             c["over"] = beam[c["j"]].over
-            # a closed answer only moves towards its unmet phrases: the light distances must fall
-            c["stall"] = c["over"] and sum(dd[s] for dd, s in zip(ldist, c["ls"])) >= sum(
-                dd[s] for dd, s in zip(ldist, beam[c["j"]].ls))
+            # a closed answer only moves towards its unmet phrases: a light distance must fall
+            c["stall"] = c["over"] and not any(dd[s] < dd[s0] for dd, s, s0 in zip(ldist, c["ls"], beam[c["j"]].ls))
         cons = [dict(c, tier=tier(t, c["h"], c["ls"])) for c in cands.values() if c["cons"] and not c["stall"]]
         plain = [dict(c, tier=tier(t, c["h"], c["ls"], phrases=False)) for c in cands.values() if c["plain"]]
         in_cons = {(c["j"], c["v"]) for c in pick(cons, k, bool(dba and nphr))}

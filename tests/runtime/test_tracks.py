@@ -167,6 +167,28 @@ def test_forced_word_keeps_the_spacing_the_model_prefers():
     assert r.satisfied and list(r.token_ids) == [3]
 
 
+def test_in_the_middle_of_a_word_the_forced_word_is_not_started_again():
+    """After " B" (the start of "Beleg") the model prefers " Be" to "eleg": the model's spacing
+    choice is for the start of a word only; mid-word a leading space starts the word again
+    (" B Beleg"), so DBA offers the completing "eleg" (WMT en-de: "(Belege B" + " Be" ...)."""
+    from fstbeam.contract.vocab import Vocab
+
+    toks = ["<eos>", "x", " B", "eleg", " Be", "leg"]
+    v = Vocab.from_dict({i: t for i, t in enumerate(toks) if i}, eos_ids=[0])
+
+    def row(vals):
+        x = [-10.0] * len(toks)
+        for t, val in vals.items():
+            x[toks.index(t)] = val
+        return x
+
+    table = {(1,): row({" B": 3.0}), (1, 2): row({" Be": 3.0, "eleg": 1.0}), (1, 2, 3): row({"<eos>": 3.0}),
+             (1, 2, 4): row({"leg": 3.0}), (1, 2, 4, 5): row({"<eos>": 3.0})}
+    dec = Decoder(StubLM(len(toks), eos=[0], table=table), v, eos_ids=[0], device="cpu")
+    [r] = dec.generate([[1]], _compile(v, phrases=["Beleg"]), beam_size=1, max_new_tokens=4, plain_track=False)
+    assert r.satisfied and _text(v, r.token_ids) == " Beleg"
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_closed_answers_only_move_towards_their_phrases_as_the_reference_does(vocab, seed):
     """Constraint-aware ending with the closing rule (a hypothesis that would have ended with a
