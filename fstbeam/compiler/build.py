@@ -267,21 +267,21 @@ def compile_with(
                 "leading_space=True applies to a word list or grammar: give words=, cefr= or grammar= "
                 "(phrases, avoid and prefix alone allow any text, spaces included)"
             )
-        hard = token_fst = char_fst = char_state = arcs = None
+        hard = char_fst = char_state = arcs = None
         dfa, hard_desc = _SIGMA_DFA, None
         if wl is not None or g_lang is not None:
             opts = dict(case_variants=case_variants, digits=digits, leading_space=leading_space, canonical=canonical)
             hard_desc = " and ".join(
                 ([f"the word list ({wl.source})"] if wl is not None else []) + ([f"grammar {g_desc}"] if g_lang is not None else [])
             )
-            hard, token_fst, char_fst, char_state, arcs = hard_automaton(comp, stages, wl, g_lang, g_desc, g_hash, opts)
+            hard, char_fst, char_state, arcs = hard_automaton(comp, stages, wl, g_lang, g_desc, g_hash, opts)
             if phr or avd or prefix is not None:  # the [S, 256] table only if a check needs it
                 dfa = arcs_to_dfa(*arcs)
         with stages("check"):
             _check_request(dfa, hard_desc, phr, avd, prefix, ordered=n_ordered)
         cc = CompiledConstraints(
             vocab=vocab, hard=hard, spec=spec.describe(), spec_hash=spec.spec_hash(),
-            token_fst=token_fst, char_fst=char_fst, char_state=char_state,
+            char_fst=char_fst, char_state=char_state,
         )
         if arcs is None or dfa is not _SIGMA_DFA:
             comp.remember_hard(cc, dfa)

@@ -122,8 +122,9 @@ def save_artifact(cc: Any, path: str | os.PathLike[str]) -> None:
             meta["role"] = role
             manifest["light"].append(meta)
             members.update(mem)
-    if cc.token_fst is not None:
-        members["token.fst"] = cc.token_fst
+    token_fst = cc.token_fst_bytes()
+    if token_fst is not None:
+        members["token.fst"] = token_fst
     if cc.char_fst is not None:
         members["char.fst"] = cc.char_fst
     if cc.char_state is not None:

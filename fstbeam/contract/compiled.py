@@ -37,7 +37,9 @@ class CompiledConstraints:
     spec: dict[str, Any] = field(default_factory=dict)
     spec_hash: str = ""
     stats: dict[str, Any] = field(default_factory=dict)
-    token_fst: bytes | None = None  # OpenFst binary of the hard token automaton
+    # OpenFst binary of the hard token automaton as read from an artifact; a compile leaves it
+    # None and `token_fst_bytes` writes it from ``hard`` when asked (saving an artifact).
+    token_fst: bytes | None = None
     char_fst: bytes | None = None  # OpenFst binary of the hard character automaton
     char_state: np.ndarray | None = None  # token state -> character state
 
@@ -52,6 +54,12 @@ class CompiledConstraints:
     @property
     def light(self) -> tuple[LightAutomaton, ...]:
         return light_order(self.phrases, self.avoid, self.prefix)
+
+    def token_fst_bytes(self) -> bytes | None:
+        """The hard token automaton as an OpenFst binary (None: no hard automaton)."""
+        if self.token_fst is not None:
+            return self.token_fst
+        return self.hard.token_fst() if self.hard is not None else None
 
     def matcher(self) -> "Matcher":
         return Matcher(self)

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..fst.labels import TOKEN_LABEL_OFFSET
+from ..fst.vector_fst import vector_fst_bytes_by_count
 from .layout import BYTE_KEYS
 
 __all__ = ["HardTables"]
@@ -79,3 +81,17 @@ class HardTables:
             self.dense_masks[self.state_dense_row[state]],
             self.state_sparse_tokens[self.state_sparse_ptr[state]:self.state_sparse_ptr[state + 1]],
         )
+
+    def token_fst(self) -> bytes:
+        """The factored token automaton as an OpenFst acceptor (the artifact's ``token.fst``):
+        state q --eps--> block state S + b, block state --(token id + 1)--> next state. Its
+        language is exactly the tables'. Written on demand (saving an artifact): building the
+        42 MB of bytes for a CEFR C2 compile cost 0.2 s of every compile."""
+        S, NB = self.num_states, len(self.block_ptr) - 1
+        sizes = np.diff(self.block_ptr)
+        tokens = self.block_key - np.repeat(np.arange(NB, dtype=np.int64), sizes) * self.width
+        counts = np.concatenate([np.diff(self.state_block_ptr), sizes])
+        final = np.concatenate([np.asarray(self.final, bool), np.zeros(NB, bool)])
+        # Arcs in state order: every state's eps links (to S + block), then every block's tokens.
+        parts = [(0, S + self.state_block_id.astype(np.int64)), (tokens + TOKEN_LABEL_OFFSET, self.block_next)]
+        return vector_fst_bytes_by_count(S + NB, int(self.start), final, counts, parts)

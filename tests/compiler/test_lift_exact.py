@@ -143,3 +143,20 @@ def test_general_pynini_acceptor_lifts_exactly():
             q = walk(tables, seq)
             text = "".join(pieces[t] for t in seq)
             assert (q >= 0 and bool(tables.final[q])) == bool(rx.fullmatch(text)), text
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 6), st.data())
+def test_arc_step_is_the_arc_lookup(n_states, data):
+    """`_Arcs.step` (a rank in per-state byte bitmaps) against a dict of the arcs, for every
+    (state, byte) pair: bytes in every 64-byte word, missing arcs, states with no arc."""
+    from fstbeam.compiler.hard.token_fsa import _Arcs
+
+    pairs = data.draw(st.sets(st.tuples(st.integers(0, n_states - 1), st.integers(1, 255)), max_size=60))
+    arcs = {p: data.draw(st.integers(0, n_states - 1)) for p in sorted(pairs)}
+    src = np.array([q for q, _ in arcs], np.int64)
+    byte = np.array([b for _, b in arcs], np.int64)
+    dst = np.array(list(arcs.values()), np.int64)
+    a = _Arcs(n_states, 0, np.zeros(n_states, bool), src, byte, dst)
+    q, b = (x.ravel() for x in np.meshgrid(np.arange(n_states), np.arange(256), indexing="ij"))
+    assert a.step(q, b).tolist() == [arcs.get((s, c), -1) for s, c in zip(q.tolist(), b.tolist())]

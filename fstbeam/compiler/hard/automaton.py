@@ -25,7 +25,7 @@ from ...fst.wordlist.language import text_dfa_fst_bytes, word_list_dfa
 from ..char_dfa import fst_to_dfa
 from ..spec import WordList
 from .tables import build_tables
-from .token_fsa import lift, token_fst_bytes
+from .token_fsa import lift
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +36,9 @@ Arcs = tuple  # (final, src, byte, dst, start) of the hard character DFA
 
 
 def hard_automaton(comp, stages, wl: WordList | None, g_lang, g_desc, g_hash, opts: dict):
-    """(tables, token fst bytes, char fst bytes, char_state, char-DFA arcs) of the hard part,
-    loaded from the disk cache or built (and stored)."""
+    """(tables, char fst bytes, char_state, char-DFA arcs) of the hard part, loaded from the
+    disk cache or built (and stored). The token automaton's OpenFst form is written from the
+    tables when an artifact is saved (`HardTables.token_fst`)."""
     with stages("cache load"):
         key = hard_key(comp.vocab, wl, g_hash, opts)
         hit = load_arrays("hard", key)
@@ -117,7 +118,7 @@ def compile_hard(stages, comp, wl: WordList | None, g_lang, g_desc, opts: dict) 
         out = {f"t_{k}": v for k, v in hard.arrays().items()}
         out.update(
             t_start=np.int64(hard.start), t_width=np.int64(hard.width), char_state=fsa.char_state,
-            token_fst=np.frombuffer(token_fst_bytes(fsa), np.uint8), char_fst=np.frombuffer(char_fst, np.uint8),
+            char_fst=np.frombuffer(char_fst, np.uint8),
             c_final=arcs[0], c_src=np.asarray(arcs[1], np.int32), c_byte=np.asarray(arcs[2], np.uint8),
             c_dst=np.asarray(arcs[3], np.int32), c_start=np.int64(arcs[4]),
         )
@@ -125,12 +126,12 @@ def compile_hard(stages, comp, wl: WordList | None, g_lang, g_desc, opts: dict) 
 
 
 def unpack_hard(a: dict[str, np.ndarray]):
-    """(tables, token fst bytes, char fst bytes, char_state, char-DFA arcs) from `compile_hard`."""
+    """(tables, char fst bytes, char_state, char-DFA arcs) from `compile_hard`."""
     hard = HardTables(
         start=int(a["t_start"]), width=int(a["t_width"]), **{k: a[f"t_{k}"] for k in HardTables.ARRAYS}
     )
     arcs = (a["c_final"], a["c_src"], a["c_byte"], a["c_dst"], int(a["c_start"]))
-    return hard, a["token_fst"].tobytes(), a["char_fst"].tobytes(), a["char_state"], arcs
+    return hard, a["char_fst"].tobytes(), a["char_state"], arcs
 
 
 def _with_grammar(words_text, words_desc, g_lang, g_desc) -> tuple[pynini.Fst, str]:
