@@ -12,7 +12,7 @@ from ...contract.cache import shared_cache
 from ...contract.light import LightAutomaton
 from .token_index import TokenIndex
 
-__all__ = ["MAX_BYTES", "forget", "light_phrase", "light_avoid"]
+__all__ = ["MAX_BYTES", "forget", "light_phrase", "light_phrases", "light_avoid"]
 
 #: Texts up to this many UTF-8 bytes are remembered.
 MAX_BYTES = 256
@@ -39,6 +39,26 @@ def light_phrase(text: str, index: TokenIndex, *, word_boundary: bool = True, ca
     return _remembered("phrase", text, index, lambda: compile_phrase(
         text, index, word_boundary=word_boundary, case_sensitive=case_sensitive, source=source),
         word_boundary, case_sensitive, source)
+
+
+def light_phrases(items: list[tuple[str, bool, bool]], index: TokenIndex) -> list[LightAutomaton]:
+    """`light_phrase` of each ``(text, word_boundary, case_sensitive)``; those not remembered are
+    compiled together (`batch.compile_phrases`: one numpy pass for a request's phrases)."""
+    from .batch import compile_phrases
+
+    cache = shared_cache()
+    keys = [("light", index.fingerprint, "phrase", t, bool(wb), bool(cs), "") for t, wb, cs in items]
+    found = {k: cache.peek(k) for k in dict.fromkeys(keys)}
+    groups: dict[tuple[bool, bool], list] = {}
+    for k, a in found.items():
+        if a is None:
+            groups.setdefault((k[4], k[5]), []).append(k)
+    for (wb, cs), todo in groups.items():
+        for k, a in zip(todo, compile_phrases([k[3] for k in todo], index, word_boundary=wb, case_sensitive=cs)):
+            found[k] = a
+            if len(k[3]) <= MAX_BYTES and len(k[3].encode("utf-8")) <= MAX_BYTES:
+                cache.put(k, a, _size(a))
+    return [found[k] for k in keys]
 
 
 def light_avoid(text: str, index: TokenIndex, *, word_boundary: bool = True, case_sensitive: bool = True,

@@ -58,16 +58,14 @@ def check_items(hard: char_dfa.CharDFA, base_name: str, items, *, ordered: bool,
 
 def compile_must_include(user, grammar, index, *, ordered: bool) -> tuple:
     """Light automata for the user's ``phrases`` and the grammar's, in that order."""
-    from .memo import light_phrase
+    from .memo import light_phrases
 
-    def one(p):
-        if is_general(p):
-            return compile_items([p], index, source=p.source)
-        return light_phrase(p.text, index, word_boundary=p.word_boundary, case_sensitive=p.case_sensitive)
+    def each(items) -> list:
+        """AnyOf / sentence case one by one; the plain phrases together (`memo.light_phrases`)."""
+        plain = iter(light_phrases([(p.text, p.word_boundary, p.case_sensitive) for p in items if not is_general(p)], index))
+        return [compile_items([p], index, source=p.source) if is_general(p) else next(plain) for p in items]
 
     if ordered and len(user) > 1:
-        out = [compile_items(user, index, ordered=True, source="ordered phrases")]
-    else:
-        out = [one(p) for p in user]
-    return tuple(out) + tuple(one(p) for p in grammar)
+        return (compile_items(user, index, ordered=True, source="ordered phrases"), *each(grammar))
+    return tuple(each([*user, *grammar]))
 

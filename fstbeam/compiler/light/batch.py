@@ -1,0 +1,156 @@
+"""Many must-include phrases of one request compiled together: one numpy pass, not one per phrase.
+
+`automaton.compile_phrase` lifts one phrase in ~40 numpy calls; a request's ten short phrases
+then cost ten times that fixed overhead (~0.8 ms a phrase, issue 26). Here the phrases' small
+character DFAs are laid side by side as one block-diagonal automaton (phrase i's states are
+``qoff[i] .. qoff[i+1]-1``), every (state, candidate token) pair of every phrase is run in one
+matrix, and the reachability and distance searches run once over the union of the phrases' token
+graphs (no edge joins two phrases, so each phrase's part of the result is its own). Only the
+per-phrase Python work (the DFA's construction and the candidate queries) stays per phrase.
+
+The result is exactly `compile_phrase`'s, array for array (tests/compiler/test_light_batch.py).
+Phrases the batch does not cover (a long phrase whose [states x candidates] matrix is large, one
+where some state is unreachable, one that can never be met) go through `compile_phrase` itself.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ...contract.layout import N_CLASSES
+from ...contract.light import LightAutomaton, distances_from_edges
+from .automaton import _as_index, _literal, _phrase_candidates, compile_phrase
+from .lift import _DENSE_ENTRIES, _ramp, reach
+from .phrase_dfa import PhraseDFA, _ro, phrase_char_dfa
+from .token_index import TokenIndex
+
+__all__ = ["compile_phrases"]
+
+
+def compile_phrases(texts: Sequence[str], index: TokenIndex, *, word_boundary: bool = True,
+                    case_sensitive: bool = True) -> list[LightAutomaton]:
+    """``[compile_phrase(t, index, word_boundary=..., case_sensitive=...) for t in texts]``."""
+    index = _as_index(index)
+    if not texts:
+        return []
+    lits = [_literal("phrase", t, "") for t in texts]
+    dfas = [phrase_char_dfa(lit, word_boundary=word_boundary, case_sensitive=case_sensitive) for lit in lits]
+    cands = [_phrase_candidates(lit, index, word_boundary=word_boundary, case_sensitive=case_sensitive) for lit in lits]
+    small = [i for i, (d, c) in enumerate(zip(dfas, cands)) if d.n_states * len(c) <= _DENSE_ENTRIES]
+    out: list[LightAutomaton | None] = [None] * len(texts)
+    if small:
+        lifted = _lift_together([texts[i] for i in small], [lits[i] for i in small], [dfas[i] for i in small],
+                                [cands[i] for i in small], index, word_boundary, case_sensitive)
+        for i, a in zip(small, lifted):
+            out[i] = a
+    return [a if a is not None else compile_phrase(t, index, word_boundary=word_boundary, case_sensitive=case_sensitive)
+            for t, a in zip(texts, out)]
+
+
+def _lift_together(texts, lits, dfas: list[PhraseDFA], cands: list[np.ndarray], index: TokenIndex,
+                   word_boundary: bool, case_sensitive: bool) -> list[LightAutomaton | None]:
+    """`automaton._lift` of every phrase at once (None for a phrase left to `compile_phrase`)."""
+    P, V = len(dfas), index.width
+    nq = np.array([d.n_states for d in dfas], np.int64)
+    nc = np.array([len(c) for c in cands], np.int64)
+    qoff = np.zeros(P + 1, np.int64)
+    np.cumsum(nq, out=qoff[1:])
+    coff = np.zeros(P + 1, np.int64)
+    np.cumsum(nc, out=coff[1:])
+    G = int(qoff[-1])
+    phrase_of = np.repeat(np.arange(P), nq)  # [G]: the phrase of each global state
+    # One step table over global states; the last column keeps the state (past a token's end).
+    S = max(d.delta.shape[1] for d in dfas) + 1
+    step = np.zeros((G, S), np.int64)
+    for i, d in enumerate(dfas):
+        step[qoff[i]:qoff[i + 1], :d.delta.shape[1]] = d.delta
+    step += qoff[phrase_of][:, None]
+    step[:, S - 1] = np.arange(G)
+    default = _class_defaults(step, dfas, phrase_of)  # [G, 4] global states
+
+    # Every (state, candidate) pair of every phrase, row-major per phrase: sorted by global
+    # state, then candidate (the order of the one-phrase dense lift).
+    all_c = np.concatenate(cands) if P else np.zeros(0, np.int64)
+    n_pairs = nq * nc
+    pair_phrase = np.repeat(np.arange(P), n_pairs)
+    j = _ramp(n_pairs)
+    per = nc[pair_phrase]
+    gq = qoff[pair_phrase] + j // np.maximum(per, 1)
+    gc = coff[pair_phrase] + j % np.maximum(per, 1)
+    lens = index.lengths[all_c].astype(np.int64)
+    width = int(lens.max()) if len(lens) else 0
+    sym_tab = np.stack([d.sym_of_byte for d in dfas]).astype(np.int64)  # [P, 256]
+    cand_phrase = np.repeat(np.arange(P), nc)
+    syms = sym_tab[cand_phrase[:, None], index.padded[all_c, :width]]  # [C, width]
+    syms[np.arange(width)[None, :] >= lens[:, None]] = S - 1
+    syms = np.ascontiguousarray(syms.T)  # [width, C]: one row per byte position
+    flat = (step * S).ravel()
+    cur = gq * S
+    for pos in range(width):
+        np.take(flat, cur + syms[pos][gc], out=cur)
+    cur //= S
+    cls = index.token_class[all_c].astype(np.int64)
+    differs = cur != default[gq, cls[gc]]
+    eq, ek, en = gq[differs], gc[differs], cur[differs]
+
+    # Token-level graph (exceptions and the class defaults of non-empty classes) over all phrases.
+    nonempty = index.nonempty_classes
+    forbidden = np.concatenate([d.forbidden for d in dfas])
+    src = np.concatenate([eq, np.repeat(np.arange(G, dtype=np.int64), len(nonempty))])
+    dst = np.concatenate([en, default[:, nonempty].ravel()])
+    ok = ~forbidden[dst]
+    src, dst = src[ok], dst[ok]
+    seed = np.zeros(G, bool)
+    seed[qoff[:-1] + np.array([d.start for d in dfas], np.int64)] = True
+    keep = reach(G, src, dst, seed) & ~forbidden
+    final = np.concatenate([d.final for d in dfas])
+    whole = np.logical_and.reduceat(keep, qoff[:-1]) & np.logical_or.reduceat(keep & final, qoff[:-1]) \
+        if G else np.zeros(P, bool)
+    dist = distances_from_edges(G, src, dst, final)  # every phrase kept whole: its own distances
+
+    progress = np.concatenate([d.progress for d in dfas]).astype(np.int32)
+    if (progress[default] > progress[:, None]).any():
+        raise AssertionError("internal error: a class default raises progress in a phrase")
+    adv = (en >= 0) & (progress[np.maximum(en, 0)] > progress[eq])  # only exceptions can advance
+    adv_cum = np.zeros(G + 1, np.int64)
+    np.cumsum(np.bincount(eq[adv], minlength=G), out=adv_cum[1:])
+    adv_tokens = all_c[ek[adv]].astype(np.int32)
+    local = qoff[phrase_of]
+    exc_key = (eq - local[eq]) * V + all_c[ek]
+    exc_next = (en - local[en]).astype(np.int32)
+    default_next = (default - local[:, None]).astype(np.int32)
+    e_at = np.searchsorted(eq, qoff).tolist()
+    q_at, a_at = qoff.tolist(), adv_cum[qoff].tolist()
+
+    out: list[LightAutomaton | None] = []
+    for i in range(P):
+        if not whole[i]:
+            out.append(None)  # a state no token reaches, or never met: compile_phrase handles it
+            continue
+        lo, hi, e0, e1 = q_at[i], q_at[i + 1], e_at[i], e_at[i + 1]
+        text = texts[i]
+        out.append(LightAutomaton(
+            kind="phrase", text=text if isinstance(text, str) else text.decode("utf-8", "replace"),
+            literal=lits[i], width=V, start=int(dfas[i].start),
+            final=_ro(final[lo:hi].copy()), progress=_ro(progress[lo:hi].copy()),
+            default_next=_ro(default_next[lo:hi].copy()),
+            exc_key=_ro(exc_key[e0:e1].copy()), exc_next=_ro(exc_next[e0:e1].copy()),
+            adv_ptr=_ro(adv_cum[lo:hi + 1] - a_at[i]), adv_tokens=_ro(adv_tokens[a_at[i]:a_at[i + 1]].copy()),
+            word_boundary=word_boundary, case_sensitive=case_sensitive, source="", fingerprint=index.fingerprint,
+            token_class=index.token_class, char_dfa=dfas[i], char_state=_ro(np.arange(hi - lo, dtype=np.int32)),
+            dist=_ro(dist[lo:hi].copy()),
+        ))
+    return out
+
+
+def _class_defaults(step: np.ndarray, dfas: list[PhraseDFA], phrase_of: np.ndarray) -> np.ndarray:
+    """int64 [G, 4]: `PhraseDFA.class_defaults` of every phrase, on the global step table."""
+    word = np.array([d.word_sym for d in dfas], np.int64)[phrase_of]
+    nonword = np.array([d.nonword_sym for d in dfas], np.int64)[phrase_of]
+    rows = np.arange(len(phrase_of))
+    out = np.empty((len(phrase_of), N_CLASSES), np.int64)
+    for c in range(N_CLASSES):
+        first, last = (nonword if c & 2 else word), (nonword if c & 1 else word)
+        out[:, c] = step[step[rows, first], last]
+    return out
