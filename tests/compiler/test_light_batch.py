@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fstbeam
-from fstbeam.compiler.light.automaton import compile_phrase
+from fstbeam.compiler.light.automaton import _phrase_candidates, compile_phrase
 from fstbeam.compiler.light.batch import compile_phrases
+from fstbeam.compiler.light.candidates import phrase_candidates
 from fstbeam.compiler.light.memo import forget
 from fstbeam.compiler.light.token_index import TokenIndex
 from fstbeam.contract.vocab import Vocab
@@ -75,6 +76,21 @@ def test_batch_is_one_by_one(vocab, lits, wb, cs):
     assert len(got) == len(expect)
     for a, b in zip(expect, got):
         assert_same(a, b)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(vocab=vocabularies(), lits=st.lists(st.lists(pieces, min_size=1, max_size=6).map(b"".join), min_size=1, max_size=5),
+       wb=st.booleans(), cs=st.booleans(), nul=st.booleans())
+def test_candidates_together_are_each_phrases(vocab, lits, wb, cs, nul):
+    """Literals up to 24 bytes: longer than the fixed keys (16) too; tokens with NUL bytes."""
+    if nul:  # "a\x00" pads like "a" in the fixed keys
+        extra = [b"\x00", b"a\x00", b"a\x00b", b" \x00", b"\x00a"]
+        vocab = Vocab.from_dict(dict(enumerate([*filter(None, vocab.token_bytes), *extra])), eos_ids=[len(vocab.token_bytes) + 5])
+    index = TokenIndex.for_vocab(vocab)
+    got = phrase_candidates(lits, index, word_boundary=wb, case_sensitive=cs)
+    for lit, c in zip(lits, got):
+        expect = _phrase_candidates(lit, index, word_boundary=wb, case_sensitive=cs)
+        assert c.dtype == expect.dtype and c.tolist() == expect.tolist(), lit
 
 
 def test_real_vocabulary_phrases(gemma):

@@ -18,10 +18,11 @@ from typing import Sequence
 
 import numpy as np
 
-from ...contract.layout import N_CLASSES
-from ...contract.light import LightAutomaton, distances_from_edges
-from .automaton import _as_index, _literal, _phrase_candidates, compile_phrase
-from .lift import _DENSE_ENTRIES, _ramp, reach
+from ...contract.layout import INF_DIST, N_CLASSES
+from ...contract.light import LightAutomaton
+from .automaton import _as_index, _literal, compile_phrase
+from .candidates import phrase_candidates
+from .lift import _DENSE_ENTRIES, _ramp
 from .phrase_dfa import PhraseDFA, _ro, phrase_char_dfa
 from .token_index import TokenIndex
 
@@ -36,7 +37,7 @@ def compile_phrases(texts: Sequence[str], index: TokenIndex, *, word_boundary: b
         return []
     lits = [_literal("phrase", t, "") for t in texts]
     dfas = [phrase_char_dfa(lit, word_boundary=word_boundary, case_sensitive=case_sensitive) for lit in lits]
-    cands = [_phrase_candidates(lit, index, word_boundary=word_boundary, case_sensitive=case_sensitive) for lit in lits]
+    cands = phrase_candidates(lits, index, word_boundary=word_boundary, case_sensitive=case_sensitive)
     small = [i for i, (d, c) in enumerate(zip(dfas, cands)) if d.n_states * len(c) <= _DENSE_ENTRIES]
     out: list[LightAutomaton | None] = [None] * len(texts)
     if small:
@@ -69,29 +70,28 @@ def _lift_together(texts, lits, dfas: list[PhraseDFA], cands: list[np.ndarray], 
     step[:, S - 1] = np.arange(G)
     default = _class_defaults(step, dfas, phrase_of)  # [G, 4] global states
 
-    # Every (state, candidate) pair of every phrase, row-major per phrase: sorted by global
-    # state, then candidate (the order of the one-phrase dense lift).
+    # Every (candidate, state) pair of every phrase, longest candidates first: at byte position
+    # `pos` only the pairs of tokens longer than `pos` move, a prefix of the pair arrays.
     all_c = np.concatenate(cands) if P else np.zeros(0, np.int64)
-    n_pairs = nq * nc
-    pair_phrase = np.repeat(np.arange(P), n_pairs)
-    j = _ramp(n_pairs)
-    per = nc[pair_phrase]
-    gq = qoff[pair_phrase] + j // np.maximum(per, 1)
-    gc = coff[pair_phrase] + j % np.maximum(per, 1)
+    cand_phrase = np.repeat(np.arange(P), nc)
     lens = index.lengths[all_c].astype(np.int64)
+    by_len = np.argsort(-lens, kind="stable")
+    per = nq[cand_phrase[by_len]]
+    gc = np.repeat(by_len, per)
+    gq = np.repeat(qoff[cand_phrase[by_len]], per) + _ramp(per)
     width = int(lens.max()) if len(lens) else 0
     sym_tab = np.stack([d.sym_of_byte for d in dfas]).astype(np.int64)  # [P, 256]
-    cand_phrase = np.repeat(np.arange(P), nc)
-    syms = sym_tab[cand_phrase[:, None], index.padded[all_c, :width]]  # [C, width]
-    syms[np.arange(width)[None, :] >= lens[:, None]] = S - 1
-    syms = np.ascontiguousarray(syms.T)  # [width, C]: one row per byte position
+    syms = np.ascontiguousarray(sym_tab[cand_phrase[:, None], index.padded[all_c, :width]].T)  # [width, C]
     flat = (step * S).ravel()
     cur = gq * S
+    moving = np.searchsorted(-lens[gc], -np.arange(width), side="left")  # pairs with len > pos
     for pos in range(width):
-        np.take(flat, cur + syms[pos][gc], out=cur)
+        k = int(moving[pos])
+        cur[:k] = flat[cur[:k] + syms[pos][gc[:k]]]
     cur //= S
     cls = index.token_class[all_c].astype(np.int64)
-    differs = cur != default[gq, cls[gc]]
+    differs = np.flatnonzero(cur != default[gq, cls[gc]])
+    differs = differs[np.lexsort((gc[differs], gq[differs]))]  # by state, then candidate
     eq, ek, en = gq[differs], gc[differs], cur[differs]
 
     # Token-level graph (exceptions and the class defaults of non-empty classes) over all phrases.
@@ -103,11 +103,12 @@ def _lift_together(texts, lits, dfas: list[PhraseDFA], cands: list[np.ndarray], 
     src, dst = src[ok], dst[ok]
     seed = np.zeros(G, bool)
     seed[qoff[:-1] + np.array([d.start for d in dfas], np.int64)] = True
-    keep = reach(G, src, dst, seed) & ~forbidden
+    keep = _levels(G, src, dst, seed) < INF_DIST
+    keep &= ~forbidden
     final = np.concatenate([d.final for d in dfas])
     whole = np.logical_and.reduceat(keep, qoff[:-1]) & np.logical_or.reduceat(keep & final, qoff[:-1]) \
         if G else np.zeros(P, bool)
-    dist = distances_from_edges(G, src, dst, final)  # every phrase kept whole: its own distances
+    dist = _levels(G, dst, src, final)  # every phrase kept whole: its own distances
 
     progress = np.concatenate([d.progress for d in dfas]).astype(np.int32)
     if (progress[default] > progress[:, None]).any():
@@ -154,3 +155,20 @@ def _class_defaults(step: np.ndarray, dfas: list[PhraseDFA], phrase_of: np.ndarr
         first, last = (nonword if c & 2 else word), (nonword if c & 1 else word)
         out[:, c] = step[step[rows, first], last]
     return out
+
+
+def _levels(n: int, src: np.ndarray, dst: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+    """int64 [n], read-only: fewest edges ``src -> dst`` from a seed to each state (INF_DIST:
+    none). Level by level over the edge arrays: the union of a request's phrases has thousands
+    of edges and as many levels as its longest phrase has bytes, where a Python search walked
+    every edge (`contract.light.distances_from_edges` searches the same way, backwards)."""
+    dist = np.full(n, INF_DIST, np.int64)
+    frontier, d = seeds.copy(), 0
+    while frontier.any():
+        dist[frontier] = d
+        d += 1
+        nxt = np.zeros(n, bool)
+        nxt[dst[frontier[src]]] = True
+        frontier = nxt & (dist == INF_DIST)
+    dist.setflags(write=False)
+    return dist

@@ -61,6 +61,8 @@ _MEMO_LEN = 3
 _MEMO_ENTRIES = 65_536
 _SETTLE_GC_WIDTH = 32_768  # real tokenizers: collect garbage once after the build (see __init__)
 _EMPTY = np.zeros(0, dtype=np.int32)
+#: Bytes of each token kept in `TokenIndex.fixed_keys` (longer queries take the bisect path).
+FIXED_KEY = 16
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -171,6 +173,7 @@ class TokenIndex:
             with status("indexing the tokenizer's vocabulary for phrases (once per process)"):
                 index = cls(vocab.token_bytes, fingerprint=key)
                 index.padded  # noqa: B018 - build eagerly so per-request compiles never pay for it
+                index.fixed_keys  # noqa: B018
                 index._warm_up()
             return index
 
@@ -218,6 +221,19 @@ class TokenIndex:
         cols = src - np.repeat(self._starts, lengths)
         out[rows, cols] = self._blob_arr[src]
         return _readonly(out)
+
+    @cached_property
+    def fixed_keys(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(keys, ids, lengths) by bytes, then the same by reversed bytes: every text token's
+        first ``FIXED_KEY`` bytes as a numpy ``S`` string, sorted, so the range queries of many
+        phrases run as one ``np.searchsorted`` (`candidates`). numpy pads ``S`` strings with NUL,
+        so ``b"a"`` sorts with ``b"a\\x00"``; the queries tell them apart by length."""
+        out = []
+        for keys, ids in ((self._keys, self._key_ids), (self._rkeys, self._rkey_ids)):
+            # Already in order: cutting and NUL-padding keep the order of sorted bytes.
+            fixed = np.array([k[:FIXED_KEY] for k in keys], dtype=f"S{FIXED_KEY}")
+            out += [_readonly(fixed), _readonly(ids.astype(np.int64)), _readonly(self.lengths[ids].astype(np.int64))]
+        return tuple(out)  # type: ignore[return-value]
 
     # ---- queries -----------------------------------------------------------------------------
     def ids_equal(self, s: bytes) -> np.ndarray:
