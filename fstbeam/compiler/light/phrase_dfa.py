@@ -95,6 +95,9 @@ class PhraseDFA:
         return self.delta[self.delta[:, first], last].astype(np.int32)  # [Q, 4]: both bytes at once
 
 
+_IS_WORD = IS_WORD_BYTE.tolist()
+
+
 def _symbols(lit: bytes, fold: bool) -> tuple[list[int], np.ndarray, int, int]:
     alphabet = sorted(set(lit))
     word_sym, nonword_sym = len(alphabet), len(alphabet) + 1
@@ -195,9 +198,10 @@ def _contains_core(lit: bytes, word_boundary: bool, case_sensitive: bool):
     need_left, need_right = boundary_needs(lit, word_boundary)
     alphabet, sym_of_byte, word_sym, nonword_sym = _symbols(lit, fold)
     nsym = len(alphabet) + 2
-    sym_word = np.concatenate([IS_WORD_BYTE[alphabet], [True, False]]) if alphabet else np.array([True, False])
-    sym = [int(s) for s in sym_of_byte[np.frombuffer(lit, np.uint8)]]
-    word = IS_WORD_BYTE[np.frombuffer(lit, np.uint8)].tolist()
+    sw = [_IS_WORD[b] for b in alphabet] + [True, False]  # is each symbol a word byte
+    at = {b: i for i, b in enumerate(alphabet)}
+    sym = [at[b] for b in lit]  # (folded: the literal is lowercase)
+    word = [_IS_WORD[b] for b in lit]
     # vfail[j]: the longest valid proper border of lit[:j] (0: none). The validity of a border k
     # of lit[:j] is lit[j-k-1] (a non-word byte, where needed); it is the same for lit[:fail[j]].
     pi = [0] * m
@@ -224,38 +228,39 @@ def _contains_core(lit: bytes, word_boundary: bool, case_sensitive: bool):
         if j < m:
             row[sym[j]] = j + 1
         rows.append(row)
-    K = np.array(rows, dtype=np.int32)
-    # States before minimization: rows of K, then MET (= m + 2); row m + 1 is PENDING.
+    # States before minimization: the rows of K (row j + 1: longest match j >= 1; row m + 1 is
+    # PENDING), then MET. Rows without a use are dropped: "no match after a word byte" without a
+    # left boundary to need, PENDING without a right one; state 0 stays the start. Plain lists:
+    # a phrase's few hundred cells cost less than numpy's calls (issue 26).
     MET, PEND = m + 2, m + 1
-    nxt = K + 1  # row index of match length j >= 1
-    nxt[K == 0] = np.where(sym_word & need_left, 1, 0)[np.nonzero(K == 0)[1]]
-    nxt[K == m] = PEND if need_right else MET
-    nxt[PEND, ~sym_word] = MET
-    delta = np.vstack([nxt, np.full((1, nsym), MET, np.int32)])
-    progress = np.concatenate([[0, 0], np.arange(1, m + 1), [m]]).astype(np.int32)
-    is_met = np.zeros(m + 3, bool)
-    is_met[MET] = True
-    is_pending = np.zeros(m + 3, bool)
-    is_pending[PEND] = True
-    # Unreachable rows: "no match after a word byte" without a left boundary to need, PENDING
-    # without a right one. Dropping them keeps state 0 the start.
-    keep = np.ones(m + 3, bool)
-    keep[1], keep[PEND] = need_left, need_right
-    new_id = np.cumsum(keep) - 1
-    delta = new_id[delta[keep]].astype(np.int64)
-    is_met, is_pending, progress = is_met[keep], is_pending[keep], progress[keep]
+    keep = [True, need_left] + [True] * (m - 1) + [need_right, True]
+    new_id, n = [], 0
+    for k in keep:
+        new_id.append(n)
+        n += k
+    on_zero = [new_id[1] if w and need_left else 0 for w in sw]  # no match after the symbol
+    on_full = new_id[PEND] if need_right else new_id[MET]
+    delta = []
+    for r, row in enumerate(rows):
+        if not keep[r]:
+            continue
+        out = [on_zero[c] if k == 0 else (on_full if k == m else new_id[k + 1]) for c, k in enumerate(row)]
+        if r == PEND:
+            out = [t if sw[c] else new_id[MET] for c, t in enumerate(out)]
+        delta.append(out)
+    delta.append([new_id[MET]] * nsym)
+    progress = [0, 0, *range(1, m + 1), m]
     # Already minimal: every state but the two "no match" rows has its own progress (and MET /
     # PENDING their own flags), and those two differ on the literal's first byte (one may start
     # a match, the other may not). Partition refinement would only confirm it (a third of the
     # time of a 10,000-byte phrase); the tests check the result against the boundary rule.
-    mdelta, block = delta.astype(np.int32), np.arange(len(delta), dtype=np.int64)
-    nb = mdelta.shape[0]
-    met_b = np.zeros(nb, dtype=bool)
-    met_b[block[is_met]] = True
-    pend_b = np.zeros(nb, dtype=bool)
-    pend_b[block[is_pending]] = True
-    prog_b = np.zeros(nb, dtype=np.int32)
-    prog_b[block] = progress
+    mdelta = np.array(delta, dtype=np.int32)
+    prog_b = np.array([p for p, k in zip(progress, keep) if k], dtype=np.int32)
+    met_b = np.zeros(n, dtype=bool)
+    met_b[new_id[MET]] = True
+    pend_b = np.zeros(n, dtype=bool)
+    if need_right:
+        pend_b[new_id[PEND]] = True
     return _ro(mdelta), _ro(sym_of_byte), _ro(met_b), _ro(pend_b), _ro(prog_b), word_sym, nonword_sym
 
 
