@@ -93,6 +93,20 @@ def test_candidates_together_are_each_phrases(vocab, lits, wb, cs, nul):
         assert c.dtype == expect.dtype and c.tolist() == expect.tolist(), lit
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(vocab=vocabularies(), data=st.data())
+def test_containing_many_is_each_ids_containing(vocab, data):
+    """Strings cut from the tokens themselves (so they occur), and random ones."""
+    index = TokenIndex.for_vocab(vocab)
+    texts = [b for b in vocab.token_bytes if b and len(b) >= 4]
+    cut = [t[i:] for t in texts for i in range(len(t) - 3)] + data.draw(st.lists(st.lists(pieces, min_size=2, max_size=3).map(b"".join)))
+    strings = [s for s in cut if len(s) >= 4][:12]
+    flags = [(data.draw(st.booleans()), data.draw(st.booleans())) for _ in strings]
+    owner, ids = index.containing_many(strings, [b for b, _ in flags], [a for _, a in flags])
+    for i, (s, (b, a)) in enumerate(zip(strings, flags)):
+        assert sorted(set(ids[owner == i].tolist())) == index.ids_containing(s, nonword_before=b, nonword_after=a).tolist()
+
+
 def test_real_vocabulary_phrases(gemma):
     vocab, index = gemma
     texts = ["my family", "on sunday", "the big dog", "New York", "e-mail", "don't", "3 apples", "über",

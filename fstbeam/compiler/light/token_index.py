@@ -65,6 +65,11 @@ _EMPTY = np.zeros(0, dtype=np.int32)
 FIXED_KEY = 16
 
 
+def _ramp_of(sizes: np.ndarray) -> np.ndarray:
+    """[0..s0-1, 0..s1-1, ...] for the given sizes."""
+    return np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+
+
 def _readonly(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)
     return a
@@ -364,6 +369,39 @@ class TokenIndex:
         if nonword_after:
             pos = pos[~IS_WORD_BYTE[self._blob_arr[pos + len(s)]]]  # ... and so is the one after it
         return np.unique(self._token_at(pos)).astype(np.int32)
+
+    def containing_many(self, lits: list[bytes], nonword_before: list[bool], nonword_after: list[bool]) -> tuple[np.ndarray, np.ndarray]:
+        """`ids_containing` of many strings (4 bytes or more, no NUL) in one pass: (string index,
+        token id) int64 pairs, repeats possible. Each string's rarest trigram gives the
+        candidate offsets, as one string does; the windows are then checked all at once."""
+        if not lits:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        m = np.array([len(s) for s in lits], np.int64)
+        L = int(m.max())
+        flat = np.frombuffer(b"".join(lits), np.uint8).astype(np.uint32)
+        first = np.cumsum(m) - m
+        g_owner = np.repeat(np.arange(len(lits)), m - 2)
+        g_at = np.repeat(first, m - 2) + _ramp_of(m - 2)  # each trigram's first byte in ``flat``
+        grams = (flat[g_at] << 16) | (flat[g_at + 1] << 8) | flat[g_at + 2]
+        lo = np.searchsorted(self._gram_codes, grams)
+        count = np.searchsorted(self._gram_codes, grams + 1) - lo
+        local = g_at - first[g_owner]  # < max_len < 64
+        best = np.minimum.reduceat(count * 64 + local, np.cumsum(m - 2) - (m - 2))  # rarest, first on ties
+        k, lo_k = best % 64, lo[np.cumsum(m - 2) - (m - 2) + best % 64]
+        n = best // 64
+        owner = np.repeat(np.arange(len(lits)), n)
+        pos = self._gram_pos[np.repeat(lo_k, n) + _ramp_of(n)] - np.repeat(k, n)
+        ok = (pos >= 0) & (pos + m[owner] <= len(self._blob_arr))
+        owner, pos = owner[ok], pos[ok]
+        padded = np.zeros((len(lits), L), np.uint8)
+        padded[np.repeat(np.arange(len(lits)), m), _ramp_of(m)] = flat
+        window = self._blob_arr[np.minimum(pos[:, None] + np.arange(L), len(self._blob_arr) - 1)]
+        ok = ((window == padded[owner]) | (np.arange(L) >= m[owner][:, None])).all(axis=1)
+        before, after = np.array(nonword_before, bool)[owner], np.array(nonword_after, bool)[owner]
+        ok &= ~before | ~IS_WORD_BYTE[self._blob_arr[pos - 1]]  # the separator before a token is non-word
+        ok &= ~after | ~IS_WORD_BYTE[self._blob_arr[np.minimum(pos + m[owner], len(self._blob_arr) - 1)]]
+        owner, pos = owner[ok], pos[ok]
+        return owner.astype(np.int64), self._token_at(pos)
 
     def __repr__(self) -> str:
         kind = "lowercased " if self.folded else ""
