@@ -25,7 +25,7 @@ from .char_dfa import CharDFA, arcs_to_dfa, fst_to_dfa
 from .hard.automaton import fst_bytes, hard_automaton
 from .hard.cefr import cefr_words, parse_level
 from .light.phrase_dfa import phrase_char_dfa
-from .light.satisfy import avoidable, jointly_possible, phrase_possible, reachable_pair
+from .light.satisfy import avoidable, jointly_possible, phrases_possible, reachable_pair
 from .limits import check_request_limits, check_words
 from .spec import ConstraintSpec, Phrase, WordList, as_phrases, read_word_file
 
@@ -179,13 +179,14 @@ def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix, *, ordered:
     if ordered > 1:
         check_items(hard, base_name, phrases[:ordered], ordered=True, prefix=prefix)
     check_items(hard, base_name, phrases, ordered=False, prefix=prefix)
-    for p in phrases:
+    local = _local_checks(hard, phrases) if prefix is None and hard is not _SIGMA_DFA else {}
+    for i, p in enumerate(phrases):
         if is_general(p):  # AnyOf / sentence case: checked by check_items
             continue
         if prefix is None and hard is _SIGMA_DFA:  # any text: the phrase itself is one (if it has no NUL)
             ok = "\x00" not in p.text
         elif prefix is None:  # a local check: run the phrase from every state it may start in
-            ok = phrase_possible(hard, p.text, word_boundary=p.word_boundary, case_sensitive=p.case_sensitive)
+            ok = local[i]
         else:  # the phrase may overlap the prefix: search (hard, phrase) state pairs
             ok = reachable_pair(hard, _contains_dfa(p), want_other_final=True, start_text=start)
         if not ok:
@@ -208,6 +209,21 @@ def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix, *, ordered:
                     f"{[a.text for a in avoid]} in any text allowed by {base_name}{with_prefix}: drop one of them",
                     (f"phrase {p.text!r}", "avoid"),
                 )
+
+
+def _local_checks(hard: CharDFA, phrases) -> dict[int, bool]:
+    """`phrase_possible` of each plain phrase (by position), the phrases of one option set
+    walked together (`satisfy.phrases_possible`)."""
+    from .light.alternatives import is_general
+
+    groups: dict[tuple[bool, bool], list[int]] = {}
+    for i, p in enumerate(phrases):
+        if not is_general(p):
+            groups.setdefault((p.word_boundary, p.case_sensitive), []).append(i)
+    out: dict[int, bool] = {}
+    for (wb, cs), idx in groups.items():
+        out.update(zip(idx, phrases_possible(hard, [phrases[i].text for i in idx], word_boundary=wb, case_sensitive=cs)))
+    return out
 
 
 def compile_with(

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.light.satisfy import avoidable, phrase_possible, reachable_pair
+from fstbeam.compiler.light.satisfy import avoidable, phrase_possible, phrases_possible, reachable_pair
 from fstbeam.compiler.spec import Phrase
 from fstbeam.fst.optimize import sigma_star
 from fstbeam.fst.text import contains_fst as contains_text
@@ -46,6 +46,16 @@ def test_local_phrase_check_matches_pynini(words, phrase, boundary, cs):
     p = Phrase(phrase, word_boundary=boundary, case_sensitive=cs)
     got = phrase_possible(fst_to_dfa(pynini.connect(hard_fst)), phrase, word_boundary=boundary, case_sensitive=cs)
     assert got == nonempty(pynini.intersect(hard_fst, contains_fst(p)))
+
+
+@settings(max_examples=100, deadline=None)
+@given(words=words_st, phrases=st.lists(st.text(alphabet="abcA .é", min_size=1, max_size=6).filter(lambda s: s.strip()), max_size=6),
+       boundary=st.booleans(), cs=st.booleans())
+def test_phrases_checked_together_are_each_checked(words, phrases, boundary, cs):
+    """A request's phrases walked together (`phrases_possible`) give `phrase_possible` of each."""
+    hard = fst_to_dfa(pynini.connect(word_list_fst(words + ["b.", "A"], case_variants=True, contractions=False, digits=False)))
+    got = phrases_possible(hard, phrases, word_boundary=boundary, case_sensitive=cs)
+    assert got == [phrase_possible(hard, t, word_boundary=boundary, case_sensitive=cs) for t in phrases]
 
 
 @settings(max_examples=50, deadline=None)

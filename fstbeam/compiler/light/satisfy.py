@@ -83,6 +83,55 @@ def phrase_possible(hard: CharDFA, text: str, *, word_boundary: bool = True, cas
     return True
 
 
+def phrases_possible(hard: CharDFA, texts: list[str], *, word_boundary: bool = True, case_sensitive: bool = True) -> list[bool]:
+    """`phrase_possible` of each text, walked together: one gather per byte position for all
+    of a request's phrases (their state lists side by side, each entry tagged with its phrase),
+    where each phrase alone cost a few numpy calls per byte. Phrases whose walk can branch
+    (case-insensitive letters) or that start anywhere (no left boundary) go one by one."""
+    datas = [t.encode("utf-8") for t in texts]
+    needs = [boundary_needs(d, word_boundary) for d in datas]
+    together = [p for p, (d, (left, _)) in enumerate(zip(datas, needs)) if case_sensitive and left and d]
+    out = [False] * len(texts)
+    for p in sorted(set(range(len(texts))) - set(together)):
+        out[p] = phrase_possible(hard, texts[p], word_boundary=word_boundary, case_sensitive=case_sensitive)
+    if not together:
+        return out
+    nxt = hard.next
+    starts = np.flatnonzero(hard.boundary_states)
+    after_first: dict[int, np.ndarray] = {}  # phrases sharing a first byte share its step
+    for p in together:
+        b = datas[p][0]
+        if b not in after_first:
+            t = nxt[starts, b]
+            after_first[b] = t[t >= 0]
+    firsts = [after_first[datas[p][0]] for p in together]
+    cur = np.concatenate(firsts).astype(np.int64)
+    owner = np.repeat(np.arange(len(together)), [len(f) for f in firsts])
+    lens = np.array([len(datas[p]) for p in together], np.int64)
+    width = int(lens.max())
+    data = np.zeros((len(together), width), np.int64)
+    for i, p in enumerate(together):
+        data[i, :len(datas[p])] = np.frombuffer(datas[p], np.uint8)
+    ends_s, ends_o = [], []  # the states each phrase's walk ends in, tagged
+    for pos in range(1, width + 1):
+        done = lens[owner] == pos
+        ends_s.append(cur[done])
+        ends_o.append(owner[done])
+        cur, owner = cur[~done], owner[~done]
+        if pos == width or not len(cur):
+            break
+        t = nxt[cur, data[owner, pos]]
+        cur, owner = t[t >= 0].astype(np.int64), owner[t >= 0]
+    end_s, end_o = np.concatenate(ends_s), np.concatenate(ends_o)
+    right = np.array([needs[p][1] for p in together], bool)
+    ok = ~right[end_o] | hard.final[end_s] | hard.leaves_on_nonword[end_s]
+    met = np.zeros(len(together), bool)
+    met[end_o[ok]] = True
+    for i, p in enumerate(together):
+        out[p] = bool(met[i])
+    return out
+
+
 def avoidable(hard: CharDFA, avoids: list[CharDFA], *, start_text: bytes = b"") -> bool:
     """Is some text (starting with ``start_text``) accepted by ``hard`` without being accepted
     by any of the ``avoids`` ("contains phrase" automata)? Searches tuples of states, so k
