@@ -285,9 +285,12 @@ def user(level: str, repeat: int, before: str | None) -> int:
     req = measure_requests(repeat, codes)
     for name in codes:
         _user_table(f"{name} ({codes[name] or 'this checkout'})", level, repeat, rows[name], req[name])
+    done = done_when(rows["after"], req["after"])
+    _done_table(done)
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / "compile_user.json"
     out.write_text(json.dumps({
+        "done_when": done,
         "call": f"fstbeam.compile_constraints(cefr={level!r}, tokenizer=fstbeam.load_vocab('default'))",
         "request_call": "fstbeam.with_request(base, phrases=[...])  # base: cefr='A2', check=True (default)",
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
@@ -295,10 +298,44 @@ def user(level: str, repeat: int, before: str | None) -> int:
                     "load_avg": os.getloadavg()},
         "compile": rows["after"], "requests": req["after"],
         **({"before": {"code": before, "compile": rows["before"], "requests": req["before"]}} if before else {}),
-        "goals": {"compile_nocache_s": 3.0, "compile_peak_mb": 1024, "ten_phrases_ms": 5.0, "hundred_phrases_ms": 30.0},
+        "goals": GOALS,
     }, indent=1))
     print(f"wrote {out}")
     return 0
+
+
+GOALS = {"compile_nocache_s": 3.0, "compile_peak_mb": 1024, "ten_phrases_ms": 5.0, "hundred_phrases_ms": 30.0}
+
+
+def done_when(rows: dict, req: dict) -> dict:
+    """Issue 26's done-when figures from the user's-call rows: C2 with the disk cache off (wall,
+    CPU, peak), and 10 / 100 fresh phrases through with_request with the check (best of 5)."""
+    nc = rows.get("nocache", {})
+    ten, hundred = req.get("10_phrases", {}), req.get("100_phrases", {})
+    out = {
+        "compile_nocache": {"wall_s": nc.get("total_s"), "cpu_s": nc.get("cpu_s"), "peak_rss_mb": nc.get("peak_rss_mb"),
+                            "load_1min": nc.get("load_1min"), "goal_s": GOALS["compile_nocache_s"], "goal_mb": GOALS["compile_peak_mb"]},
+        "ten_phrases": {"wall_ms": ten.get("fresh_best_ms"), "cpu_ms": ten.get("fresh_cpu_best_ms"), "goal_ms": GOALS["ten_phrases_ms"]},
+        "hundred_phrases": {"wall_ms": hundred.get("fresh_best_ms"), "cpu_ms": hundred.get("fresh_cpu_best_ms"),
+                            "goal_ms": GOALS["hundred_phrases_ms"]},
+        "requests_load_1min": req.get("load_1min"),
+    }
+    c = out["compile_nocache"]
+    c["met"] = bool(c["wall_s"] is not None and c["wall_s"] <= c["goal_s"] and (c["peak_rss_mb"] or 1e9) <= c["goal_mb"])
+    for k in ("ten_phrases", "hundred_phrases"):
+        out[k]["met"] = bool(out[k]["wall_ms"] is not None and out[k]["wall_ms"] <= out[k]["goal_ms"])
+    return out
+
+
+def _done_table(d: dict) -> None:
+    c, t, h = d["compile_nocache"], d["ten_phrases"], d["hundred_phrases"]
+    yes = {True: "met", False: "NOT met"}
+    print("\ndone when (issue 26)                              goal       wall       CPU   load(1 min)")
+    print(f"compile_constraints(cefr='C2'), disk cache off  <= {c['goal_s']} s   {c['wall_s']} s   {c['cpu_s']} s   "
+          f"{c['load_1min']}   peak {c['peak_rss_mb']} MB (<= {c['goal_mb']}): {yes[c['met']]}")
+    for name, r in (("with_request, 10 phrases, checked, best of 5 ", t), ("with_request, 100 phrases, checked, best of 5", h)):
+        print(f"{name}   <= {r['goal_ms']} ms  {r['wall_ms']} ms   {r['cpu_ms']} ms   {d['requests_load_1min']}: {yes[r['met']]}")
+    print("(wall times on a loaded machine are inflated; CPU time is the process's own)")
 
 
 def _user_table(title: str, level: str, repeat: int, rows: dict, req: dict) -> None:

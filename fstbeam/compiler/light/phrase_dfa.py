@@ -240,11 +240,12 @@ def _contains_core(lit: bytes, word_boundary: bool, case_sensitive: bool):
         n += k
     on_zero = [new_id[1] if w and need_left else 0 for w in sw]  # no match after the symbol
     on_full = new_id[PEND] if need_right else new_id[MET]
+    to = [0] + [new_id[k + 1] for k in range(1, m)] + [on_full]  # match length k >= 1 -> state (never 0)
     delta = []
     for r, row in enumerate(rows):
         if not keep[r]:
             continue
-        out = [on_zero[c] if k == 0 else (on_full if k == m else new_id[k + 1]) for c, k in enumerate(row)]
+        out = [to[k] or z for k, z in zip(row, on_zero)]
         if r == PEND:
             out = [t if sw[c] else new_id[MET] for c, t in enumerate(out)]
         delta.append(out)
