@@ -82,7 +82,7 @@ def test_batch_is_one_by_one(vocab, lits, wb, cs):
 @given(vocab=vocabularies(), lits=st.lists(st.lists(pieces, min_size=1, max_size=6).map(b"".join), min_size=1, max_size=5),
        wb=st.booleans(), cs=st.booleans(), nul=st.booleans())
 def test_candidates_together_are_each_phrases(vocab, lits, wb, cs, nul):
-    """Literals up to 24 bytes: longer than the fixed keys (16) too; tokens with NUL bytes."""
+    """Literals up to 48 bytes (longer than the 32-byte fixed keys too); tokens with NUL bytes."""
     if nul:  # "a\x00" pads like "a" in the fixed keys
         extra = [b"\x00", b"a\x00", b"a\x00b", b" \x00", b"\x00a"]
         vocab = Vocab.from_dict(dict(enumerate([*filter(None, vocab.token_bytes), *extra])), eos_ids=[len(vocab.token_bytes) + 5])

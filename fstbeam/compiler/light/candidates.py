@@ -2,11 +2,12 @@
 
 One phrase asks the token index ~40 questions (its substrings, the tokens ending with each of its
 prefixes, starting with each of its suffixes, containing all of it), each a few bisects and numpy
-calls: ~0.2 ms a phrase. Here the substrings are plain dict lookups (no bisect to stop early: a
-short phrase has few), the prefix and suffix questions of 4 to 15 bytes of every phrase of a
-request are rows of two ``np.searchsorted`` calls over the index's fixed-width keys
-(`TokenIndex.fixed_keys`), shorter ones are remembered by the index, and the answers are merged
-per phrase by one ``np.unique``. Longer questions (a long phrase) are asked the one-phrase way.
+calls: ~0.2 ms a phrase. Here one ``np.searchsorted`` per key order over the index's fixed-width
+keys (`TokenIndex.fixed_keys`) tells how far a token can follow each phrase from each byte; the
+substrings within that reach are dict lookups, the prefix and suffix questions beyond it are
+dropped, those of 4 to 31 bytes left are rows of two ``np.searchsorted`` calls for all phrases
+(shorter ones are remembered by the index, longer ones asked the one-phrase way), and the
+answers are merged per phrase by one ``np.unique``.
 """
 from __future__ import annotations
 
@@ -44,16 +45,14 @@ def phrase_candidates(lits: list[bytes], index: TokenIndex, *, word_boundary: bo
         f, b = fwd[at:at + m], back[at:at + m]  # f[i]: from byte i; b[e - 1]: back from end e
         at += m
         need_left, need_right = boundary_needs(lit, word_boundary)
-        if m <= W:  # (a) substrings that some key starts with: one dict lookup each
-            for i in range(m):
-                for k in range(i + 1, i + f[i] + 1):
-                    lo = first.get(lit[i:k])
-                    while lo is not None:
-                        slots.append(lo)
-                        slot_owner.append(p)
-                        lo = lo + 1 if lo + 1 < nk and keys[lo + 1] == keys[lo] else None  # ids sharing bytes
-        else:
-            owned.append((p, q.ids_substrings_of(lit)))
+        for i in range(m):  # (a) substrings that some key starts with: one dict lookup each
+            # (a key sharing all W bytes may go on: then every length up to the longest token)
+            for k in range(i + 1, i + (f[i] if f[i] < W else min(m - i, top)) + 1):
+                lo = first.get(lit[i:k])
+                while lo is not None:
+                    slots.append(lo)
+                    slot_owner.append(p)
+                    lo = lo + 1 if lo + 1 < nk and keys[lo + 1] == keys[lo] else None  # ids sharing bytes
         for rev, js, need in ((1, range(1, min(m, top + 1)), need_left), (0, range(max(1, m - top), m), need_right)):
             for j in js:  # (b): keys ending with lit[:j]; (c): starting with lit[j:]
                 n, reach = (j, b[j - 1]) if rev else (m - j, f[j])

@@ -62,7 +62,7 @@ _MEMO_ENTRIES = 65_536
 _SETTLE_GC_WIDTH = 32_768  # real tokenizers: collect garbage once after the build (see __init__)
 _EMPTY = np.zeros(0, dtype=np.int32)
 #: Bytes of each token kept in `TokenIndex.fixed_keys` (longer queries take the bisect path).
-FIXED_KEY = 16
+FIXED_KEY = 32
 
 
 def _ramp_of(sizes: np.ndarray) -> np.ndarray:
