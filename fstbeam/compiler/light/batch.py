@@ -23,7 +23,7 @@ from ...contract.light import LightAutomaton
 from .automaton import _as_index, _literal, compile_phrase
 from .candidates import phrase_candidates
 from .lift import _DENSE_ENTRIES, _ramp
-from .phrase_dfa import PhraseDFA, _ro, phrase_char_dfa
+from .phrase_dfa import PhraseDFA, phrase_char_dfa
 from .token_index import TokenIndex
 
 __all__ = ["compile_phrases"]
@@ -121,6 +121,13 @@ def _lift_together(texts, lits, dfas: list[PhraseDFA], cands: list[np.ndarray], 
     exc_key = (eq - local[eq]) * V + all_c[ek]
     exc_next = (en - local[en]).astype(np.int32)
     default_next = (default - local[:, None]).astype(np.int32)
+    char_state = (np.arange(G) - local).astype(np.int32)
+    span = nq + 1  # phrase i's pointers: adv_cum[qoff[i] .. qoff[i + 1]], from 0, at qoff[i] + i
+    at = np.arange(G + P) - np.repeat(np.arange(P), span)
+    adv_ptr = adv_cum[at] - np.repeat(adv_cum[qoff[:-1]], span)
+    # Each automaton's arrays are read-only views of these (a request's few KB stay together).
+    for a in (final, progress, default_next, exc_key, exc_next, adv_ptr, adv_tokens, char_state):
+        a.setflags(write=False)
     e_at = np.searchsorted(eq, qoff).tolist()
     q_at, a_at = qoff.tolist(), adv_cum[qoff].tolist()
 
@@ -134,13 +141,11 @@ def _lift_together(texts, lits, dfas: list[PhraseDFA], cands: list[np.ndarray], 
         out.append(LightAutomaton(
             kind="phrase", text=text if isinstance(text, str) else text.decode("utf-8", "replace"),
             literal=lits[i], width=V, start=int(dfas[i].start),
-            final=_ro(final[lo:hi].copy()), progress=_ro(progress[lo:hi].copy()),
-            default_next=_ro(default_next[lo:hi].copy()),
-            exc_key=_ro(exc_key[e0:e1].copy()), exc_next=_ro(exc_next[e0:e1].copy()),
-            adv_ptr=_ro(adv_cum[lo:hi + 1] - a_at[i]), adv_tokens=_ro(adv_tokens[a_at[i]:a_at[i + 1]].copy()),
+            final=final[lo:hi], progress=progress[lo:hi], default_next=default_next[lo:hi],
+            exc_key=exc_key[e0:e1], exc_next=exc_next[e0:e1], adv_ptr=adv_ptr[lo + i:hi + i + 1],
+            adv_tokens=adv_tokens[a_at[i]:a_at[i + 1]],
             word_boundary=word_boundary, case_sensitive=case_sensitive, source="", fingerprint=index.fingerprint,
-            token_class=index.token_class, char_dfa=dfas[i], char_state=_ro(np.arange(hi - lo, dtype=np.int32)),
-            dist=_ro(dist[lo:hi].copy()),
+            token_class=index.token_class, char_dfa=dfas[i], char_state=char_state[lo:hi], dist=dist[lo:hi],
         ))
     return out
 
