@@ -148,8 +148,8 @@ def test_general_pynini_acceptor_lifts_exactly():
 @settings(max_examples=40, deadline=None)
 @given(st.integers(1, 6), st.data())
 def test_arc_step_is_the_arc_lookup(n_states, data):
-    """`_Arcs.step` (a rank in per-state byte bitmaps) against a dict of the arcs, for every
-    (state, byte) pair: bytes in every 64-byte word, missing arcs, states with no arc."""
+    """`_Arcs.step` against a dict of the arcs, for every (state, byte) pair: missing arcs,
+    states with no arc, bytes across the whole range."""
     from fstbeam.compiler.hard.token_fsa import _Arcs
 
     pairs = data.draw(st.sets(st.tuples(st.integers(0, n_states - 1), st.integers(1, 255)), max_size=60))
