@@ -163,9 +163,10 @@ def print_table(result: dict) -> None:
         print(f"\n== {task} ({t['split']} split) ==")
         keys = sorted({k for s in t["settings"].values() for k in s})
         sets = list(t["settings"])
-        print(f"{'measure':22s}" + "".join(f"{s:>12s}" for s in sets))
+        w = {s: max(12, len(s) + 2) for s in sets}
+        print(f"{'measure':22s}" + "".join(f"{s:>{w[s]}s}" for s in sets))
         for k in keys:
-            print(f"{k:22s}" + "".join(f"{str(t['settings'][s].get(k, '')):>12s}" for s in sets))
+            print(f"{k:22s}" + "".join(f"{str(t['settings'][s].get(k, '')):>{w[s]}s}" for s in sets))
         for s, c in t.get("common", {}).items():
             print(f"  on the first {c['items']} items (common to none/fstbeam): {s}: " + json.dumps(c))
         if "search_errors" in t:
@@ -185,6 +186,11 @@ def finalize(task, entry, items, M, samples=12) -> None:
     entry.pop("common", None)
     if any(len(r) != common for s, r in entry["rows"].items() if s != "tf4"):
         entry["common"] = {s: summarize(task, items[:common], r[:common], M) for s, r in entry["rows"].items() if s != "tf4"}
+    n_peer = len(entry["rows"].get("tf4", []))
+    for s in ("none", "fstbeam"):  # like for like with the peer, on its items
+        entry["settings"].pop(f"{s}@tf4items", None)
+        if 0 < n_peer < len(entry["rows"].get(s, [])):
+            entry["settings"][f"{s}@tf4items"] = summarize(task, items[:n_peer], entry["rows"][s][:n_peer], M)
     if "none" in entry["rows"] and "fstbeam" in entry["rows"]:
         entry["search_errors"] = search_errors(items, entry["rows"]["none"], entry["rows"]["fstbeam"])
     entry["samples"] = {s: [r["text"] for r in rs[:samples]] for s, rs in entry["rows"].items()}
