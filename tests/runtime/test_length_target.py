@@ -110,3 +110,11 @@ def test_decoder_query_of_each_prompt_format(fmt, prompt, expected):
     ids = dec.encode(prompt)
     assert len(ids) > expected
     assert dec.query_tokens(prompt, ids) == expected
+
+
+def test_a_prompt_that_is_all_query_counts_every_token():
+    """Where the query is the whole prompt, q is the prompt's length, control tokens (BOS)
+    included, as before the query rule; a few-shot prompt still counts its query only."""
+    table = [None, b"The cat", b" sat", b"\n\n", b"Dogs", b" run"]
+    assert query_tokens([0, 1, 2], table) == 3
+    assert query_tokens([0, 1, 2, 3, 4, 5], table) == 2
