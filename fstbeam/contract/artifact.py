@@ -51,8 +51,10 @@ from .light import LightAutomaton
 from .manifest_schema import check_manifest
 from .vocab import Vocab, load_vocab
 
-FORMAT_VERSION = 2  # 2: manifest.sha256 covers the manifest (1 is still read)
-READS = (1, 2)
+# 2: manifest.sha256 covers the manifest; 3: light automata store their fallback states (1 and 2 are
+# still read: their automata have none).
+FORMAT_VERSION = 3
+READS = (1, 2, 3)
 MAGIC = "fstbeam-constraints"
 
 
@@ -247,7 +249,7 @@ def read_artifact(path: str | os.PathLike[str], tokenizer: Any = None) -> dict[s
             check_against_vocab(hard, vocab, path)
         phrases, avoid, prefix = [], [], None
         for i, meta in enumerate(manifest["light"]):
-            a = _load_light(meta, i, array)
+            a = _load_light(meta, i, array, members)
             check_light(a, width, path, f"light/{i}")
             check_label(a, vocab, path, f"light automaton {i} ({meta['role']})")
             if meta["role"] == "phrase":
@@ -270,7 +272,7 @@ def read_artifact(path: str | os.PathLike[str], tokenizer: Any = None) -> dict[s
         )
 
 
-def _load_light(meta: dict[str, Any], i: int, array: Callable[[str], np.ndarray]) -> LightAutomaton:
+def _load_light(meta: dict[str, Any], i: int, array: Callable[[str], np.ndarray], members: Any) -> LightAutomaton:
     if meta.get("class") != LightAutomaton.__name__:
         raise ArtifactCorruptError(f"light automaton {i} has unknown class {meta.get('class')!r}; recompile it")
     cls = LightAutomaton
@@ -281,6 +283,8 @@ def _load_light(meta: dict[str, Any], i: int, array: Callable[[str], np.ndarray]
         v = meta.get(f.name, ...)
         if v is ... and isinstance(f.default, (int, str)):
             continue  # a plain field added later (max_progress, items): older artifacts lack it
+        if v is ... and f.name == "fallback" and f"light/{i}/fallback.npy" not in members:
+            continue  # format 1 and 2: no fallback states (expected_members checks the version)
         if v is ...:
             kwargs[f.name] = array(f"light/{i}/{f.name}.npy")
         elif isinstance(v, dict) and "hex" in v:

@@ -197,7 +197,7 @@ HARD_DTYPES = {
 }
 LIGHT_DTYPES = {
     "final": "bool", "progress": "int32", "default_next": "int32", "exc_key": "int64", "exc_next": "int32",
-    "adv_ptr": "int64", "adv_tokens": "int32", "token_class": "int8",
+    "adv_ptr": "int64", "adv_tokens": "int32", "token_class": "int8", "fallback": "int32",
 }
 ROOT_DTYPES = {"char_state": "int32"}
 
@@ -205,8 +205,10 @@ ROOT_DTYPES = {"char_state": "int32"}
 def expected_members(manifest: dict[str, Any]) -> set[str]:
     """Every member an artifact with this manifest must have (no more, no fewer)."""
     names = {f"hard/{n}.npy" for n in HARD_DTYPES} if manifest["hard"] is not None else set()
+    since = {"fallback": 3}  # light members added in a later format
+    light = [n for n in LIGHT_DTYPES if manifest.get("format_version", 0) >= since.get(n, 0)]
     for i in range(len(manifest["light"])):
-        names |= {f"light/{i}/{n}.npy" for n in LIGHT_DTYPES}
+        names |= {f"light/{i}/{n}.npy" for n in light}
     return names
 
 
@@ -388,6 +390,17 @@ def check_light(a: LightAutomaton, width: int, path: PathArg, where: str) -> Non
     _range(a.exc_next, -1, n, f"{where}/exc_next", path)
     _ptr(a.adv_ptr, n, len(a.adv_tokens), f"{where}/adv_ptr", path)
     _range(a.adv_tokens, 0, V, f"{where}/adv_tokens", path)
+    fb = a.fallback
+    _need(fb.shape == (n,), path, f"{where}: fallback must have one entry per state")
+    _range(fb, -1, n, f"{where}/fallback", path)
+    has = np.flatnonzero(fb >= 0)
+    if len(has):  # docs/tables.md, "Fallback states"
+        f = fb[has]
+        _need(a.kind == "phrase" and bool((a.default_next >= 0).all()) and bool((a.exc_next >= 0).all()), path,
+              f"{where}: only a must-include automaton that disallows no token may have fallback states")
+        _need(bool((fb[f] < 0).all()), path, f"{where}: a fallback state must have no fallback of its own")
+        _need(bool((a.default_next[f] == a.default_next[has]).all()), path,
+              f"{where}: a state and its fallback must have the same class defaults")
     tc = a.token_class
     _need(tc is not None and tc.shape == (V,), path, f"{where}: token_class must have {V} entries")
     _range(tc, 0, 5, f"{where}/token_class", path)

@@ -52,12 +52,20 @@ class LightAutomaton:
     # int64 [n]: fewest tokens from each state to a final one (DBA's lower bound). Computed at
     # compile time, or on load from the tables (artifact v1 does not store it).
     dist: np.ndarray | None = field(default=None, repr=False)
+    # int32 [n]: each state's fallback state, -1 for none (docs/tables.md, "Fallback states"): a
+    # token missing from the state's exceptions is looked up in its fallback's before the class
+    # default. Must-include AnyOf / ordered automata only; None (artifacts before format 3): none.
+    fallback: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        if self.fallback is None:
+            fb = np.full(self.final.shape[0], -1, np.int32)
+            fb.setflags(write=False)
+            object.__setattr__(self, "fallback", fb)
         if self.dist is None and self.token_class is not None:
             object.__setattr__(self, "dist", light_distances(self))
 
-    TABLE_FIELDS = ("final", "progress", "default_next", "exc_key", "exc_next", "adv_ptr", "adv_tokens")
+    TABLE_FIELDS = ("final", "progress", "default_next", "exc_key", "exc_next", "adv_ptr", "adv_tokens", "fallback")
 
     @property
     def n_states(self) -> int:
@@ -85,12 +93,21 @@ class LightAutomaton:
 
     def next_state(self, state: int, token: int) -> int:
         """Next state after text token ``token`` in ``state``; -1 if the token is disallowed."""
-        key = state * self.width + token
-        i = int(np.searchsorted(self.exc_key, key))
-        if i < self.exc_key.shape[0] and int(self.exc_key[i]) == key:
-            return int(self.exc_next[i])
         c = int(self.token_class[token])
-        return -1 if c == NO_TEXT_CLASS else int(self.default_next[state, c])
+        if c == NO_TEXT_CLASS:
+            return -1
+        return int(self.next_states(np.array([state]), np.array([token]))[0])
+
+    def next_states(self, states: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+        """Vectorized ``next_state`` for text tokens: the state's exception, else its fallback's,
+        else the class default."""
+        states, tokens = np.asarray(states, np.int64), np.asarray(tokens, np.int64)
+        out = np.asarray(self.default_next)[states, np.asarray(self.token_class)[tokens].clip(max=NO_TEXT_CLASS - 1)]
+        out = out.astype(np.int64)
+        fb = np.asarray(self.fallback, np.int64)[states]
+        for who in (np.where(fb >= 0, fb, -1), states):  # the fallback first: the state's own entry wins
+            _exception_lookup(self.exc_key, self.exc_next, who, tokens, self.width, out)
+        return out
 
     def advance(self, state: int, token: int) -> int:
         """``next_state`` that raises :class:`DisallowedTokenError` instead of returning -1."""
@@ -103,8 +120,10 @@ class LightAutomaton:
         """int32 ``[V]``: the next state of every token id from ``state`` (-1 = disallowed)."""
         table = np.concatenate([self.default_next[state], np.array([-1], dtype=np.int32)])
         out = table[self.token_class]
-        lo, hi = np.searchsorted(self.exc_key, [state * self.width, (state + 1) * self.width])
-        out[self.exc_key[lo:hi] - state * self.width] = self.exc_next[lo:hi]
+        fb = int(self.fallback[state])
+        for q in ([fb] if fb >= 0 else []) + [state]:  # the state's own entries last: they win
+            lo, hi = np.searchsorted(self.exc_key, [q * self.width, (q + 1) * self.width])
+            out[self.exc_key[lo:hi] - q * self.width] = self.exc_next[lo:hi]
         return np.asarray(out)
 
     def allowed(self, state: int) -> np.ndarray:
@@ -148,7 +167,82 @@ def light_distances(a: Any, class_nonempty: np.ndarray | None = None) -> np.ndar
     dst_a = np.concatenate([classes[cq, cc], en[ok]]).astype(np.int64)
     if ((src_a < 0) | (src_a >= n) | (dst_a >= n)).any():
         raise ValueError(f"light automaton {getattr(a, 'text', '')!r}: a transition leaves its {n} states")
-    return distances_from_edges(n, src_a, dst_a, np.asarray(a.final, bool))
+    fb = getattr(a, "fallback", None)
+    if fb is None or not (np.asarray(fb) >= 0).any():
+        return distances_from_edges(n, src_a, dst_a, np.asarray(a.final, bool))
+    return _distances_fallback(n, src_a, dst_a, np.asarray(a.final, bool), np.asarray(fb, np.int64), ek[ok], en[ok], V)
+
+
+def _exception_lookup(exc_key: np.ndarray, exc_next: np.ndarray, states: np.ndarray, tokens: np.ndarray, V: int,
+                      out: np.ndarray) -> None:
+    """Write into ``out`` the exception entry of each (state, token) pair that has one."""
+    ek = np.asarray(exc_key)
+    if not len(ek):
+        return
+    key = states * V + tokens
+    i = np.searchsorted(ek, key).clip(max=len(ek) - 1)
+    hit = (ek[i] == key) & (states >= 0)
+    out[hit] = np.asarray(exc_next)[i[hit]]
+
+
+def _distances_fallback(n: int, src: np.ndarray, dst: np.ndarray, final: np.ndarray, fb: np.ndarray,
+                        ek: np.ndarray, en: np.ndarray, V: int) -> np.ndarray:
+    """`distances_from_edges` where a state with a fallback also has an edge to every target of
+    its fallback's exceptions, except a target all of whose tokens the state overrides.
+
+    Those edges are never listed (states x start tokens): a breadth-first search from the final
+    states passes from a target to the fallbacks that reach it, and from there to the states
+    that fall back on them, skipping a state only where the target is overridden for it."""
+    rev: list[list[int]] = [[] for _ in range(n)]
+    for s, d in zip(src.tolist(), dst.tolist()):
+        rev[d].append(s)
+    eq, et = ek // V, ek % V
+    is_fb = np.zeros(n, bool)
+    is_fb[fb[fb >= 0]] = True
+    # Targets of the fallbacks' exceptions, and how many tokens reach each.
+    sel = is_fb[eq]
+    pair = np.unique(eq[sel] * n + en[sel], return_counts=True)
+    vrev: list[list[int]] = [[] for _ in range(n)]
+    for f, y in zip((pair[0] // n).tolist(), (pair[0] % n).tolist()):
+        vrev[y].append(f)
+    # (state, target) pairs the state overrides for every token that reaches the target.
+    has = fb[eq] >= 0
+    qs, ts = eq[has], et[has]
+    over_next = np.full(len(qs), -1, np.int64)
+    _exception_lookup(ek, en, fb[qs], ts, V, over_next)
+    hit = over_next >= 0
+    got = np.unique(qs[hit] * n + over_next[hit], return_counts=True)
+    f_of = fb[got[0] // n]
+    need = pair[1][np.searchsorted(pair[0], f_of * n + got[0] % n)]
+    blocked = set(got[0][got[1] == need].tolist())
+    pending: list[list[int]] = [[] for _ in range(n)]
+    for q in np.flatnonzero(fb >= 0).tolist():
+        pending[int(fb[q])].append(q)
+    dist = [-1] * n
+    todo = np.flatnonzero(final).tolist()
+    for q in todo:
+        dist[q] = 0
+    for y in todo:  # the list grows while it is walked: a breadth-first search
+        d = dist[y] + 1
+        for p in rev[y]:
+            if dist[p] < 0:
+                dist[p] = d
+                todo.append(p)
+        for f in vrev[y]:
+            left = []
+            for q in pending[f]:
+                if dist[q] >= 0:
+                    continue
+                if q * n + y in blocked:
+                    left.append(q)
+                else:
+                    dist[q] = d
+                    todo.append(q)
+            pending[f] = left
+    out = np.array(dist, dtype=np.int64)
+    out[out < 0] = INF_DIST
+    out.setflags(write=False)
+    return out
 
 
 def distances_from_edges(n: int, src: np.ndarray, dst: np.ndarray, final: np.ndarray) -> np.ndarray:

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .layout import NO_TEXT_CLASS
 
 if TYPE_CHECKING:
     from .light import LightAutomaton
@@ -113,10 +112,4 @@ def completing_first(a: LightAutomaton, wprog: np.ndarray) -> tuple[np.ndarray, 
 
 def _next_states(a: LightAutomaton, state: np.ndarray, toks: np.ndarray) -> np.ndarray:
     """Vectorized ``a.next_state`` for text tokens that advance (never disallowed)."""
-    key = state * int(a.width) + toks
-    ek = np.asarray(a.exc_key, np.int64)
-    default = np.asarray(a.default_next)[state, np.asarray(a.token_class)[toks].clip(max=NO_TEXT_CLASS - 1)]
-    if not len(ek):
-        return np.asarray(default)
-    i = np.searchsorted(ek, key).clip(max=len(ek) - 1)
-    return np.asarray(np.where(ek[i] == key, np.asarray(a.exc_next)[i], default))
+    return a.next_states(state, toks)

@@ -227,6 +227,7 @@ class Tables:
         final, prog, dnext = [np.array([True])], [np.array([0])], [np.zeros((1, 5), np.int64)]
         is_phr, dist = [np.array([False])], [np.array([0])]
         ekey, enext, aptr, atok = [], [], [np.zeros(2, np.int64)], []  # adv pointers: identity = empty range
+        fback = [np.full(1, -1, np.int64)]  # fallback states (docs/tables.md), global ids
         asplit = [np.zeros(1, np.int64)]  # per state: where its word-completing advancing tokens end
         aend = [np.zeros(1, np.int64)]  # ... and where the other advancing tokens DBA may offer end
         off, a_off = 1, 0
@@ -248,6 +249,8 @@ class Tables:
             ekey.append(ek + off * V)
             en = np.asarray(a.exc_next, np.int64)
             enext.append(np.where(en >= 0, en + off, -1))
+            fb = np.asarray(a.fallback, np.int64)
+            fback.append(np.where(fb >= 0, fb + off, -1))
             ap = np.asarray(a.adv_ptr, np.int64)
             aptr.append(ap[1:] + a_off)
             if is_phrase:
@@ -274,6 +277,10 @@ class Tables:
         self.l_exc_key = _t(_sentinel(ek_all), dev)
         self.l_exc_next = _t(np.concatenate([cat(enext, np.int64), [-1]]), dev)
         self.l_exc_ptr = _t(np.searchsorted(ek_all, np.arange(off + 1, dtype=np.int64) * V).astype(np.int64), dev)
+        # A state's fallback (must-include automata only, which disallow no token: the mask needs
+        # only their own exceptions, and light_next looks the fallback's up where those miss).
+        fb_all = np.concatenate(fback)
+        self.l_fallback = _t(fb_all, dev) if (fb_all >= 0).any() else None
         self.l_adv_ptr = _t(aptr_all, dev)
         self.l_adv_split = _t(np.concatenate(asplit).astype(np.int64), dev)
         self.l_adv_end = _t(np.concatenate(aend).astype(np.int64), dev)
@@ -333,6 +340,11 @@ class Tables:
         hit = self.l_exc_key[i] == key
         cls = self.token_class[tt]
         dflt = self.l_next[s, cls]
+        if self.l_fallback is not None:  # missed: the fallback's exception, if any
+            fb = self.l_fallback[s]
+            key2 = fb * self.V + tt
+            j = torch.searchsorted(self.l_exc_key, key2.reshape(-1)).reshape(key2.shape)
+            dflt = torch.where((fb >= 0) & (self.l_exc_key[j] == key2), self.l_exc_next[j], dflt)
         return torch.where(hit, self.l_exc_next[i], dflt)
 
     def accepting(self, h: torch.Tensor, s: torch.Tensor) -> torch.Tensor:

@@ -32,6 +32,7 @@ from ...contract.vocab import Vocab
 from ...errors import SpecError, UnsatisfiableConstraintError
 from ...fst.text import IS_WORD_BYTE
 from .automaton import _as_index, _lift, _phrase_candidates, _union
+from .fallback import lift_with_fallback
 from .phrase_dfa import PhraseDFA, _minimize, _ro
 from .token_index import TokenIndex
 
@@ -153,7 +154,7 @@ def items_char_dfa(stages: tuple[Stage, ...]) -> PhraseDFA:
     the output; ``progress`` as in the module docstring."""
     if not stages:
         raise ValueError("items_char_dfa needs at least one item")
-    return _items_char_dfa(tuple(stages))
+    return _items_char_dfa(tuple(stages))[0]
 
 
 class _Tries:
@@ -187,7 +188,9 @@ class _Tries:
 
 
 @functools.lru_cache(maxsize=16)  # an item is built for its satisfiability check, then compiled
-def _items_char_dfa(stages: tuple[Stage, ...]) -> PhraseDFA:
+def _items_char_dfa(stages: tuple[Stage, ...]) -> tuple[PhraseDFA, np.ndarray]:
+    """(`items_char_dfa`, each state's fallback: the state with the same stage and flags and no
+    partial match, -1 for none; ``fallback.lift_with_fallback``)."""
     alphabet, sentence = _alphabet(stages)
     word_sym, nonword_sym = len(alphabet), len(alphabet) + 1
     sym_of_byte = np.where(IS_WORD_BYTE, word_sym, nonword_sym).astype(np.int16)
@@ -265,6 +268,7 @@ def _items_char_dfa(stages: tuple[Stage, ...]) -> PhraseDFA:
     # without them: one such row per (stage, previous byte, pending, sentence start), then only
     # the symbols the partial matches continue with (linear in the states, not states x items).
     base_rows: dict = {}
+    fb_raw: dict[int, int] = {}
     while todo:
         st = todo.popleft()
         if st is MET:
@@ -276,6 +280,8 @@ def _items_char_dfa(stages: tuple[Stage, ...]) -> PhraseDFA:
             empty = (st[0], frozenset(), st[2], st[3], st[4])
             entry = base_rows[key] = ([step(empty, s) for s in range(nsym)], [-1] * nsym)
         raw, bid = entry
+        if st[1]:  # its fallback: the same flags without partial matches
+            fb_raw[len(rows)] = state_id((st[0], frozenset(), st[2], st[3], st[4]))
         syms = exact_syms if cs[st[0]] else folded_syms
         over = {s: state_id(step(st, s)) for u in st[1] for b in children[u] for s in syms.get(b, ())}
         row = []
@@ -299,7 +305,16 @@ def _items_char_dfa(stages: tuple[Stage, ...]) -> PhraseDFA:
     final_b[block[final]] = True
     prog_b = np.zeros(nb, dtype=np.int32)
     prog_b[block] = prog
-    return PhraseDFA(_ro(mdelta), _ro(sym_of_byte), 0, _ro(final_b), _ro(np.zeros(nb, dtype=bool)), _ro(prog_b), word_sym, nonword_sym)
+    dfa = PhraseDFA(_ro(mdelta), _ro(sym_of_byte), 0, _ro(final_b), _ro(np.zeros(nb, dtype=bool)), _ro(prog_b), word_sym, nonword_sym)
+    # A block falls back where its states do, unless it holds a state without partial matches.
+    fb = np.full(nb, -1, np.int64)
+    if fb_raw:
+        src = np.fromiter(fb_raw.keys(), np.int64, len(fb_raw))
+        fb[block[src]] = block[np.fromiter(fb_raw.values(), np.int64, len(fb_raw))]
+    plain = np.ones(len(states), bool)
+    plain[list(fb_raw)] = False
+    fb[block[plain]] = -1
+    return dfa, _ro(fb)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -333,12 +348,12 @@ def compile_items(items, index: TokenIndex | Vocab, *, ordered: bool = False, so
         raise ValueError("several items compile to one automaton only with ordered=True")
     index = _as_index(index)
     stages = stages_of(items)
-    dfa = items_char_dfa(stages)
+    dfa, fallback = _items_char_dfa(stages)
     text = describe_items(items, ordered)
     cands = _candidates(stages, index)
     longest = max((lit for s in stages for lit, _ in s.alts), key=len)
     try:
-        a = _lift("phrase", text, longest, dfa, index, cands, True, True, source)
+        a = lift_with_fallback(text, longest, dfa, fallback, index, cands, source)
     except UnsatisfiableConstraintError:
         raise _why_impossible(items, index, ordered, source) from None
     from dataclasses import replace

@@ -1,0 +1,197 @@
+"""Lifting a must-include automaton with *fallback* states (AnyOf, ordered, sentence case).
+
+An AnyOf of N alternatives has a state per partial match (~ the alternatives' total length), and
+a token that starts an alternative (" cat" for "cat food") leaves every state for the same
+partial match, whatever was matched before: with one exception list per state those start
+transitions were stored once per state, N x N entries (18 million for 1,000 two-word
+alternatives: 10 s and 2.4 GB to build).
+
+Here a state with partial matches names a *fallback*: the state with the same stage and boundary
+flags and no partial match (``alternatives._items_char_dfa``). A token that extends none of the
+state's partial matches acts exactly as from the fallback (its partial matches die at the first
+byte they cannot take, and none of them completes), so the state stores only the tokens whose
+result differs from its fallback's, and a lookup that misses its own exceptions tries the
+fallback's before the class default (docs/tables.md, "Fallback states"). The trie walk of
+`lift.token_exceptions` runs each state beside its fallback and stops a branch as soon as the
+two coincide, so the work follows the partial matches, not states x start tokens.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...contract.layout import INF_DIST
+from ...contract.light import LightAutomaton, light_distances
+from ...errors import UnsatisfiableConstraintError
+from .lift import _distinct_rows, _ramp, _trie
+from .phrase_dfa import PhraseDFA, _ro
+from .token_index import TokenIndex
+
+__all__ = ["fallback_exceptions", "lift_with_fallback"]
+
+
+def fallback_exceptions(delta: np.ndarray, sym_of_byte: np.ndarray, padded: np.ndarray, lengths: np.ndarray,
+                        cls: np.ndarray, default: np.ndarray, fallback: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(state, candidate index, next state) wherever a candidate's next state differs from its
+    reference: the fallback's next state (``fallback[state] >= 0``) or the class default
+    ``default[state, cls[candidate]]``; sorted by state, then candidate.
+
+    The candidates' trie is walked one symbol at a time over distinct (trie node, state,
+    reference) triples, where the reference is a default row or the fallback's current state; a
+    triple whose state equals its fallback's is dropped (they agree on every longer token)."""
+    lengths = np.asarray(lengths, np.int64)
+    z = np.zeros(0, np.int64)
+    nq, nsym = delta.shape
+    if not len(lengths):
+        return z, z, z.astype(np.int32)
+    syms = sym_of_byte[padded].astype(np.int64)
+    children, _, ends = _trie([row[:n] for row, n in zip(syms.tolist(), lengths.tolist())])
+    n_nodes = len(children)
+    ptr = np.zeros(n_nodes + 1, np.int64)
+    np.cumsum([len(c) for c in children], out=ptr[1:])
+    child_node = np.fromiter((v for c in children for v in c.values()), np.int64, int(ptr[-1]))
+    child_sym = np.fromiter((x for c in children for x in c), np.int64, int(ptr[-1]))
+    tptr = np.zeros(n_nodes + 1, np.int64)
+    np.cumsum([len(e) for e in ends], out=tptr[1:])
+    tok_at = np.fromiter((k for e in ends for k in e), np.int64, int(tptr[-1]))
+    drows, drow_of_q = _distinct_rows(default)
+    nd = len(drows)
+    nr = nd + nq  # reference r < nd: default row r; r >= nd: the fallback is in char state r - nd
+    flat = delta.astype(np.int64).ravel()
+    fb = np.asarray(fallback, np.int64)
+    p_node, p_state = np.zeros(nq, np.int64), np.arange(nq, dtype=np.int64)
+    p_ref = np.where(fb >= 0, nd + fb, drow_of_q)
+    parents: list = []
+    exc: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
+    level = 0
+    while len(p_node):
+        count = ptr[p_node + 1] - ptr[p_node]
+        e_parent = np.repeat(np.arange(len(p_node)), count)
+        e = np.repeat(ptr[p_node], count) + _ramp(count)
+        sym = child_sym[e]
+        nxt = flat[p_state[e_parent] * nsym + sym]
+        ref = p_ref[e_parent]
+        on_fb = ref >= nd
+        ref = np.where(on_fb, nd + flat[np.where(on_fb, ref - nd, 0) * nsym + sym], ref)
+        keep = ~on_fb | (nxt != ref - nd)  # beside its fallback again: no longer token differs
+        e_parent, nxt, ref, e = e_parent[keep], nxt[keep], ref[keep], e[keep]
+        key = (child_node[e] * nq + nxt) * nr + ref
+        uniq, e_child = np.unique(key, return_inverse=True)
+        level += 1
+        parents.append((e_child.reshape(-1), e_parent, len(uniq)))
+        p_node, p_state, p_ref = uniq // (nq * nr), (uniq // nr) % nq, uniq % nr
+        tcount = tptr[p_node + 1] - tptr[p_node]
+        if tcount.any():
+            t_pair = np.repeat(np.arange(len(p_node)), tcount)
+            t_tok = tok_at[np.repeat(tptr[p_node], tcount) + _ramp(tcount)]
+            r = p_ref[t_pair]
+            want = np.where(r >= nd, r - nd, drows[np.minimum(r, nd - 1), cls[t_tok]])
+            differs = p_state[t_pair] != want
+            if differs.any():
+                t_pair, t_tok = t_pair[differs], t_tok[differs]
+                exc.append((level, t_pair, t_tok, p_state[t_pair]))
+    if not exc:
+        return z, z, z.astype(np.int32)
+    ids_tok = np.concatenate([t for _, _, t, _ in exc])
+    ids_next = np.concatenate([n for _, _, _, n in exc])
+    first = np.cumsum([0] + [len(t) for _, _, t, _ in exc])
+    cur_id, cur_pair = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    by_level = {lv: (np.arange(first[i], first[i + 1]), pr) for i, (lv, pr, _, _) in enumerate(exc)}
+    for lv in range(level, 0, -1):  # trace every exception back to its start states
+        if lv in by_level:
+            ids, pr = by_level[lv]
+            cur_id, cur_pair = np.concatenate([cur_id, ids]), np.concatenate([cur_pair, pr])
+        e_child, e_parent, n_pairs = parents[lv - 1]
+        order = np.argsort(e_child, kind="stable")
+        cptr = np.searchsorted(e_child[order], np.arange(n_pairs + 1))
+        cnt = cptr[cur_pair + 1] - cptr[cur_pair]
+        cur_id = np.repeat(cur_id, cnt)
+        cur_pair = e_parent[order[np.repeat(cptr[cur_pair], cnt) + _ramp(cnt)]]
+    q, k, n = cur_pair, ids_tok[cur_id], ids_next[cur_id]
+    order = np.lexsort((k, q))
+    return q[order].astype(np.int64), k[order].astype(np.int64), n[order].astype(np.int32)
+
+
+def _usable(fallback: np.ndarray, default: np.ndarray) -> np.ndarray:
+    """``fallback`` with -1 wherever the table contract would be broken: a fallback must have no
+    fallback of its own and the same class defaults (a lookup that misses both exception lists
+    takes the state's own default row)."""
+    fb = np.asarray(fallback, np.int64).copy()
+    has = fb >= 0
+    bad = has & ((fb[np.maximum(fb, 0)] >= 0) | (default[np.maximum(fb, 0)] != default).any(axis=1))
+    fb[bad] = -1
+    return fb
+
+
+def lift_with_fallback(text: str, literal: bytes, dfa: PhraseDFA, fallback: np.ndarray, index: TokenIndex,
+                       cands: np.ndarray, source: str) -> LightAutomaton:
+    """The must-include light automaton of ``dfa`` (every character state kept, numbered as in
+    ``dfa``) with fallback states. Raises UnsatisfiableConstraintError when no final state can be
+    reached from the start."""
+    V = index.width
+    default = dfa.class_defaults().astype(np.int64)
+    fb = _usable(fallback, default)
+    cls = index.token_class[cands].astype(np.int64)
+    eq, ek, en = fallback_exceptions(dfa.delta, dfa.sym_of_byte, index.padded[cands], index.lengths[cands], cls,
+                                     default, fb)
+    exc_key = eq * V + cands[ek]
+    exc_next = en.astype(np.int32)
+    final = np.asarray(dfa.final, bool)
+    n = len(final)
+    progress = dfa.progress.astype(np.int32)
+    nonempty = index.class_nonempty
+    tables = _Tables(final, V, default, exc_key, exc_next, fb, text)
+    dist = light_distances(tables, nonempty)
+    if dist[dfa.start] >= INF_DIST:
+        raise UnsatisfiableConstraintError(f"phrase {text!r} can never be met", (text,))
+    if (progress[default] > progress[:, None]).any():
+        raise AssertionError(f"internal error: a class default raises progress in {text!r}")
+    adv_ptr, adv_tokens = _advancing(n, V, progress, exc_key, exc_next, fb)
+    return LightAutomaton(
+        kind="phrase", text=text, literal=literal, width=V, start=int(dfa.start), final=_ro(final.copy()),
+        progress=_ro(progress), default_next=_ro(default.astype(np.int32)), exc_key=_ro(exc_key),
+        exc_next=_ro(exc_next), adv_ptr=_ro(adv_ptr), adv_tokens=_ro(adv_tokens), source=source,
+        fingerprint=index.fingerprint, token_class=index.token_class, char_dfa=dfa,
+        char_state=_ro(np.arange(n, dtype=np.int32)), dist=dist, fallback=_ro(fb.astype(np.int32)),
+    )
+
+
+class _Tables:
+    """The fields `light_distances` reads, before the automaton exists."""
+
+    def __init__(self, final, width, default_next, exc_key, exc_next, fallback, text):
+        self.final, self.width, self.default_next = final, width, default_next
+        self.exc_key, self.exc_next, self.fallback, self.text = exc_key, exc_next, fallback, text
+
+
+def _advancing(n: int, V: int, progress: np.ndarray, exc_key: np.ndarray, exc_next: np.ndarray,
+               fb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(adv_ptr, adv_tokens): per state, the sorted tokens whose next state has more progress.
+    Class defaults never advance, so they are a state's own advancing exceptions plus, with a
+    fallback, the fallback's exceptions that advance past the state's progress and that the
+    state does not override. The second part is read off the fallback's exceptions sorted by
+    the progress they reach: a prefix of that list per state."""
+    eq = exc_key // V
+    adv = progress[exc_next] > progress[eq]
+    own = exc_key[adv]
+    has = np.flatnonzero(fb >= 0)
+    if len(has):
+        # The exceptions of the fallback states, by (state, progress reached, descending).
+        P = int(progress.max()) + 1
+        is_fb = np.zeros(n, bool)
+        is_fb[fb[has]] = True
+        sel = np.flatnonzero(is_fb[eq] & adv)
+        order = np.lexsort((-progress[exc_next[sel]], eq[sel]))
+        sel = sel[order]
+        skey = eq[sel] * P + (P - 1 - progress[exc_next[sel]])  # ascending
+        f = fb[has]
+        lo = np.searchsorted(skey, f * P)
+        hi = np.searchsorted(skey, f * P + (P - 1 - progress[has]))  # progress reached > the state's
+        cnt = hi - lo
+        idx = sel[np.repeat(lo, cnt) + _ramp(cnt)]
+        keys = np.repeat(has, cnt) * V + exc_key[idx] % V
+        i = np.searchsorted(exc_key, keys).clip(max=max(len(exc_key) - 1, 0))
+        mine = exc_key[i] == keys if len(exc_key) else np.zeros(len(keys), bool)
+        own = np.concatenate([own, keys[~mine]])  # overridden ones: the state's own entry decides
+        own.sort()
+    ptr = np.searchsorted(own, np.arange(n + 1, dtype=np.int64) * V).astype(np.int64)
+    return ptr, (own % V).astype(np.int32)
