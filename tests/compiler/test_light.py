@@ -140,7 +140,15 @@ def check_tables(a: LightAutomaton) -> None:
     qs, ts = a.exc_key // V, a.exc_key % V
     cls = a.token_class[ts]
     assert np.all(cls < 4), "special / EOS ids are never exceptions"
-    assert np.all(a.exc_next != a.default_next[qs, cls]), "exceptions differ from the class default"
+    # An exception differs from what the lookup gives without it: the fallback's entry, else the
+    # class default (docs/tables.md, "Fallback states").
+    without = a.default_next[qs, cls].astype(np.int64)
+    fb = a.fallback[qs].astype(np.int64)
+    key = np.where(fb >= 0, fb * V + ts, -1)
+    i = np.searchsorted(a.exc_key, key).clip(max=max(a.exc_key.size - 1, 0))
+    on_fb = (fb >= 0) & (a.exc_key[i] == key) if a.exc_key.size else fb >= 0
+    without[on_fb] = a.exc_next[i[on_fb]]
+    assert np.all(a.exc_next != without), "exceptions differ from the fallback's entry or the class default"
     assert a.adv_ptr.dtype == np.int64 and a.adv_ptr.shape == (n + 1,) and a.adv_ptr[0] == 0
     assert a.adv_ptr[-1] == a.adv_tokens.shape[0] and a.adv_tokens.dtype == np.int32
     for q in range(n):
