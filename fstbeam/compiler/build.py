@@ -26,7 +26,7 @@ from .hard.automaton import fst_bytes, hard_automaton
 from .hard.cefr import cefr_words, parse_level
 from .light.phrase_dfa import phrase_char_dfa
 from .light.satisfy import avoidable, jointly_possible, phrases_possible, reachable_pair
-from .limits import check_request_limits, check_words
+from .limits import check_grammar_phrases, check_words
 from .spec import ConstraintSpec, Phrase, WordList, as_phrases, read_word_file
 
 log = logging.getLogger(__name__)
@@ -264,12 +264,13 @@ def compile_with(
         with stages("words"):
             wl = _words_spec(words, cefr)
         g_lang, g_phr, g_avoid, g_desc, g_hash = _grammar_language(grammar, grammar_params)
-        user = as_phrases(phrases, "phrases")
+        user, user_avoid = tuple(phrases), tuple(avoid)  # a ConstraintRequest's: checked, limits included
         n_ordered = _ordered_count(ordered, user)
-        user_avoid = as_phrases(avoid, "avoid", flatten=True)
-        check_request_limits(user, user_avoid, prefix)
-        phr = user + as_phrases(g_phr, f"grammar {grammar}")
-        avd = user_avoid + as_phrases(g_avoid, f"grammar {grammar}", flatten=True)
+        g_name = grammar if isinstance(grammar, str) else g_desc  # a built grammar's repr is its data
+        g_phr = as_phrases(g_phr, f"grammar {g_name}")
+        g_avoid = as_phrases(g_avoid, f"grammar {g_name}", flatten=True)
+        check_grammar_phrases(g_phr, g_avoid, g_name)
+        phr, avd = user + g_phr, user_avoid + g_avoid
         if prefix is not None and (not isinstance(prefix, str) or prefix == ""):
             raise SpecError("prefix= must be non-empty text (or None for no prefix)")
         spec = ConstraintSpec(
@@ -349,8 +350,7 @@ def extend_with(comp, cc: CompiledConstraints, *, phrases=(), avoid=(), prefix=N
     What ``cc`` already requires stays: its phrases and avoid list (also those a grammar
     supplied) and its prefix. The whole request is checked against the hard automaton.
     ``ordered``: the NEW phrases must occur in the given order (as in ``compile_with``)."""
-    phr, avd = as_phrases(phrases, "phrases"), as_phrases(avoid, "avoid", flatten=True)
-    check_request_limits(phr, avd, prefix)
+    phr, avd = tuple(phrases), tuple(avoid)  # a ConstraintRequest's: checked, limits included
     n_ordered = _ordered_count(ordered, phr)
     if prefix is not None and (not isinstance(prefix, str) or prefix == ""):
         raise SpecError("prefix= must be non-empty text (or None for no prefix)")

@@ -29,6 +29,7 @@ from typing import Any, Iterable, Mapping, TypeVar
 from ..errors import GrammarError, SpecError
 from ..validate import check_flag, check_text, check_texts
 from .light.alternatives import AnyOf
+from .limits import check_request_limits
 from .spec import Phrase
 
 __all__ = ["ConstraintRequest", "HARD_KEYS", "LIGHT_KEYS", "OPTION_KEYS", "JSON_KEYS", "json_schema", "new_items"]
@@ -86,16 +87,18 @@ def _items(value: Any, where: str, sentence_case: bool) -> tuple[Item, ...]:
     out: list[Item] = []
     for i, v in enumerate(_listed(value, where, " (a nested list: any one of its texts)")):
         at = f"{where}[{i}]"
-        if isinstance(v, (Phrase, AnyOf)):
+        if isinstance(v, AnyOf) and len(v.alternatives) == 1 and not v.sentence_case:  # one text: a phrase
+            out.append(Phrase(v.alternatives[0], v.word_boundary, v.case_sensitive, v.source))
+        elif isinstance(v, (Phrase, AnyOf)):
             out.append(v)
         elif isinstance(v, (list, tuple)):
             if not v:
                 raise SpecError(f"{at} is an empty list: give at least one alternative")
-            alts = check_texts(v, at, limit="phrase_chars", count="alternatives_per_item")
+            alts = check_texts(v, at)
             out.append(AnyOf(*alts, sentence_case=sentence_case, source=at) if len(set(alts)) > 1
                        else Phrase(alts[0], sentence_case=sentence_case, source=at))
         else:
-            out.append(Phrase(check_text(v, at, limit="phrase_chars"), sentence_case=sentence_case, source=at))
+            out.append(Phrase(check_text(v, at), sentence_case=sentence_case, source=at))
     return _unique(out)
 
 
@@ -109,20 +112,10 @@ def _avoid(value: Any, where: str) -> tuple[Phrase, ...]:
         elif isinstance(v, AnyOf):
             out += [Phrase(t, v.word_boundary, v.case_sensitive, v.source) for t in v.alternatives]
         elif isinstance(v, (list, tuple)):
-            out += [Phrase(t, source=at) for t in check_texts(v, at, limit="avoid_chars")]
+            out += [Phrase(t, source=at) for t in check_texts(v, at)]
         else:
-            out.append(Phrase(check_text(v, at, limit="avoid_chars"), source=at))
-    out = list(_unique(out))
-    total = sum(len(p.text) for p in out)
-    from ..validate import LIMITS
-
-    if len(out) > LIMITS["avoid_per_request"]:
-        raise SpecError(f"{where}: {len(out)} avoid phrases, over the limit of {LIMITS['avoid_per_request']:,} "
-                        "(avoid_per_request, docs/trust.md)")
-    if total > LIMITS["avoid_chars"]:
-        raise SpecError(f"{where}: {total:,} characters of avoid phrases, over the limit of {LIMITS['avoid_chars']:,} "
-                        "(avoid_chars, docs/trust.md)")
-    return tuple(out)
+            out.append(Phrase(check_text(v, at), source=at))
+    return _unique(out)
 
 
 def _words(value: Any, where: str) -> str | os.PathLike[str] | tuple[str, ...] | None:
@@ -193,13 +186,11 @@ class ConstraintRequest:
             check_text(self.grammar, _at(w, "grammar"))
         if self.grammar_params and self.grammar is None:
             raise SpecError(f"{_at(w, 'grammar_params')}: grammar_params= sets parameters of a grammar: give grammar= too")
-        if self.prefix is not None:
-            check_text(self.prefix, _at(w, "prefix"), limit="prefix_chars")
-        from ..validate import LIMITS
-
-        if len(self.phrases) > LIMITS["phrases_per_request"]:
-            raise SpecError(f"{_at(w, 'phrases')}: {len(self.phrases)} must-include items, over the limit of "
-                            f"{LIMITS['phrases_per_request']} (phrases_per_request, docs/trust.md)")
+        for name, kinds in (("phrases", (Phrase, AnyOf)), ("avoid", (Phrase,))):
+            if not all(isinstance(p, kinds) for p in getattr(self, name)):
+                raise SpecError(f"{_at(w, name)}: build the request with ConstraintRequest.from_kwargs or from_json "
+                                "(they turn texts and nested lists into phrases)")
+        check_request_limits(self.phrases, self.avoid, self.prefix, w)  # the one check of the limits
 
     # ------------------------------------------------------------------ builders
     @classmethod

@@ -81,3 +81,36 @@ def test_limits_themselves_are_accepted(vocab):
 def test_with_request_needs_compiled_constraints(cc):
     with pytest.raises(SpecError, match="compiled constraints"):
         fstbeam.with_request(cc, phrases=["a"])
+
+
+def test_limits_are_checked_when_the_request_is_built():
+    """One check, in ConstraintRequest, before any tokenizer loads: also for Phrase and AnyOf
+    objects (not only texts and nested lists) and a merged request."""
+    from fstbeam import AnyOf, ConstraintRequest, Phrase
+
+    over = LIMITS["alternatives_per_item"] + 1
+    with pytest.raises(SpecError, match=r"phrases\[0\].*alternatives_per_item"):
+        ConstraintRequest.from_kwargs(phrases=[AnyOf(*[f"w{i}" for i in range(over)])])
+    with pytest.raises(SpecError, match=r"phrases\[1\].*alternatives_chars"):
+        ConstraintRequest.from_kwargs(phrases=["a", AnyOf(*["ab" * 200 + str(i) for i in range(12)])])
+    with pytest.raises(SpecError, match="phrase_chars"):
+        ConstraintRequest.from_kwargs(phrases=[Phrase("a" * (LIMITS["phrase_chars"] + 1))])
+    with pytest.raises(SpecError, match="avoid_chars"):
+        ConstraintRequest.from_kwargs(avoid=[Phrase("a" * (LIMITS["avoid_chars"] + 1))])
+    half = [f"p{i}" for i in range(LIMITS["phrases_per_request"] // 2 + 1)]
+    base = ConstraintRequest.from_kwargs(phrases=half)
+    with pytest.raises(SpecError, match="phrases_per_request"):
+        base.merged(ConstraintRequest.from_kwargs(phrases=[h + "x" for h in half]))
+
+
+def test_grammar_phrases_are_checked_against_the_limits(vocab):
+    """A grammar's phrases never pass through a request: the compiler checks them."""
+    from fstbeam.grammars.building import GrammarBuild
+
+    for phrases, avoid, limit in ((("a" * (LIMITS["phrase_chars"] + 1),), (), "phrase_chars"),
+                                  ((tuple(f"w{i}" for i in range(LIMITS["alternatives_per_item"] + 1)),), (),
+                                   "alternatives_per_item"),
+                                  ((), ("b" * (LIMITS["avoid_chars"] + 1),), "avoid_chars")):
+        g = GrammarBuild(name="long", params={}, source_hash="0", language=None, phrases=phrases, avoid=avoid)
+        with pytest.raises(SpecError, match=f"grammar long.*{limit}"):
+            fstbeam.compile_constraints(tokenizer=vocab, grammar=g)
