@@ -131,8 +131,18 @@ class LightAutomaton:
         return np.flatnonzero(self.row(state) >= 0)
 
     def advancing(self, state: int) -> np.ndarray:
-        """Sorted int32 ids of the tokens that raise ``progress`` from ``state`` (DBA candidates)."""
-        return self.adv_tokens[self.adv_ptr[state] : self.adv_ptr[state + 1]]
+        """Sorted int32 ids of the tokens that raise ``progress`` from ``state`` (DBA candidates):
+        its own list, and with a fallback, the fallback's advancing tokens that the state does not
+        override and that reach more than its progress."""
+        own = self.adv_tokens[self.adv_ptr[state] : self.adv_ptr[state + 1]]
+        f = int(self.fallback[state])
+        if f < 0:
+            return own
+        cand = np.asarray(self.adv_tokens[self.adv_ptr[f] : self.adv_ptr[f + 1]], np.int64)
+        lo, hi = np.searchsorted(self.exc_key, [state * self.width, (state + 1) * self.width])
+        cand = cand[~np.isin(cand, self.exc_key[lo:hi] - state * self.width)]
+        cand = cand[self.progress[self.next_states(np.full(len(cand), f), cand)] > self.progress[state]]
+        return np.union1d(own, cand).astype(np.int32)
 
     def describe(self) -> str:
         opts = []

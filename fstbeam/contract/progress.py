@@ -34,11 +34,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .layout import INF_DIST, NO_TEXT_CLASS
+from .light import _exception_lookup
+
 
 if TYPE_CHECKING:
     from .light import LightAutomaton
 
-__all__ = ["IS_WORD_BYTE", "word_ends", "phrase_word_ends", "phrase_words", "word_progress", "completing_first"]
+__all__ = ["IS_WORD_BYTE", "word_ends", "phrase_word_ends", "phrase_words", "word_progress", "completing_first",
+           "fallback_sets"]
 
 #: ``IS_WORD_BYTE[b]``: ASCII letter or digit, or any byte >= 0x80 (as ``fstbeam.fst.text``, which
 #: the contract may not import; a test checks that the two agree).
@@ -85,31 +89,103 @@ def word_progress(a: LightAutomaton) -> np.ndarray:
     return out
 
 
-def completing_first(a: LightAutomaton, wprog: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _ranked(a: LightAutomaton, wprog: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each state's own advancing tokens: (state, token, completes a word, on a shortest path)."""
+    ptr = np.asarray(a.adv_ptr, np.int64)
+    toks = np.asarray(a.adv_tokens, np.int64)
+    state = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+    nxt = _next_states(a, state, toks)
+    done = wprog[nxt] > wprog[state]
+    dist = np.asarray(a.dist, np.int64)
+    return state, toks, done, ~done & (dist[nxt] + 1 == dist[state])
+
+
+def completing_first(a: LightAutomaton, wprog: np.ndarray,
+                     more_short: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``a``'s advancing tokens reordered per state: those that complete a word (raise ``wprog``)
     first, then those on a shortest path to the phrase's end (``a.dist`` drops by one), then the
     rest; and per state how many complete a word and how many of the others DBA may offer (the
     shortest-path ones, or all others where none is on a shortest path). Offering the fewest-token
     spelling (" Psych" of "Psychotics", not " P") keeps a partial advance close to the canonical
-    tokenization of Post & Vilar's constraints and able to finish before ``max_new_tokens``."""
-    ptr = np.asarray(a.adv_ptr, np.int64)
-    toks = np.asarray(a.adv_tokens, np.int64)
-    n = len(ptr) - 1
-    if toks.size == 0:
-        return toks, np.zeros(n, np.int64), np.zeros(n, np.int64)
-    state = np.repeat(np.arange(n), np.diff(ptr))
-    nxt = _next_states(a, state, toks)
-    done = wprog[nxt] > wprog[state]
-    dist = np.asarray(a.dist, np.int64)
-    short = ~done & (dist[nxt] + 1 == dist[state])
+    tokenization of Post & Vilar's constraints and able to finish before ``max_new_tokens``.
+    ``more_short``: per state, shortest-path tokens it has from its fallback (`fallback_sets`)."""
+    n = len(a.final)
+    if np.asarray(a.adv_tokens).size == 0:
+        return np.zeros(0, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
+    state, toks, done, short = _ranked(a, wprog)
     rank = np.where(done, 0, np.where(short, 1, 2))
     order = np.lexsort((rank, state))  # by state, then rank, stable within
     ncomp = np.bincount(state[done], minlength=n).astype(np.int64)
     nshort = np.bincount(state[short], minlength=n).astype(np.int64)
-    nother = np.where(nshort > 0, nshort, np.diff(ptr) - ncomp)
+    any_short = nshort + (0 if more_short is None else more_short) > 0
+    nother = np.where(any_short, nshort, np.diff(np.asarray(a.adv_ptr, np.int64)) - ncomp)
     return toks[order], ncomp, nother
 
 
+def fallback_sets(a: LightAutomaton, wprog: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The advancing tokens states take from their fallback (docs/tables.md, "Fallback
+    states"), as ranges into per-fallback lists instead of per-state copies.
+
+    Returns ``(tokens, ranges, short)``: each fallback's advancing tokens twice, by progress
+    reached (descending) and by (distance, progress descending); ``ranges`` ``[n, 4]``: per state
+    the range of those that complete a word (as `completing_first`) and the range of the others
+    DBA may offer (shortest-path ones where the state has any, its own or its fallback's; else
+    all others); ``short``: how many shortest-path tokens each state has from its fallback. The
+    ranges may hold tokens the state overrides (its own exceptions): a reader skips those, whose
+    entry in the state's own list decides (``short`` leaves them out)."""
+    n = len(a.final)
+    fb = getattr(a, "fallback", None)
+    fb = np.full(n, -1, np.int64) if fb is None else np.asarray(fb, np.int64)
+    ranges, short = np.zeros((n, 4), np.int64), np.zeros(n, np.int64)
+    if not (fb >= 0).any():
+        return np.zeros(0, np.int64), ranges, short
+    prog, dist, V = np.asarray(a.progress, np.int64), np.asarray(a.dist, np.int64), int(a.width)
+    ends = np.array(sorted(set(word_ends(a))), np.int64)
+    top = int(max(prog.max(), ends[-1])) + 2  # progress keys: top - 1 - progress, ascending
+    p_done = ends[np.searchsorted(ends, prog, side="right").clip(max=len(ends) - 1)]
+    p_done = np.where(prog < ends[-1], p_done, top - 1)  # reached from here on, a word is complete
+    state, _, _, own_short = _ranked(a, wprog)
+    own_short = np.bincount(state[own_short], minlength=n)
+    ptr, adv = np.asarray(a.adv_ptr, np.int64), np.asarray(a.adv_tokens, np.int64)
+    ek = np.asarray(a.exc_key, np.int64)
+    tokens: list[np.ndarray] = []
+    off = 0
+    for f in np.unique(fb[fb >= 0]).tolist():
+        qs = np.flatnonzero(fb == f)
+        toks = adv[ptr[f]:ptr[f + 1]]
+        reach = _next_states(a, np.full(len(toks), f), toks)
+        pk, dk = top - 1 - prog[reach], np.minimum(dist[reach], n + 1)
+        by_prog, by_dist = np.lexsort((toks, pk)), np.lexsort((toks, pk, dk))
+        tokens += [toks[by_prog], toks[by_dist]]
+        kp, kd = pk[by_prog], dk[by_dist] * top + pk[by_dist]
+        c1 = np.searchsorted(kp, top - p_done[qs], side="left")  # reach >= p_done: completes a word
+        c2 = np.maximum(np.searchsorted(kp, top - 1 - prog[qs], side="left"), c1)  # reach > progress
+        d = np.where((dist[qs] > 0) & (dist[qs] <= n), dist[qs] - 1, n + 2)  # a shortest path's next step
+        lo = np.searchsorted(kd, d * top + top - p_done[qs], side="left")
+        hi = np.maximum(np.searchsorted(kd, d * top + top - 1 - prog[qs], side="left"), lo)
+        # Tokens a state overrides are not its fallback's shortest-path tokens.
+        mine = ek[np.isin(ek // V, qs)]
+        order = np.argsort(toks[by_dist], kind="stable")
+        i = np.searchsorted(toks[by_dist][order], mine % V).clip(max=max(len(toks) - 1, 0))
+        hit = toks[by_dist][order][i] == mine % V if len(toks) else np.zeros(len(mine), bool)
+        pos, row = order[i[hit]], np.searchsorted(qs, mine[hit] // V)
+        inside = (pos >= lo[row]) & (pos < hi[row])
+        short[qs] = hi - lo - np.bincount(row[inside], minlength=len(qs))
+        any_short = own_short[qs] + short[qs] > 0
+        ranges[qs, 0], ranges[qs, 1] = off, off + c1
+        ranges[qs, 2] = np.where(any_short, off + len(toks) + lo, off + c1)
+        ranges[qs, 3] = np.where(any_short, off + len(toks) + hi, off + c2)
+        off += 2 * len(toks)
+    return np.concatenate(tokens), ranges, short
+
+
 def _next_states(a: LightAutomaton, state: np.ndarray, toks: np.ndarray) -> np.ndarray:
-    """Vectorized ``a.next_state`` for text tokens that advance (never disallowed)."""
-    return a.next_states(state, toks)
+    """Vectorized ``a.next_state`` for text tokens that advance (never disallowed); ``a`` may be
+    any object with the table fields (the runtime's tests build plain ones)."""
+    state, toks = np.asarray(state, np.int64), np.asarray(toks, np.int64)
+    out = np.asarray(a.default_next)[state, np.asarray(a.token_class)[toks].clip(max=NO_TEXT_CLASS - 1)].astype(np.int64)
+    fb = getattr(a, "fallback", None)
+    if fb is not None:  # the fallback's entry first: the state's own wins
+        _exception_lookup(a.exc_key, a.exc_next, np.asarray(fb, np.int64)[state], toks, int(a.width), out)
+    _exception_lookup(a.exc_key, a.exc_next, state, toks, int(a.width), out)
+    return out

@@ -165,33 +165,12 @@ class _Tables:
 
 def _advancing(n: int, V: int, progress: np.ndarray, exc_key: np.ndarray, exc_next: np.ndarray,
                fb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(adv_ptr, adv_tokens): per state, the sorted tokens whose next state has more progress.
-    Class defaults never advance, so they are a state's own advancing exceptions plus, with a
-    fallback, the fallback's exceptions that advance past the state's progress and that the
-    state does not override. The second part is read off the fallback's exceptions sorted by
-    the progress they reach: a prefix of that list per state."""
-    eq = exc_key // V
-    adv = progress[exc_next] > progress[eq]
+    """(adv_ptr, adv_tokens): per state, the sorted tokens of its own exceptions whose next state
+    has more progress (class defaults never advance). A state with a fallback also advances on
+    its fallback's advancing tokens that it does not override and that reach more than its own
+    progress: `LightAutomaton.advancing` and the runtime read those off the fallback's list
+    (listing them per state was states x start tokens again)."""
+    adv = progress[exc_next] > progress[exc_key // V]
     own = exc_key[adv]
-    has = np.flatnonzero(fb >= 0)
-    if len(has):
-        # The exceptions of the fallback states, by (state, progress reached, descending).
-        P = int(progress.max()) + 1
-        is_fb = np.zeros(n, bool)
-        is_fb[fb[has]] = True
-        sel = np.flatnonzero(is_fb[eq] & adv)
-        order = np.lexsort((-progress[exc_next[sel]], eq[sel]))
-        sel = sel[order]
-        skey = eq[sel] * P + (P - 1 - progress[exc_next[sel]])  # ascending
-        f = fb[has]
-        lo = np.searchsorted(skey, f * P)
-        hi = np.searchsorted(skey, f * P + (P - 1 - progress[has]))  # progress reached > the state's
-        cnt = hi - lo
-        idx = sel[np.repeat(lo, cnt) + _ramp(cnt)]
-        keys = np.repeat(has, cnt) * V + exc_key[idx] % V
-        i = np.searchsorted(exc_key, keys).clip(max=max(len(exc_key) - 1, 0))
-        mine = exc_key[i] == keys if len(exc_key) else np.zeros(len(keys), bool)
-        own = np.concatenate([own, keys[~mine]])  # overridden ones: the state's own entry decides
-        own.sort()
     ptr = np.searchsorted(own, np.arange(n + 1, dtype=np.int64) * V).astype(np.int64)
     return ptr, (own % V).astype(np.int32)
