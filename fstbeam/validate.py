@@ -23,8 +23,8 @@ LIMITS: dict[str, int] = {
     "avoid_chars": 10_000,  # one avoid phrase, and all avoid phrases of one request together
     "phrases_per_request": 200,  # must-include items
     "avoid_per_request": 1_000,
-    "alternatives_per_item": 100,  # alternatives of one AnyOf
-    "alternatives_chars": 1_500,  # all alternatives of one AnyOf together
+    "alternatives_per_item": 1_000,  # alternatives of one AnyOf
+    "alternatives_chars": 16_000,  # all alternatives of one AnyOf together
     "word_chars": 200,  # one entry of a word list
 }
 
