@@ -55,7 +55,7 @@ class LightAutomaton:
     # int32 [n]: each state's fallback state, -1 for none (docs/tables.md, "Fallback states"): a
     # token missing from the state's exceptions is looked up in its fallback's before the class
     # default. Must-include AnyOf / ordered automata only; None (artifacts before format 3): none.
-    fallback: np.ndarray | None = None
+    fallback: np.ndarray = field(default=None)  # type: ignore[arg-type]  # set in __post_init__
 
     def __post_init__(self) -> None:
         if self.fallback is None:
@@ -102,7 +102,7 @@ class LightAutomaton:
         """Vectorized ``next_state`` for text tokens: the state's exception, else its fallback's,
         else the class default."""
         states, tokens = np.asarray(states, np.int64), np.asarray(tokens, np.int64)
-        out = np.asarray(self.default_next)[states, np.asarray(self.token_class)[tokens].clip(max=NO_TEXT_CLASS - 1)]
+        out: np.ndarray = np.asarray(self.default_next)[states, np.asarray(self.token_class)[tokens].clip(max=NO_TEXT_CLASS - 1)]
         out = out.astype(np.int64)
         fb = np.asarray(self.fallback, np.int64)[states]
         for who in (np.where(fb >= 0, fb, -1), states):  # the fallback first: the state's own entry wins

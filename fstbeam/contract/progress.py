@@ -34,9 +34,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .layout import INF_DIST, NO_TEXT_CLASS
+from .layout import NO_TEXT_CLASS
 from .light import _exception_lookup
-
 
 if TYPE_CHECKING:
     from .light import LightAutomaton
@@ -183,7 +182,8 @@ def _next_states(a: LightAutomaton, state: np.ndarray, toks: np.ndarray) -> np.n
     """Vectorized ``a.next_state`` for text tokens that advance (never disallowed); ``a`` may be
     any object with the table fields (the runtime's tests build plain ones)."""
     state, toks = np.asarray(state, np.int64), np.asarray(toks, np.int64)
-    out = np.asarray(a.default_next)[state, np.asarray(a.token_class)[toks].clip(max=NO_TEXT_CLASS - 1)].astype(np.int64)
+    out: np.ndarray = np.asarray(a.default_next)[state, np.asarray(a.token_class)[toks].clip(max=NO_TEXT_CLASS - 1)]
+    out = out.astype(np.int64)
     fb = getattr(a, "fallback", None)
     if fb is not None:  # the fallback's entry first: the state's own wins
         _exception_lookup(a.exc_key, a.exc_next, np.asarray(fb, np.int64)[state], toks, int(a.width), out)
