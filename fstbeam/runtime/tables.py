@@ -33,8 +33,9 @@ import torch
 from ..contract.bitmask import bitmask_width, pack_ids  # re-exported: the one bit-packing helper
 from ..contract.layout import BYTE_KEYS, INF_DIST, NO_TEXT_CLASS, light_order
 from ..contract.light import light_distances  # noqa: F401  re-exported (distances come with the tables)
-from ..contract.progress import completing_first, fallback_sets, word_progress
+from ..contract.progress import completing_first, word_progress
 from ..kernels.bitmask import or_bits_torch
+from .advance import FallbackPool, advance_sets
 from .identity import IdentityCache, identity_key
 
 __all__ = ["INF_DIST", "InputConstraints", "Tables", "light_distances", "pack_ids", "bitmask_width"]
@@ -227,8 +228,7 @@ class Tables:
         final, prog, dnext = [np.array([True])], [np.array([0])], [np.zeros((1, 5), np.int64)]
         is_phr, dist = [np.array([False])], [np.array([0])]
         ekey, enext, aptr, atok = [], [], [np.zeros(2, np.int64)], []  # adv pointers: identity = empty range
-        fback = [np.full(1, -1, np.int64)]  # fallback states (docs/tables.md), global ids
-        fb_tok, fb_rng, fb_off = [], [np.zeros((1, 4), np.int64)], 0  # advancing tokens from fallbacks
+        fallbacks = FallbackPool(dev)  # fallback states (docs/tables.md)
         asplit = [np.zeros(1, np.int64)]  # per state: where its word-completing advancing tokens end
         aend = [np.zeros(1, np.int64)]  # ... and where the other advancing tokens DBA may offer end
         off, a_off = 1, 0
@@ -250,18 +250,12 @@ class Tables:
             ekey.append(ek + off * V)
             en = np.asarray(a.exc_next, np.int64)
             enext.append(np.where(en >= 0, en + off, -1))
-            fb = np.asarray(a.fallback if getattr(a, "fallback", None) is not None else np.full(n, -1), np.int64)
-            fback.append(np.where(fb >= 0, fb + off, -1))
             ap = np.asarray(a.adv_ptr, np.int64)
             aptr.append(ap[1:] + a_off)
+            short = fallbacks.add(a, off, wprog if is_phrase else None)
             if is_phrase:
-                ftok, rng, fshort = fallback_sets(a, wprog)
-                fb_tok.append(ftok)
-                fb_rng.append(rng + fb_off)
-                fb_off += len(ftok)
-                toks, ncomp, nother = completing_first(a, wprog, fshort)
+                toks, ncomp, nother = completing_first(a, wprog, short)
             else:
-                fb_rng.append(np.zeros((n, 4), np.int64))
                 toks, ncomp, nother = np.asarray(a.adv_tokens, np.int64), np.zeros(n, np.int64), np.diff(ap)
             atok.append(toks)
             asplit.append(ap[:-1] + ncomp + a_off)
@@ -283,12 +277,7 @@ class Tables:
         self.l_exc_key = _t(_sentinel(ek_all), dev)
         self.l_exc_next = _t(np.concatenate([cat(enext, np.int64), [-1]]), dev)
         self.l_exc_ptr = _t(np.searchsorted(ek_all, np.arange(off + 1, dtype=np.int64) * V).astype(np.int64), dev)
-        # A state's fallback (must-include automata only, which disallow no token: the mask needs
-        # only their own exceptions, and light_next looks the fallback's up where those miss).
-        fb_all = np.concatenate(fback)
-        self.l_fallback = _t(fb_all, dev) if (fb_all >= 0).any() else None
-        self.l_fb_rng = _t(np.concatenate(fb_rng), dev) if self.l_fallback is not None else None  # [states, 4]
-        self.l_fb_tok = _t(np.concatenate([cat(fb_tok, np.int64), [-1]]), dev) if self.l_fallback is not None else None
+        self.l_fallback = fallbacks if fallbacks.finish() else None
         self.l_adv_ptr = _t(aptr_all, dev)
         self.l_adv_split = _t(np.concatenate(asplit).astype(np.int64), dev)
         self.l_adv_end = _t(np.concatenate(aend).astype(np.int64), dev)
@@ -349,10 +338,7 @@ class Tables:
         cls = self.token_class[tt]
         dflt = self.l_next[s, cls]
         if self.l_fallback is not None:  # missed: the fallback's exception, if any
-            fb = self.l_fallback[s]
-            key2 = fb * self.V + tt
-            j = torch.searchsorted(self.l_exc_key, key2.reshape(-1)).reshape(key2.shape)
-            dflt = torch.where((fb >= 0) & (self.l_exc_key[j] == key2), self.l_exc_next[j], dflt)
+            dflt = self.l_fallback.next_state(self.l_exc_key, self.l_exc_next, self.V, s, tt, dflt)
         return torch.where(hit, self.l_exc_next[i], dflt)
 
     def accepting(self, h: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
@@ -398,36 +384,7 @@ class Tables:
         """``[R, 2P, C]`` token ids that raise the progress of each unmet phrase (-1 pad): for
         phrase p, set p holds the tokens that complete a word of it, set P + p the others on a
         shortest path to the phrase's end (all others where none is; ``completing_first``)."""
-        R, P = s.shape
-        unmet = self.unmet_phrase(s)
-        lo, mid, hi = self.l_adv_ptr[s], self.l_adv_split[s], self.l_adv_end[s]
-        lo = torch.cat([lo, mid], 1)
-        both = torch.cat([unmet, unmet], 1)
-        cnt = torch.where(both, torch.cat([mid - lo[:, :P], hi - mid], 1), torch.zeros_like(lo))
-        if self.l_fallback is not None:  # then the ranges taken from each state's fallback
-            rng = self.l_fb_rng[s]  # [R, P, 4]
-            f_lo = torch.cat([rng[..., 0], rng[..., 2]], 1)
-            f_cnt = torch.where(both, torch.cat([rng[..., 1], rng[..., 3]], 1) - f_lo, torch.zeros_like(lo))
-        else:
-            f_lo = f_cnt = torch.zeros_like(lo)
-        C = int((cnt + f_cnt).max()) if cnt.numel() else 0
-        if C == 0:
-            return torch.full((R, 2 * P, 0), -1, dtype=torch.int64, device=s.device)
-        ar = torch.arange(C, device=s.device)
-        ok = ar < cnt.unsqueeze(-1)
-        toks = self.l_adv_tok[(lo.unsqueeze(-1) + ar).clamp(max=max(self.l_adv_tok.shape[0] - 1, 0))]
-        toks = torch.where(ok, toks, torch.full_like(toks, -1))
-        if self.l_fallback is not None:
-            j = ar - cnt.unsqueeze(-1)  # position in the fallback's range
-            on_fb = (j >= 0) & (j < f_cnt.unsqueeze(-1))
-            ft = self.l_fb_tok[(f_lo.unsqueeze(-1) + j.clamp(min=0)).clamp(max=self.l_fb_tok.shape[0] - 1)]
-            # A token the state overrides is decided by its own list: skip it here.
-            st = torch.cat([s, s], 1).unsqueeze(-1)
-            key = st * self.V + ft
-            k = torch.searchsorted(self.l_exc_key, key.reshape(-1)).reshape(key.shape)
-            on_fb &= self.l_exc_key[k] != key
-            toks = torch.where(on_fb, ft, toks)
-        return toks
+        return advance_sets(self, s)
 
     # ---- the mask --------------------------------------------------------------------------
     def build_mask(self, h: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
