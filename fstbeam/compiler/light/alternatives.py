@@ -31,7 +31,8 @@ from ...contract.light import LightAutomaton
 from ...contract.vocab import Vocab
 from ...errors import SpecError, UnsatisfiableConstraintError
 from ...fst.text import IS_WORD_BYTE
-from .automaton import _as_index, _lift, _phrase_candidates, _union
+from .automaton import _as_index, _lift
+from .candidates import phrase_candidates
 from .fallback import lift_with_fallback
 from .phrase_dfa import _SMALL_ROWS, PhraseDFA, _minimize, _renumber, _renumber_rows, _ro
 from .token_index import TokenIndex
@@ -347,18 +348,21 @@ def _minimize_rows(delta: np.ndarray, labels: list) -> tuple[np.ndarray, np.ndar
 # ---------------------------------------------------------------------------------------------
 def _candidates(stages: tuple[Stage, ...], index: TokenIndex) -> np.ndarray:
     """Tokens whose transition may differ from their class default: the candidates of every
-    alternative (``light._phrase_candidates``), and with a sentence-case alternative every token
+    alternative (``automaton._phrase_candidates``), and with a sentence-case alternative every token
     holding ``.``/``!``/``?`` or made only of white space (they set or keep the sentence start)."""
-    parts = [
-        _phrase_candidates(lit, index, word_boundary=s.word_boundary, case_sensitive=s.case_sensitive)
-        for s in stages for lit, _ in s.alts
-    ]
+    parts: list[np.ndarray] = []
+    for wb in (True, False):  # the alternatives of every stage at once, by their options
+        for cs in (True, False):
+            lits = list(dict.fromkeys(lit for s in stages if (s.word_boundary, s.case_sensitive) == (wb, cs) for lit, _ in s.alts))
+            if lits:
+                parts += phrase_candidates(lits, index, word_boundary=wb, case_sensitive=cs)
     if any(only for s in stages for _, only in s.alts):
         parts += [index.ids_containing(bytes([b]), nonword_before=False, nonword_after=False) for b in SENTENCE_END]
         white = np.isin(index.padded, np.frombuffer(WHITE, np.uint8))
         pos = np.arange(index.padded.shape[1])[None, :] < index.lengths[:, None]
         parts.append(np.flatnonzero((index.lengths > 0) & (white | ~pos).all(axis=1)).astype(np.int64))
-    return _union(parts)
+    ids = np.sort(np.concatenate([np.zeros(0, np.int64), *parts]).astype(np.int64))  # a sort: numpy's hashing
+    return ids[np.r_[True, ids[1:] != ids[:-1]]] if len(ids) else ids  # np.unique took 49 ms for 230,000 ids
 
 
 def compile_items(items, index: TokenIndex | Vocab, *, ordered: bool = False, source: str = "") -> LightAutomaton:
