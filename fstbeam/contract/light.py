@@ -204,7 +204,8 @@ def _distances_fallback(n: int, src: np.ndarray, dst: np.ndarray, final: np.ndar
     states passes from a target to the fallbacks that reach it, and from there to the states
     that fall back on them, skipping a state only where the target is overridden for it."""
     rev: list[list[int]] = [[] for _ in range(n)]
-    edge = np.unique(dst * n + src)  # many tokens share an edge
+    edge = np.sort(dst * n + src)  # many tokens share an edge (a sort: numpy's hashing unique is slower)
+    edge = edge[np.r_[True, edge[1:] != edge[:-1]]] if len(edge) else edge
     for d, s in zip((edge // n).tolist(), (edge % n).tolist()):
         rev[d].append(s)
     eq, et = ek // V, ek % V
