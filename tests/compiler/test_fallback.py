@@ -156,3 +156,60 @@ def test_artifact_keeps_the_fallback_states(tmp_path):
     np.testing.assert_array_equal(a.dist, b.dist)  # recomputed on load from the tables
     for q in range(a.n_states):
         np.testing.assert_array_equal(a.row(q), b.row(q))
+
+
+def _tables(n, V, default, exc, fallback, final):
+    """Plain light tables (all tokens of class 0) for `light_distances`."""
+    from types import SimpleNamespace
+
+    keys = sorted(exc)
+    return SimpleNamespace(final=np.array(final), width=V, default_next=np.array(default, np.int32),
+                           exc_key=np.array([q * V + t for q, t in keys], np.int64),
+                           exc_next=np.array([exc[k] for k in keys], np.int32),
+                           fallback=np.array(fallback, np.int32), token_class=np.zeros(V, np.int8), text="t")
+
+
+def _bfs_distances(n, V, default, exc, fallback, final):
+    """Every (state, token) transition written out (own exception, else the fallback's, else the
+    class default), then a search back from the final states. The class default counts as an
+    edge even where every token of the class is an exception (`light_distances` keeps it: a
+    smaller distance stays a valid bound)."""
+    from fstbeam.contract.layout import INF_DIST
+
+    def nxt(q, t):
+        if (q, t) in exc:
+            return exc[q, t]
+        f = fallback[q]
+        return exc[f, t] if f >= 0 and (f, t) in exc else default[q][0]
+
+    dist = [INF_DIST if not f else 0 for f in final]
+    changed = True
+    while changed:
+        changed = False
+        for q in range(n):
+            best = min([dist[nxt(q, t)] + 1 for t in range(V)] + [dist[default[q][0]] + 1, dist[q]])
+            if best < dist[q]:
+                dist[q], changed = best, True
+    return dist
+
+
+def test_distances_with_fallbacks_equal_a_search_over_every_transition():
+    """`light_distances` never lists a state's fallback edges; a state that overrides every token
+    leading to one of its fallback's targets must not reach that target through it."""
+    from fstbeam.contract.light import light_distances
+
+    # 1 falls back on 0, whose token 1 reaches the final state 2; 1 overrides token 1 (to 3, one
+    # more token from 2): 1 is 2 tokens away, not 1. Class defaults lead to the dead state 4.
+    case = (5, 3, [[4] * 4] * 5, {(0, 1): 2, (1, 1): 3, (3, 2): 2}, [-1, 0, -1, -1, -1], [False, False, True, False, False])
+    assert list(light_distances(_tables(*case))) == _bfs_distances(*case) == [1, 2, 0, 1, light_distances(_tables(*case))[4]]
+    rng = random.Random(0)
+    for _ in range(300):
+        n, V = rng.randint(2, 7), rng.randint(1, 5)
+        fbs = [q for q in range(n) if rng.random() < 0.4]  # states that others fall back on
+        fallback = [rng.choice(fbs) if fbs and q not in fbs and rng.random() < 0.7 else -1 for q in range(n)]
+        rows = [[rng.randrange(n)] * 4 for _ in range(n)]
+        default = [rows[fallback[q]] if fallback[q] >= 0 else rows[q] for q in range(n)]
+        exc = {(q, t): rng.randrange(n) for q in range(n) for t in range(V) if rng.random() < 0.4}
+        final = [rng.random() < 0.25 for _ in range(n)]
+        case = (n, V, default, exc, fallback, final)
+        assert list(light_distances(_tables(*case))) == _bfs_distances(*case), case
