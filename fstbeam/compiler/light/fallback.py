@@ -17,6 +17,8 @@ two coincide, so the work follows the partial matches, not states x start tokens
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
 from ...contract.layout import INF_DIST
@@ -139,7 +141,8 @@ def lift_with_fallback(text: str, literal: bytes, dfa: PhraseDFA, fallback: np.n
     n = len(final)
     progress = dfa.progress.astype(np.int32)
     nonempty = index.class_nonempty
-    tables = _Tables(final, V, default, exc_key, exc_next, fb, text)
+    tables = SimpleNamespace(final=final, width=V, default_next=default, exc_key=exc_key, exc_next=exc_next,
+                             fallback=fb, text=text)  # what light_distances reads, before the automaton exists
     dist = light_distances(tables, nonempty)
     if dist[dfa.start] >= INF_DIST:
         raise UnsatisfiableConstraintError(f"phrase {text!r} can never be met", (text,))
@@ -153,14 +156,6 @@ def lift_with_fallback(text: str, literal: bytes, dfa: PhraseDFA, fallback: np.n
         fingerprint=index.fingerprint, token_class=index.token_class, char_dfa=dfa,
         char_state=_ro(np.arange(n, dtype=np.int32)), dist=dist, fallback=_ro(fb.astype(np.int32)),
     )
-
-
-class _Tables:
-    """The fields `light_distances` reads, before the automaton exists."""
-
-    def __init__(self, final, width, default_next, exc_key, exc_next, fallback, text):
-        self.final, self.width, self.default_next = final, width, default_next
-        self.exc_key, self.exc_next, self.fallback, self.text = exc_key, exc_next, fallback, text
 
 
 def _advancing(n: int, V: int, progress: np.ndarray, exc_key: np.ndarray, exc_next: np.ndarray,
