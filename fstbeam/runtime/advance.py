@@ -54,8 +54,7 @@ class FallbackPool:
         """Add automaton ``a`` (states from global id ``off``; ``wprog`` for a must-include one,
         else None); return its shortest-path counts taken from fallbacks (`completing_first`)."""
         n = int(a.final.shape[0])
-        fb = getattr(a, "fallback", None)
-        fb = np.full(n, -1, np.int64) if fb is None else np.asarray(fb, np.int64)
+        fb = np.asarray(a.fallback, np.int64)  # -1 everywhere for an automaton without fallbacks
         self._state.append(np.where(fb >= 0, fb + off, -1))
         if wprog is None:
             self._ranges.append(np.zeros((n, 4), np.int64))

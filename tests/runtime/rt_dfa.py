@@ -125,7 +125,7 @@ def light_from_spec(kind: str, text: str, token_bytes, *, default_next, exceptio
     a = SimpleNamespace(
         kind=kind, text=text, literal=text.encode("utf-8"), width=V, start=start, final=np.asarray(final, bool), progress=progress,
         default_next=dn, exc_key=exc_key, exc_next=exc_next, adv_ptr=adv_ptr, adv_tokens=adv_tokens,
-        token_class=cls, length=int(progress.max()),
+        token_class=cls, length=int(progress.max()), fallback=np.full(n, -1, np.int32),  # no fallback states
     )
     # The contract's distance field: exact fewest tokens to a final state, by BFS over every token.
     edges = [(s, nx) for s in range(n) for t in range(V) if cls[t] != 4 and (nx := light_next_py(a, s, t)) >= 0]
