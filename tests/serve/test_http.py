@@ -239,8 +239,10 @@ def test_a_disconnected_plain_request_leaves_the_batch(server):
                 return float(line.split()[1])
 
     before = cancelled()
-    body = {"prompt": ["the cat"] * 32, "max_tokens": 120, "beam_size": 16,  # 8 batches of 4: seconds
-            "constraints": {"avoid": ["<eos>"], "phrases": ["dog ran", "mat"], "ordered": True}}
+    # 12 batches of 4, each needing at least the 17-word phrase's tokens: seconds (a short
+    # constraint lets the search stop after a few tokens, under the read timeout)
+    body = {"prompt": ["the cat"] * 48, "max_tokens": 120, "beam_size": 16,
+            "constraints": {"phrases": ["the dog ran on the mat and the cat sat on the mat and a dog ran and the cat sat"]}}
     with pytest.raises(httpx.ReadTimeout):
         httpx.post(server.url + "/v1/completions", json=body, timeout=httpx.Timeout(30, read=0.5))
     import time
