@@ -24,7 +24,7 @@ import numpy as np
 from ...contract.layout import INF_DIST
 from ...contract.light import LightAutomaton, light_distances
 from ...errors import UnsatisfiableConstraintError
-from .lift import _distinct_rows, _ramp, _trie
+from .lift import _distinct_rows, _ramp, _token_trie_csr
 from .phrase_dfa import PhraseDFA, _ro
 from .token_index import TokenIndex
 
@@ -45,16 +45,7 @@ def fallback_exceptions(delta: np.ndarray, sym_of_byte: np.ndarray, padded: np.n
     nq, nsym = delta.shape
     if not len(lengths):
         return z, z, z.astype(np.int32)
-    syms = sym_of_byte[padded].astype(np.int64)
-    children, _, ends = _trie([row[:n] for row, n in zip(syms.tolist(), lengths.tolist())])
-    n_nodes = len(children)
-    ptr = np.zeros(n_nodes + 1, np.int64)
-    np.cumsum([len(c) for c in children], out=ptr[1:])
-    child_node = np.fromiter((v for c in children for v in c.values()), np.int64, int(ptr[-1]))
-    child_sym = np.fromiter((x for c in children for x in c), np.int64, int(ptr[-1]))
-    tptr = np.zeros(n_nodes + 1, np.int64)
-    np.cumsum([len(e) for e in ends], out=tptr[1:])
-    tok_at = np.fromiter((k for e in ends for k in e), np.int64, int(tptr[-1]))
+    _, ptr, child_node, child_sym, tptr, tok_at = _token_trie_csr(sym_of_byte, padded, lengths)
     drows, drow_of_q = _distinct_rows(default)
     nd = len(drows)
     nr = nd + nq  # reference r < nd: default row r; r >= nd: the fallback is in char state r - nd

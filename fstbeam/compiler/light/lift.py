@@ -61,12 +61,12 @@ def _trie(syms: list[list[int]]):
     return children, depth_of, ends
 
 
-def _exceptions_trie(delta, sym_of_byte, padded, lengths, cls, default):
-    nq, nsym = delta.shape
+def _token_trie_csr(sym_of_byte, padded, lengths):
+    """The trie of the tokens' symbol strings: ``(depth_of, ptr, child_node, child_sym, tptr,
+    tok_at)``: child edges in CSR form by parent node, and the tokens ending at each node."""
     syms = sym_of_byte[padded].astype(np.int64)
     children, depth_of, ends = _trie([row[:n] for row, n in zip(syms.tolist(), lengths.tolist())])
     n_nodes = len(children)
-    # Child edges in CSR form by parent node, and the tokens ending at each node.
     ptr = np.zeros(n_nodes + 1, np.int64)
     np.cumsum([len(c) for c in children], out=ptr[1:])
     child_node = np.fromiter((v for c in children for v in c.values()), np.int64, int(ptr[-1]))
@@ -74,6 +74,12 @@ def _exceptions_trie(delta, sym_of_byte, padded, lengths, cls, default):
     tptr = np.zeros(n_nodes + 1, np.int64)
     np.cumsum([len(e) for e in ends], out=tptr[1:])
     tok_at = np.fromiter((k for e in ends for k in e), np.int64, int(tptr[-1]))
+    return depth_of, ptr, child_node, child_sym, tptr, tok_at
+
+
+def _exceptions_trie(delta, sym_of_byte, padded, lengths, cls, default):
+    nq, nsym = delta.shape
+    depth_of, ptr, child_node, child_sym, tptr, tok_at = _token_trie_csr(sym_of_byte, padded, lengths)
     drows, drow_of_q = _distinct_rows(default)
     nd = len(drows)
     flat = delta.astype(np.int64).ravel()
