@@ -16,7 +16,8 @@ from ..validate import LIMITS
 class Phrase:
     """A phrase that must appear (or, in ``avoid``, must never appear) in the output.
 
-    ``word_boundary``: match only where the phrase is not glued to letters/digits on either side.
+    ``word_boundary``: match only where the phrase is not glued to a word character on either side
+    (letters, digits, ``'`` and ``-``: "jump's" and "fenced-in" do not contain "jump", "fenced").
     ``case_sensitive=False`` folds ASCII case. ``sentence_case=True``: also met with its first
     letter capitalized where a sentence starts ("the hero" -> "The hero" at the start of the
     output or after ``.``/``!``/``?``); see docs/terminology.md.

@@ -52,9 +52,11 @@ from .manifest_schema import check_manifest
 from .vocab import Vocab, load_vocab
 
 # 2: manifest.sha256 covers the manifest; 3: light automata store their fallback states (1 and 2 are
-# still read: their automata have none).
-FORMAT_VERSION = 3
-READS = (1, 2, 3)
+# still read: their automata have none); 4: ``'`` and ``-`` are word bytes (fst/text.py), so light
+# automata of older formats follow another boundary rule and are refused (word lists are read).
+FORMAT_VERSION = 4
+READS = (1, 2, 3, 4)
+LIGHT_RULE_SINCE = 4
 MAGIC = "fstbeam-constraints"
 
 
@@ -197,6 +199,10 @@ def _manifest(zf: zipfile.ZipFile, path: str | os.PathLike[str]) -> dict[str, An
         if hashlib.sha256(raw).hexdigest().encode() != want.strip():
             raise corrupt(path, "manifest.json fails its checksum (manifest.sha256): it was edited or damaged")
     manifest = check_manifest(manifest, path, magic=MAGIC)
+    if fv < LIGHT_RULE_SINCE and manifest["light"]:
+        raise ArtifactFormatError(
+            f"{path} has artifact format version {fv}: its phrase, avoid or prefix automata follow the word-boundary "
+            f"rule before version {LIGHT_RULE_SINCE} (where \"'\" and \"-\" ended a word): recompile it with compile-constraints")
     listed = set(manifest["members"])
     meta_names = {"manifest.json"} | ({"manifest.sha256"} if fv >= 2 else set())
     if names != listed | meta_names:

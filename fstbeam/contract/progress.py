@@ -43,10 +43,10 @@ if TYPE_CHECKING:
 __all__ = ["IS_WORD_BYTE", "word_ends", "phrase_word_ends", "phrase_words", "word_progress", "completing_first",
            "fallback_sets"]
 
-#: ``IS_WORD_BYTE[b]``: ASCII letter or digit, or any byte >= 0x80 (as ``fstbeam.fst.text``, which
+#: ``IS_WORD_BYTE[b]``: ASCII letter or digit, ``'``, ``-``, or any byte >= 0x80 (as ``fstbeam.fst.text``, which
 #: the contract may not import; a test checks that the two agree).
 IS_WORD_BYTE = np.zeros(256, dtype=bool)
-for _lo, _hi in ((0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A), (0x80, 0xFF)):
+for _lo, _hi in ((0x27, 0x27), (0x2D, 0x2D), (0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A), (0x80, 0xFF)):
     IS_WORD_BYTE[_lo : _hi + 1] = True
 IS_WORD_BYTE.setflags(write=False)
 

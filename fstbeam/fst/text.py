@@ -1,8 +1,11 @@
 """The word-boundary rule, in one place: which bytes are word bytes, where a phrase needs a
 boundary, and what "the text contains the phrase" means (DESIGN.md).
 
-Word bytes are ASCII letters and digits and every byte >= 0x80 (so multi-byte UTF-8 letters are
-word characters); every other byte is a non-word byte. A phrase occurs "at word boundaries" when
+Word bytes are ASCII letters and digits, the apostrophe ``'`` and the hyphen ``-``, and every
+byte >= 0x80 (so multi-byte UTF-8 letters are word characters, and so are the typographic
+apostrophe and dashes); every other byte is a non-word byte. The apostrophe and the hyphen join a
+word: "jump's", "fenced-in" and a dangling "stand-" are one word each, so none of them contains
+the phrase "jump", "fence(d)" or "stand" (issue 21: a forced lemma met through punctuation). A phrase occurs "at word boundaries" when
 it is not glued to a word byte on a side where the phrase itself starts / ends with a word byte;
 the start and end of the text count as boundaries. Case-insensitive matching folds ASCII only.
 
@@ -22,11 +25,13 @@ __all__ = [
     "occurs",
 ]
 
-#: ``IS_WORD_BYTE[b]``: byte ``b`` is a word byte (ASCII letter or digit, or any byte >= 0x80).
+#: ``IS_WORD_BYTE[b]``: byte ``b`` is a word byte (ASCII letter or digit, ``'``, ``-``, or any
+#: byte >= 0x80).
 IS_WORD_BYTE = np.zeros(256, dtype=bool)
 IS_WORD_BYTE[ord("0") : ord("9") + 1] = True
 IS_WORD_BYTE[ord("A") : ord("Z") + 1] = True
 IS_WORD_BYTE[ord("a") : ord("z") + 1] = True
+IS_WORD_BYTE[[ord("'"), ord("-")]] = True
 IS_WORD_BYTE[0x80:] = True
 IS_WORD_BYTE.setflags(write=False)
 
@@ -44,7 +49,7 @@ def boundary_needs(literal: bytes, word_boundary: bool = True) -> tuple[bool, bo
 
 def is_word_char(ch: str) -> bool:
     """The character-level twin of ``IS_WORD_BYTE`` (non-ASCII characters are word characters)."""
-    return ch.isascii() and ch.isalnum() or not ch.isascii()
+    return ch.isascii() and (ch.isalnum() or ch in "'-") or not ch.isascii()
 
 
 def occurs(text: str, phrase: str, *, word_boundary: bool = True) -> bool:

@@ -1,6 +1,7 @@
 """Artifact round trip, the OpenFst automaton inside, and one specific error per load failure."""
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -118,6 +119,35 @@ def test_format_version_mismatch(tmp_path):
     _rewrite(path, tmp_path / "v.fstbeam", bump)
     with pytest.raises(ArtifactFormatError, match="format version"):
         load_constraints(tmp_path / "v.fstbeam", tokenizer=small_vocab())
+
+
+def test_light_automata_of_an_older_boundary_rule_are_refused(tmp_path):
+    """Format 4 made ' and - word bytes: a phrase automaton of format 3 would follow the old rule
+    while the runtime classes tokens by the new one, so it is refused with the fix (word lists
+    are still read, test_frozen_v1_artifact_still_loads)."""
+    path = tmp_path / "p.fstbeam"
+    fstbeam.compile_constraints(phrases=["ca"], tokenizer=small_vocab()).save(path)
+
+    def to_v3(name, data):
+        if name == "manifest.json":
+            m = json.loads(data)
+            m["format_version"] = 3
+            return json.dumps(m).encode()
+        if name == "manifest.sha256":
+            return b""  # replaced below
+        return data
+
+    old = tmp_path / "v3.fstbeam"
+    with zipfile.ZipFile(path) as zin, zipfile.ZipFile(old, "w") as zout:
+        manifest = to_v3("manifest.json", zin.read("manifest.json"))
+        for item in zin.infolist():
+            data = manifest if item.filename == "manifest.json" else zin.read(item.filename)
+            if item.filename == "manifest.sha256":
+                data = hashlib.sha256(manifest).hexdigest().encode()
+            zout.writestr(item, data)
+    with pytest.raises(ArtifactFormatError, match=r"format version 3: its phrase.*recompile it with compile-constraints"):
+        load_constraints(old, tokenizer=small_vocab())
+    load_constraints(path, tokenizer=small_vocab())  # the same file at format 4 loads
 
 
 def test_edited_member_fails_checksum(tmp_path):

@@ -35,11 +35,12 @@ HYP_MORE = settings(HYP, max_examples=300)
 
 # ---- oracles ---------------------------------------------------------------------------------
 def is_word(b: int) -> bool:
-    """Word bytes: ASCII letters and digits, and every byte >= 0x80 (spelled out independently)."""
-    return chr(b).isascii() and chr(b).isalnum() or b >= 0x80
+    """Word bytes: ASCII letters and digits, the word joiners ' and -, and every byte >= 0x80
+    (spelled out independently)."""
+    return chr(b).isascii() and (chr(b).isalnum() or chr(b) in "'-") or b >= 0x80
 
 
-_W = rb"[A-Za-z0-9\x80-\xff]"
+_W = rb"[A-Za-z0-9'\-\x80-\xff]"
 
 
 def needs(lit: bytes, word_boundary: bool) -> tuple[bool, bool]:

@@ -13,7 +13,7 @@ HYP = settings(max_examples=120, deadline=None, suppress_health_check=[HealthChe
 
 
 def word(b: int) -> bool:
-    return (0x30 <= b <= 0x39) or (0x41 <= b <= 0x5A) or (0x61 <= b <= 0x7A) or b >= 0x80
+    return (0x30 <= b <= 0x39) or (0x41 <= b <= 0x5A) or (0x61 <= b <= 0x7A) or b >= 0x80 or chr(b) in "'-"
 
 
 def test_word_bytes():

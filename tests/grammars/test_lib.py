@@ -160,7 +160,13 @@ OCCURS = [
     ("e-mails", "e-mail", False),
     ("(e-mail)", "e-mail", True),  # punctuation is a boundary
     ("naïve", "na", False),  # non-ASCII letters are word characters
-    ("x-ray", "-ray", True),  # a phrase starting with punctuation needs no boundary there
+    ("x.ray", ".ray", True),  # a phrase starting with punctuation needs no boundary there
+    ("x-ray", "ray", False),  # the hyphen and the apostrophe join a word (issue 21)
+    ("He jump's", "jump", False),
+    ("He is stand- ", "stand", False),
+    ("a fenced-in area", "fenced", False),
+    ("'fence'", "fence", False),  # (as with typographic quotes: ’fence’)
+    ("the dog's bowl", "dog's", True),
 ]
 
 

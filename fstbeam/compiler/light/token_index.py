@@ -51,7 +51,7 @@ def _runs(flags: np.ndarray) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
-#: Non-word bytes as inclusive value ranges: 0x00-0x2F, 0x3A-0x40, 0x5B-0x60, 0x7B-0x7F.
+#: Non-word bytes as inclusive value ranges: 0x00-0x26, 0x28-0x2C, 0x2E-0x2F, 0x3A-0x40, 0x5B-0x60, 0x7B-0x7F.
 NONWORD_RUNS = _runs(~IS_WORD_BYTE)
 
 # Range queries for strings up to this long are remembered (at most _MEMO_ENTRIES of them): the
