@@ -21,8 +21,10 @@ holds the union of the two selections, so a hypothesis both choose is computed o
   constrained result scores at least as well.
 
 The plain track stops, and its plain-only hypotheses leave the beam, once no live plain member can
-still beat ``max(pl_best, best constrained output)`` (Huang et al.'s bound, :mod:`.scoring`): past
-that point the unconstrained result is settled, or whatever it could become is beaten already. It
+still meet every phrase within the length limit *and* beat ``max(pl_best, best constrained
+output)`` (Huang et al.'s bound, :mod:`.scoring`, from the distances with the phrases): past that
+point the unconstrained result is settled, beaten already, or misses a phrase (then it is no
+search error whatever it becomes). It
 is exact for ``renormalize=False`` and ``prune_threshold=None`` (the defaults): with
 renormalization the plain members use the constrained rows' normalizer, with a threshold the
 slot's best. Cost: up to ``2k`` model rows per input while the plain track lives, whatever the
@@ -115,12 +117,15 @@ def plain_best(beam, rows, scored, ok_plain: torch.Tensor, scoring) -> None:
 
 
 def stop_plain(beam, tables, cfg) -> None:
-    """End the plain track of the slots where no live plain member can beat ``max(pl_best, best
-    constrained output)``; their plain-only hypotheses leave the beam."""
+    """End the plain track of the slots where no live plain member can still meet every phrase
+    within the length limit and beat ``max(pl_best, best constrained output)``; their plain-only
+    hypotheses leave the beam."""
     n, K = beam.alive.shape
     L = cfg.max_new_tokens
     live = beam.plain & beam.alive
-    lb = tables.lower_bound(beam.hstate.view(-1), plain_view(tables, beam.flat_lstate())).view(n, K)
+    # Full distances (with the must-include phrases): only an output that meets every phrase can
+    # be a search error, and it needs at least that many more tokens.
+    lb = tables.lower_bound(beam.hstate.view(-1), beam.flat_lstate()).view(n, K)
     ok = live & (beam.length[:, None] + lb <= L)
     ub = cfg.scoring.upper_bound(beam.cum, beam.length[:, None].expand(n, K), lb.clamp(max=L),
                                  beam.target[:, None].expand(n, K), L)

@@ -233,7 +233,7 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1, p
             break
         beam = new
         pool.sort(key=lambda p: -p[0])
-        plain_live = [h for h in beam if h.plain and t + 1 + dists(h.h, h.ls, phrases=False)[0] <= L]
+        plain_live = [h for h in beam if h.plain and t + 1 + dists(h.h, h.ls)[0] <= L]  # can still meet every phrase
         settled = max(pl_best, pool[0][0] if pool else -math.inf)
         if not plain_live or max(h.score for h in plain_live) <= settled:  # the plain track ends
             beam = [h for h in beam if h.cons]

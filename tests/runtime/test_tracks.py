@@ -207,3 +207,23 @@ def test_closed_answers_only_move_towards_their_phrases_as_the_reference_does(vo
             assert not r.satisfied
             continue
         assert r.satisfied and list(r.token_ids) == ref[0][1] and r.logprob == pytest.approx(ref[0][0], abs=1e-4), (prompt, phrases)
+
+
+def test_the_plain_track_ends_once_no_plain_member_can_meet_the_phrases_in_time(vocab):
+    """With room for nothing but the phrase ("c a b c" takes 4 tokens, max_new_tokens=4), a plain
+    member that did not start it cannot become an output that meets it, so it can never be a
+    search error: the plain track ends after the first step and costs no model row (it cost 9
+    more rows when it ended by the score bound alone). With more room it runs again."""
+    lm = StubLM(vocab.width, eos=[0], eos_bias=0.0)
+    dec = Decoder(lm, vocab, eos_ids=[0], device="cpu")
+    cc = _compile(vocab, phrases=["c a b c"])
+
+    def rows(L, plain_track):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            [r] = dec.generate([[3, 5]], cc, beam_size=3, max_new_tokens=L, plain_track=plain_track, stopping="exhaustive")
+        assert r.satisfied
+        return dec.last_stats.model_rows
+
+    assert rows(4, True) == rows(4, False) == 4  # the prompt row, then the one hypothesis per step
+    assert rows(8, True) > rows(8, False)
