@@ -14,8 +14,11 @@ holds the union of the two selections, so a hypothesis both choose is computed o
 - the plain selection is exactly the unconstrained search's: the best ``k`` of the plain members'
   top tokens, EOS where the hard automaton (and avoid / prefix) accept, feasibility by their
   distances only; its finished outputs update the track's best score ``pl_best``;
-- the constrained (DBA) selection draws its candidates from *every* live hypothesis, plain ones
-  included (Post & Vilar's candidate set over the union);
+- the constrained (DBA) selection takes its global top-k and each row's best from its own
+  members (as without the plain track), and its phrase advances from *every* live hypothesis,
+  plain ones included: a term can be placed into the best unconstrained prefixes, while the plain
+  members' ordinary continuations do not crowd DBA's banks (40 items each: WMT en-de chrF 50.9 ->
+  52.0, en-es 60.4 -> 61.8, outputs cut 10 -> 7.5%; CommonGen unchanged, BLEU 18.2 / 18.0);
 - every finished output that meets all constraints enters the n-best pool, whichever track found
   it. So when the unconstrained beam's result meets every constraint it is in the pool, and the
   constrained result scores at least as well.

@@ -177,7 +177,8 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1, p
             best_text = row[0][0] - hyp.score if row else -math.inf
             hyp.over = hyp.over or (two and lp[e].item() >= best_text and acc_plain and not acc)
             per_row.append((row, lp, al))
-            ranked += row
+            if hyp.cons:  # DBA's global top-k and row bests: its own members only
+                ranked += row
             if hyp.plain:
                 for c in row:
                     add(*c, "plain")
@@ -185,9 +186,9 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1, p
             ranked.sort(key=lambda c: -c[0])
             chosen = list(ranked[:k])
             for j, (row, lp, al) in enumerate(per_row):
-                if row:
-                    chosen.append(row[0])
                 hyp = beam[j]
+                if row and hyp.cons:
+                    chosen.append(row[0])
                 for a, w, s, dd in zip(lights[:nphr], wprog, hyp.ls[:nphr], ldist):
                     if a.final[s]:
                         continue
