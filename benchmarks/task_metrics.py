@@ -61,7 +61,11 @@ def ends_sentence(text: str) -> bool:
 
 
 def term_regex(term: str, case_sensitive: bool = True) -> re.Pattern:
-    return re.compile(r"(?<![^\W_])" + re.escape(term) + r"(?![^\W_])", 0 if case_sensitive else re.IGNORECASE)
+    """``term`` as whole words, with the word rule of ``WORD``: an apostrophe or hyphen between
+    letters joins a word ("fenced-in", "dog's" do not contain "fenced", "dog")."""
+    before = r"(?<![^\W_])(?<![^\W_]['\u2019-])" if term[:1].isalnum() else ""
+    after = r"(?![^\W_])(?!['\u2019-][^\W_])" if term[-1:].isalnum() else ""
+    return re.compile(before + re.escape(term) + after, 0 if case_sensitive else re.IGNORECASE)
 
 
 def term_present(text: str, term: str, case_sensitive: bool = True) -> bool:

@@ -40,6 +40,11 @@ def test_term_present_needs_word_boundaries_and_case():
     assert not tm.term_present("Terminplan2", "Terminplan")
     assert tm.term_present("El mantenimiento del sistema.", "mantenimiento")
     assert not tm.term_present("Ümantenimiento", "mantenimiento")  # a non-ASCII letter is a word letter
+    # an apostrophe or hyphen between letters joins a word, as in WORD (and the decoder's rule)
+    assert not tm.term_present("A dog runs in a fenced-in area.", "fenced")
+    assert not tm.term_present("He jump's from a stair", "jump")
+    assert tm.term_present("the 'fenced' area", "fenced") and tm.term_present("die E-Mail-Adresse", "E-Mail") is False
+    assert tm.term_present("eine E-Mail.", "E-Mail")
 
 
 def test_term_inside_translation_proper():
