@@ -337,7 +337,8 @@ class SearchEngine:
         if use_dba:
             # its global top-k and row bests from its own members, its phrase advances from every
             # live hypothesis (plain ones included: a term placed into the best plain prefixes)
-            d = dba.candidates(step.only_parents(cand, beam.cons) if two else cand, rows, scored, out, tb, k=k, kk=kk, prune_threshold=cfg.prune_threshold, stats=self.stats,
+            own = step.only_parents(cand, beam.cons) if two else cand
+            d = dba.candidates(own, rows, scored, out, tb, k=k, kk=kk, prune_threshold=cfg.prune_threshold, stats=self.stats,
                                last=step.last_tokens(beam, rows))
             dcand = step.with_dba(cand, d, beam.nbanks > 1)
             if two:
