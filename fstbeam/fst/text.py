@@ -5,9 +5,11 @@ Word bytes are ASCII letters and digits, the apostrophe ``'`` and the hyphen ``-
 byte >= 0x80 (so multi-byte UTF-8 letters are word characters, and so are the typographic
 apostrophe and dashes); every other byte is a non-word byte. The apostrophe and the hyphen join a
 word: "jump's", "fenced-in" and a dangling "stand-" are one word each, so none of them contains
-the phrase "jump", "fence(d)" or "stand" (issue 21: a forced lemma met through punctuation). A phrase occurs "at word boundaries" when
-it is not glued to a word byte on a side where the phrase itself starts / ends with a word byte;
-the start and end of the text count as boundaries. Case-insensitive matching folds ASCII only.
+the phrase "jump", "fence(d)" or "stand" (issue 21: a forced lemma met through punctuation).
+
+A phrase occurs "at word boundaries" when it is not glued to a word byte on a side where the
+phrase itself starts / ends with a word byte; the start and end of the text count as boundaries.
+Case-insensitive matching folds ASCII only.
 
 numpy only at import time (the light compiler and the runtime-free checks use it); `contains_fst`
 imports pynini when called.
