@@ -24,7 +24,7 @@ import numpy as np
 from ...contract.layout import INF_DIST
 from ...contract.light import LightAutomaton, light_distances
 from ...errors import UnsatisfiableConstraintError
-from .lift import _distinct_rows, _ramp, _token_trie_csr
+from .lift import _csr_entries, _distinct_rows, _ramp, _token_trie_csr
 from .phrase_dfa import PhraseDFA, _ro
 from .token_index import TokenIndex
 
@@ -57,9 +57,7 @@ def fallback_exceptions(delta: np.ndarray, sym_of_byte: np.ndarray, padded: np.n
     exc: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
     level = 0
     while len(p_node):
-        count = ptr[p_node + 1] - ptr[p_node]
-        e_parent = np.repeat(np.arange(len(p_node)), count)
-        e = np.repeat(ptr[p_node], count) + _ramp(count)
+        e_parent, e = _csr_entries(ptr, p_node)  # every child edge of these nodes
         sym = child_sym[e]
         nxt = flat[p_state[e_parent] * nsym + sym]
         ref = p_ref[e_parent]
@@ -72,10 +70,9 @@ def fallback_exceptions(delta: np.ndarray, sym_of_byte: np.ndarray, padded: np.n
         level += 1
         parents.append((e_child.reshape(-1), e_parent, len(uniq)))
         p_node, p_state, p_ref = uniq // (nq * nr), (uniq // nr) % nq, uniq % nr
-        tcount = tptr[p_node + 1] - tptr[p_node]
-        if tcount.any():
-            t_pair = np.repeat(np.arange(len(p_node)), tcount)
-            t_tok = tok_at[np.repeat(tptr[p_node], tcount) + _ramp(tcount)]
+        t_pair, t_slot = _csr_entries(tptr, p_node)
+        if len(t_pair):
+            t_tok = tok_at[t_slot]
             r = p_ref[t_pair]
             want = np.where(r >= nd, r - nd, drows[np.minimum(r, nd - 1), cls[t_tok]])
             differs = p_state[t_pair] != want

@@ -89,9 +89,7 @@ def _exceptions_trie(delta, sym_of_byte, padded, lengths, cls, default):
     exc: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []  # (level, pair, token, next state)
     level = 0
     while len(p_node):
-        count = ptr[p_node + 1] - ptr[p_node]
-        e_parent = np.repeat(np.arange(len(p_node)), count)
-        e = np.repeat(ptr[p_node], count) + _ramp(count)
+        e_parent, e = _csr_entries(ptr, p_node)  # every child edge of these nodes
         nxt = flat[p_state[e_parent] * nsym + child_sym[e]]
         key = (child_node[e] * nq + nxt) * nd + p_drow[e_parent]
         uniq, e_child = np.unique(key, return_inverse=True)
@@ -99,10 +97,9 @@ def _exceptions_trie(delta, sym_of_byte, padded, lengths, cls, default):
         parents.append((e_child.reshape(-1), e_parent, len(uniq)))
         p_node, p_state, p_drow = uniq // (nq * nd), (uniq // nd) % nq, uniq % nd
         # Tokens ending at these nodes: an exception where the state is not the class default.
-        tcount = tptr[p_node + 1] - tptr[p_node]
-        if tcount.any():
-            t_pair = np.repeat(np.arange(len(p_node)), tcount)
-            t_tok = tok_at[np.repeat(tptr[p_node], tcount) + _ramp(tcount)]
+        t_pair, t_slot = _csr_entries(tptr, p_node)
+        if len(t_pair):
+            t_tok = tok_at[t_slot]
             differs = p_state[t_pair] != drows[p_drow[t_pair], cls[t_tok]]
             if differs.any():
                 t_pair, t_tok = t_pair[differs], t_tok[differs]
@@ -164,6 +161,13 @@ def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     code = rows.astype(np.int64) @ (base ** np.arange(rows.shape[1] - 1, -1, -1, dtype=np.int64))
     _, first, inv = np.unique(code, return_index=True, return_inverse=True)
     return rows[first], inv.reshape(-1)
+
+
+def _csr_entries(ptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(position in ``rows``, entry index) of every entry of the CSR ``rows`` (``ptr``: row
+    starts), in row order."""
+    count = ptr[rows + 1] - ptr[rows]
+    return np.repeat(np.arange(len(rows)), count), np.repeat(ptr[rows], count) + _ramp(count)
 
 
 def _ramp(sizes: np.ndarray) -> np.ndarray:
