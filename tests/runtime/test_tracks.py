@@ -72,6 +72,14 @@ def _search_errors(v, k: int, L: int, seed: int, *, plain_track: bool, n: int = 
     return feasible, errors
 
 
+def _logits(toks: list[str], vals: dict[str, float]) -> list[float]:
+    """One row of a StubLM table: -10 everywhere but the given tokens."""
+    x = [-10.0] * len(toks)
+    for t, val in vals.items():
+        x[toks.index(t)] = val
+    return x
+
+
 def rnd_bias(seed: int) -> float:
     return (-2.0, 0.0, 1.0)[seed % 3]
 
@@ -135,15 +143,9 @@ def test_forced_word_keeps_the_spacing_the_model_prefers():
     toks = ["<eos>", "x", " ", " cat", "c", "at", ".", "a"]
     v = Vocab.from_dict({i: t for i, t in enumerate(toks) if i}, eos_ids=[0])
     V = len(toks)
-
-    def row(**kw):
-        x = [-10.0] * V
-        for t, val in kw.items():
-            x[toks.index({"sp_cat": " cat", "dot": "."}.get(t, t))] = val
-        return x
-
-    table = {(1, 2): row(c=3.0, sp_cat=1.0, dot=2.0), (1, 2, 4): row(at=3.0, dot=1.0), (1, 2, 4, 5): row(**{"<eos>": 3.0}),
-             (1, 2, 3): row(**{"<eos>": 3.0}), (1, 2, 6): row(**{"<eos>": 3.0})}
+    table = {(1, 2): _logits(toks, {"c": 3.0, " cat": 1.0, ".": 2.0}), (1, 2, 4): _logits(toks, {"at": 3.0, ".": 1.0}),
+             (1, 2, 4, 5): _logits(toks, {"<eos>": 3.0}), (1, 2, 3): _logits(toks, {"<eos>": 3.0}),
+             (1, 2, 6): _logits(toks, {"<eos>": 3.0})}
     lm = StubLM(V, eos=[0], table=table)
     dec = Decoder(lm, v, eos_ids=[0], device="cpu")
     cc = _compile(v, phrases=["cat"])
@@ -153,13 +155,7 @@ def test_forced_word_keeps_the_spacing_the_model_prefers():
     # the same spacing on both sides (" c" + "at" or " cat"): the whole word wins over the likelier partial
     toks2 = ["<eos>", "x", " c", " cat", "at", "."]
     v2 = Vocab.from_dict({i: t for i, t in enumerate(toks2) if i}, eos_ids=[0])
-
-    def row2(vals):
-        x = [-10.0] * len(toks2)
-        for t, val in vals.items():
-            x[toks2.index(t)] = val
-        return x
-
+    row2 = lambda vals: _logits(toks2, vals)  # noqa: E731
     table2 = {(1,): row2({" c": 2.0, " cat": 1.5, ".": 4.0}), (1, 2): row2({"at": 3.0}), (1, 2, 4): row2({"<eos>": 3.0}),
               (1, 3): row2({"<eos>": 3.0}), (1, 5): row2({"<eos>": 3.0})}
     dec2 = Decoder(StubLM(len(toks2), eos=[0], table=table2), v2, eos_ids=[0], device="cpu")
@@ -175,13 +171,7 @@ def test_in_the_middle_of_a_word_the_forced_word_is_not_started_again():
 
     toks = ["<eos>", "x", " B", "eleg", " Be", "leg"]
     v = Vocab.from_dict({i: t for i, t in enumerate(toks) if i}, eos_ids=[0])
-
-    def row(vals):
-        x = [-10.0] * len(toks)
-        for t, val in vals.items():
-            x[toks.index(t)] = val
-        return x
-
+    row = lambda vals: _logits(toks, vals)  # noqa: E731
     table = {(1,): row({" B": 3.0}), (1, 2): row({" Be": 3.0, "eleg": 1.0}), (1, 2, 3): row({"<eos>": 3.0}),
              (1, 2, 4): row({"leg": 3.0}), (1, 2, 4, 5): row({"<eos>": 3.0})}
     dec = Decoder(StubLM(len(toks), eos=[0], table=table), v, eos_ids=[0], device="cpu")
