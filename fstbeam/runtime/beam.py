@@ -66,6 +66,14 @@ class BeamState:
     part_hist: torch.Tensor  # [n, L]
     part_met: torch.Tensor  # [n, P]
     pl_best: torch.Tensor  # [n] best ranking score the plain track has finished (-inf: none)
+    # best output that ended where its stop id ranked below the row's top tokens (end_in_top_k):
+    # kept while no output has ended by the rule, and then returned first (:func:`.pool.raw_result`)
+    ended: torch.Tensor  # [n] bool: an output has ended by the rule (set only with end_in_top_k)
+    lo_rank: torch.Tensor  # [n] (-inf = none)
+    lo_logp: torch.Tensor  # [n]
+    lo_len: torch.Tensor  # [n] length, EOS included
+    lo_eos: torch.Tensor  # [n] EOS id
+    lo_hist: torch.Tensor  # [n, L]
 
     @classmethod
     def empty(cls, k: int, L: int, nb: int, device) -> "BeamState":
@@ -95,6 +103,8 @@ class BeamState:
             fin_len=z(n, nb), fin_hist=z(n, nb, L), fin_eos=torch.full((n, nb), -1, dtype=torch.long, device=dev),
             fin_met=z(n, nb, P, dtype=torch.bool), part_logp=torch.full((n,), NEG_INF, device=dev), part_len=z(n),
             part_hist=z(n, L), part_met=z(n, P, dtype=torch.bool), pl_best=torch.full((n,), NEG_INF, device=dev),
+            ended=z(n, dtype=torch.bool), lo_rank=torch.full((n,), NEG_INF, device=dev),
+            lo_logp=torch.full((n,), NEG_INF, device=dev), lo_len=z(n), lo_eos=z(n), lo_hist=z(n, L),
         )
 
     def _map(self, fn) -> "BeamState":
@@ -145,6 +155,8 @@ class Scored:
     fin_raw: torch.Tensor  # [R] cumulative score with the best EOS (-inf where EOS is not allowed)
     eos_best: torch.Tensor  # [R] the best EOS log-probability (whether allowed or not)
     eos_which: torch.Tensor  # [R] which EOS id
+    ranked: torch.Tensor  # [R] bool: the best EOS ranks among the row's top tokens (always, unless end_in_top_k)
+    fin_loose: torch.Tensor  # [R] as fin_raw, where EOS is allowed but not ranked (else -inf)
 
 
 @dataclass

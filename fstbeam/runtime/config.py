@@ -103,6 +103,8 @@ class SearchConfig:
     no_repeat_prompt: bool = _opt(False, "the n-gram guard also counts the prompt's last 64 tokens (no echo of a "
                                          "question)")
     allow_control_tokens: bool = False  # unconstrained decoding may emit special/control tokens
+    end_in_top_k: bool = _opt(False, "an output ends only where a stop id is among the beam_size best next tokens "
+                                     "of its last hypothesis (no ending the model ranks far below going on)")
 
     def __post_init__(self) -> None:
         _positive_int("beam_size", self.beam_size)
@@ -128,7 +130,8 @@ class SearchConfig:
             _nonnegative_int(name, getattr(self, name))
         if self.min_new_tokens > self.max_new_tokens:
             raise DecodeError(f"min_new_tokens={self.min_new_tokens} exceeds max_new_tokens={self.max_new_tokens}: lower it")
-        for name in ("renormalize", "dba", "plain_track", "streaming", "allow_control_tokens", "no_repeat_prompt"):
+        for name in ("renormalize", "dba", "plain_track", "streaming", "allow_control_tokens", "no_repeat_prompt",
+                     "end_in_top_k"):
             if not isinstance(getattr(self, name), bool):
                 raise DecodeError(f"{name} must be True or False (got {getattr(self, name)!r})")
         if self.shortlist == "on" and not self.renormalize:

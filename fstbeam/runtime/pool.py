@@ -55,12 +55,15 @@ def merge_finished(beam: BeamState, ok, raw, length, eos_tok, hist, met, scoring
     beam.fin_rank = best
 
 
-def pool_eos(beam: BeamState, rows, scored, eos: torch.Tensor, tables, scoring) -> None:
-    """Merge this step's EOS candidates (``scored.fin_raw`` of each row) into the pools."""
+def pool_eos(beam: BeamState, rows, scored, eos: torch.Tensor, tables, scoring, loose: bool = False) -> None:
+    """Merge this step's EOS candidates (``scored.fin_raw`` of each row) into the pools; with
+    ``loose`` (``end_in_top_k``) keep the best ending below the top tokens too (:func:`keep_loose`)."""
     n, k = beam.alive.shape
     P, dev = beam.P, beam.cum.device
     raw = torch.full((n * k,), NEG_INF, device=dev)
     raw[rows.idx] = scored.fin_raw
+    if loose:
+        keep_loose(beam, rows, scored, eos, scoring, torch.isfinite(raw).view(n, k).any(1))
     if not bool(torch.isfinite(raw).any()):  # nothing may end here (the common case): skip the merge
         return
     eos_tok = torch.full((n * k,), -1, dtype=torch.long, device=dev)
@@ -73,6 +76,33 @@ def pool_eos(beam: BeamState, rows, scored, eos: torch.Tensor, tables, scoring) 
     raw = raw.view(n, k)
     length = (beam.length + 1)[:, None].expand(n, k)
     merge_finished(beam, torch.isfinite(raw), raw, length, eos_tok.view(n, k), beam.hist, met, scoring)
+
+
+def keep_loose(beam: BeamState, rows, scored, eos: torch.Tensor, scoring, ended_now: torch.Tensor) -> None:
+    """Until an output of the slot ends by ``end_in_top_k``'s rule (``ended_now [n]``: one does at
+    this step), its best ending whose stop id ranked below the row's top tokens
+    (``scored.fin_loose``) is kept in ``lo_*``; from then on none is. Where either is, no output
+    cut by the length limit is pooled (:func:`finish_at_limit`)."""
+    n, k = beam.alive.shape
+    beam.ended = beam.ended | ended_now
+    beam.lo_rank = torch.where(beam.ended, torch.full_like(beam.lo_rank, NEG_INF), beam.lo_rank)
+    raw = torch.full((n * k,), NEG_INF, device=beam.cum.device)
+    raw[rows.idx] = scored.fin_loose
+    raw = torch.where(beam.ended[:, None], NEG_INF, raw.view(n, k)).view(-1)
+    if not bool(torch.isfinite(raw).any()):  # (every ending ranked, or ended)
+        return
+    eos_tok = torch.zeros(n * k, dtype=torch.long, device=raw.device)
+    eos_tok[rows.idx] = eos[scored.eos_which]
+    length = (beam.length + 1)[:, None].expand(n, k)
+    rank = scoring.rank(raw.view(n, k), length, beam.target[:, None].expand(n, k))
+    best, j = rank.max(1)
+    better = best > beam.lo_rank
+    slots = torch.arange(n, device=raw.device)
+    beam.lo_rank = torch.where(better, best, beam.lo_rank)
+    beam.lo_logp = torch.where(better, raw.view(n, k)[slots, j], beam.lo_logp)
+    beam.lo_len = torch.where(better, beam.length + 1, beam.lo_len)
+    beam.lo_eos = torch.where(better, eos_tok.view(n, k)[slots, j], beam.lo_eos)
+    beam.lo_hist = torch.where(better[:, None], beam.hist[slots, j], beam.lo_hist)
 
 
 def record_partial(beam: BeamState, which: torch.Tensor, alive: torch.Tensor, tables) -> None:
@@ -92,10 +122,12 @@ def record_partial(beam: BeamState, which: torch.Tensor, alive: torch.Tensor, ta
 
 def finish_at_limit(beam: BeamState, at_limit: torch.Tensor, tables, scoring) -> None:
     """Hypotheses reaching ``max_new_tokens``: accepting ones finish (reason "length"), the best
-    other one is kept as the partial output."""
+    other one is kept as the partial output. With ``end_in_top_k`` an output that ended beats one
+    the limit cuts: slots where one has ended (by the rule, or below it: ``lo_rank``) pool no cut output."""
     n, k = beam.alive.shape
     acc = tables.accepting(beam.hstate.view(-1), beam.flat_lstate()).view(n, k)
-    fin = beam.alive & acc & at_limit[:, None]
+    ended = beam.ended | torch.isfinite(beam.lo_rank)
+    fin = beam.alive & acc & at_limit[:, None] & ~ended[:, None]
     if bool(fin.any()):
         raw = torch.where(fin, beam.cum, torch.full_like(beam.cum, NEG_INF))
         met = tables.met(beam.flat_lstate()).view(n, k, beam.P) if beam.P else None
@@ -145,7 +177,7 @@ def host_rows(beam: BeamState, idx: list[int]) -> list[dict]:
 
 
 _RESULT_FIELDS = ("fin_rank", "fin_logp", "fin_len", "fin_eos", "fin_hist", "fin_met", "part_logp", "part_len", "part_hist",
-                  "part_met")
+                  "part_met", "lo_rank", "lo_logp", "lo_len", "lo_eos", "lo_hist")
 
 
 def _reshape(vals: list, shape):
@@ -159,7 +191,10 @@ def _reshape(vals: list, shape):
 
 def raw_result(h: dict, slot, steps: int, max_new_tokens: int) -> RawResult:
     """The result of one slot (``h``: its :func:`host_rows` entry): its finished n-best, or else
-    its best partial output (with a warning)."""
+    its best partial output (with a warning). With ``end_in_top_k`` an output that ends beats one
+    the limit cuts: the outputs that ended by the rule, else the best that ended where its stop id
+    ranked lower ("Die Verifizierung Steuert" over a run-on of "Konten des Servers" to the limit),
+    else the cut ones."""
     np_ = slot.n_phrases
     hyps: list[RawHypothesis] = []
     rank, logp, lens, eos = h["fin_rank"], h["fin_logp"], h["fin_len"], h["fin_eos"]
@@ -171,6 +206,10 @@ def raw_result(h: dict, slot, steps: int, max_new_tokens: int) -> RawResult:
         met = tuple(bool(x) for x in h["fin_met"][j][:np_]) if np_ else ()
         hyps.append(RawHypothesis(h["fin_hist"][j][:ntext], e if e >= 0 else None, rank[j], logp[j], True, met,
                                   "eos" if e >= 0 else "length"))
+    if math.isfinite(h["lo_rank"]):  # (kept only where nothing ended by the rule; no cut output was pooled then)
+        met = (True,) * np_  # (an ending is allowed only where every constraint is met)
+        hyps.insert(0, RawHypothesis(h["lo_hist"][:h["lo_len"] - 1], h["lo_eos"], h["lo_rank"], h["lo_logp"], True, met, "eos"))
+        del hyps[len(rank):]
     warn = list(slot.warnings)
     if not hyps:
         plen = h["part_len"]

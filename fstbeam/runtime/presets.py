@@ -7,9 +7,12 @@ log-probability. Flags and keywords given by the user override a preset's values
 
 - ``plain``: log-probability ranking, nothing else (the API's default).
 - ``continuation`` (raw text and templates): Huang et al.'s (2017) bounded length reward with
-  ``r = LENGTH_REWARD`` up to ``LENGTH_RATIO`` times the query's tokens (`.length_target`), and no
-  token 4-gram twice: plain beam search on a small model prefers the shortest output, and a
-  reward for length invites loops.
+  ``r = LENGTH_REWARD`` up to ``LENGTH_RATIO`` times the query's tokens (`.length_target`), no
+  token 4-gram twice, and an output ends only where the model ranks a stop id among its
+  ``beam_size`` best next tokens (``end_in_top_k``): plain beam search on a small model prefers
+  the shortest output, a reward for length invites loops, and once the reward's target is
+  filled an ending the model ranks far down ("... but we all gaze" + newline, rank 168) is cheaper
+  than finishing the sentence.
 - ``answer`` (``--format qa``, chat): a smaller reward (``QA_LENGTH_REWARD``), never an empty
   answer (``min_new_tokens``), no echo of the question (``no_repeat_prompt``), and the answer ends
   with its line (``stop_at="line"``): a base model otherwise goes on to invent the next question.
@@ -27,22 +30,22 @@ from ..errors import DecodeError
 from .config import SearchConfig
 
 __all__ = ["PRESETS", "preset_for_format", "search_config", "LENGTH_REWARD", "LENGTH_RATIO", "NO_REPEAT_NGRAM",
-           "QA_LENGTH_RATIO", "QA_LENGTH_REWARD", "QA_MIN_NEW_TOKENS"]
+           "QA_LENGTH_REWARD", "QA_MIN_NEW_TOKENS"]
 
 LENGTH_REWARD = 2.0
 LENGTH_RATIO = 1.5
 NO_REPEAT_NGRAM = 4
 QA_LENGTH_REWARD = 1.5
-QA_LENGTH_RATIO = 2.8  # a question's query is the question alone (runtime/defaults.py)
 QA_MIN_NEW_TOKENS = 2
 
-_CONTINUATION = {"length_reward": LENGTH_REWARD, "length_ratio": LENGTH_RATIO, "no_repeat_ngram": NO_REPEAT_NGRAM}
+_CONTINUATION = {"length_reward": LENGTH_REWARD, "length_ratio": LENGTH_RATIO, "no_repeat_ngram": NO_REPEAT_NGRAM,
+                 "end_in_top_k": True}
 
 #: name -> the SearchConfig fields the preset sets (the rest keep SearchConfig's defaults).
 PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     "plain": MappingProxyType({}),
     "continuation": MappingProxyType(dict(_CONTINUATION)),
-    "answer": MappingProxyType(dict(_CONTINUATION, length_reward=QA_LENGTH_REWARD, length_ratio=QA_LENGTH_RATIO,
+    "answer": MappingProxyType(dict(_CONTINUATION, length_reward=QA_LENGTH_REWARD,
                                     min_new_tokens=QA_MIN_NEW_TOKENS,
                                     no_repeat_prompt=True, stop_at="line")),
     "translation": MappingProxyType(dict(_CONTINUATION, stop_at="line")),
@@ -50,7 +53,7 @@ PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
 
 #: Settings that only make sense with a length reward: ``length_reward=0`` drops them too
 #: (plain log-probability ranking), unless given explicitly.
-_WITH_REWARD = ("length_ratio", "no_repeat_ngram", "no_repeat_prompt")
+_WITH_REWARD = ("length_ratio", "no_repeat_ngram", "no_repeat_prompt", "end_in_top_k")
 
 
 def preset_for_format(prompt_format: str, continues_text: bool = True) -> str:

@@ -369,7 +369,7 @@ class SearchEngine:
         sel_parent, sel_ok = parent.gather(1, sel_i), torch.isfinite(sel_s)
         places = step.keep_places(sel_parent, sel_ok, K)
         sel_s, sel_i, sel_parent, sel_ok = (t.gather(1, places) for t in (sel_s, sel_i, sel_parent, sel_ok))
-        pool.pool_eos(beam, rows, scored, self._eos, tb, cfg.scoring)
+        pool.pool_eos(beam, rows, scored, self._eos, tb, cfg.scoring, loose=cfg.end_in_top_k)
         if two:
             tracks.plain_best(beam, rows, scored, ok_plain, cfg.scoring)
             flags = (chosen_c.gather(1, sel_i) & sel_ok, chosen_p.gather(1, sel_i) & sel_ok,

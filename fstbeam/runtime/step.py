@@ -57,8 +57,23 @@ def score_rows(out: StepLogits, rows: Rows, ok_eos: torch.Tensor, kk: int, cfg) 
         shift = lse - total
         eos_lp = eos_lp + shift[:, None]
     eos_best, eos_which = eos_lp.max(1)
-    fin_raw = torch.where(ok_eos, rows.c + eos_best, torch.full_like(rows.c, NEG_INF))
-    return Scored(mask, lse, shift, top.scores + shift[:, None], out.to_ids(top.tokens), fin_raw, eos_best, eos_which)
+    tok_scores = top.scores + shift[:, None]
+    ranked = end_ranked(eos_best, tok_scores, rows.c) if cfg.end_in_top_k else torch.ones_like(ok_eos)
+    neg = torch.full_like(rows.c, NEG_INF)
+    fin_raw = torch.where(ok_eos & ranked, rows.c + eos_best, neg)
+    fin_loose = torch.where(ok_eos & ~ranked, rows.c + eos_best, neg)
+    return Scored(mask, lse, shift, tok_scores, out.to_ids(top.tokens), fin_raw, eos_best, eos_which, ranked, fin_loose)
+
+
+def end_ranked(eos_best: torch.Tensor, tok_scores: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """bool ``[R]``: the best stop id ranks among the ``kk`` tokens each row expands (its
+    log-probability at least the ``kk``-th best allowed text token's; ``end_in_top_k``). Beam search
+    that expands each hypothesis's top tokens ends it only there; the pool would otherwise take an
+    ending the model ranks far below going on: "... but we all gaze" + a newline at rank 168, once
+    a forced phrase has filled the length target, over finishing the sentence. (The best such
+    ending is kept apart: it is the result only where no output ends by the rule,
+    :func:`.pool.raw_result`.)"""
+    return eos_best >= tok_scores[:, -1] - c
 
 
 def apply_guards(mask: torch.Tensor, ok_eos: torch.Tensor, rows: Rows, beam: BeamState, cfg, ok_plain=None):

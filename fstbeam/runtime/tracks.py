@@ -111,7 +111,7 @@ def merge_tracks(cand, plain_part, V: int):
 def plain_best(beam, rows, scored, ok_plain: torch.Tensor, scoring) -> None:
     """The plain members that may end here update their slot's ``pl_best``."""
     n, K = beam.alive.shape
-    member = beam.plain.view(-1)[rows.idx] & ok_plain  # (no host read: computed whatever it holds)
+    member = beam.plain.view(-1)[rows.idx] & ok_plain & scored.ranked  # (no host read: computed whatever it holds)
     raw = torch.full((n * K,), NEG_INF, device=beam.cum.device)
     raw[rows.idx] = torch.where(member, rows.c + scored.eos_best, torch.full_like(rows.c, NEG_INF))
     length = (beam.length + 1)[:, None].expand(n, K)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from fstbeam.cli.generate import main
 
 
@@ -41,8 +43,10 @@ def test_surrogate_row_becomes_an_error_row(model_dir, tmp_path):
     main(_args(model_dir, tmp_path / "good.jsonl", tmp_path / "good", "--shard-size", "7"))
     alone = {o["id"]: o for o in _shards(tmp_path / "good")}
     for o in out:
-        if o["id"] != 4:
-            assert o == alone[o["id"]]
+        if o["id"] != 4:  # (scores to float noise: a batch of another size sums the matmuls in another order)
+            a, exact = alone[o["id"]], lambda d: {k: v for k, v in d.items() if k not in ("score", "logprob")}
+            assert exact(o) == exact(a)
+            assert o["score"] == pytest.approx(a["score"], abs=1e-4) and o["logprob"] == pytest.approx(a["logprob"], abs=1e-4)
 
 
 def test_retry_errors_reruns_only_the_errored_rows(model_dir, tmp_path, monkeypatch):

@@ -121,3 +121,68 @@ def test_unconstrained_decoding_never_emits_control_tokens(allow):
         assert emitted - text  # asked for: the likely control tokens come out
     else:
         assert emitted and emitted <= text
+
+
+def _top_tree(lm, prompt, *, V, L, kk, cc, rank, end_rule):
+    """The outputs of the tree a beam expands when each hypothesis takes its ``kk`` best allowed
+    tokens (``max_per_parent``), best first: ``y EOS`` where accepting (with ``end_rule``, only
+    where EOS scores at least the ``kk``-th best allowed token), ``L`` tokens ending accepting;
+    and, apart, the endings ``end_rule`` refuses."""
+    found, refused = [], []
+
+    def rec(seq, lp_sum, m):
+        lp = lm.logprobs(prompt + seq)
+        allowed = [t for t in (range(V) if m is None else m.allowed_token_ids().tolist()) if t != 0]
+        top = sorted(allowed, key=lambda t: -lp[t].item())[:kk]
+        if m is None or m.is_final():
+            low = end_rule and len(top) == kk and lp[0] < lp[top[-1]]
+            (refused if low else found).append((rank(lp_sum + lp[0].item(), len(seq) + 1), seq, 0))
+        for t in top:
+            m2 = None
+            if m is not None:
+                m2 = cc.matcher()
+                for x in seq + [t]:
+                    m2.advance(x)
+            if len(seq) + 1 == L:
+                if m2 is None or m2.is_final():
+                    found.append((rank(lp_sum + lp[t].item(), L), seq + [t], None))
+            else:
+                rec(seq + [t], lp_sum + lp[t].item(), m2)
+
+    rec([], 0.0, cc.matcher() if cc else None)
+    return sorted(found, key=lambda x: -x[0]), sorted(refused, key=lambda x: -x[0])
+
+
+@pytest.mark.parametrize("end_rule", [False, True])
+def test_end_in_top_k_against_the_expanded_tree(compiled, end_rule):  # noqa: F811 - the fixture
+    """``end_in_top_k``: an output ends only where EOS ranks among the tokens its last hypothesis
+    expands; an output that ends so beats the outputs the length limit cuts, and where none does,
+    the best refused ending does. A beam as wide as the tree returns that output."""
+    v, ccs = compiled
+    V, L, kk = v.width, 4, 2
+    lm = StubLM(V, eos=[0], eos_bias=0.5)
+    scoring = Scoring("reward", reward=0.7)
+
+    def rank(lp, n):
+        return float(scoring.rank(torch.tensor(lp), torch.tensor(n), torch.tensor(2.0)))
+
+    changed = fallback = 0
+    for name in ("none", "words"):
+        cc = ccs[name]
+        for target_eos in (0.5, -2.5):  # -2.5: EOS rarely in the top 2, so the fallback is seen
+            lm = StubLM(V, eos=[0], eos_bias=target_eos)
+            res, _ = run(lm, PROMPTS, [cc] * len(PROMPTS), beam_size=kk ** L, max_per_parent=kk, max_new_tokens=L,
+                         batch_size=6, length_reward=scoring.reward, target_length=2, end_in_top_k=end_rule)
+            for r in res:
+                found, refused = _top_tree(lm, PROMPTS[r.index], V=V, L=L, kk=kk, cc=cc, rank=rank, end_rule=end_rule)
+                ended = [x for x in found if x[2] is not None]
+                if end_rule:  # an output that ends beats one the limit cuts
+                    found = ended or refused or found
+                best, toks, eos = found[0]
+                fallback += not ended and bool(refused)
+                h = r.hypotheses[0]
+                assert h.tokens == toks and h.eos == eos and h.score == pytest.approx(best, abs=1e-4), name
+                loose = _top_tree(lm, PROMPTS[r.index], V=V, L=L, kk=kk, cc=cc, rank=rank, end_rule=False)[0][0]
+                changed += loose[1] != toks
+    # the rule removes a winning ending somewhere, and the fallback is used (else the test could not see them)
+    assert bool(changed) == end_rule and bool(fallback) == end_rule

@@ -170,7 +170,7 @@ def test_generate_jsonl_per_line_constraints_and_bad_lines(model_dir, tmp_path, 
         assert any(has(t[: m.start()], "sat") for m in re.finditer("mat", t))
     if by[6]["satisfied"]:
         assert by[6]["text"].lstrip().startswith("the") and not has(by[6]["text"], "cat")
-    # each line decodes as the Python API decodes it alone, all constraints compiled at once
+    # each line decodes as the Python API decodes it alone with the doors' preset, all constraints compiled at once
     from fstbeam.compiler.compile import compile_constraints
     from fstbeam.runtime.decoder import Decoder
 
@@ -178,7 +178,7 @@ def test_generate_jsonl_per_line_constraints_and_bad_lines(model_dir, tmp_path, 
     for n, kw in ((1, dict(phrases=[["dog", "mat"]])), (3, dict(phrases=["sat", "mat"], ordered=True)),
                   (6, dict(avoid=["cat"], prefix="the")), (8, dict(phrases=[Phrase("the cat", sentence_case=True)]))):
         cc = compile_constraints(tokenizer=dec.vocab, words=str(words), leading_space=True, **kw)
-        [r] = dec.generate([lines[n - 1]["prompt"]], cc, beam_size=4, max_new_tokens=10)
+        [r] = dec.generate([lines[n - 1]["prompt"]], cc, beam_size=4, max_new_tokens=10, preset="auto")
         assert r.text == by[n]["text"] and r.satisfied == by[n]["satisfied"], n
 
 
