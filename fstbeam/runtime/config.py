@@ -103,8 +103,9 @@ class SearchConfig:
     no_repeat_prompt: bool = _opt(False, "the n-gram guard also counts the prompt's last 64 tokens (no echo of a "
                                          "question)")
     allow_control_tokens: bool = False  # unconstrained decoding may emit special/control tokens
-    end_in_top_k: bool = _opt(False, "an output ends only where a stop id is among the beam_size best next tokens "
-                                     "of its last hypothesis (no ending the model ranks far below going on)")
+    end_in_top_k: bool = _opt(False, "an output ends where a stop id is among the beam_size best next tokens of its "
+                                     "last hypothesis, and beats one the length limit cuts (an ending ranked lower "
+                                     "only where none does)")
 
     def __post_init__(self) -> None:
         _positive_int("beam_size", self.beam_size)
