@@ -22,8 +22,10 @@ for every live hypothesis at once:
    phrases, next to it the *plain track* (the same search without the must-include phrases, whose
    outputs that meet every constraint enter the pool, so the result never scores below an
    unconstrained result that meets them) and constraint-aware ending (:mod:`.tracks`);
-6. finished hypotheses enter a per-input n-best pool; an input stops when its n-th best finished
-   score reaches the upper bound of its live hypotheses (:mod:`.scoring`), or at the length limit.
+6. finished hypotheses enter a per-input n-best pool (with ``end_in_top_k`` those whose stop id
+   ranks among the row's top tokens; the best other ending is kept apart, :mod:`.pool`); an input
+   stops when its n-th best finished score reaches the upper bound of its live hypotheses
+   (:mod:`.scoring`), or at the length limit.
 
 Streaming (Yang et al. 2020): when the live inputs drop to ``refill * batch_size``, new inputs are
 prefilled and join the batch; a finished input leaves it. With ``expand="least_advanced"``

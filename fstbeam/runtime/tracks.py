@@ -21,7 +21,9 @@ holds the union of the two selections, so a hypothesis both choose is computed o
   52.0, en-es 60.4 -> 61.8, outputs cut 10 -> 7.5%; CommonGen unchanged, BLEU 18.2 / 18.0);
 - every finished output that meets all constraints enters the n-best pool, whichever track found
   it. So when the unconstrained beam's result meets every constraint it is in the pool, and the
-  constrained result scores at least as well.
+  constrained result scores at least as well. (With ``end_in_top_k`` both tracks end by its rule
+  and the guarantee is among outputs that end so: an output that ends by the rule is preferred
+  to a higher-scoring one the length limit cuts.)
 
 The plain track stops, and its plain-only hypotheses leave the beam, once no live plain member can
 still meet every phrase within the length limit *and* beat ``max(pl_best, best constrained
