@@ -60,20 +60,13 @@ class BeamState:
     fin_hist: torch.Tensor  # [n, nb, L]
     fin_eos: torch.Tensor  # [n, nb] EOS id (-1: finished at the length limit)
     fin_met: torch.Tensor  # [n, nb, P] phrases met
+    fin_tier: torch.Tensor  # [n, nb] 0; with end_in_top_k 1 for an ending below the top tokens, 2 for a cut output
     # best partial (unsatisfied) output, returned when nothing finishes
     part_logp: torch.Tensor  # [n]
     part_len: torch.Tensor  # [n]
     part_hist: torch.Tensor  # [n, L]
     part_met: torch.Tensor  # [n, P]
     pl_best: torch.Tensor  # [n] best ranking score the plain track has finished (-inf: none)
-    # best output that ended where its stop id ranked below the row's top tokens (end_in_top_k):
-    # kept while no output has ended by the rule, and then returned first (:func:`.pool.raw_result`)
-    ended: torch.Tensor  # [n] bool: an output has ended by the rule (set only with end_in_top_k)
-    lo_rank: torch.Tensor  # [n] (-inf = none)
-    lo_logp: torch.Tensor  # [n]
-    lo_len: torch.Tensor  # [n] length, EOS included
-    lo_eos: torch.Tensor  # [n] EOS id
-    lo_hist: torch.Tensor  # [n, L]
 
     @classmethod
     def empty(cls, k: int, L: int, nb: int, device) -> "BeamState":
@@ -103,8 +96,7 @@ class BeamState:
             fin_len=z(n, nb), fin_hist=z(n, nb, L), fin_eos=torch.full((n, nb), -1, dtype=torch.long, device=dev),
             fin_met=z(n, nb, P, dtype=torch.bool), part_logp=torch.full((n,), NEG_INF, device=dev), part_len=z(n),
             part_hist=z(n, L), part_met=z(n, P, dtype=torch.bool), pl_best=torch.full((n,), NEG_INF, device=dev),
-            ended=z(n, dtype=torch.bool), lo_rank=torch.full((n,), NEG_INF, device=dev),
-            lo_logp=torch.full((n,), NEG_INF, device=dev), lo_len=z(n), lo_eos=z(n), lo_hist=z(n, L),
+            fin_tier=z(n, nb),
         )
 
     def _map(self, fn) -> "BeamState":

@@ -184,8 +184,7 @@ class ContinuousEngine(SearchEngine):
         idx = torch.tensor([i for i, _ in watched], dtype=torch.long, device=self.device)
         sub = b.select(idx)
         host = [t.tolist() for t in (sub.alive, sub.hist, sub.length, sub.fin_rank, sub.fin_len, sub.fin_eos,
-                                     sub.fin_hist, sub.part_logp, sub.part_len, sub.part_hist, sub.lo_rank, sub.lo_len,
-                                     sub.lo_hist)]
+                                     sub.fin_hist, sub.part_logp, sub.part_len, sub.part_hist)]
         for j, (_, ticket) in enumerate(watched):
             prefix = shared_prefix(*(h[j] for h in host))
             if len(prefix) > ticket.shared:
@@ -211,19 +210,16 @@ class _Locked:
             return self._adapter.step(*args, **kwargs)
 
 
-def shared_prefix(alive, hist, length, fin_rank, fin_len, fin_eos, fin_hist, part_logp, part_len, part_hist,
-                  lo_rank=float("-inf"), lo_len=0, lo_hist=()) -> list[int]:
+def shared_prefix(alive, hist, length, fin_rank, fin_len, fin_eos, fin_hist, part_logp, part_len, part_hist) -> list[int]:
     """The tokens every output one slot may still return begins with (host lists of one slot):
-    its live hypotheses (every later one descends from them), its finished n-best, its best
-    partial output and its best ending below the top tokens (any of them may be what it returns)."""
+    its live hypotheses (every later one descends from them), its finished n-best and its best
+    partial output (either may be what it returns)."""
     seqs = [h[:length] for a, h in zip(alive, hist) if a]
     for r, n, e, h in zip(fin_rank, fin_len, fin_eos, fin_hist):
         if r != float("-inf"):
             seqs.append(h[: n - (1 if e >= 0 else 0)])
     if part_logp != float("-inf"):
         seqs.append(part_hist[:part_len])
-    if lo_rank != float("-inf"):
-        seqs.append(list(lo_hist[: lo_len - 1]))
     if not seqs:
         return []
     first = seqs[0]

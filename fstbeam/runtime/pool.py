@@ -32,14 +32,20 @@ class RawResult:
     error: str | None = None
 
 
-def merge_finished(beam: BeamState, ok, raw, length, eos_tok, hist, met, scoring) -> None:
+def merge_finished(beam: BeamState, ok, raw, length, eos_tok, hist, met, scoring, tier: int = 0) -> None:
     """Candidates ``ok [n, k]`` (log-prob ``raw``, ``length`` with EOS, EOS id ``eos_tok`` or -1,
-    tokens ``hist [n, k, L]``, phrases ``met [n, k, P]`` or None) enter each slot's n-best pool."""
+    tokens ``hist [n, k, L]``, phrases ``met [n, k, P]`` or None) enter each slot's n-best pool,
+    ordered by tier (lower first: ``end_in_top_k``), then by rank."""
     n, k = raw.shape
     nb, L = beam.fin_rank.shape[1], beam.fin_hist.shape[2]
     rank = scoring.rank(raw, length, beam.target[:, None].expand(n, k))
     rank = torch.where(ok, rank, torch.full_like(rank, NEG_INF))
-    best, idx = torch.cat([beam.fin_rank, rank], 1).topk(nb, dim=1)  # of [n, nb + k]
+    all_rank = torch.cat([beam.fin_rank, rank], 1)  # [n, nb + k]
+    all_tier = torch.cat([beam.fin_tier, torch.full_like(eos_tok, tier)], 1)
+    # lexicographic (tier, rank): rank's order within a tier, exact in float64 (|rank| << 1e9)
+    _, idx = (all_rank.double() - 1e9 * all_tier.double()).topk(nb, dim=1)
+    best = all_rank.gather(1, idx)
+    beam.fin_tier = all_tier.gather(1, idx)
     from_pool = idx < nb
     pi = idx.clamp(max=nb - 1)
     ci = (idx - nb).clamp(min=0)
@@ -57,52 +63,27 @@ def merge_finished(beam: BeamState, ok, raw, length, eos_tok, hist, met, scoring
 
 def pool_eos(beam: BeamState, rows, scored, eos: torch.Tensor, tables, scoring, loose: bool = False) -> None:
     """Merge this step's EOS candidates (``scored.fin_raw`` of each row) into the pools; with
-    ``loose`` (``end_in_top_k``) keep the best ending below the top tokens too (:func:`keep_loose`)."""
+    ``loose`` (``end_in_top_k``) also the endings below the row's top tokens (``scored.fin_loose``),
+    in the pool's second tier: returned only after every output that ended by the rule."""
     n, k = beam.alive.shape
     P, dev = beam.P, beam.cum.device
-    raw = torch.full((n * k,), NEG_INF, device=dev)
-    raw[rows.idx] = scored.fin_raw
-    if loose:
-        keep_loose(beam, rows, scored, eos, scoring, torch.isfinite(raw).view(n, k).any(1))
-    if not bool(torch.isfinite(raw).any()):  # nothing may end here (the common case): skip the merge
-        return
     eos_tok = torch.full((n * k,), -1, dtype=torch.long, device=dev)
     eos_tok[rows.idx] = eos[scored.eos_which]
+    length = (beam.length + 1)[:, None].expand(n, k)
     met = None
-    if P:
-        met = torch.zeros(n * k, P, dtype=torch.bool, device=dev)
-        met[rows.idx] = tables.met(rows.s)
-        met = met.view(n, k, P)
-    raw = raw.view(n, k)
-    length = (beam.length + 1)[:, None].expand(n, k)
-    merge_finished(beam, torch.isfinite(raw), raw, length, eos_tok.view(n, k), beam.hist, met, scoring)
-
-
-def keep_loose(beam: BeamState, rows, scored, eos: torch.Tensor, scoring, ended_now: torch.Tensor) -> None:
-    """Until an output of the slot ends by ``end_in_top_k``'s rule (``ended_now [n]``: one does at
-    this step), its best ending whose stop id ranked below the row's top tokens
-    (``scored.fin_loose``) is kept in ``lo_*``; from then on none is. Where either is, no output
-    cut by the length limit is pooled (:func:`finish_at_limit`)."""
-    n, k = beam.alive.shape
-    beam.ended = beam.ended | ended_now
-    beam.lo_rank = torch.where(beam.ended, torch.full_like(beam.lo_rank, NEG_INF), beam.lo_rank)
-    raw = torch.full((n * k,), NEG_INF, device=beam.cum.device)
-    raw[rows.idx] = scored.fin_loose
-    raw = torch.where(beam.ended[:, None], NEG_INF, raw.view(n, k)).view(-1)
-    if not bool(torch.isfinite(raw).any()):  # (every ending ranked, or ended)
-        return
-    eos_tok = torch.zeros(n * k, dtype=torch.long, device=raw.device)
-    eos_tok[rows.idx] = eos[scored.eos_which]
-    length = (beam.length + 1)[:, None].expand(n, k)
-    rank = scoring.rank(raw.view(n, k), length, beam.target[:, None].expand(n, k))
-    best, j = rank.max(1)
-    better = best > beam.lo_rank
-    slots = torch.arange(n, device=raw.device)
-    beam.lo_rank = torch.where(better, best, beam.lo_rank)
-    beam.lo_logp = torch.where(better, raw.view(n, k)[slots, j], beam.lo_logp)
-    beam.lo_len = torch.where(better, beam.length + 1, beam.lo_len)
-    beam.lo_eos = torch.where(better, eos_tok.view(n, k)[slots, j], beam.lo_eos)
-    beam.lo_hist = torch.where(better[:, None], beam.hist[slots, j], beam.lo_hist)
+    for tier, fin in ((0, scored.fin_raw), (1, scored.fin_loose if loose else None)):
+        if fin is None:
+            continue
+        raw = torch.full((n * k,), NEG_INF, device=dev)
+        raw[rows.idx] = fin
+        if not bool(torch.isfinite(raw).any()):  # nothing may end here (the common case): skip the merge
+            continue
+        if P and met is None:
+            met = torch.zeros(n * k, P, dtype=torch.bool, device=dev)
+            met[rows.idx] = tables.met(rows.s)
+            met = met.view(n, k, P)
+        raw = raw.view(n, k)
+        merge_finished(beam, torch.isfinite(raw), raw, length, eos_tok.view(n, k), beam.hist, met, scoring, tier)
 
 
 def record_partial(beam: BeamState, which: torch.Tensor, alive: torch.Tensor, tables) -> None:
@@ -120,19 +101,18 @@ def record_partial(beam: BeamState, which: torch.Tensor, alive: torch.Tensor, ta
         beam.part_met = torch.where(better[:, None], tables.met(beam.lstate[rows, j]), beam.part_met)
 
 
-def finish_at_limit(beam: BeamState, at_limit: torch.Tensor, tables, scoring) -> None:
-    """Hypotheses reaching ``max_new_tokens``: accepting ones finish (reason "length"), the best
-    other one is kept as the partial output. With ``end_in_top_k`` an output that ended beats one
-    the limit cuts: slots where one has ended (by the rule, or below it: ``lo_rank``) pool no cut output."""
+def finish_at_limit(beam: BeamState, at_limit: torch.Tensor, tables, scoring, cut_tier: int = 0) -> None:
+    """Hypotheses reaching ``max_new_tokens``: accepting ones finish (reason "length") in the pool's
+    tier ``cut_tier`` (2 with ``end_in_top_k``: after every output that ended), the best other one
+    is kept as the partial output."""
     n, k = beam.alive.shape
     acc = tables.accepting(beam.hstate.view(-1), beam.flat_lstate()).view(n, k)
-    ended = beam.ended | torch.isfinite(beam.lo_rank)
-    fin = beam.alive & acc & at_limit[:, None] & ~ended[:, None]
+    fin = beam.alive & acc & at_limit[:, None]
     if bool(fin.any()):
         raw = torch.where(fin, beam.cum, torch.full_like(beam.cum, NEG_INF))
         met = tables.met(beam.flat_lstate()).view(n, k, beam.P) if beam.P else None
         eos_tok = torch.full((n, k), -1, dtype=torch.long, device=raw.device)
-        merge_finished(beam, fin, raw, beam.length[:, None].expand(n, k), eos_tok, beam.hist, met, scoring)
+        merge_finished(beam, fin, raw, beam.length[:, None].expand(n, k), eos_tok, beam.hist, met, scoring, cut_tier)
     rest = beam.alive & ~acc & at_limit[:, None]
     if bool(rest.any()):
         record_partial(beam, rest.any(1), rest, tables)
@@ -152,7 +132,7 @@ def done_slots(beam: BeamState, at_limit: torch.Tensor, tables, cfg) -> torch.Te
     ub = cfg.scoring.upper_bound(beam.cum, beam.length[:, None].expand(n, k), lb.clamp(max=L), beam.target[:, None].expand(n, k), L)
     ub = torch.where(feasible, ub, torch.full_like(ub, NEG_INF)).max(1).values
     nth = beam.fin_rank[:, -1]
-    certified = torch.isfinite(nth) & (nth >= ub)
+    certified = torch.isfinite(nth) & (beam.fin_tier[:, -1] == 0) & (nth >= ub)  # (a later tier never certifies)
     return at_limit | no_live | certified
 
 
@@ -177,7 +157,7 @@ def host_rows(beam: BeamState, idx: list[int]) -> list[dict]:
 
 
 _RESULT_FIELDS = ("fin_rank", "fin_logp", "fin_len", "fin_eos", "fin_hist", "fin_met", "part_logp", "part_len", "part_hist",
-                  "part_met", "lo_rank", "lo_logp", "lo_len", "lo_eos", "lo_hist")
+                  "part_met")
 
 
 def _reshape(vals: list, shape):
@@ -191,10 +171,10 @@ def _reshape(vals: list, shape):
 
 def raw_result(h: dict, slot, steps: int, max_new_tokens: int) -> RawResult:
     """The result of one slot (``h``: its :func:`host_rows` entry): its finished n-best, or else
-    its best partial output (with a warning). With ``end_in_top_k`` an output that ends beats one
-    the limit cuts: the outputs that ended by the rule, else the best that ended where its stop id
-    ranked lower ("Die Verifizierung Steuert" over a run-on of "Konten des Servers" to the limit),
-    else the cut ones."""
+    its best partial output (with a warning). With ``end_in_top_k`` the pool's tiers put the
+    outputs that ended by the rule first, then those that ended where the stop id ranked lower
+    ("Die Verifizierung Steuert" over a run-on of "Konten des Servers" to the limit), then the
+    ones the limit cut."""
     np_ = slot.n_phrases
     hyps: list[RawHypothesis] = []
     rank, logp, lens, eos = h["fin_rank"], h["fin_logp"], h["fin_len"], h["fin_eos"]
@@ -206,10 +186,6 @@ def raw_result(h: dict, slot, steps: int, max_new_tokens: int) -> RawResult:
         met = tuple(bool(x) for x in h["fin_met"][j][:np_]) if np_ else ()
         hyps.append(RawHypothesis(h["fin_hist"][j][:ntext], e if e >= 0 else None, rank[j], logp[j], True, met,
                                   "eos" if e >= 0 else "length"))
-    if math.isfinite(h["lo_rank"]):  # (kept only where nothing ended by the rule; no cut output was pooled then)
-        met = (True,) * np_  # (an ending is allowed only where every constraint is met)
-        hyps.insert(0, RawHypothesis(h["lo_hist"][:h["lo_len"] - 1], h["lo_eos"], h["lo_rank"], h["lo_logp"], True, met, "eos"))
-        del hyps[len(rank):]
     warn = list(slot.warnings)
     if not hyps:
         plen = h["part_len"]

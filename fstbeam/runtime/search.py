@@ -22,9 +22,9 @@ for every live hypothesis at once:
    phrases, next to it the *plain track* (the same search without the must-include phrases, whose
    outputs that meet every constraint enter the pool, so the result never scores below an
    unconstrained result that meets them) and constraint-aware ending (:mod:`.tracks`);
-6. finished hypotheses enter a per-input n-best pool (with ``end_in_top_k`` those whose stop id
-   ranks among the row's top tokens; the best other ending is kept apart, :mod:`.pool`); an input
-   stops when its n-th best finished score reaches the upper bound of its live hypotheses
+6. finished hypotheses enter a per-input n-best pool (with ``end_in_top_k`` in tiers: endings
+   whose stop id ranks among the row's top tokens, other endings, cut outputs; :mod:`.pool`); an
+   input stops when its n-th best finished score reaches the upper bound of its live hypotheses
    (:mod:`.scoring`), or at the length limit.
 
 Streaming (Yang et al. 2020): when the live inputs drop to ``refill * batch_size``, new inputs are
@@ -422,7 +422,7 @@ class SearchEngine:
         L = cfg.max_new_tokens
         at_limit = b.length >= L
         if any(sl.steps >= L for sl in self.slots):  # the host knows the lengths
-            pool.finish_at_limit(b, at_limit, tb, cfg.scoring)
+            pool.finish_at_limit(b, at_limit, tb, cfg.scoring, cut_tier=2 if cfg.end_in_top_k else 0)
         if b.alive.shape[1] > cfg.beam_size and any(sl.n_phrases for sl in self.slots):  # (known on the host)
             tracks.stop_plain(b, tb, cfg)
         done = pool.done_slots(b, at_limit, tb, cfg)

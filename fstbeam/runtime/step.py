@@ -70,9 +70,9 @@ def end_ranked(eos_best: torch.Tensor, tok_scores: torch.Tensor, c: torch.Tensor
     log-probability at least the ``kk``-th best allowed text token's; ``end_in_top_k``). Beam search
     that expands each hypothesis's top tokens ends it only there; the pool would otherwise take an
     ending the model ranks far below going on: "... but we all gaze" + a newline at rank 168, once
-    a forced phrase has filled the length target, over finishing the sentence. (The best such
-    ending is kept apart: it is the result only where no output ends by the rule,
-    :func:`.pool.raw_result`.)"""
+    a forced phrase has filled the length target, over finishing the sentence. (Such endings go to
+    the pool's second tier: returned only after every output that ends by the rule,
+    :func:`.pool.pool_eos`.)"""
     return eos_best >= tok_scores[:, -1] - c
 
 

@@ -135,7 +135,8 @@ def stop_plain(beam, tables, cfg) -> None:
     ub = cfg.scoring.upper_bound(beam.cum, beam.length[:, None].expand(n, K), lb.clamp(max=L),
                                  beam.target[:, None].expand(n, K), L)
     ub = torch.where(ok, ub, torch.full_like(ub, NEG_INF)).max(1).values
-    settled = torch.maximum(beam.pl_best, beam.fin_rank[:, 0])
+    best_cons = torch.where(beam.fin_tier[:, 0] == 0, beam.fin_rank[:, 0], torch.full_like(beam.pl_best, NEG_INF))
+    settled = torch.maximum(beam.pl_best, best_cons)  # (an ending by the pool's first tier only)
     stop = ~ok.any(1) | (ub <= settled)
     beam.plain = beam.plain & ~stop[:, None]
     beam.alive = beam.alive & (beam.plain | beam.cons)

@@ -30,5 +30,5 @@ def test_text_is_the_same_in_the_api_generate_jsonl_and_batch(model_dir, words_a
     assert capsys.readouterr().out.splitlines() == [t.strip() for t in api]
 
     write_jsonl(tmp_path / "in.jsonl", [{"prompt": p} for p in PROMPTS])
-    main(["batch", "--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out"), *common, "-q"])
+    main(["batch", "--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out"), *common, *plain, "-q"])
     assert [r["text"] for r in read_shards(tmp_path / "out")] == api

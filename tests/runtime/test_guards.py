@@ -157,7 +157,7 @@ def _top_tree(lm, prompt, *, V, L, kk, cc, rank, end_rule):
 def test_end_in_top_k_against_the_expanded_tree(compiled, end_rule):  # noqa: F811 - the fixture
     """``end_in_top_k``: an output ends only where EOS ranks among the tokens its last hypothesis
     expands; an output that ends so beats the outputs the length limit cuts, and where none does,
-    the best refused ending does. A beam as wide as the tree returns that output."""
+    the best refused ending does. A beam as wide as the tree returns that n-best."""
     v, ccs = compiled
     V, L, kk = v.width, 4, 2
     lm = StubLM(V, eos=[0], eos_bias=0.5)
@@ -172,16 +172,16 @@ def test_end_in_top_k_against_the_expanded_tree(compiled, end_rule):  # noqa: F8
         for target_eos in (0.5, -2.5):  # -2.5: EOS rarely in the top 2, so the fallback is seen
             lm = StubLM(V, eos=[0], eos_bias=target_eos)
             res, _ = run(lm, PROMPTS, [cc] * len(PROMPTS), beam_size=kk ** L, max_per_parent=kk, max_new_tokens=L,
-                         batch_size=6, length_reward=scoring.reward, target_length=2, end_in_top_k=end_rule)
+                         batch_size=6, length_reward=scoring.reward, target_length=2, end_in_top_k=end_rule, nbest=3)
             for r in res:
                 found, refused = _top_tree(lm, PROMPTS[r.index], V=V, L=L, kk=kk, cc=cc, rank=rank, end_rule=end_rule)
                 ended = [x for x in found if x[2] is not None]
-                if end_rule:  # an output that ends beats one the limit cuts
-                    found = ended or refused or found
-                best, toks, eos = found[0]
+                if end_rule:  # the n-best in tiers: endings by the rule, refused endings, cut outputs
+                    found = ended + refused + [x for x in found if x[2] is None]
                 fallback += not ended and bool(refused)
-                h = r.hypotheses[0]
-                assert h.tokens == toks and h.eos == eos and h.score == pytest.approx(best, abs=1e-4), name
+                assert [(h.tokens, h.eos) for h in r.hypotheses] == [(t, e) for _, t, e in found[:3]], name
+                assert [h.score for h in r.hypotheses] == pytest.approx([x[0] for x in found[:3]], abs=1e-4)
+                best, toks, eos = found[0]
                 loose = _top_tree(lm, PROMPTS[r.index], V=V, L=L, kk=kk, cc=cc, rank=rank, end_rule=False)[0][0]
                 changed += loose[1] != toks
     # the rule removes a winning ending somewhere, and the fallback is used (else the test could not see them)

@@ -139,8 +139,6 @@ def test_shared_prefix_takes_the_pool_and_the_partial_into_account():
     assert shared_prefix(**{**base, "fin_rank": [-1.0], "fin_len": [2], "fin_eos": [0], "fin_hist": [[5, 0, 0, 0]]}) == [5]
     assert shared_prefix(**{**base, "part_logp": -3.0, "part_len": 1, "part_hist": [9, 0, 0, 0]}) == []
     assert shared_prefix(**{**base, "alive": [True, False]}) == [5, 6, 7]
-    # an ending below the top tokens may be the result where nothing else ends (end_in_top_k)
-    assert shared_prefix(**{**base, "lo_rank": -2.0, "lo_len": 2, "lo_hist": [5, 8, 0, 0]}) == [5]
 
 
 def test_an_idle_engine_waits_and_stops_when_closed(setup):
