@@ -226,12 +226,11 @@ class Decoder:
     def query_tokens(self, prompt, ids: Sequence[int]) -> int:
         """Tokens of the prompt's query, what ``length_ratio`` multiplies (:mod:`.length_target`):
         the user's text of a template or chat prompt, else the prompt; its last block or line
-        without a trailing cue such as "German:"; the whole prompt where that is all of it."""
+        without a trailing cue such as "German:"."""
         fmt = self.prompt_format
         if isinstance(prompt, str) and fmt != "raw" and self.tokenizer is not None and not isinstance(self.tokenizer, Vocab):
             if fmt != "auto" or getattr(self.tokenizer, "chat_template", None):
-                own = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
-                return query_tokens(own, self.vocab.token_bytes, whole=len(ids))
+                ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
         return query_tokens(ids, self.vocab.token_bytes)
 
     def newline_ids(self) -> tuple[int, ...]:

@@ -9,7 +9,8 @@ up to the limit earned the reward, and outputs ran on ("1. 2. 3.") until they we
 The query of a prompt:
 
 1. Its text: with a ``{prompt}`` template or the chat format, the user's own text (what fills
-   the template or the user turn); for a raw prompt (text or token ids) the whole prompt.
+   the template or the user turn, without the template's words); for a raw prompt (text or
+   token ids) the whole prompt.
 2. A trailing *cue* line is dropped when lines come before it: a label of at most three words
    ending in a colon with nothing after it ("German:", "Sentence:", "Answer:"); it names the
    answer, it is not what the answer is as long as.
@@ -19,13 +20,9 @@ The query of a prompt:
    sentence to continue is the whole prompt.
 
 ``q`` counts the prompt's tokens that overlap the query's bytes (for a template or chat prompt:
-the tokens of the user's text encoded alone), at least 1. Where the query is all of the text,
-``q`` is the whole prompt's length, control tokens such as BOS and a template's or chat turn's
-own words included: the count the defaults were tuned with (dropping BOS shortened
-continuations by a word and cost 0.7 chrF in ``bench_quality``; counting a one-line question
-without "Question: ... Answer:" moved every answer's target, and a single ratio could not make
-up for it). The template is never examples: only the user's text can hold few-shot blocks, and
-then its last block is the query. The rule runs inside
+the tokens of the user's text encoded alone), at least 1; where the query is the whole prompt,
+all its tokens, control tokens such as BOS included (the count the defaults were tuned with:
+dropping BOS shortened continuations by a word and cost 0.7 chrF in ``bench_quality``). The rule runs inside
 ``Decoder.stream``, so ``generate``, ``fstbeam generate``, ``fstbeam batch`` and its files of
 inputs all get the same target for the same prompt.
 """
@@ -63,16 +60,14 @@ def query_span(text: bytes) -> tuple[int, int]:
     return start, end
 
 
-def query_tokens(ids: Sequence[int], token_bytes: Sequence[bytes | None], whole: int | None = None) -> int:
+def query_tokens(ids: Sequence[int], token_bytes: Sequence[bytes | None]) -> int:
     """How many of ``ids`` (a prompt, or the user's text encoded alone) overlap the query's
-    bytes; ``token_bytes[i]`` is token ``i``'s bytes (``None``/empty for control tokens). Where
-    the query is all of ``ids``, ``whole`` (default ``len(ids)``): the rendered prompt's length
-    when ``ids`` is the user's text of a template or chat prompt."""
+    bytes; ``token_bytes[i]`` is token ``i``'s bytes (``None``/empty for control tokens)."""
     pieces = [token_bytes[t] or b"" if 0 <= t < len(token_bytes) else b"" for t in ids]
     text = b"".join(pieces)
     start, end = query_span(text)
     if end <= start or not (text[:start].strip() or text[end:].strip()):
-        return max(1, len(ids) if whole is None else whole)  # all query: every token counts, as it always did
+        return max(1, len(ids))  # the whole prompt is the query: every token counts, as it always did
     n, pos = 0, 0
     for p in pieces:
         lo, pos = pos, pos + len(p)

@@ -30,12 +30,13 @@ from ..errors import DecodeError
 from .config import SearchConfig
 
 __all__ = ["PRESETS", "preset_for_format", "search_config", "LENGTH_REWARD", "LENGTH_RATIO", "NO_REPEAT_NGRAM",
-           "QA_LENGTH_REWARD", "QA_MIN_NEW_TOKENS"]
+           "QA_LENGTH_RATIO", "QA_LENGTH_REWARD", "QA_MIN_NEW_TOKENS"]
 
 LENGTH_REWARD = 2.0
 LENGTH_RATIO = 1.5
 NO_REPEAT_NGRAM = 4
 QA_LENGTH_REWARD = 1.5
+QA_LENGTH_RATIO = 2.8  # a question's query is the question alone (runtime/defaults.py)
 QA_MIN_NEW_TOKENS = 2
 
 _CONTINUATION = {"length_reward": LENGTH_REWARD, "length_ratio": LENGTH_RATIO, "no_repeat_ngram": NO_REPEAT_NGRAM,
@@ -45,7 +46,7 @@ _CONTINUATION = {"length_reward": LENGTH_REWARD, "length_ratio": LENGTH_RATIO, "
 PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     "plain": MappingProxyType({}),
     "continuation": MappingProxyType(dict(_CONTINUATION)),
-    "answer": MappingProxyType(dict(_CONTINUATION, length_reward=QA_LENGTH_REWARD,
+    "answer": MappingProxyType(dict(_CONTINUATION, length_reward=QA_LENGTH_REWARD, length_ratio=QA_LENGTH_RATIO,
                                     min_new_tokens=QA_MIN_NEW_TOKENS,
                                     no_repeat_prompt=True, stop_at="line")),
     "translation": MappingProxyType(dict(_CONTINUATION, stop_at="line")),

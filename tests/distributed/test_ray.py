@@ -75,8 +75,13 @@ def test_batch_on_ray_equals_in_process_and_resumes(ray_cluster, model_dir, word
     assert main(ray_args) == 1
     names = sorted(p.name for p in (tmp_path / "local").glob("rows-*"))
     assert names == sorted(p.name for p in (tmp_path / "ray").glob("rows-*")) and len(names) == 5
-    for n in names:
-        assert (tmp_path / "ray" / n).read_bytes() == (tmp_path / "local" / n).read_bytes()
+    ray_rows, local_rows = read_shards(tmp_path / "ray"), read_shards(tmp_path / "local")
+    # the same rows; scores to float noise (a batch composed differently sums in another order)
+    same = [{k: v for k, v in r.items() if k not in ("score", "logprob")} for r in ray_rows]
+    assert same == [{k: v for k, v in r.items() if k not in ("score", "logprob")} for r in local_rows]
+    for a, b in zip(ray_rows, local_rows):
+        for key in ("score", "logprob"):
+            assert a[key] == b[key] if a[key] is None else a[key] == pytest.approx(b[key], abs=1e-4)
     out = read_shards(tmp_path / "ray")
     assert [o["id"] for o in out] == list(range(24)) and "zebra" in out[7]["error"]
 

@@ -101,16 +101,14 @@ def _char_decoder(fmt):
 
 @pytest.mark.parametrize("fmt,prompt,expected", [
     ("raw", "Q: x\nA: y\n\nQ: ab c\nA:", len("Q: ab c")),  # the last block, one token per character
-    # a one-block user's text is all query: the whole templated prompt counts, as for a raw prompt
-    ("Question: {prompt}\nAnswer:", "ab c", len("Question: ab c\nAnswer:")),
-    ("Question: {prompt}\nAnswer:", "ab\n\nwhy so", len("why so")),  # examples in the user's text: its last block
-    ("chat", "why not", len("Q: why not\nA:")),
-    ("chat", "Q: x\nA: y\n\nwhy not", len("why not")),
+    ("Question: {prompt}\nAnswer:", "ab c", len("ab c")),  # the user's text, not the template's words
+    ("Question: {prompt}\nAnswer:", "ab\n\nwhy so", len("why so")),  # and of it, the last block
+    ("chat", "why not", len("why not")),
 ])
 def test_decoder_query_of_each_prompt_format(fmt, prompt, expected):
     dec = _char_decoder(fmt)
     ids = dec.encode(prompt)
-    assert len(ids) >= expected
+    assert len(ids) > expected
     assert dec.query_tokens(prompt, ids) == expected
 
 
@@ -120,6 +118,3 @@ def test_a_prompt_that_is_all_query_counts_every_token():
     table = [None, b"The cat", b" sat", b"\n\n", b"Dogs", b" run"]
     assert query_tokens([0, 1, 2], table) == 3
     assert query_tokens([0, 1, 2, 3, 4, 5], table) == 2
-    # the user's text of a template that is all query: the templated prompt's length
-    assert query_tokens([1, 2], table, whole=9) == 9
-    assert query_tokens([1, 2, 3, 4, 5], table, whole=9) == 2
