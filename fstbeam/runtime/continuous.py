@@ -10,7 +10,7 @@ here without touching the search itself:
   arrives or the source is closed, which ends :meth:`SearchEngine.run` once the batch is empty.
 - **Leaving.** A cancelled request (its client disconnected, or it timed out) leaves the batch
   before the next step: its slot, beam, pending logits and model rows are dropped, as when the
-  least-advanced schedule parks inputs (:meth:`SearchEngine._park`), and nothing is returned for it.
+  least-advanced schedule parks inputs (:meth:`~.schedule.LeastAdvancedSchedule._park`), and nothing is returned for it.
 - **Watching.** After each step a request may be told the output tokens that every hypothesis it
   could still return already shares (the live beam, its finished n-best pool and its best
   partial output): a prefix that no later step can change (streaming, ``fstbeam serve``).

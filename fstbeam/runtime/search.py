@@ -31,7 +31,7 @@ Streaming (Yang et al. 2020): when the live inputs drop to ``refill * batch_size
 prefilled and join the batch; a finished input leaves it. With ``expand="least_advanced"``
 (Yang et al.'s VAR-STREAM) only the inputs with the fewest output tokens are expanded: the others
 are *parked* (their search tensors, pending logits and cache rows set aside) until the newcomers
-catch up, then rejoin. With ``expand="all"`` every live input is expanded at every step. The rows
+catch up, then rejoin (:mod:`.schedule`). With ``expand="all"`` every live input is expanded at every step. The rows
 of one input never interact with other rows, and padding is masked exactly, so an input's result
 does not depend on its batch or on the schedule.
 """
@@ -46,6 +46,7 @@ from . import dba, pool, step, tracks
 from .beam import BeamState, prompt_tails
 from .config import SearchConfig
 from .pool import RawHypothesis, RawResult
+from .schedule import LeastAdvancedSchedule, Parked
 from .shortlist import StepLogits
 from .shortlist import resolve as resolve_shortlist
 from .tables import INF_DIST, InputConstraints, Tables
@@ -88,18 +89,7 @@ class _Slot:
     steps: int = 0  # tokens generated so far (= the beam's ``length`` of the slot, kept on the host)
 
 
-@dataclass
-class _Parked:
-    """Inputs set aside by the least-advanced schedule: their slots, beams, the logits their live
-    rows wait to expand, and their model state (cache rows)."""
-
-    slots: list
-    beam: BeamState
-    logits: torch.Tensor
-    state: object
-
-
-class SearchEngine:
+class SearchEngine(LeastAdvancedSchedule):
     def __init__(self, adapter, config: SearchConfig, *, eos_ids: Sequence[int], device):
         self.adapter = adapter
         self.cfg = config
@@ -168,54 +158,6 @@ class SearchEngine:
             batch.append(req)
         return False
 
-    # ============================================================================ schedule
-    def _schedule(self) -> None:
-        """Yang et al.'s VAR-STREAM: expand only the inputs with the fewest output tokens. Parked
-        inputs rejoin when the others have caught up with them (or have all finished)."""
-        if self.parked is not None and (
-                not self.slots or min(sl.steps for sl in self.slots) >= min(sl.steps for sl in self.parked.slots)):
-            self._unpark()
-        if len(self.slots) > 1:
-            least = min(sl.steps for sl in self.slots)
-            ahead = [sl.steps > least for sl in self.slots]
-            if any(ahead):
-                self._park(ahead)
-
-    def _rows_of(self, which: torch.Tensor) -> torch.Tensor:
-        """Model rows of the slots in bool ``which`` [n] (rows are the live beam entries in order)."""
-        alive = self.beam.alive
-        flat = alive.reshape(-1)
-        row_id = torch.cumsum(flat, 0) - 1
-        return row_id[flat & which[:, None].expand_as(alive).reshape(-1)]
-
-    def _park(self, flags: list[bool]) -> None:
-        """Move the slots flagged in ``flags`` out of the batch (into ``self.parked``)."""
-        dev = self.device
-        which = torch.tensor(flags, dtype=torch.bool, device=dev)
-        rows_out, rows_in = self._rows_of(which), self._rows_of(~which)
-        out_i = torch.tensor([i for i, f in enumerate(flags) if f], dtype=torch.long, device=dev)
-        in_i = torch.tensor([i for i, f in enumerate(flags) if not f], dtype=torch.long, device=dev)
-        group = _Parked([sl for sl, f in zip(self.slots, flags) if f], self.beam.select(out_i),
-                        self.logits.index_select(0, rows_out), self.adapter.take(self.state, rows_out))
-        self.beam = self.beam.select(in_i)
-        self.slots = [sl for sl, f in zip(self.slots, flags) if not f]
-        self.logits = self.logits.index_select(0, rows_in)
-        self.state = self.adapter.select(self.state, rows_in)
-        if self.parked is not None:  # one parked group: merge
-            old = self.parked
-            group = _Parked(old.slots + group.slots, old.beam.cat(group.beam), torch.cat([old.logits, group.logits]),
-                            self.adapter.concat([old.state, group.state]))
-        self.parked = group
-
-    def _unpark(self) -> None:
-        """Parked slots rejoin the batch (after the live ones)."""
-        group, self.parked = self.parked, None
-        if group is None:
-            return
-        self.beam = self.beam.cat(group.beam)
-        self.slots = self.slots + group.slots
-        self._join(group.logits, group.state)
-
     def _join(self, logits: torch.Tensor, state) -> None:
         """Rows of ``logits``/``state`` join the batch's model rows (after the live ones)."""
         if self.logits is None:
@@ -230,7 +172,7 @@ class SearchEngine:
         self.tables: Tables | None = None
         self.logits = None
         self.state = None  # the model adapter's state (cache) of the live rows
-        self.parked: _Parked | None = None
+        self.parked: Parked | None = None
         self.beam = BeamState.empty(self.width, self.cfg.max_new_tokens, self.cfg.nbest, self.device)
         self.pending_tokens = torch.zeros(0, dtype=torch.long, device=self.device)
 
