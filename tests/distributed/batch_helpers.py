@@ -62,3 +62,26 @@ def check_constraints(out: dict, row: dict) -> None:
         assert a not in text, (a, text)
     if row.get("prefix"):
         assert text.startswith(row["prefix"]), (row["prefix"], text)
+
+
+_SCORES = ("score", "logprob")
+
+
+def assert_same_rows(got: list[dict], want: list[dict]) -> None:
+    """Output rows equal field for field (n-best lists included), scores to float noise: a
+    batch composed differently runs the model's matrix products over other row counts, and MKL
+    sums small row counts in another order (about 1e-6; as :func:`assert_same`)."""
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        assert {k: v for k, v in a.items() if k not in _SCORES + ("nbest",)} == \
+            {k: v for k, v in b.items() if k not in _SCORES + ("nbest",)}
+        assert len(a.get("nbest") or []) == len(b.get("nbest") or [])
+        for x, y in [(a, b)] + list(zip(a.get("nbest") or [], b.get("nbest") or [])):
+            assert {k: v for k, v in x.items() if k not in _SCORES + ("nbest",)} == \
+                {k: v for k, v in y.items() if k not in _SCORES + ("nbest",)}
+            for key in _SCORES:
+                if key in x or key in y:
+                    assert (x[key] is None) == (y[key] is None), key
+                    if x[key] is not None:
+                        assert math.isclose(x[key], y[key], rel_tol=1e-5, abs_tol=1e-5), (key, x[key], y[key])
+

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("ray")
 pytest.importorskip("transformers")
 
-from batch_helpers import SEARCH, assert_same, check_constraints, make_rows, oracle, read_shards, write_jsonl  # noqa: E402
+from batch_helpers import SEARCH, assert_same, assert_same_rows, check_constraints, make_rows, oracle, read_shards, write_jsonl  # noqa: E402
 from test_batch_cli import batch_args  # noqa: E402
 
 from fstbeam.cli.generate import main  # noqa: E402
@@ -76,12 +76,7 @@ def test_batch_on_ray_equals_in_process_and_resumes(ray_cluster, model_dir, word
     names = sorted(p.name for p in (tmp_path / "local").glob("rows-*"))
     assert names == sorted(p.name for p in (tmp_path / "ray").glob("rows-*")) and len(names) == 5
     ray_rows, local_rows = read_shards(tmp_path / "ray"), read_shards(tmp_path / "local")
-    # the same rows; scores to float noise (a batch composed differently sums in another order)
-    same = [{k: v for k, v in r.items() if k not in ("score", "logprob")} for r in ray_rows]
-    assert same == [{k: v for k, v in r.items() if k not in ("score", "logprob")} for r in local_rows]
-    for a, b in zip(ray_rows, local_rows):
-        for key in ("score", "logprob"):
-            assert a[key] == b[key] if a[key] is None else a[key] == pytest.approx(b[key], abs=1e-4)
+    assert_same_rows(ray_rows, local_rows)
     assert [o["id"] for o in ray_rows] == list(range(24)) and "zebra" in ray_rows[7]["error"]
 
 
