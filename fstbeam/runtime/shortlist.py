@@ -30,7 +30,9 @@ again ``W[U]``; it is used while ``|S| <= STATIC_MAX_FRACTION * V`` (the cached 
 else the per-step union. On CPU a step whose rows need only the tokens earlier steps needed runs
 on a plan of those rows only (:mod:`.used_rows`; A1: about 16,200 of the 21,174), and the
 gathered rows go through MKL's packed GEMM (:mod:`fstbeam.kernels.packed_gemm`). Every-token
-logits (the full head) go into one buffer reused across steps. The output layer comes from the
+logits (the full head) go into one buffer reused across steps, computed on the CPU in blocks of
+the vocabulary (:func:`head_blocks`: MKL is about 1.4x faster that way round, and a row's logits
+are the same whatever the rows beside it). The output layer comes from the
 model adapter (:meth:`CausalLMAdapter.output_projection`), checked once against the model's own
 logits, so a model whose logits are not ``softcap(hidden @ W.T + b)`` (a logit scale, a
 non-linear head) keeps the full head.
@@ -51,7 +53,7 @@ from .identity import IdentityCache, identity_key
 from .used_rows import UsedRows
 
 __all__ = ["OutputHead", "HiddenTap", "probe_output_head", "StepLogits", "Shortlist", "StaticPlan", "pays", "union_ids",
-           "sub_mask", "sub_mask_torch", "static_ids"]
+           "sub_mask", "sub_mask_torch", "static_ids", "head_blocks"]
 
 # Measured crossover (benchmarks/bench_shortlist.py -> results/shortlist_crossover.json, 2-core CPU,
 # V=262144, d=640): the shortlist step is faster while |U| / V stays below about 0.2 (a loaded
@@ -64,6 +66,11 @@ MAX_FRACTION = 0.25
 # of its rows, streamed once), bounded for the memory of the cached rows (at most 0.35 * 671 MB
 # for the default model; CEFR A1 0.08, B1 0.21, B2 0.27).
 STATIC_MAX_FRACTION = 0.35
+# The full head on the CPU: output rows per GEMM block (:func:`head_blocks`), and the most model
+# rows it is used for (measured faster up to 160 rows; a prefill of many rows runs one GEMM).
+HEAD_BLOCK = 2048
+HEAD_BLOCK_MAX_ROWS = 256
+HEAD_MIN_ROWS = 16  # fewer rows are padded (one kernel whatever the rows: see head_blocks)
 _STATIC_ENTRIES = 2  # cached row sets per output head (e.g. two word lists used in turn)
 # Static rows up to this size are also kept packed for MKL (one more copy; CEFR A1 54 MB, B1
 # 142 MB for the default model): :mod:`fstbeam.kernels.packed_gemm`.
@@ -142,14 +149,42 @@ class OutputHead:
         return x.float()
 
     def _full_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """``hidden @ weight.T + bias`` into the reused buffer (grown to the rows when needed)."""
+        """``hidden @ weight.T + bias`` into the reused buffer (grown to the rows when needed);
+        on the CPU in blocks of the vocabulary (:func:`head_blocks`)."""
         R, w = int(hidden.shape[0]), self.weight
         if self._full is None or self._full.shape[0] < R:
             self._full = torch.empty(R, w.shape[0], dtype=w.dtype, device=w.device)
         out = self._full[:R]
+        if w.device.type == "cpu" and w.dtype == torch.float32 and R <= HEAD_BLOCK_MAX_ROWS:
+            return head_blocks(hidden, w, self.bias, out)
         if self.bias is None:
             return torch.mm(hidden, w.t(), out=out)
         return torch.addmm(self.bias, hidden, w.t(), out=out)  # as linear() computes it
+
+
+def head_blocks(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, out: torch.Tensor) -> torch.Tensor:
+    """``out [R, V] = hidden @ weight.T + bias`` as ``weight[a:b] @ hidden.T`` per block of
+    ``HEAD_BLOCK`` output rows, each block's ``[C, R]`` result (it stays in cache) copied
+    transposed into ``out``. MKL multiplies a few dozen rows by the whole ``[V, d]`` weight
+    much slower than the other way round (2-core dev machine, V=262144, d=640, float32: 40 rows
+    171 -> 120 ms, 80 rows 282 -> 180 ms; benchmarks/bench_head.py). Fewer than
+    ``HEAD_MIN_ROWS`` rows are padded with zero rows: below 12 rows MKL takes another kernel that
+    rounds differently, and a row's logits must not depend on how many rows share the step (an
+    input's result would depend on its batch). So every row gets the same numbers whatever the
+    rows beside it (tests/runtime/test_shortlist.py), equal to one GEMM's from 12 rows on."""
+    V, R = int(weight.shape[0]), int(hidden.shape[0])
+    if R < HEAD_MIN_ROWS:
+        hidden = torch.nn.functional.pad(hidden, (0, 0, 0, HEAD_MIN_ROWS - R))
+    ht = hidden.t()
+    block = torch.empty(min(HEAD_BLOCK, V), ht.shape[1], dtype=weight.dtype, device=weight.device)
+    for a in range(0, V, HEAD_BLOCK):
+        b = min(a + HEAD_BLOCK, V)
+        if bias is None:
+            part = torch.mm(weight[a:b], ht, out=block[: b - a])
+        else:
+            part = torch.addmm(bias[a:b, None], weight[a:b], ht, out=block[: b - a])
+        out[:, a:b].copy_(part[:, :R].t())
+    return out
 
 
 class HiddenTap:
