@@ -167,7 +167,7 @@ def head_blocks(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor |
     ``HEAD_BLOCK`` output rows, each block's ``[C, R]`` result (it stays in cache) copied
     transposed into ``out``. MKL multiplies a few dozen rows by the whole ``[V, d]`` weight
     much slower than the other way round (2-core dev machine, V=262144, d=640, float32: 40 rows
-    171 -> 120 ms, 80 rows 282 -> 180 ms; benchmarks/bench_head.py). Fewer than
+    170 -> 135 ms, 80 rows 284 -> 195 ms; benchmarks/bench_head.py). Fewer than
     ``HEAD_MIN_ROWS`` rows are padded with zero rows: below 12 rows MKL takes another kernel that
     rounds differently, and a row's logits must not depend on how many rows share the step (an
     input's result would depend on its batch). So every row gets the same numbers whatever the
