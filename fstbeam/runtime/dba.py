@@ -1,14 +1,16 @@
 """Dynamic beam allocation (Post & Vilar 2018): splitting one beam of size k over banks.
 
 A *bank* groups the candidates that have made the same constraint progress; here progress is the
-number of words of must-include phrases completed (a table lookup per light state, summed over the
-phrases; :mod:`fstbeam.contract.progress`), so an input with phrases of ``w_1 .. w_C`` words has
-``1 + sum(w)`` banks: as few as Post & Vilar's token-counted banks, and a hypothesis part-way into
-a word ("T" of "Things") is banked with those that have not started it. (An AnyOf item with
-several spellings counts as one word, complete when met.) Candidates (:func:`candidates`): for
-every unmet phrase, the best token that completes a word of it, or, only where no such token is
-allowed, the best other token that advances it (also where the two differ in a leading space or
-punctuation and the model prefers the other one: the model's spacing wins). With the plain track
+number of words of must-include phrases begun, complete or part-way (a table lookup per light
+state, summed over the phrases; :mod:`fstbeam.contract.progress`), so an input with phrases of
+``w_1 .. w_C`` words has ``1 + sum(w)`` banks: as few as Post & Vilar's token-counted banks, and a
+hypothesis part-way into a word (" Ste" of "Steuert") is banked with those that have completed it,
+so a word no single token spells keeps its place while it is spelled (a token that starts a begun
+word again mid-word begins nothing: ``Tables.bank``). (An AnyOf item with several spellings counts
+as one word, complete when met.) Candidates (:func:`candidates`): for every unmet phrase, the
+best token that completes a word of it, or, only where no such token is allowed, the best other
+token that advances it (also where the two differ in a leading space or punctuation and the model
+prefers the other one: the model's spacing wins). With the plain track
 (:mod:`.tracks`) the beam holds up to ``2k`` hypotheses and the candidates come from all of them;
 the allocation still chooses ``k``.
 

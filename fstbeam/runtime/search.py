@@ -298,7 +298,7 @@ class SearchEngine(LeastAdvancedSchedule):
         self.stats.candidates += int(cand_s.shape[0] * cand_s.shape[1])
         if use_dba:
             NB = max(sl.num_banks for sl in self.slots)  # the largest bank count, known on the host
-            bank = tb.bank(ns).clamp(max=NB - 1)
+            bank = tb.bank(ns, beam.flat_lstate()[parent], cand_t).clamp(max=NB - 1)
             if two:
                 neg = torch.full_like(cand_s, float("-inf"))
                 chosen_c = step.select(torch.where(in_cons, cand_s, neg), fit, k, bank, beam.nbanks, NB, demote)

@@ -33,7 +33,7 @@ import torch
 from ..contract.bitmask import bitmask_width, pack_ids  # re-exported: the one bit-packing helper
 from ..contract.layout import BYTE_KEYS, INF_DIST, NO_TEXT_CLASS, light_order
 from ..contract.light import light_distances  # noqa: F401  re-exported (distances come with the tables)
-from ..contract.progress import completing_first, word_progress
+from ..contract.progress import bank_progress, completing_first, word_progress
 from ..kernels.bitmask import or_bits_torch
 from .advance import FallbackPool, advance_sets
 from .identity import IdentityCache, identity_key
@@ -226,6 +226,7 @@ class Tables:
         self.token_class = _t(token_class, dev)
         # State 0: identity. Columns 0..3 text classes, 4 = no-text ids.
         final, prog, dnext = [np.array([True])], [np.array([0])], [np.zeros((1, 5), np.int64)]
+        begun = [np.array([False])]  # part-way into a word of a phrase (its bank counts the word)
         is_phr, dist = [np.array([False])], [np.array([0])]
         ekey, enext, aptr, atok = [], [], [np.zeros(2, np.int64)], []  # adv pointers: identity = empty range
         fallbacks = FallbackPool(dev)  # fallback states (docs/tables.md)
@@ -240,6 +241,7 @@ class Tables:
             is_phrase = a.kind == "phrase"
             wprog = word_progress(a) if is_phrase else np.zeros(n, np.int64)
             prog.append(wprog)
+            begun.append(bank_progress(a) > wprog if is_phrase else np.zeros(n, bool))
             dn = np.asarray(a.default_next, np.int64)
             dn5 = np.full((n, 5), -1, np.int64)
             dn5[:, : dn.shape[1]] = np.where(dn >= 0, dn + off, -1)
@@ -268,6 +270,7 @@ class Tables:
         l_final = cat(final, bool)
         self.l_final = _t(l_final, dev)
         self.l_bank = _t(cat(prog, np.int64), dev)
+        self.l_begun = _t(cat(begun, bool), dev)
         self.l_is_phrase = _t(cat(is_phr, bool), dev)
         self.l_dist = _t(cat(dist, np.int64), dev)
         self.l_next = _t(dn_all, dev)
@@ -366,12 +369,20 @@ class Tables:
         ld = self.l_dist[s]
         return torch.maximum(d, ld.max(-1).values), torch.maximum(d, ld.sum(-1).clamp(max=INF_DIST))
 
-    def bank(self, s: torch.Tensor) -> torch.Tensor:
-        """DBA bank: words of must-include phrases completed, summed over the phrases
-        (:mod:`fstbeam.contract.progress`)."""
+    def bank(self, s: torch.Tensor, parent: torch.Tensor | None = None, tok: torch.Tensor | None = None) -> torch.Tensor:
+        """DBA bank: words of must-include phrases begun, complete or part-way, summed over the
+        phrases (:func:`fstbeam.contract.progress.bank_progress`). With the ``parent``'s light
+        states and the token ``tok`` that led here: a token that starts a begun word again, with
+        a leading space or punctuation in the middle of it (" B" + " Be" for "Beleg"), begins
+        nothing (it keeps the bank of the words complete)."""
         if s.shape[-1] == 0:
             return torch.zeros(s.shape[:-1], dtype=torch.int64, device=s.device)
-        return self.l_bank[s].sum(-1)
+        begun = self.l_begun[s]
+        if parent is not None and tok is not None:
+            cls = self.token_class[tok.clamp(min=0)]
+            lead = (cls == 2) | (cls == 3)  # the first byte is not a word byte (token_index classes)
+            begun = begun & ~(self.l_begun[parent] & lead[..., None])
+        return (self.l_bank[s] + begun.to(torch.int64)).sum(-1)
 
     def met(self, s: torch.Tensor) -> torch.Tensor:
         """Per light slot: a must-include phrase that is met (False for other slots)."""

@@ -37,25 +37,34 @@ def _ends(lit: bytes) -> list[int]:
     return [e for e in range(1, m + 1) if isw[e - 1] and (e == m or not isw[e])] or [m]
 
 
-def _words_done(a):
-    """Words of phrase ``a`` complete in each state: a word counts once its last byte is
-    matched, the last one when the phrase is matched (plain Python). AnyOf /
-    ordered automata: item after item, a one-spelling item by its words, a several-spelling item
-    as one word when met (progress: bytes of the met items at their longest spelling)."""
-    prog = [int(x) for x in a.progress]
+def _units(a) -> list[int]:
+    """Byte progress at which each word unit of phrase ``a`` is complete: a word once its last
+    byte is matched (the last one: the phrase). AnyOf / ordered automata: item after item, a
+    one-spelling item by its words, a several-spelling item as one unit when met (progress: bytes
+    of the met items at their longest spelling)."""
     if not getattr(a, "items", ""):
-        m = len(a.literal)
-        return [sum((p >= e) if e < m else (p == m) for e in _ends(a.literal)) for p in prog]
+        return _ends(a.literal)
     import json
 
-    units, base = [], 0  # (byte progress completing the unit)
+    units, base = [], 0
     for alts in json.loads(a.items)["items"]:
         lits = [t.encode() for t in alts]
-        inner = _ends(lits[0])[:-1] if len(lits) == 1 else []
-        units += [base + e for e in inner]
+        units += [base + e for e in (_ends(lits[0])[:-1] if len(lits) == 1 else [])]
         base += max(map(len, lits))
         units.append(base)
-    return [sum(p >= u for u in units) for p in prog]
+    return units
+
+
+def _words_done(a):
+    """Words of phrase ``a`` complete in each state (plain Python)."""
+    units = _units(a)
+    return [sum(p >= u for u in units) for p in map(int, a.progress)]
+
+
+def _banks(a):
+    """DBA bank share of each state of phrase ``a``: the words it has begun (a byte matched)."""
+    units = _units(a)
+    return [sum(p > start for start in [0] + units[:-1]) for p in map(int, a.progress)]
 
 
 class Hyp:
@@ -118,11 +127,16 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1, p
         lo, need = dists(h, ls, phrases)
         return int(t + 1 + lo <= L) + int(t + 1 + need <= L)
 
-    # banks count completed phrase words, from the words of the literal (not the runtime tables)
+    # banks count begun phrase words, from the words of the literal (not the runtime tables)
     wprog = [_words_done(a) for a in lights[:nphr]]
+    bprog = [_banks(a) for a in lights[:nphr]]
 
-    def bank(ls):
-        return sum(w[s] for w, s in zip(wprog, ls[:nphr]))
+    def bank(c):
+        """Words begun; a token that starts a begun word again (a leading space or punctuation
+        mid-word) is no progress."""
+        par = beam[c["j"]].ls
+        return sum(w[s] + int(b[s] > w[s] and not (b[p] > w[p] and lead(c["v"])))
+                   for w, b, s, p in zip(wprog, bprog, c["ls"][:nphr], par[:nphr]))
 
     nbanks = 1 + sum(max(w) for w in wprog)
 
@@ -138,11 +152,11 @@ def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1, p
         first = [c for c in feas if not c["over"]]
         counts = [0] * nbanks
         for c in first:
-            counts[bank(c["ls"])] += 1
+            counts[bank(c)] += 1
         alloc = bank_sizes(nbanks - 1, k, counts)
         sel = []
         for c in first:
-            b = bank(c["ls"])
+            b = bank(c)
             if alloc[b] > 0:
                 sel.append(c)
                 alloc[b] -= 1

@@ -171,8 +171,8 @@ def test_batched_mask_equals_row_by_row():
 
 
 def test_word_banks_and_completing_sets_on_a_compiled_phrase():
-    """Banks count completed words of the phrase ("a price tag": 0..3, a word complete at its last
-    byte) and each state's advancing tokens split into those that complete a word and the others
+    """Banks count the words of the phrase begun ("a price tag": 0..3, a word begun at its first
+    byte or the space before it) and each state's advancing tokens split into those that complete a word and the others
     DBA may offer (those on a shortest path to the phrase's end, all where none is), checked
     token by token against the compiler's automaton, a breadth-first distance and the literal."""
     from fstbeam.compiler.compile import compile_constraints
@@ -188,9 +188,10 @@ def test_word_banks_and_completing_sets_on_a_compiled_phrase():
     dist = _dist_light(a, v.width)
     lit = b"a price tag"
     words_at = lambda p: sum(p >= e if e < len(lit) else p == len(lit) for e in (1, 7, 11))  # noqa: E731
+    begun_at = lambda p: sum(p > start for start in (0, 1, 7))  # noqa: E731
     for q in range(a.n_states):
         s = torch.tensor([[tb.light_starts(InputConstraints.from_compiled(cc))[0] - a.start + q]])
-        assert int(tb.bank(s)[0]) == words_at(int(a.progress[q]))
+        assert int(tb.bank(s)[0]) == begun_at(int(a.progress[q]))
         sets = tb.advance_sets(s)[0]
         done = {t for t in sets[0].tolist() if t >= 0}
         other = {t for t in sets[1].tolist() if t >= 0}

@@ -219,7 +219,8 @@ def test_per_input_terms_on_a_tiny_encoder_decoder():
 ])
 def test_anyof_and_ordered_banks_count_items_and_words(setup, phrases, ordered, units):
     """DBA banks of AnyOf / ordered automata: each state's bank, from the automaton's byte
-    progress, equals the unit rule written out by hand ((byte progress, units gained))."""
+    progress, equals the unit rule written out by hand ((byte progress, units gained) when a
+    unit is complete; a unit counts from the byte after the previous one: begun)."""
     from fstbeam.compiler.compile import compile_constraints
     from fstbeam.contract.progress import IS_WORD_BYTE
     from fstbeam.fst.text import IS_WORD_BYTE as FST_WORD_BYTE
@@ -235,5 +236,6 @@ def test_anyof_and_ordered_banks_count_items_and_words(setup, phrases, ordered, 
     start = tb.light_starts(inp)[0]
     assert num_banks(cc.phrases) == 1 + sum(g for _, g in units)
     for q in range(a.n_states):
-        want = sum(g for p, g in units if int(a.progress[q]) >= p)
+        starts = [0] + [p for p, _ in units[:-1]]
+        want = sum(g for start, (_, g) in zip(starts, units) if int(a.progress[q]) > start)
         assert int(tb.bank(torch.tensor([[start - a.start + q]]))[0]) == want, (q, int(a.progress[q]))

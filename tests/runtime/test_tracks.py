@@ -217,3 +217,30 @@ def test_the_plain_track_ends_once_no_plain_member_can_meet_the_phrases_in_time(
 
     assert rows(4, True) == rows(4, False) == 4  # the prompt row, then the one hypothesis per step
     assert rows(8, True) > rows(8, False)
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_a_word_no_token_spells_keeps_its_bank_while_it_is_spelled(k):
+    """"Steuert" is " Ste" + "uert" (no token spells it whole): its partial advance " Ste" is
+    banked with the word begun, so it keeps a place against the model's better first tokens
+    (" Die", " Das": with the words-complete banks it shared bank 0 with them and was pruned, and
+    the term came last). The search returns the brute-force best output that meets the phrase."""
+    from fstbeam.contract.vocab import Vocab
+
+    from rt_helpers import brute_force
+
+    toks = ["<eos>", "x", " Ste", "uert", " Die", " Das", " Der", " ok"]
+    v = Vocab.from_dict({i: t for i, t in enumerate(toks) if i}, eos_ids=[0])
+    row = lambda vals: _logits(toks, vals)  # noqa: E731
+    table = {(1,): row({" Die": 3.0, " Das": 2.5, " Der": 2.5, " Ste": 1.0}), (1, 2): row({"uert": 6.0}),
+             (1, 2, 3): row({" ok": 4.0}), (1, 2, 3, 7): row({"<eos>": 6.0})}
+    for first in (4, 5, 6):  # after " Die" / " Das" / " Der": " ok", then the end; " Ste" unlikely
+        table[(1, first)] = row({" ok": 4.0})
+        table[(1, first, 7)] = row({"<eos>": 5.0})
+    lm = StubLM(len(toks), eos=[0], table=table)
+    dec = Decoder(lm, v, eos_ids=[0], device="cpu")
+    cc = _compile(v, phrases=["Steuert"])
+    [(_, best, seq, _)] = brute_force(lm.logprobs, [1], V=len(toks), L=4, eos=[0], matcher_factory=cc.matcher)
+    assert _text(v, seq) == " Steuert ok"
+    [r] = dec.generate([[1]], cc, beam_size=k, max_new_tokens=4)
+    assert list(r.token_ids) == seq and r.logprob == pytest.approx(best, abs=1e-4)
