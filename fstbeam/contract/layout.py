@@ -5,7 +5,7 @@ the two sides in step.
 """
 from __future__ import annotations
 
-from typing import Iterable, TypeVar
+from typing import Any, Iterable, TypeVar
 
 T = TypeVar("T")
 
@@ -15,7 +15,9 @@ __all__ = [
     "LIGHT_ROLES",
     "NO_TEXT_CLASS",
     "N_CLASSES",
+    "ends_in_word_byte",
     "light_order",
+    "starts_nonword",
 ]
 
 #: Hard tables key a state's blocks by ``state * BYTE_KEYS + first byte`` (sorted int64 keys).
@@ -28,6 +30,17 @@ NO_TEXT_CLASS = 4
 INF_DIST = 1 << 30
 #: The order of a request's light automata everywhere (matcher, pool, artifact).
 LIGHT_ROLES = ("phrase", "avoid", "prefix")
+
+
+def starts_nonword(cls: Any) -> Any:
+    """Text class ``cls`` (an int, array or tensor): the first byte is not a word byte (a space
+    or punctuation). False for ids without text."""
+    return (cls == 2) | (cls == 3)
+
+
+def ends_in_word_byte(cls: Any) -> Any:
+    """Text class ``cls``: the last byte is a word byte. False for ids without text."""
+    return (cls == 0) | (cls == 2)
 
 
 def light_order(phrases: Iterable[T], avoid: Iterable[T], prefix: T | None) -> tuple[T, ...]:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import torch
 
+from ..contract.layout import ends_in_word_byte, starts_nonword
 from ..contract.progress import phrase_words
 from ..kernels import dispatch as kd
 
@@ -138,12 +139,10 @@ def _prefer_whole_words(a_lp: torch.Tensor, a_t: torch.Tensor, token_class: torc
     starts the word again ("B" + " Be" for "Beleg"), it is no choice of spacing."""
     P = a_lp.shape[1] // 2
     comp, part = a_lp[:, :P], a_lp[:, P:]
-    cls = token_class[a_t.clamp(min=0)]
-    lead = (cls == 2) | (cls == 3)  # first byte is not a word byte (token_index classes)
+    lead = starts_nonword(token_class[a_t.clamp(min=0)])
     part_wins = torch.isfinite(part) & (lead[:, :P] != lead[:, P:]) & (part > comp)
     if last is not None:
-        lc = token_class[last.clamp(min=0)]
-        mid_word = (last >= 0) & ((lc == 0) | (lc == 2))  # last byte is a word byte
+        mid_word = (last >= 0) & ends_in_word_byte(token_class[last.clamp(min=0)])
         part_wins = part_wins & ~(mid_word[:, None] & lead[:, P:])
     done = torch.isfinite(comp) & ~part_wins
     return torch.cat([comp.masked_fill(part_wins, NEG_INF), part.masked_fill(done, NEG_INF)], 1)

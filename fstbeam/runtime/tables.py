@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from ..contract.bitmask import bitmask_width, pack_ids  # re-exported: the one bit-packing helper
-from ..contract.layout import BYTE_KEYS, INF_DIST, NO_TEXT_CLASS, light_order
+from ..contract.layout import BYTE_KEYS, INF_DIST, NO_TEXT_CLASS, light_order, starts_nonword
 from ..contract.light import light_distances  # noqa: F401  re-exported (distances come with the tables)
 from ..contract.progress import bank_progress, completing_first, word_progress
 from ..kernels.bitmask import or_bits_torch
@@ -379,8 +379,7 @@ class Tables:
             return torch.zeros(s.shape[:-1], dtype=torch.int64, device=s.device)
         begun = self.l_begun[s]
         if parent is not None and tok is not None:
-            cls = self.token_class[tok.clamp(min=0)]
-            lead = (cls == 2) | (cls == 3)  # the first byte is not a word byte (token_index classes)
+            lead = starts_nonword(self.token_class[tok.clamp(min=0)])
             begun = begun & ~(self.l_begun[parent] & lead[..., None])
         return (self.l_bank[s] + begun.to(torch.int64)).sum(-1)
 
