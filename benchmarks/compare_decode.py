@@ -10,6 +10,13 @@ plain log-probability ranking, no guards: the settings both versions have), so t
 steps is equal and the seconds per step compare directly. The two versions run alternately, each
 in its own process (a git worktree of ``--ref`` in a temporary folder), for ``--rounds`` rounds;
 the minimum process CPU time per workload is kept. Writes benchmarks/results/decode_vs_ref.json.
+
+``--tasks 1w,2w`` measures real inputs instead: the first ``--items`` sentences of
+``bench_quality.py``'s section (a) (continue a sentence; ``none`` or 1, 2, 4 required words or a
+3-word phrase), each version with its own ``bench_quality`` defaults and optimal stopping. The
+outputs differ, so the figure is CPU seconds per output token (and model rows per token); the
+reference commit must have ``benchmarks/bench_quality.py``. Writes
+benchmarks/results/decode_vs_ref_tasks.json.
 """
 from __future__ import annotations
 
@@ -49,9 +56,37 @@ print("RESULT" + json.dumps(out))
 """
 
 
-def run_once(pythonpath: Path, threads: int, tokens: int) -> dict:
+CHILD_TASKS = r"""
+import json, sys, time, warnings
+warnings.simplefilter("ignore")
+import torch
+torch.set_num_threads(int(sys.argv[3]))
+sys.path.insert(0, "benchmarks")
+import bench_quality as bq
+from fstbeam import compile_constraints
+from fstbeam.runtime import Decoder
+settings, items_n = json.loads(sys.argv[2]), int(sys.argv[4])
+dec = Decoder(device="cpu")
+items = bq.continuation_items(None)
+opts = bq.options("defaults", dec, qa=False, max_new_tokens=32)
+out = {}
+for name in settings:
+    use = [it for it in items if name == "none" or name in it["constraints"]][:items_n]
+    ccs = [None if name == "none" else compile_constraints(phrases=it["constraints"][name], tokenizer=dec.vocab) for it in use]
+    prompts = [it["prompt"] for it in use]
+    dec.generate(prompts[:2], ccs[:2], **dict(opts, max_new_tokens=2))  # warm up
+    t0, c0 = time.perf_counter(), time.process_time()
+    res = dec.generate(prompts, ccs, **opts)
+    out[name] = {"cpu": time.process_time() - c0, "wall": time.perf_counter() - t0, "rows": dec.last_stats.model_rows,
+                 "tokens": [len(r.token_ids) for r in res]}
+print("RESULT" + json.dumps(out))
+"""
+
+
+def run_once(pythonpath: Path, threads: int, tokens: int, tasks: list[str] | None = None) -> dict:
     env = dict(os.environ, PYTHONPATH=str(pythonpath))
-    proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(PROMPTS), json.dumps(WORKLOADS), str(threads), str(tokens)],
+    code, what = (CHILD, WORKLOADS) if tasks is None else (CHILD_TASKS, tasks)
+    proc = subprocess.run([sys.executable, "-c", code, json.dumps(PROMPTS), json.dumps(what), str(threads), str(tokens)],
                           capture_output=True, text=True, env=env, cwd=pythonpath)
     line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT")), None)
     if proc.returncode != 0 or line is None:
@@ -65,8 +100,12 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--tokens", type=int, default=24, help="output tokens per input (every run decodes exactly this many)")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/decode_vs_ref.json"))
+    ap.add_argument("--tasks", default=None, help="comma-separated bench_quality (a) settings: none,1w,2w,4w,phrase3")
+    ap.add_argument("--items", type=int, default=32, help="with --tasks: sentences per setting")
+    ap.add_argument("--out", default=None, help="default: benchmarks/results/decode_vs_ref.json (_tasks.json with --tasks)")
     args = ap.parse_args(argv)
+    tasks = args.tasks.split(",") if args.tasks else None
+    out_path = args.out or str(ROOT / "benchmarks/results" / ("decode_vs_ref_tasks.json" if tasks else "decode_vs_ref.json"))
     ref = subprocess.run(["git", "rev-parse", "--short", args.ref], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
     best: dict = {"ref": {}, "this": {}}
     with tempfile.TemporaryDirectory() as tmp:
@@ -75,13 +114,15 @@ def main(argv=None) -> int:
         try:
             for rnd in range(args.rounds):
                 for who, path in (("ref", wt), ("this", ROOT)):
-                    res = run_once(path, args.threads, args.tokens)
+                    res = run_once(path, args.threads, args.items if tasks else args.tokens, tasks)
                     for name, r in res.items():
                         if name not in best[who] or r["cpu"] < best[who][name]["cpu"]:
                             best[who][name] = r
                     print(f"round {rnd + 1} {who}: " + ", ".join(f"{n} {r['cpu']:.2f}s" for n, r in res.items()), flush=True)
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(wt)], cwd=ROOT, check=False)
+    if tasks:
+        return report_tasks(best, tasks, ref, args, out_path)
     rows = {}
     print(f"\n{'workload':14s} {'ref s/step':>11s} {'this s/step':>12s} {'this/ref':>9s}  tokens equal")
     for name in WORKLOADS:
@@ -94,10 +135,33 @@ def main(argv=None) -> int:
     out = {"ref": ref, "this": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
            "rounds": args.rounds, "tokens": args.tokens, "threads": args.threads, "batch": len(PROMPTS), "beam": 5,
            "loadavg_end": list(os.getloadavg()), "date": time.strftime("%Y-%m-%d %H:%M:%S"), "workloads": rows}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=1))
-    print(f"wrote {args.out}")
+    write(out, out_path)
     return 0
+
+
+def report_tasks(best: dict, tasks: list[str], ref: str, args, out_path: str) -> int:
+    """CPU seconds and model rows per output token of each setting, both versions."""
+    rows = {}
+    print(f"\n{'setting':8s} {'ref s/token':>12s} {'this s/token':>13s} {'this/ref':>9s} {'rows/token ref':>15s} {'this':>6s}")
+    for name in tasks:
+        a, b = best["ref"][name], best["this"][name]
+        ta, tb = max(1, sum(a["tokens"])), max(1, sum(b["tokens"]))
+        ratio = (b["cpu"] / tb) / (a["cpu"] / ta)
+        rows[name] = {"ref_cpu_per_token": a["cpu"] / ta, "this_cpu_per_token": b["cpu"] / tb, "ratio": ratio,
+                      "ref_rows_per_token": a["rows"] / ta, "this_rows_per_token": b["rows"] / tb,
+                      "ref_tokens": ta, "this_tokens": tb}
+        print(f"{name:8s} {a['cpu'] / ta:12.4f} {b['cpu'] / tb:13.4f} {ratio:9.3f} {a['rows'] / ta:15.2f} {b['rows'] / tb:6.2f}")
+    out = {"ref": ref, "this": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
+           "rounds": args.rounds, "items": args.items, "threads": args.threads, "beam": 5, "max_new_tokens": 32,
+           "loadavg_end": list(os.getloadavg()), "date": time.strftime("%Y-%m-%d %H:%M:%S"), "settings": rows}
+    write(out, out_path)
+    return 0
+
+
+def write(out: dict, path: str) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(out, indent=1))
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":
