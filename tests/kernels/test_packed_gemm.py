@@ -46,8 +46,29 @@ def test_leading_dimensions_and_padding_keep_each_row():
     for _ in range(3):
         _check(lin, x)
     assert lin._rows == 40
-    part = x.reshape(40, 33)[:25]  # padded to 40: row i's result is row i's alone
-    torch.testing.assert_close(lin(part), lin(x).reshape(40, 70)[:25], rtol=0, atol=0)
+    part = x.reshape(40, 33)[:36]  # padded to 40: row i's result is row i's alone
+    torch.testing.assert_close(lin(part), lin(x).reshape(40, 70)[:36], rtol=0, atol=0)
+    assert lin._rows == 40
+
+
+@needs_mkl
+def test_far_fewer_rows_run_unpacked_not_padded():
+    """A padding row costs as much as a real one: 25 rows are not padded to a packing for 40."""
+    w, b = _weights(N=70, d=33)
+    lin = PackedLinear(w, b)
+    x = torch.randn(40, 33)
+    for _ in range(3):
+        lin(x)
+    assert lin._rows == 40
+    calls = []
+    real = torch.ops.mkl._mkl_linear
+    try:
+        torch.ops.mkl._mkl_linear = lambda *a: calls.append(a[-1]) or real(*a)
+        _check(lin, x[:25])
+        _check(lin, x[:36])
+    finally:
+        torch.ops.mkl._mkl_linear = real
+    assert calls == [40]  # 36 rows padded to 40; 25 rows ran unpacked
 
 
 @needs_mkl
