@@ -83,10 +83,12 @@ print("RESULT" + json.dumps(out))
 """
 
 
-def run_once(pythonpath: Path, threads: int, tokens: int, tasks: list[str] | None = None) -> dict:
+def run_once(pythonpath: Path, threads: int, count: int, tasks: list[str] | None = None) -> dict:
+    """One child run: the fixed workloads (``count`` = output tokens) or, with ``tasks``,
+    bench_quality's settings (``count`` = sentences per setting)."""
     env = dict(os.environ, PYTHONPATH=str(pythonpath))
     code, what = (CHILD, WORKLOADS) if tasks is None else (CHILD_TASKS, tasks)
-    proc = subprocess.run([sys.executable, "-c", code, json.dumps(PROMPTS), json.dumps(what), str(threads), str(tokens)],
+    proc = subprocess.run([sys.executable, "-c", code, json.dumps(PROMPTS), json.dumps(what), str(threads), str(count)],
                           capture_output=True, text=True, env=env, cwd=pythonpath)
     line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT")), None)
     if proc.returncode != 0 or line is None:
@@ -132,10 +134,7 @@ def main(argv=None) -> int:
         rows[name] = {"ref_cpu_per_step": a["cpu"] / args.tokens, "this_cpu_per_step": b["cpu"] / args.tokens, "ratio": ratio,
                       "tokens_equal": equal, "ref_tokens": a["tokens"], "this_tokens": b["tokens"]}
         print(f"{name:14s} {a['cpu'] / args.tokens:11.3f} {b['cpu'] / args.tokens:12.3f} {ratio:9.3f}  {equal}")
-    out = {"ref": ref, "this": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
-           "rounds": args.rounds, "tokens": args.tokens, "threads": args.threads, "batch": len(PROMPTS), "beam": 5,
-           "loadavg_end": list(os.getloadavg()), "date": time.strftime("%Y-%m-%d %H:%M:%S"), "workloads": rows}
-    write(out, out_path)
+    write(run_facts(ref, args, tokens=args.tokens, batch=len(PROMPTS), workloads=rows), out_path)
     return 0
 
 
@@ -151,11 +150,15 @@ def report_tasks(best: dict, tasks: list[str], ref: str, args, out_path: str) ->
                       "ref_rows_per_token": a["rows"] / ta, "this_rows_per_token": b["rows"] / tb,
                       "ref_tokens": ta, "this_tokens": tb}
         print(f"{name:8s} {a['cpu'] / ta:12.4f} {b['cpu'] / tb:13.4f} {ratio:9.3f} {a['rows'] / ta:15.2f} {b['rows'] / tb:6.2f}")
-    out = {"ref": ref, "this": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
-           "rounds": args.rounds, "items": args.items, "threads": args.threads, "beam": 5, "max_new_tokens": 32,
-           "loadavg_end": list(os.getloadavg()), "date": time.strftime("%Y-%m-%d %H:%M:%S"), "settings": rows}
-    write(out, out_path)
+    write(run_facts(ref, args, items=args.items, max_new_tokens=32, settings=rows), out_path)
     return 0
+
+
+def run_facts(ref: str, args, **fields) -> dict:
+    """The result file: both commits, the run's settings and load, then ``fields``."""
+    this = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    return {"ref": ref, "this": this, "rounds": args.rounds, "threads": args.threads, "beam": 5,
+            "loadavg_end": list(os.getloadavg()), "date": time.strftime("%Y-%m-%d %H:%M:%S"), **fields}
 
 
 def write(out: dict, path: str) -> None:
