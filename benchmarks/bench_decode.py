@@ -149,7 +149,7 @@ def interleaved(n, *fns):
 
 def _per_step_union(fn):
     """``fn`` with the static shortlist turned off (the per-step union of the rows' masks)."""
-    from fstbeam.runtime import shortlist
+    from fstbeam.runtime.model import shortlist
 
     def run():
         saved, shortlist.STATIC_MAX_FRACTION = shortlist.STATIC_MAX_FRACTION, 0.0
@@ -164,7 +164,7 @@ def shortlist_section(dec, prompts, beam, steps, repeats, shortlist_mode="auto",
     """6. Unconstrained vs A1/B1 with the full head and with the shortlist, same prompts and steps
     (``union``: also the shortlist without the static set, a per-step union)."""
     from fstbeam.compiler.compile import compile_constraints
-    from fstbeam.runtime.adapters import adapter_for
+    from fstbeam.runtime.model.adapters import adapter_for
 
     levels = {lvl: compile_constraints(cefr=lvl, tokenizer=dec.vocab, leading_space=True) for lvl in ("A1", "B1")}
     kw = dict(beam_size=beam, max_new_tokens=steps, batch_size=len(prompts), stopping="exhaustive")
@@ -206,7 +206,7 @@ def shortlist_section(dec, prompts, beam, steps, repeats, shortlist_mode="auto",
             "wall_per_step_vs_unconstrained": (t.wall / st.steps) / (base[1].wall / base[2].steps),
             "shortlist_steps": st.shortlist_steps, "logits_per_row": st.logits_elements / max(1, st.model_rows),
             "satisfied": sum(r.satisfied for r in res)}
-    if "unconstrained_unpacked" in outs:  # the packed linear weights' share (runtime/packed_model.py)
+    if "unconstrained_unpacked" in outs:  # the packed linear weights' share (runtime/model/packed_model.py)
         (_, t_uu, s_uu), (_, t_au, s_au) = outs["unconstrained_unpacked"], outs["A1_shortlist_unpacked"]
         sec["unpacked_A1_shortlist_vs_unconstrained"] = (t_au.cpu / s_au.steps) / (t_uu.cpu / s_uu.steps)
         sec["packed_vs_unpacked_per_step"] = {
@@ -356,7 +356,7 @@ def main(argv=None) -> int:
         sec3 = {"by_phrases": {}}
         for P in ((1, 4, 16) if quick else (1, 2, 4, 8, 16)):
             cc = compile_constraints(phrases=PHRASES[:P], tokenizer=dec.vocab)
-            # the default (with the plain track, runtime/tracks.py) and plain DBA, run alternately
+            # the default (with the plain track, runtime/search/tracks.py) and plain DBA, run alternately
             (_, t_u, s_u), (rp, t_p, s_p), (_, t_d, s_d) = interleaved(
                 R, free_to_limit, lambda: fst_run(dec, prompts, cc, **common, stopping="exhaustive"),
                 lambda: fst_run(dec, prompts, cc, **common, stopping="exhaustive", plain_track=False))

@@ -1,6 +1,6 @@
 """The full output layer on the CPU: one GEMM ``hidden @ W.T`` against the blocked form of
 ``OutputHead._full_logits`` (``W[a:b] @ hidden.T`` per block of ``HEAD_BLOCK`` vocabulary rows,
-:func:`fstbeam.runtime.shortlist.head_blocks`), and what that does to a decode step.
+:func:`fstbeam.runtime.model.shortlist.head_blocks`), and what that does to a decode step.
 
     python benchmarks/bench_head.py                 # about 20 minutes on a 2-core CPU
     python benchmarks/bench_head.py --quick
@@ -36,7 +36,7 @@ sys.path.insert(0, str(HERE))
 
 
 def gemm_section(rows, repeats: int) -> list[dict]:
-    from fstbeam.runtime.shortlist import head_blocks
+    from fstbeam.runtime.model.shortlist import head_blocks
 
     torch.manual_seed(0)
     V, d = 262144, 640
@@ -75,7 +75,7 @@ def one_config(phrases: int, config: str, repeats: int, max_new: int) -> dict:
 
     from fstbeam.compiler.compile import compile_constraints
     from fstbeam.runtime import Decoder
-    from fstbeam.runtime import shortlist as sl
+    from fstbeam.runtime.model import shortlist as sl
 
     if phrases:
         plain, blocked = CONFIGS[config]

@@ -8,7 +8,7 @@ masked top-k) with a set of that size.
 
 Random weights of the default model's output layer shape (V=262144, d=640, float32) and random
 masks whose union is the given fraction of V. Full and shortlist run alternately; the minimum
-over repeats is kept (the machine is shared). ``runtime/shortlist.py``'s ``pays`` encodes the
+over repeats is kept (the machine is shared). ``runtime/model/shortlist.py``'s ``pays`` encodes the
 crossover found here.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ import torch
 
 from fstbeam.kernels import dispatch as kd
 from fstbeam.kernels.bitmask import pack_bool_mask_torch
-from fstbeam.runtime.shortlist import OutputHead, Shortlist, sub_mask
+from fstbeam.runtime.model.shortlist import OutputHead, Shortlist, sub_mask
 
 
 def _time(fn) -> float:

@@ -31,6 +31,9 @@ BLOCKED = {
     "serve": (),
 }
 
+# The decoder's public modules (fstbeam/runtime/*.py) that its subpackages never import.
+_RUNTIME_API = ("decoder", "results", "explain", "explain_view", "presets", "defaults", "templates", "logits_processor")
+
 # Layers inside and between the halves (DESIGN.md, docs/architecture.md): a module of the key
 # never imports one of the listed packages, lazy imports included.
 LAYERS = {
@@ -40,6 +43,9 @@ LAYERS = {
     "fstbeam.compiler.hard": ("fstbeam.compiler.light", "fstbeam.cli"),
     "fstbeam.compiler.light": ("fstbeam.compiler.hard", "fstbeam.cli"),
     "fstbeam.runtime": ("fstbeam.compiler", "fstbeam.grammars", "fstbeam.cli"),
+    # Inside the decoder: the public API (runtime/*.py) over the search over the model side.
+    "fstbeam.runtime.model": ("fstbeam.runtime.search",) + tuple(f"fstbeam.runtime.{m}" for m in _RUNTIME_API),
+    "fstbeam.runtime.search": tuple(f"fstbeam.runtime.{m}" for m in _RUNTIME_API),
     "fstbeam.compiler": ("fstbeam.cli", "fstbeam.distributed"),
     "fstbeam.grammars": ("fstbeam.compiler", "fstbeam.cli"),
 }
@@ -149,3 +155,35 @@ def test_no_two_modules_import_each_other():
         if a < b and b in graph and a in graph[b] and not b.startswith(a + ".") and not a.startswith(b + ".")
     )
     assert pairs == []
+
+
+# A newcomer reads a folder or a module in a sitting (issue 38): the package keeps these bounds.
+MAX_MODULES_PER_FOLDER = 15
+MAX_MODULE_LINES = 450
+
+
+def test_folders_and_modules_stay_small():
+    folders = {f.parent for f in PKG.rglob("*.py")}
+    crowded = sorted(f"{d.relative_to(PKG.parent)}: {n}" for d in folders
+                     if (n := len(list(d.glob("*.py")))) > MAX_MODULES_PER_FOLDER)
+    long = sorted(f"{f.relative_to(PKG.parent)}: {n}" for f in PKG.rglob("*.py")
+                  if (n := len(f.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES)
+    assert crowded == [] and long == [], "split the folder into subpackages or the module by job"
+
+
+def test_runtime_subpackages_import_no_private_names():
+    """A module of runtime/model or runtime/search uses only the public names of another module
+    (a private name is free to change without looking at its callers)."""
+    bad = []
+    for sub in ("model", "search"):
+        for f in sorted((PKG / "runtime" / sub).glob("*.py")):
+            for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("fstbeam")):
+                    bad += [f"{f.name}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+                elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__") \
+                        and isinstance(node.value, ast.Name) and node.value.id in _SIBLINGS:
+                    bad.append(f"{f.name}: {node.value.id}.{node.attr}")
+    assert bad == []
+
+
+_SIBLINGS = {f.stem for sub in ("model", "search") for f in (PKG / "runtime" / sub).glob("*.py")}

@@ -147,7 +147,7 @@ def add_preset_flag(group) -> None:
 
 
 def add_packed_weights_flag(group) -> None:
-    """``--packed-weights`` (runtime/packed_model.py): a model option, given to the Decoder."""
+    """``--packed-weights`` (runtime/model/packed_model.py): a model option, given to the Decoder."""
     group.add_argument("--packed-weights", choices=("auto", "on", "off"), default="auto",
                        help="on CPU, keep a packed copy of the model's linear weights for MKL: faster steps for "
                             "more memory; auto (models up to 1 GB of linear weights, the default), on, off")

@@ -1,6 +1,6 @@
 """``x @ W.T + b`` with ``W`` packed once for MKL's GEMM, for weights that every decode step
-multiplies by a few dozen rows: the model's linear layers (:mod:`fstbeam.runtime.packed_model`)
-and the static shortlist's output rows (:mod:`fstbeam.runtime.shortlist`).
+multiplies by a few dozen rows: the model's linear layers (:mod:`fstbeam.runtime.model.packed_model`)
+and the static shortlist's output rows (:mod:`fstbeam.runtime.model.shortlist`).
 
 A GEMM with few rows (beam x batch = 40) spends a large share of its time packing ``W`` into the
 panels its kernel reads, on every call. MKL can keep the packed panels (``cblas_sgemm_pack``;

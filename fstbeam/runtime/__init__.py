@@ -14,7 +14,7 @@ _LAZY = {
     "GenerationResult": (".results", "GenerationResult"),
     "Hypothesis": (".results", "Hypothesis"),
     "FstLogitsProcessor": (".logits_processor", "FstLogitsProcessor"),
-    "ModelAdapter": (".adapter_protocol", "ModelAdapter"),
+    "ModelAdapter": (".model.adapter_protocol", "ModelAdapter"),
 }
 
 __all__ = list(_LAZY)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Sequence, get_args
 
 if TYPE_CHECKING:
-    from .scoring import Scoring
+    from .search.scoring import Scoring
 
 from ..errors import DecodeError
 
@@ -84,7 +84,7 @@ class SearchConfig:
     prune_threshold: float | None = None  # delta
     max_per_parent: int | None = None  # M
     dba: bool = _opt(True, "Dynamic Beam Allocation for must-include phrases (banks by constraint progress)")
-    plain_track: bool = True  # with DBA: also run the beam without must-include phrases (runtime/tracks.py)
+    plain_track: bool = True  # with DBA: also run the beam without must-include phrases (runtime/search/tracks.py)
     stopping: Stopping = _opt("optimal", "optimal: stop once no live hypothesis can beat the best finished one; "
                                          "exhaustive: run every input to the length limit")
     batch_size: int = _opt(8, "inputs decoded together")
@@ -97,7 +97,7 @@ class SearchConfig:
     eos_ids: tuple[int, ...] | None = None
     shortlist: ShortlistMode = _opt("auto", "with renormalize: compute the logits of the allowed tokens only "
                                             "(auto: where it pays; on: always; off: never)")
-    # output guards (runtime/guards.py; runtime/presets.py sets them per task)
+    # output guards (runtime/search/guards.py; runtime/presets.py sets them per task)
     min_new_tokens: int = _opt(0, "EOS only after this many output tokens", metavar="N")
     no_repeat_ngram: int = _opt(0, "no token N-gram twice in an output (0 = off)", metavar="N")
     no_repeat_prompt: bool = _opt(False, "the n-gram guard also counts the prompt's last 64 tokens (no echo of a "
@@ -158,7 +158,7 @@ class SearchConfig:
 
     @property
     def scoring(self) -> "Scoring":
-        from .scoring import Scoring  # torch: only when a search runs, not when flags are parsed
+        from .search.scoring import Scoring  # torch: only when a search runs, not when flags are parsed
 
         return Scoring.make(length_reward=self.length_reward, length_normalization=self.length_normalization)
 

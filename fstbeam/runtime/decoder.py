@@ -27,18 +27,18 @@ from ..validate import (
     check_prompts,
     check_tokenizer_path,
 )
-from .adapter_protocol import ModelAdapter, check_adapter
-from .adapters import adapter_for
 from .config import SearchConfig, resolve_config, stop_ids
 from .explain import ExplainContext
-from .hf_model import is_encoder_decoder
 from .identity import IdentityCache
-from .length_target import query_tokens
-from .packed_model import check_mode as check_packed_mode
+from .model.adapter_protocol import ModelAdapter, check_adapter
+from .model.adapters import adapter_for
+from .model.hf_model import is_encoder_decoder
+from .model.packed_model import check_mode as check_packed_mode
 from .presets import preset_for_format, search_config
 from .results import GenerationResult, Hypothesis
-from .search import RawResult, Request, SearchEngine
-from .tables import InputConstraints
+from .search.engine import RawResult, Request, SearchEngine
+from .search.length_target import query_tokens
+from .search.tables import InputConstraints
 from .templates import check_format
 from .templates import prompt_format as expand_format
 

@@ -28,7 +28,7 @@ import torch
 
 from ..errors import DecodeError, DisallowedTokenError
 from ..kernels.bitmask import unpack_bitmask_torch as unpack_bits
-from .tables import InputConstraints, Tables
+from .search.tables import InputConstraints, Tables
 
 __all__ = ["FstLogitsProcessor"]
 

@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..runtime.config import SearchConfig, stop_ids
-from ..runtime.continuous import ContinuousEngine, RequestSource, Ticket
 from ..runtime.presets import search_config
+from ..runtime.search.continuous import ContinuousEngine, RequestSource, Ticket
 from .errors import RequestError
 
 __all__ = ["ServeEngine", "Settings", "Job"]

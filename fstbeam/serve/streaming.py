@@ -3,7 +3,7 @@
 A beam holds several hypotheses, and the best one now may be overtaken later, so a token of it
 cannot be sent as it is chosen. What every output the request may still return begins with --
 the prefix its live hypotheses, its finished n-best and its best partial output share
-(``fstbeam.runtime.continuous.shared_prefix``) -- never changes: it is sent as soon as it grows,
+(``fstbeam.runtime.search.continuous.shared_prefix``) -- never changes: it is sent as soon as it grows,
 and the rest when the request finishes. With DBA and must-include phrases the beam often
 disagrees until late, so most of such an output may come at the end.
 

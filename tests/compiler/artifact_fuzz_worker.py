@@ -16,7 +16,7 @@ def use(cc) -> None:
     import torch
 
     from fstbeam.compiler.compile import with_request
-    from fstbeam.runtime.tables import InputConstraints, Tables
+    from fstbeam.runtime.search.tables import InputConstraints, Tables
 
     cc2 = with_request(cc, phrases=["ab"])
     for c in (cc, cc2):

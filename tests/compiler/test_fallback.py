@@ -1,6 +1,6 @@
 """Fallback states of AnyOf / ordered / sentence-case automata (compiler.light.fallback).
 
-Two oracles that share none of the fallback code: the explicit lift (``automaton._lift``: one
+Two oracles that share none of the fallback code: the explicit lift (``automaton.lift_light``: one
 exception list per state, every transition listed, distances over listed edges) run on the same
 character DFA, compared state by state and token by token; and, for a plain AnyOf, the OR of the
 single-phrase automata of its alternatives (``compile_phrase``) over random token sequences.
@@ -18,7 +18,7 @@ from test_alternatives import items
 from test_light import HYP, check_tables, vocabularies, walk
 
 from fstbeam.compiler.light.alternatives import AnyOf, _candidates, _items_char_dfa, compile_items, stages_of
-from fstbeam.compiler.light.automaton import _lift, compile_phrase
+from fstbeam.compiler.light.automaton import compile_phrase, lift_light
 from fstbeam.compiler.light.token_index import TokenIndex
 from fstbeam.contract.artifact_validate import check_light
 from fstbeam.contract.vocab import Vocab
@@ -30,7 +30,7 @@ def explicit(its, index: TokenIndex, ordered: bool):
     stages = stages_of(its)
     dfa, _ = _items_char_dfa(stages)
     longest = max((lit for s in stages for lit, _ in s.alts), key=len)
-    return _lift("phrase", "x", longest, dfa, index, _candidates(stages, index), True, True, "")
+    return lift_light("phrase", "x", longest, dfa, index, _candidates(stages, index), True, True, "")
 
 
 def same_automaton(a, b, vocab: Vocab) -> None:

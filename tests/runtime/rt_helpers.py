@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from fstbeam.runtime.tables import FREE, TEXT  # noqa: F401 - re-exported for tests
+from fstbeam.runtime.search.tables import FREE, TEXT  # noqa: F401 - re-exported for tests
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import deque
 
-from fstbeam.runtime.dba import bank_sizes
+from fstbeam.runtime.search.dba import bank_sizes
 
 INF = 1 << 30
 
@@ -78,7 +78,7 @@ class Hyp:
 def reference_search(logprobs, prompt, cc, *, V, eos, k, L, dba=True, nbest=1, plain_track=True, vocab=None):
     """Returns (best list of (logprob, tokens, eos or None), steps).
 
-    With phrases, ``dba`` and ``plain_track`` (the decoder's defaults, runtime/tracks.py), the
+    With phrases, ``dba`` and ``plain_track`` (the decoder's defaults, runtime/search/tracks.py), the
     beam is the union of two selections: DBA's (over candidates from every hypothesis; a
     hypothesis that could have ended but for an unmet phrase, and its descendants, are taken only
     for places left empty, and only with tokens that bring an unmet phrase closer) and the plain

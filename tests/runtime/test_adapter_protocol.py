@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from fstbeam.errors import DecodeError
-from fstbeam.runtime.adapter_protocol import ADAPTER_MEMBERS, ModelAdapter, check_adapter
-from fstbeam.runtime.adapters import CausalLMAdapter, Seq2SeqAdapter, adapter_for
-from fstbeam.runtime.packed_model import ModelPacking
+from fstbeam.runtime.model.adapter_protocol import ADAPTER_MEMBERS, ModelAdapter, check_adapter
+from fstbeam.runtime.model.adapters import CausalLMAdapter, Seq2SeqAdapter, adapter_for
+from fstbeam.runtime.model.packed_model import ModelPacking
 
 from rt_helpers import StubLM, tiny_gemma3, tiny_gpt2, tiny_llama, tiny_t5
 
@@ -125,7 +125,7 @@ ALLOWED = {
 
 
 def _probes():
-    for path in sorted(RUNTIME.glob("*.py")):
+    for path in sorted(RUNTIME.rglob("*.py")):
         if path.name == HF_READER:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
@@ -142,8 +142,8 @@ def test_the_runtime_reads_capabilities_instead_of_probing():
 
 def test_the_probe_check_finds_a_probe(tmp_path, monkeypatch):
     """The check above is not vacuous: a probe of the adapter in a runtime module is reported."""
-    src = RUNTIME / "search.py"
-    fake = tmp_path / "search.py"
+    src = RUNTIME / "search" / "engine.py"
+    fake = tmp_path / "engine.py"
     fake.write_text(src.read_text() + "\n\ndef _x(self):\n    return getattr(self.adapter, 'supports_refill', True)\n")
     monkeypatch.setattr(f"{__name__}.RUNTIME", tmp_path)
-    assert [(f, a) for f, a, _ in _probes()] == [("search.py", "self.adapter")]
+    assert [(f, a) for f, a, _ in _probes()] == [("engine.py", "self.adapter")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from fstbeam.runtime.adapters import CausalLMAdapter, Seq2SeqAdapter
+from fstbeam.runtime.model.adapters import CausalLMAdapter, Seq2SeqAdapter
 
 from rt_helpers import tiny_gemma3, tiny_gpt2, tiny_llama, tiny_t5
 

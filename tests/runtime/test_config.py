@@ -10,7 +10,7 @@ import torch
 from fstbeam.errors import DecodeError
 from fstbeam.kernels import dispatch as kd
 from fstbeam.runtime import Decoder, SearchConfig
-from fstbeam.runtime.search import SearchEngine
+from fstbeam.runtime.search.engine import SearchEngine
 
 from rt_helpers import StubLM, tiny_llama, tiny_vocab
 

@@ -6,7 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fstbeam.runtime.dba import allocate, bank_sizes
+from fstbeam.runtime.search.dba import allocate, bank_sizes
 
 # (num_constraints C, beam size k, candidates per bank 0..C, expected allocation), from Sockeye's
 # test_constraints.py (awslabs/sockeye, tag 2.3.24). Invariant of every case: sum == beam size.

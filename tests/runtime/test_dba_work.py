@@ -1,7 +1,7 @@
 """DBA's counted work does not grow with the number of phrases (Post & Vilar's O(1) in C):
 per search step, one masked top-k pass over the logits, one best-in-sets gather, and one model
 row per live hypothesis, whatever the number of phrases: at most beam_size per input with plain
-DBA, at most 2 * beam_size with the plain track next to it (runtime/tracks.py)."""
+DBA, at most 2 * beam_size with the plain track next to it (runtime/search/tracks.py)."""
 from __future__ import annotations
 
 import string

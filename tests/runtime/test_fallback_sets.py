@@ -14,7 +14,7 @@ import fstbeam
 from fstbeam import AnyOf, Phrase
 from fstbeam.contract.progress import word_progress
 from fstbeam.contract.vocab import Vocab
-from fstbeam.runtime.tables import InputConstraints, Tables
+from fstbeam.runtime.search.tables import InputConstraints, Tables
 
 
 def word_vocab(n_words: int, seed: int = 0) -> tuple[list[str], list[str]]:

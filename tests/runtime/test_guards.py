@@ -11,7 +11,7 @@ from test_search import PROMPTS, SPECS, compiled, run  # noqa: F401, F811 - fixt
 
 from fstbeam.contract.vocab import _from_tokenizer_data, control_token_ids
 from fstbeam.runtime import Decoder
-from fstbeam.runtime.scoring import Scoring
+from fstbeam.runtime.search.scoring import Scoring
 
 from rt_helpers import StubLM, brute_force
 

@@ -76,8 +76,8 @@ def test_identity_key_is_never_reused():
 def test_artifact_ids_of_a_new_artifact_at_a_freed_address():
     """The static shortlist's per-artifact ids: a new hard automaton at the old one's address
     gets its own tokens (an id()-keyed cache without the identity check returned the old ones)."""
-    from fstbeam.runtime import shortlist as sl_mod
-    from fstbeam.runtime.shortlist import _artifact_ids
+    from fstbeam.runtime.model import shortlist as sl_mod
+    from fstbeam.runtime.model.shortlist import _artifact_ids
 
     class Hard(SimpleNamespace):  # a subclass takes weak references, as HardTables does
         pass

@@ -1,4 +1,4 @@
-"""The length target's query (fstbeam.runtime.length_target): the rule on hand-built prompts, the
+"""The length target's query (fstbeam.runtime.search.length_target): the rule on hand-built prompts, the
 token count against a byte-level oracle, and the Decoder using it for ``length_ratio``."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import warnings
 
 import pytest
 
-from fstbeam.runtime.length_target import query_span, query_tokens
+from fstbeam.runtime.search.length_target import query_span, query_tokens
 
 FEW_SHOT = ("Words: dog, frisbee, catch\nSentence: A dog catches a frisbee.\n\n"
             "Words: chef, pan, cook\nSentence: A chef cooks in a pan.\n\n"

@@ -1,4 +1,4 @@
-"""Packed linear weights while fstbeam runs a model (:mod:`fstbeam.runtime.packed_model`), the
+"""Packed linear weights while fstbeam runs a model (:mod:`fstbeam.runtime.model.packed_model`), the
 in-place KV-cache reorder and the beam placement that keeps cache rows in place: each against the
 unpacked / copying path on tiny models."""
 from __future__ import annotations
@@ -8,10 +8,11 @@ import torch
 
 from fstbeam.errors import DecodeError
 from fstbeam.kernels.packed_gemm import mkl_packing_available
-from fstbeam.runtime import Decoder, packed_model
-from fstbeam.runtime.cache import RowCache, RowKVLayer, fork_cache
-from fstbeam.runtime.packed_model import ModelPacking
-from fstbeam.runtime.step import keep_places
+from fstbeam.runtime import Decoder
+from fstbeam.runtime.model import packed_model
+from fstbeam.runtime.model.cache import RowCache, RowKVLayer, fork_cache
+from fstbeam.runtime.model.packed_model import ModelPacking
+from fstbeam.runtime.search.step import keep_places
 
 from rt_helpers import tiny_gemma3, tiny_llama, tiny_t5, tiny_vocab
 

@@ -9,7 +9,7 @@ import pytest
 
 from fstbeam.errors import DecodeError
 from fstbeam.runtime import Decoder
-from fstbeam.runtime.search import SearchEngine
+from fstbeam.runtime.search.engine import SearchEngine
 
 from rt_helpers import StubLM, tiny_gemma3, tiny_llama, tiny_t5, tiny_vocab
 

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from fstbeam.runtime.config import SearchConfig
-from fstbeam.runtime.scoring import Scoring
-from fstbeam.runtime.search import Request, SearchEngine
-from fstbeam.runtime.tables import InputConstraints
+from fstbeam.runtime.search.engine import Request, SearchEngine
+from fstbeam.runtime.search.scoring import Scoring
+from fstbeam.runtime.search.tables import InputConstraints
 
 from rt_helpers import StubLM, brute_force, hf_logprobs, tiny_gemma3, tiny_llama, tiny_vocab
 from rt_reference import reference_search
@@ -166,7 +166,7 @@ def test_dba_places_a_phrase_plain_beam_search_misses(compiled):
 
 @pytest.mark.parametrize("factory", [tiny_llama, tiny_gemma3], ids=["llama", "gemma3"])
 def test_brute_force_on_tiny_hf_models(compiled, factory):
-    from fstbeam.runtime.adapters import CausalLMAdapter
+    from fstbeam.runtime.model.adapters import CausalLMAdapter
 
     v, ccs = compiled
     V, L = v.width, 2  # every output of up to 2 tokens: 13**2 prefixes through the model

@@ -10,11 +10,11 @@ import torch
 
 from fstbeam.errors import DecodeError
 from fstbeam.kernels.bitmask import pack_bool_mask_torch, unpack_bitmask_torch
-from fstbeam.runtime import shortlist as sl_mod
-from fstbeam.runtime.adapters import CausalLMAdapter
-from fstbeam.runtime.search import Request, SearchConfig, SearchEngine
-from fstbeam.runtime.shortlist import OutputHead, StepLogits, pays, static_ids, sub_mask, sub_mask_torch, union_ids
-from fstbeam.runtime.tables import InputConstraints
+from fstbeam.runtime.model import shortlist as sl_mod
+from fstbeam.runtime.model.adapters import CausalLMAdapter
+from fstbeam.runtime.model.shortlist import OutputHead, StepLogits, pays, static_ids, sub_mask, sub_mask_torch, union_ids
+from fstbeam.runtime.search.engine import Request, SearchConfig, SearchEngine
+from fstbeam.runtime.search.tables import InputConstraints
 
 from rt_helpers import StubLM, brute_force, hf_logprobs, tiny_gemma3, tiny_gpt2, tiny_llama, tiny_vocab
 
@@ -230,8 +230,8 @@ def test_static_and_per_step_shortlists_give_the_full_head_results(compiled, nam
 @pytest.mark.parametrize("name", ["llama", "gemma3-softcap"])
 def test_the_used_part_of_the_static_set_gives_the_full_head_results(compiled, name, monkeypatch):
     """After a step has added to the used set, steps whose rows need nothing else run on a plan
-    of the used rows only (runtime/used_rows.py): the same hypotheses and scores as the full head."""
-    from fstbeam.runtime import used_rows
+    of the used rows only (runtime/model/used_rows.py): the same hypotheses and scores as the full head."""
+    from fstbeam.runtime.model import used_rows
 
     v, ccs = compiled
     ad = CausalLMAdapter(MODELS[name](v.width, seed=7))
@@ -254,7 +254,7 @@ def test_the_used_part_of_the_static_set_gives_the_full_head_results(compiled, n
 def test_used_rows_builds_from_what_steps_allowed(monkeypatch):
     """UsedRows against set arithmetic: the plan holds exactly the tokens seen plus EOS, serves
     only steps inside it, is rebuilt after SETTLE steps outside it, and is skipped when too big."""
-    from fstbeam.runtime import used_rows
+    from fstbeam.runtime.model import used_rows
 
     V, eos = 200, torch.tensor([0])
     static = type("P", (), {"ids": torch.arange(V)})()

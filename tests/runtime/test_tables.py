@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from fstbeam.kernels.bitmask import unpack_bitmask_torch as unpack_bits
-from fstbeam.runtime.tables import FREE, TEXT, InputConstraints, Tables
+from fstbeam.runtime.search.tables import FREE, TEXT, InputConstraints, Tables
 
 from rt_dfa import hard_from_dfa, light_from_spec, light_next_py
 from rt_helpers import tiny_vocab

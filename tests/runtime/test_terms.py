@@ -12,8 +12,8 @@ from test_cli import model_dir  # noqa: F401  (the tiny saved model fixture)
 
 from fstbeam.compiler.light.alternatives import AnyOf
 from fstbeam.compiler.spec import Phrase
-from fstbeam.runtime.search import Request, SearchConfig, SearchEngine
-from fstbeam.runtime.tables import InputConstraints
+from fstbeam.runtime.search.engine import Request, SearchConfig, SearchEngine
+from fstbeam.runtime.search.tables import InputConstraints
 
 from rt_helpers import StubLM, brute_force, tiny_t5, tiny_vocab
 from rt_reference import reference_search
@@ -187,7 +187,7 @@ def test_per_input_terms_on_a_tiny_encoder_decoder():
     """A tiny T5: each source gets its own AnyOf term; the wide beam equals brute force."""
     from fstbeam.compiler.compile import compile_constraints
     from fstbeam.contract.vocab import Vocab
-    from fstbeam.runtime.adapters import Seq2SeqAdapter
+    from fstbeam.runtime.model.adapters import Seq2SeqAdapter
 
     toks = ["<pad>", "<eos>", "a", "b", " ", "ab", " a", " b", "c", " c", "ba"]
     v = Vocab.from_dict({i: t for i, t in enumerate(toks) if i > 1}, eos_ids=[1], width=len(toks))
@@ -224,8 +224,8 @@ def test_anyof_and_ordered_banks_count_items_and_words(setup, phrases, ordered, 
     from fstbeam.compiler.compile import compile_constraints
     from fstbeam.contract.progress import IS_WORD_BYTE
     from fstbeam.fst.text import IS_WORD_BYTE as FST_WORD_BYTE
-    from fstbeam.runtime.dba import num_banks
-    from fstbeam.runtime.tables import Tables
+    from fstbeam.runtime.search.dba import num_banks
+    from fstbeam.runtime.search.tables import Tables
 
     assert (IS_WORD_BYTE == FST_WORD_BYTE).all()  # the contract's copy of the word bytes
     v = setup[0]

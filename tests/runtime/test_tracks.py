@@ -1,4 +1,4 @@
-"""The plain track and constraint-aware ending (runtime/tracks.py) on tiny random models.
+"""The plain track and constraint-aware ending (runtime/search/tracks.py) on tiny random models.
 
 The guarantee: when the unconstrained beam's output (the same search without the must-include
 phrases: same model, word list, scoring, guards and beam size) already meets every phrase, the

@@ -1,4 +1,4 @@
-"""Continuous batching (fstbeam.runtime.continuous) on a tiny random-weight model: requests that
+"""Continuous batching (fstbeam.runtime.search.continuous) on a tiny random-weight model: requests that
 arrive while a batch runs, requests that leave it, and the streamed shared prefix, each checked
 against offline decoding of the same prompts with the same settings."""
 from __future__ import annotations
@@ -14,8 +14,8 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "runtime"))
 from fstbeam.compiler.compile import compile_constraints  # noqa: E402
 from fstbeam.runtime.config import SearchConfig  # noqa: E402
-from fstbeam.runtime.continuous import ContinuousEngine, RequestSource, Ticket, shared_prefix  # noqa: E402
 from fstbeam.runtime.decoder import Decoder  # noqa: E402
+from fstbeam.runtime.search.continuous import ContinuousEngine, RequestSource, Ticket, shared_prefix  # noqa: E402
 
 from rt_helpers import tiny_llama, tiny_vocab  # noqa: E402
 

@@ -30,13 +30,13 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from ..contract.bitmask import bitmask_width, pack_ids  # re-exported: the one bit-packing helper
-from ..contract.layout import BYTE_KEYS, INF_DIST, NO_TEXT_CLASS, light_order, starts_nonword
-from ..contract.light import light_distances  # noqa: F401  re-exported (distances come with the tables)
-from ..contract.progress import bank_progress, completing_first, word_progress
-from ..kernels.bitmask import or_bits_torch
+from ...contract.bitmask import bitmask_width, pack_ids  # re-exported: the one bit-packing helper
+from ...contract.layout import BYTE_KEYS, INF_DIST, NO_TEXT_CLASS, light_order, starts_nonword
+from ...contract.light import light_distances  # noqa: F401  re-exported (distances come with the tables)
+from ...contract.progress import bank_progress, completing_first, word_progress
+from ...kernels.bitmask import or_bits_torch
+from ..identity import IdentityCache, identity_key
 from .advance import FallbackPool, advance_sets
-from .identity import IdentityCache, identity_key
 
 __all__ = ["INF_DIST", "InputConstraints", "Tables", "light_distances", "pack_ids", "bitmask_width"]
 
@@ -139,7 +139,7 @@ class Tables:
         for inp in self.inputs:
             if inp.hard is not None and all(h is not inp.hard for h in hards):
                 if int(inp.hard.width) != V:
-                    from ..errors import TokenizerMismatchError
+                    from ...errors import TokenizerMismatchError
 
                     raise TokenizerMismatchError(
                         f"the constraints were compiled for {inp.hard.width} token ids but the model "

@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import torch
 
-from ..contract.layout import ends_in_word_byte, starts_nonword
-from ..contract.progress import phrase_words
-from ..kernels import dispatch as kd
+from ...contract.layout import ends_in_word_byte, starts_nonword
+from ...contract.progress import phrase_words
+from ...kernels import dispatch as kd
 
 __all__ = ["bank_sizes", "allocate", "num_banks", "candidates", "bank_choice"]
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Sequence, runtime_checkable
 
-from ..errors import DecodeError
+from ...errors import DecodeError
 
 if TYPE_CHECKING:
     import torch
@@ -92,5 +92,5 @@ def check_adapter(obj: object) -> ModelAdapter:
     missing = [name for name in ADAPTER_MEMBERS if name not in dir(obj)]
     raise DecodeError(
         f"{type(obj).__name__} is not a Hugging Face model or a model adapter: it lacks {', '.join(missing)} "
-        "(see fstbeam.runtime.adapter_protocol.ModelAdapter)"
+        "(see fstbeam.runtime.model.adapter_protocol.ModelAdapter)"
     )

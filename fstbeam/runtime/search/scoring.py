@@ -45,14 +45,14 @@ class Scoring:
     @classmethod
     def make(cls, *, length_reward: float | None, length_normalization: float | None) -> "Scoring":
         if length_reward is not None and length_normalization is not None:
-            from ..errors import DecodeError
+            from ...errors import DecodeError
 
             raise DecodeError("choose one of length_reward and length_normalization, not both")
         if length_reward is not None and length_reward != 0:
             return cls("reward", reward=float(length_reward))
         if length_normalization is not None and length_normalization != 0:
             if length_normalization < 0:
-                from ..errors import DecodeError
+                from ...errors import DecodeError
 
                 raise DecodeError(f"length_normalization must be >= 0 (got {length_normalization})")
             return cls("normalize", alpha=float(length_normalization))

@@ -28,7 +28,7 @@ from typing import Sequence
 
 import torch
 
-from ..errors import DecodeError
+from ...errors import DecodeError
 from .adapter_protocol import AdapterKind, ModelAdapter
 from .cache import RowCache, concat_caches, fork_cache
 from .hf_model import is_encoder_decoder, model_facts

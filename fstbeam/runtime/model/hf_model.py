@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from ..errors import DecodeError
+from ...errors import DecodeError
 
 __all__ = ["ModelFacts", "model_facts", "is_encoder_decoder"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ..kernels.bitmask import or_bits_torch
+from ...kernels.bitmask import or_bits_torch
 
 __all__ = ["eos_allowed", "ban_repeated_ngrams"]
 

@@ -29,7 +29,7 @@ from typing import Callable, Iterator
 
 import torch
 
-from .search import RawResult, Request, SearchEngine
+from .engine import RawResult, Request, SearchEngine
 
 __all__ = ["ContinuousEngine", "RequestSource", "Ticket", "shared_prefix"]
 

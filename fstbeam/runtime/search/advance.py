@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..contract.progress import fallback_sets
+from ...contract.progress import fallback_sets
 
 __all__ = ["FallbackPool", "advance_sets"]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from ..kernels.bitmask import unpack_bitmask_torch
+from ...kernels.bitmask import unpack_bitmask_torch
 
 __all__ = ["UsedRows", "SETTLE", "MAX_BUILDS", "MAX_SHARE"]
 

@@ -45,11 +45,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..errors import DecodeError
-from ..kernels.bitmask import pack_bool_mask_torch, unpack_bitmask_torch
-from ..kernels.packed_gemm import PackedLinear
-from .config import ShortlistMode
-from .identity import IdentityCache, identity_key
+from ...errors import DecodeError
+from ...kernels.bitmask import pack_bool_mask_torch, unpack_bitmask_torch
+from ...kernels.packed_gemm import PackedLinear
+from ..config import ShortlistMode
+from ..identity import IdentityCache, identity_key
 from .used_rows import UsedRows
 
 __all__ = ["OutputHead", "HiddenTap", "probe_output_head", "StepLogits", "Shortlist", "StaticPlan", "pays", "union_ids",
@@ -293,7 +293,7 @@ def sub_mask_torch(mask: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
 
 def _cpu_bits():
     try:
-        from ..kernels import cpu_bits
+        from ...kernels import cpu_bits
     except ImportError:  # no numba: the torch version
         return None
     return cpu_bits
@@ -342,7 +342,7 @@ def _artifact_ids(hard) -> np.ndarray:
     hit = _ARTIFACT_IDS.get(hard)
     if hit is not None:
         return hit
-    from ..contract.bitmask import unpack_bitmask
+    from ...contract.bitmask import unpack_bitmask
 
     V = int(hard.width)
     dense = np.asarray(hard.dense_masks, np.int32)

@@ -42,13 +42,13 @@ from typing import Iterable, Iterator, Sequence
 
 import torch
 
+from ..config import SearchConfig
+from ..model.shortlist import StepLogits
+from ..model.shortlist import resolve as resolve_shortlist
 from . import dba, pool, step, tracks
-from .beam import BeamState, prompt_tails
-from .config import SearchConfig
+from .beam import BeamState, Rows, prompt_tails
 from .pool import RawHypothesis, RawResult
 from .schedule import LeastAdvancedSchedule, Parked
-from .shortlist import StepLogits
-from .shortlist import resolve as resolve_shortlist
 from .tables import INF_DIST, InputConstraints, Tables
 
 __all__ = ["SearchConfig", "Request", "RawHypothesis", "RawResult", "SearchEngine", "SearchStats"]
@@ -87,6 +87,20 @@ class _Slot:
     target: float
     warnings: list[str]
     steps: int = 0  # tokens generated so far (= the beam's ``length`` of the slot, kept on the host)
+
+
+@dataclass(frozen=True)
+class _StepFacts:
+    """Who is live in one step (:meth:`SearchEngine._expand`) and which search modes run."""
+
+    n: int  # live inputs
+    K: int  # places per input: beam_size, or twice it with the plain track (:mod:`.tracks`)
+    k: int  # beam_size
+    R: int  # live rows (model rows this step)
+    kk: int  # candidates per row (max_per_parent)
+    rows: Rows  # the live rows' indices, automaton and light states
+    use_dba: bool  # some input has must-include phrases
+    two: bool  # the plain track and constraint-aware ending run beside DBA
 
 
 class SearchEngine(LeastAdvancedSchedule):
@@ -257,65 +271,99 @@ class SearchEngine(LeastAdvancedSchedule):
         return out
 
     def _expand(self, model_out: torch.Tensor) -> list[int]:
-        """Expand every live hypothesis (mask -> output layer -> top-k -> candidates -> advance ->
-        select -> pool); update the beams; return the slots that finished."""
-        cfg, tb, beam = self.cfg, self.tables, self.beam
-        n, K = beam.alive.shape  # K: beam_size, or twice it with the plain track (:mod:`.tracks`)
-        k = cfg.beam_size
+        """One search step over every live hypothesis, in the module docstring's six stages;
+        updates the beams and returns the slots that finished. Shapes: ``n`` live inputs, ``K``
+        places per input (``beam_size``, twice it with the plain track), ``R`` live rows (at most
+        ``n * K``), ``W`` mask words, ``M`` output columns (the vocabulary or a shortlist), ``C``
+        candidates per input."""
+        st = self._step_facts(model_out)
+        ok_eos, ok_plain, out = self._stage_mask_and_logits(st, model_out)     # 1.
+        scored = step.score_rows(out, st.rows, ok_eos, st.kk, self.cfg)       # 2. top-k of [R, M]
+        self.stats.logits_elements += st.R * int(out.logits.shape[1])
+        cand, tracks_in, over = self._stage_candidates(st, scored, out, ok_eos, ok_plain)   # 3.
+        adv = step.advance(cand, self.beam, self.tables, self.cfg.max_new_tokens)           # 4.
+        chosen = self._stage_select(st, cand, adv, tracks_in, over)                         # 5.
+        return self._stage_commit(st, scored, ok_plain, adv, chosen, over)                  # 6.
+
+    def _step_facts(self, model_out: torch.Tensor) -> _StepFacts:
+        """Who is live this step and which search modes run."""
+        cfg, beam = self.cfg, self.beam
+        n, K = beam.alive.shape
         R = int(model_out.shape[0])
-        rows = step.live_rows(beam, R)
-        kk = min(k, cfg.max_per_parent or k, self.V)
         use_dba = cfg.dba and any(sl.n_phrases for sl in self.slots)
-        two = use_dba and K > k  # the plain track and constraint-aware ending run
+        return _StepFacts(n=n, K=K, k=cfg.beam_size, R=R, kk=min(cfg.beam_size, cfg.max_per_parent or cfg.beam_size, self.V),
+                          rows=step.live_rows(beam, R), use_dba=use_dba, two=use_dba and K > cfg.beam_size)
+
+    def _stage_mask_and_logits(self, st: _StepFacts, model_out: torch.Tensor):
+        """1. The allowed tokens of each row's automaton states (``mask`` [R, W] bits), the output
+        guards (``ok_eos`` [R]: may end; with the plain track ``ok_plain`` [R] too), then the output
+        layer over every token or a shortlist (``out`` [R, M])."""
+        tb, rows = self.tables, st.rows
         mask = tb.build_mask(rows.h, rows.s)  # [R, W] over every token
-        acc = tb.accepting(rows.h, rows.s)
-        if two:  # before the shortlist's union
-            ok_eos, ok_plain = step.apply_guards(mask, acc, rows, beam, cfg, tb.accepting(rows.h, tracks.plain_view(tb, rows.s)))
+        acc = tb.accepting(rows.h, rows.s)  # [R]
+        ok_plain = None
+        if st.two:  # before the shortlist's union
+            plain_acc = tb.accepting(rows.h, tracks.plain_view(tb, rows.s))
+            ok_eos, ok_plain = step.apply_guards(mask, acc, rows, self.beam, self.cfg, plain_acc)
         else:
-            ok_eos = step.apply_guards(mask, acc, rows, beam, cfg)
-        out = self._output_layer(model_out, mask)  # [R, M]: all tokens or a shortlist
-        scored = step.score_rows(out, rows, ok_eos, kk, cfg)
-        self.stats.logits_elements += R * int(out.logits.shape[1])
-        cand = step.plain_candidates(scored, rows, n, K, kk, cfg.prune_threshold)
-        in_plain = demote = None
-        if use_dba:
-            # its global top-k and row bests from its own members, its phrase advances from every
-            # live hypothesis (plain ones included: a term placed into the best plain prefixes)
-            own = step.only_parents(cand, beam.cons) if two else cand
-            d = dba.candidates(own, rows, scored, out, tb, k=k, kk=kk, prune_threshold=cfg.prune_threshold, stats=self.stats,
-                               last=step.last_tokens(beam, rows))
-            dcand = step.with_dba(cand, d, beam.nbanks > 1)
-            if two:
-                plain_part = step.only_parents(cand, beam.plain)
-                cand, in_cons, in_plain = tracks.merge_tracks(dcand, plain_part, self.V)
-                over = self._over_entries(scored, rows, ok_eos, ok_plain)
-                demote = over.gather(1, cand.j)
-            else:
-                cand = dcand
-        cand_s, cand_t, parent, nh, ns, fit = step.advance(cand, beam, tb, cfg.max_new_tokens)
-        if two:  # a closed answer only moves towards its unmet phrases (:mod:`.tracks`)
-            in_cons = in_cons & ~tracks.closing_only(tb, beam, over, cand.j, ns)
+            ok_eos = step.apply_guards(mask, acc, rows, self.beam, self.cfg)
+        return ok_eos, ok_plain, self._output_layer(model_out, mask)
+
+    def _stage_candidates(self, st: _StepFacts, scored, out, ok_eos, ok_plain):
+        """3. Candidates ``cand`` ([n, C] scores, tokens, parents): each row's top-k; with DBA also
+        its best phrase advances (:mod:`.dba`); with the plain track the two tracks merged, with
+        ``tracks_in`` = (in DBA's track, in the plain track) [n, C] and ``over`` [n, K] (answers
+        closed with a phrase unmet). Without the plain track both are ``None``."""
+        cfg, beam = self.cfg, self.beam
+        cand = step.plain_candidates(scored, st.rows, st.n, st.K, st.kk, cfg.prune_threshold)
+        if not st.use_dba:
+            return cand, None, None
+        # DBA's global top-k and row bests from its own members, its phrase advances from every
+        # live hypothesis (plain ones included: a term placed into the best plain prefixes)
+        own = step.only_parents(cand, beam.cons) if st.two else cand
+        d = dba.candidates(own, st.rows, scored, out, self.tables, k=st.k, kk=st.kk, prune_threshold=cfg.prune_threshold,
+                           stats=self.stats, last=step.last_tokens(beam, st.rows))
+        dcand = step.with_dba(cand, d, beam.nbanks > 1)
+        if not st.two:
+            return dcand, None, None
+        merged, in_cons, in_plain = tracks.merge_tracks(dcand, step.only_parents(cand, beam.plain), self.V)
+        over = self._over_entries(scored, st.rows, ok_eos, ok_plain)  # [n, K]
+        return merged, (in_cons, in_plain), over
+
+    def _stage_select(self, st: _StepFacts, cand, adv, tracks_in, over):
+        """5. Which candidates ([n, C] bool) become next step's beams: the best ``beam_size``, or
+        DBA's bank allocation; with the plain track each track chooses its own ``beam_size``.
+        Returns (chosen, chosen by DBA's track or None, chosen by the plain track or None)."""
+        cfg, tb, beam, k = self.cfg, self.tables, self.beam, st.k
+        cand_s, cand_t, parent, nh, ns, fit = adv  # [n, C] each; ns: [n, C, P] light states
         self.stats.candidates += int(cand_s.shape[0] * cand_s.shape[1])
-        if use_dba:
-            NB = max(sl.num_banks for sl in self.slots)  # the largest bank count, known on the host
-            bank = tb.bank(ns, beam.flat_lstate()[parent], cand_t).clamp(max=NB - 1)
-            if two:
-                neg = torch.full_like(cand_s, float("-inf"))
-                chosen_c = step.select(torch.where(in_cons, cand_s, neg), fit, k, bank, beam.nbanks, NB, demote)
-                chosen_p = step.select(torch.where(in_plain, cand_s, neg),
-                                       tracks.plain_fit(tb, nh, ns, beam.length, cfg.max_new_tokens), k)
-                chosen = chosen_c | chosen_p
-            else:
-                chosen = step.select(cand_s, fit, k, bank, beam.nbanks, NB)
-        else:
-            chosen = step.select(cand_s, fit, k)
+        if not st.use_dba:
+            return step.select(cand_s, fit, k), None, None
+        NB = max(sl.num_banks for sl in self.slots)  # the largest bank count, known on the host
+        bank = tb.bank(ns, beam.flat_lstate()[parent], cand_t).clamp(max=NB - 1)  # [n, C]
+        if not st.two:
+            return step.select(cand_s, fit, k, bank, beam.nbanks, NB), None, None
+        in_cons, in_plain = tracks_in
+        demote = over.gather(1, cand.j)
+        in_cons = in_cons & ~tracks.closing_only(tb, beam, over, cand.j, ns)  # a closed answer only moves towards its unmet phrases
+        neg = torch.full_like(cand_s, float("-inf"))
+        chosen_c = step.select(torch.where(in_cons, cand_s, neg), fit, k, bank, beam.nbanks, NB, demote)
+        chosen_p = step.select(torch.where(in_plain, cand_s, neg), tracks.plain_fit(tb, nh, ns, beam.length, cfg.max_new_tokens), k)
+        return chosen_c | chosen_p, chosen_c, chosen_p
+
+    def _stage_commit(self, st: _StepFacts, scored, ok_plain, adv, chosen, over) -> list[int]:
+        """6. Finished hypotheses enter the pool (:mod:`.pool`); the ``K`` places of each input
+        take the chosen candidates in score order; returns the slots that finished."""
+        beam, cfg, n, K = self.beam, self.cfg, st.n, st.K
+        cand_s, cand_t, parent, nh, ns, _ = adv
+        chosen, chosen_c, chosen_p = chosen
         sel_s, sel_i = torch.where(chosen, cand_s, torch.full_like(cand_s, float("-inf"))).topk(K, dim=1)  # [n, K]
         sel_parent, sel_ok = parent.gather(1, sel_i), torch.isfinite(sel_s)
         places = step.keep_places(sel_parent, sel_ok, K)
         sel_s, sel_i, sel_parent, sel_ok = (t.gather(1, places) for t in (sel_s, sel_i, sel_parent, sel_ok))
-        pool.pool_eos(beam, rows, scored, self._eos, tb, cfg.scoring, loose=cfg.end_in_top_k)
-        if two:
-            tracks.plain_best(beam, rows, scored, ok_plain, cfg.scoring)
+        pool.pool_eos(beam, st.rows, scored, self._eos, self.tables, cfg.scoring, loose=cfg.end_in_top_k)
+        if st.two:
+            tracks.plain_best(beam, st.rows, scored, ok_plain, cfg.scoring)
             flags = (chosen_c.gather(1, sel_i) & sel_ok, chosen_p.gather(1, sel_i) & sel_ok,
                      over.view(-1)[sel_parent.view(-1)].view(n, K) & sel_ok)
         else:
@@ -323,12 +371,12 @@ class SearchEngine(LeastAdvancedSchedule):
         # Slots whose beam died without a finished hypothesis keep their best live one as partial.
         dead = ~sel_ok.any(1) & beam.alive.any(1)
         if bool(dead.any()):
-            pool.record_partial(beam, dead, beam.alive, tb)
-        sel_tok = cand_t.gather(1, sel_i)
+            pool.record_partial(beam, dead, beam.alive, self.tables)
+        sel_tok = cand_t.gather(1, sel_i)  # [n, K]
         P = beam.P
-        sel_l = ns.gather(1, sel_i[:, :, None].expand(n, K, P)) if P else ns[:, :K]
+        sel_l = ns.gather(1, sel_i[:, :, None].expand(n, K, P)) if P else ns[:, :K]  # [n, K, P]
         self._new_beams(sel_s, sel_ok, sel_parent, sel_tok, nh.gather(1, sel_i), sel_l, flags)
-        return self._finish_step(rows, sel_parent, sel_tok)
+        return self._finish_step(st.rows, sel_parent, sel_tok)
 
     def _over_entries(self, scored, rows, ok_eos, ok_plain) -> torch.Tensor:
         """bool ``[n, K]``: live hypotheses that have closed their answer with a phrase unmet

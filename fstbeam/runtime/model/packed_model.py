@@ -23,8 +23,8 @@ from typing import Literal
 
 import torch
 
-from ..errors import DecodeError
-from ..kernels.packed_gemm import PackedLinear, mkl_packing_available, packable
+from ...errors import DecodeError
+from ...kernels.packed_gemm import PackedLinear, mkl_packing_available, packable
 
 __all__ = ["ModelPacking", "PackedWeights", "AUTO_MAX_BYTES", "check_mode"]
 

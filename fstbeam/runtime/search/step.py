@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import torch
 
-from ..kernels import dispatch as kd
+from ...kernels import dispatch as kd
+from ..model.shortlist import StepLogits
 from . import dba, guards
 from .beam import NEG_INF, BeamState, Candidates, Rows, Scored
-from .shortlist import StepLogits
 
 __all__ = ["live_rows", "score_rows", "apply_guards", "plain_candidates", "with_dba", "only_parents", "advance", "select",
            "top_mask", "keep_places"]
