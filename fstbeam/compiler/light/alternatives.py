@@ -31,10 +31,11 @@ from ...contract.light import LightAutomaton
 from ...contract.vocab import Vocab
 from ...errors import SpecError, UnsatisfiableConstraintError
 from ...fst.text import IS_WORD_BYTE
-from .automaton import _as_index, _lift
+from .arrays import SMALL_ROWS, minimize, read_only, renumber, renumber_rows
+from .automaton import as_index, lift_light
 from .candidates import phrase_candidates
 from .fallback import lift_with_fallback
-from .phrase_dfa import _SMALL_ROWS, PhraseDFA, _minimize, _renumber, _renumber_rows, _ro
+from .phrase_dfa import PhraseDFA
 from .token_index import TokenIndex
 
 __all__ = ["AnyOf", "Stage", "compile_items", "is_general", "items_char_dfa", "stages_of"]
@@ -305,7 +306,8 @@ def _items_char_dfa(stages: tuple[Stage, ...]) -> tuple[PhraseDFA, np.ndarray]:
     final_b[block[final]] = True
     prog_b = np.zeros(nb, dtype=np.int32)
     prog_b[block] = prog
-    dfa = PhraseDFA(_ro(mdelta), _ro(sym_of_byte), 0, _ro(final_b), _ro(np.zeros(nb, dtype=bool)), _ro(prog_b), word_sym, nonword_sym)
+    dfa = PhraseDFA(read_only(mdelta), read_only(sym_of_byte), 0, read_only(final_b), read_only(np.zeros(nb, dtype=bool)),
+                    read_only(prog_b), word_sym, nonword_sym)
     # A block falls back where its states do, unless it holds a state without partial matches.
     fb = np.full(nb, -1, np.int64)
     if fb_raw:
@@ -314,16 +316,16 @@ def _items_char_dfa(stages: tuple[Stage, ...]) -> tuple[PhraseDFA, np.ndarray]:
     plain = np.ones(len(states), bool)
     plain[list(fb_raw)] = False
     fb[block[plain]] = -1
-    return dfa, _ro(fb)
+    return dfa, read_only(fb)
 
 
 def _minimize_rows(delta: np.ndarray, labels: list) -> tuple[np.ndarray, np.ndarray]:
-    """``phrase_dfa._minimize`` (same partition, same numbering), each refinement round keyed by a
+    """``arrays.minimize`` (same partition, same numbering), each refinement round keyed by a
     hash of the rows: ``np.unique(axis=0)`` sorted 10,000 rows x 60 symbols in ~20 ms a round.
     A hash collision (checked) falls back to the exact rows."""
-    if delta.size <= _SMALL_ROWS:
-        return _minimize(delta, labels)
-    block = _renumber(labels)
+    if delta.size <= SMALL_ROWS:
+        return minimize(delta, labels)
+    block = renumber(labels)
     weights = np.random.default_rng(0).integers(1, 1 << 62, size=delta.shape[1] + 1).astype(np.uint64) | np.uint64(1)
     while True:
         rows = np.column_stack([block, block[delta]])
@@ -335,7 +337,7 @@ def _minimize_rows(delta: np.ndarray, labels: list) -> tuple[np.ndarray, np.ndar
             rank[np.argsort(first, kind="stable")] = np.arange(len(first))
             new = rank[inv]
         else:
-            new = _renumber_rows(rows)
+            new = renumber_rows(rows)
         if new.max() == block.max():
             break
         block = new
@@ -375,7 +377,7 @@ def compile_items(items, index: TokenIndex | Vocab, *, ordered: bool = False, so
         raise SpecError("no phrases to compile: give at least one")
     if len(items) > 1 and not ordered:
         raise ValueError("several items compile to one automaton only with ordered=True")
-    index = _as_index(index)
+    index = as_index(index)
     stages = stages_of(items)
     dfa, fallback = _items_char_dfa(stages)
     text = describe_items(items, ordered)
@@ -425,4 +427,4 @@ def _why_impossible(items, index: TokenIndex, ordered: bool, source: str) -> Uns
 def _lift_one(item, index: TokenIndex) -> None:
     stages = stages_of([item])
     dfa = items_char_dfa(stages)
-    _lift("phrase", item.text, stages[0].alts[0][0], dfa, index, _candidates(stages, index), True, True, "")
+    lift_light("phrase", item.text, stages[0].alts[0][0], dfa, index, _candidates(stages, index), True, True, "")

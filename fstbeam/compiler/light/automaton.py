@@ -27,8 +27,9 @@ from ...contract.light import Kind, LightAutomaton, distances_from_edges, light_
 from ...contract.vocab import Vocab
 from ...errors import SpecError, UnsatisfiableConstraintError
 from ...fst.text import boundary_needs
+from .arrays import read_only
 from .lift import prefix_exceptions, reach, token_exceptions
-from .phrase_dfa import PhraseDFA, _ro, phrase_char_dfa, prefix_char_dfa
+from .phrase_dfa import PhraseDFA, phrase_char_dfa, prefix_char_dfa
 from .token_index import TokenIndex
 
 __all__ = [
@@ -57,11 +58,11 @@ def compile_phrase(
     Never disallows a token; MET is absorbing; ``progress`` = bytes matched (full length when met
     or matched and waiting for a boundary); ``adv_*`` lists the tokens that raise progress.
     """
-    lit = _literal("phrase", text, source)
-    index = _as_index(index)
+    lit = literal("phrase", text, source)
+    index = as_index(index)
     dfa = phrase_char_dfa(lit, word_boundary=word_boundary, case_sensitive=case_sensitive, kind="phrase")
     cands = _phrase_candidates(lit, index, word_boundary=word_boundary, case_sensitive=case_sensitive)
-    return _lift("phrase", text, lit, dfa, index, cands, word_boundary, case_sensitive, source)
+    return lift_light("phrase", text, lit, dfa, index, cands, word_boundary, case_sensitive, source)
 
 
 def compile_avoid(
@@ -74,11 +75,11 @@ def compile_avoid(
 ) -> LightAutomaton:
     """Avoid phrase: every token that would complete an occurrence is disallowed; a match that
     waits for its right boundary is not final (EOS would complete it). ``adv_*`` is empty."""
-    lit = _literal("avoid phrase", text, source)
-    index = _as_index(index)
+    lit = literal("avoid phrase", text, source)
+    index = as_index(index)
     dfa = phrase_char_dfa(lit, word_boundary=word_boundary, case_sensitive=case_sensitive, kind="avoid")
     cands = _phrase_candidates(lit, index, word_boundary=word_boundary, case_sensitive=case_sensitive)
-    return _lift("avoid", text, lit, dfa, index, cands, word_boundary, case_sensitive, source)
+    return lift_light("avoid", text, lit, dfa, index, cands, word_boundary, case_sensitive, source)
 
 
 def compile_prefix(text: str | bytes, index: TokenIndex | Vocab, *, source: str = "") -> LightAutomaton:
@@ -86,18 +87,18 @@ def compile_prefix(text: str | bytes, index: TokenIndex | Vocab, *, source: str 
     run past its end (``"Hel"`` allows ``"Hello"``). States = bytes consumed, then one free
     absorbing final state. Tokens that leave the prefix, or lead where it cannot be finished, are
     disallowed."""
-    lit = _literal("prefix", text, source)
-    index = _as_index(index)
+    lit = literal("prefix", text, source)
+    index = as_index(index)
     dfa = prefix_char_dfa(lit)
     m = len(lit)
     parts = [index.ids_substrings_of(lit)]
     parts += [index.ranges_starting_with(lit[j:], False) for j in range(max(0, m - index.max_len), m)]
     cands = _union(parts)
     exc = prefix_exceptions(lit, index.padded[cands], index.lengths[cands])
-    return _lift("prefix", text, lit, dfa, index, cands, True, True, source, exceptions=exc)
+    return lift_light("prefix", text, lit, dfa, index, cands, True, True, source, exceptions=exc)
 
 
-def _as_index(index: TokenIndex | Vocab) -> TokenIndex:
+def as_index(index: TokenIndex | Vocab) -> TokenIndex:
     if isinstance(index, Vocab):
         return TokenIndex.for_vocab(index)
     if index.folded:
@@ -105,7 +106,7 @@ def _as_index(index: TokenIndex | Vocab) -> TokenIndex:
     return index
 
 
-def _literal(what: str, text: str | bytes, source: str) -> bytes:
+def literal(what: str, text: str | bytes, source: str) -> bytes:
     where = f" ({source})" if source else ""
     lit = text.encode("utf-8") if isinstance(text, str) else bytes(text)
     if not lit:
@@ -152,7 +153,7 @@ def _phrase_candidates(lit: bytes, index: TokenIndex, *, word_boundary: bool, ca
     return _union(parts)
 
 
-def _lift(
+def lift_light(
     kind: Kind,
     text: str | bytes,
     lit: bytes,
@@ -229,20 +230,20 @@ def _lift(
         literal=lit,
         width=V,
         start=int(cmap[dfa.start]),
-        final=_ro(dfa.final[kept].copy()),
-        progress=_ro(progress),
-        default_next=_ro(default_next.astype(np.int32)),
-        exc_key=_ro(exc_key),
-        exc_next=_ro(exc_next),
-        adv_ptr=_ro(adv_ptr),
-        adv_tokens=_ro(adv_tokens),
+        final=read_only(dfa.final[kept].copy()),
+        progress=read_only(progress),
+        default_next=read_only(default_next.astype(np.int32)),
+        exc_key=read_only(exc_key),
+        exc_next=read_only(exc_next),
+        adv_ptr=read_only(adv_ptr),
+        adv_tokens=read_only(adv_tokens),
         word_boundary=word_boundary,
         case_sensitive=case_sensitive,
         source=source,
         fingerprint=index.fingerprint,
         token_class=index.token_class,
         char_dfa=dfa,
-        char_state=_ro(kept.astype(np.int32)),
+        char_state=read_only(kept.astype(np.int32)),
         dist=dist,
     )
 

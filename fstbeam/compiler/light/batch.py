@@ -20,9 +20,10 @@ import numpy as np
 
 from ...contract.layout import INF_DIST, N_CLASSES
 from ...contract.light import LightAutomaton
-from .automaton import _as_index, _literal, compile_phrase
+from .arrays import ramp
+from .automaton import as_index, compile_phrase, literal
 from .candidates import phrase_candidates
-from .lift import _DENSE_ENTRIES, _ramp
+from .lift import DENSE_ENTRIES
 from .phrase_dfa import PhraseDFA, phrase_char_dfa
 from .token_index import TokenIndex
 
@@ -32,13 +33,13 @@ __all__ = ["compile_phrases"]
 def compile_phrases(texts: Sequence[str], index: TokenIndex, *, word_boundary: bool = True,
                     case_sensitive: bool = True) -> list[LightAutomaton]:
     """``[compile_phrase(t, index, word_boundary=..., case_sensitive=...) for t in texts]``."""
-    index = _as_index(index)
+    index = as_index(index)
     if not texts:
         return []
-    lits = [_literal("phrase", t, "") for t in texts]
+    lits = [literal("phrase", t, "") for t in texts]
     dfas = [phrase_char_dfa(lit, word_boundary=word_boundary, case_sensitive=case_sensitive) for lit in lits]
     cands = phrase_candidates(lits, index, word_boundary=word_boundary, case_sensitive=case_sensitive)
-    small = [i for i, (d, c) in enumerate(zip(dfas, cands)) if d.n_states * len(c) <= _DENSE_ENTRIES]
+    small = [i for i, (d, c) in enumerate(zip(dfas, cands)) if d.n_states * len(c) <= DENSE_ENTRIES]
     out: list[LightAutomaton | None] = [None] * len(texts)
     if small:
         lifted = _lift_together([texts[i] for i in small], [lits[i] for i in small], [dfas[i] for i in small],
@@ -51,7 +52,7 @@ def compile_phrases(texts: Sequence[str], index: TokenIndex, *, word_boundary: b
 
 def _lift_together(texts, lits, dfas: list[PhraseDFA], cands: list[np.ndarray], index: TokenIndex,
                    word_boundary: bool, case_sensitive: bool) -> list[LightAutomaton | None]:
-    """`automaton._lift` of every phrase at once (None for a phrase left to `compile_phrase`)."""
+    """`automaton.lift_light` of every phrase at once (None for a phrase left to `compile_phrase`)."""
     P, V = len(dfas), index.width
     nq = np.array([d.n_states for d in dfas], np.int64)
     nc = np.array([len(c) for c in cands], np.int64)
@@ -78,7 +79,7 @@ def _lift_together(texts, lits, dfas: list[PhraseDFA], cands: list[np.ndarray], 
     by_len = np.argsort(-lens, kind="stable")
     per = nq[cand_phrase[by_len]]
     gc = np.repeat(by_len, per)
-    gq = np.repeat(qoff[cand_phrase[by_len]], per) + _ramp(per)
+    gq = np.repeat(qoff[cand_phrase[by_len]], per) + ramp(per)
     width = int(lens.max()) if len(lens) else 0
     sym_tab = np.stack([d.sym_of_byte for d in dfas]).astype(np.int64)  # [P, 256]
     syms = np.ascontiguousarray(sym_tab[cand_phrase[:, None], index.padded[all_c, :width]].T)  # [width, C]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...fst.text import boundary_needs
-from .lift import _ramp
+from .arrays import ramp
 from .token_index import FIXED_KEY, IS_WORD_BYTE, TokenIndex
 
 __all__ = ["phrase_candidates"]
@@ -102,7 +102,7 @@ def _prefixed(rows: list[tuple[int, bytes, bool]], keys: np.ndarray, ids: np.nda
     lo = np.searchsorted(keys, np.array([s for _, s, _ in rows], dtype=keys.dtype), "left")
     hi = np.searchsorted(keys, np.array([(s + pad)[:FIXED_KEY] for _, s, _ in rows], dtype=keys.dtype), "right")
     n = hi - lo
-    at = np.repeat(lo, n) + _ramp(n)
+    at = np.repeat(lo, n) + ramp(n)
     owner = np.repeat(np.array([p for p, _, _ in rows], np.int64), n)
     size = np.repeat(np.array([len(s) for _, s, _ in rows], np.int64), n)
     nw = np.repeat(np.array([w for _, _, w in rows], bool), n)

@@ -24,8 +24,9 @@ import numpy as np
 from ...contract.layout import INF_DIST
 from ...contract.light import LightAutomaton, light_distances
 from ...errors import UnsatisfiableConstraintError
-from .lift import _csr_entries, _distinct_rows, _ramp, _token_trie_csr
-from .phrase_dfa import PhraseDFA, _ro
+from .arrays import csr_entries, distinct_rows, ramp, read_only
+from .lift import token_trie_csr
+from .phrase_dfa import PhraseDFA
 from .token_index import TokenIndex
 
 __all__ = ["fallback_exceptions", "lift_with_fallback"]
@@ -45,8 +46,8 @@ def fallback_exceptions(delta: np.ndarray, sym_of_byte: np.ndarray, padded: np.n
     nq, nsym = delta.shape
     if not len(lengths):
         return z, z, z.astype(np.int32)
-    _, ptr, child_node, child_sym, tptr, tok_at = _token_trie_csr(sym_of_byte, padded, lengths)
-    drows, drow_of_q = _distinct_rows(default)
+    _, ptr, child_node, child_sym, tptr, tok_at = token_trie_csr(sym_of_byte, padded, lengths)
+    drows, drow_of_q = distinct_rows(default)
     nd = len(drows)
     nr = nd + nq  # reference r < nd: default row r; r >= nd: the fallback is in char state r - nd
     flat = delta.astype(np.int64).ravel()
@@ -57,7 +58,7 @@ def fallback_exceptions(delta: np.ndarray, sym_of_byte: np.ndarray, padded: np.n
     exc: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
     level = 0
     while len(p_node):
-        e_parent, e = _csr_entries(ptr, p_node)  # every child edge of these nodes
+        e_parent, e = csr_entries(ptr, p_node)  # every child edge of these nodes
         sym = child_sym[e]
         nxt = flat[p_state[e_parent] * nsym + sym]
         ref = p_ref[e_parent]
@@ -70,7 +71,7 @@ def fallback_exceptions(delta: np.ndarray, sym_of_byte: np.ndarray, padded: np.n
         level += 1
         parents.append((e_child.reshape(-1), e_parent, len(uniq)))
         p_node, p_state, p_ref = uniq // (nq * nr), (uniq // nr) % nq, uniq % nr
-        t_pair, t_slot = _csr_entries(tptr, p_node)
+        t_pair, t_slot = csr_entries(tptr, p_node)
         if len(t_pair):
             t_tok = tok_at[t_slot]
             r = p_ref[t_pair]
@@ -95,7 +96,7 @@ def fallback_exceptions(delta: np.ndarray, sym_of_byte: np.ndarray, padded: np.n
         cptr = np.searchsorted(e_child[order], np.arange(n_pairs + 1))
         cnt = cptr[cur_pair + 1] - cptr[cur_pair]
         cur_id = np.repeat(cur_id, cnt)
-        cur_pair = e_parent[order[np.repeat(cptr[cur_pair], cnt) + _ramp(cnt)]]
+        cur_pair = e_parent[order[np.repeat(cptr[cur_pair], cnt) + ramp(cnt)]]
     q, k, n = cur_pair, ids_tok[cur_id], ids_next[cur_id]
     order = np.lexsort((k, q))
     return q[order].astype(np.int64), k[order].astype(np.int64), n[order].astype(np.int32)
@@ -138,11 +139,11 @@ def lift_with_fallback(text: str, literal: bytes, dfa: PhraseDFA, fallback: np.n
         raise AssertionError(f"internal error: a class default raises progress in {text!r}")
     adv_ptr, adv_tokens = _advancing(n, V, progress, exc_key, exc_next, fb)
     return LightAutomaton(
-        kind="phrase", text=text, literal=literal, width=V, start=int(dfa.start), final=_ro(final.copy()),
-        progress=_ro(progress), default_next=_ro(default.astype(np.int32)), exc_key=_ro(exc_key),
-        exc_next=_ro(exc_next), adv_ptr=_ro(adv_ptr), adv_tokens=_ro(adv_tokens), source=source,
+        kind="phrase", text=text, literal=literal, width=V, start=int(dfa.start), final=read_only(final.copy()),
+        progress=read_only(progress), default_next=read_only(default.astype(np.int32)), exc_key=read_only(exc_key),
+        exc_next=read_only(exc_next), adv_ptr=read_only(adv_ptr), adv_tokens=read_only(adv_tokens), source=source,
         fingerprint=index.fingerprint, token_class=index.token_class, char_dfa=dfa,
-        char_state=_ro(np.arange(n, dtype=np.int32)), dist=dist, fallback=_ro(fb.astype(np.int32)),
+        char_state=read_only(np.arange(n, dtype=np.int32)), dist=dist, fallback=read_only(fb.astype(np.int32)),
     )
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .arrays import csr_entries, distinct_rows, ramp
+
 __all__ = ["token_exceptions", "reach"]
 
 
@@ -36,7 +38,7 @@ def token_exceptions(delta: np.ndarray, sym_of_byte: np.ndarray, padded: np.ndar
     if not len(lengths):
         return z, z, z.astype(np.int32)
     nq = delta.shape[0]
-    if nq * len(lengths) <= _DENSE_ENTRIES:
+    if nq * len(lengths) <= DENSE_ENTRIES:
         return _exceptions_dense(delta, sym_of_byte, padded, lengths, cls, default)
     return _exceptions_trie(delta, sym_of_byte, padded, lengths, cls, default)
 
@@ -61,7 +63,7 @@ def _trie(syms: list[list[int]]):
     return children, depth_of, ends
 
 
-def _token_trie_csr(sym_of_byte, padded, lengths):
+def token_trie_csr(sym_of_byte, padded, lengths):
     """The trie of the tokens' symbol strings: ``(depth_of, ptr, child_node, child_sym, tptr,
     tok_at)``: child edges in CSR form by parent node, and the tokens ending at each node."""
     syms = sym_of_byte[padded].astype(np.int64)
@@ -79,8 +81,8 @@ def _token_trie_csr(sym_of_byte, padded, lengths):
 
 def _exceptions_trie(delta, sym_of_byte, padded, lengths, cls, default):
     nq, nsym = delta.shape
-    depth_of, ptr, child_node, child_sym, tptr, tok_at = _token_trie_csr(sym_of_byte, padded, lengths)
-    drows, drow_of_q = _distinct_rows(default)
+    depth_of, ptr, child_node, child_sym, tptr, tok_at = token_trie_csr(sym_of_byte, padded, lengths)
+    drows, drow_of_q = distinct_rows(default)
     nd = len(drows)
     flat = delta.astype(np.int64).ravel()
     # Level 0: one pair per state (node = root). Pairs are (node, state, default row).
@@ -89,7 +91,7 @@ def _exceptions_trie(delta, sym_of_byte, padded, lengths, cls, default):
     exc: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []  # (level, pair, token, next state)
     level = 0
     while len(p_node):
-        e_parent, e = _csr_entries(ptr, p_node)  # every child edge of these nodes
+        e_parent, e = csr_entries(ptr, p_node)  # every child edge of these nodes
         nxt = flat[p_state[e_parent] * nsym + child_sym[e]]
         key = (child_node[e] * nq + nxt) * nd + p_drow[e_parent]
         uniq, e_child = np.unique(key, return_inverse=True)
@@ -97,7 +99,7 @@ def _exceptions_trie(delta, sym_of_byte, padded, lengths, cls, default):
         parents.append((e_child.reshape(-1), e_parent, len(uniq)))
         p_node, p_state, p_drow = uniq // (nq * nd), (uniq // nd) % nq, uniq % nd
         # Tokens ending at these nodes: an exception where the state is not the class default.
-        t_pair, t_slot = _csr_entries(tptr, p_node)
+        t_pair, t_slot = csr_entries(tptr, p_node)
         if len(t_pair):
             t_tok = tok_at[t_slot]
             differs = p_state[t_pair] != drows[p_drow[t_pair], cls[t_tok]]
@@ -123,7 +125,7 @@ def _exceptions_trie(delta, sym_of_byte, padded, lengths, cls, default):
         cnt = cptr[cur_pair + 1] - cptr[cur_pair]
         starts = cptr[cur_pair]
         cur_id = np.repeat(cur_id, cnt)
-        cur_pair = e_parent[order[np.repeat(starts, cnt) + _ramp(cnt)]]
+        cur_pair = e_parent[order[np.repeat(starts, cnt) + ramp(cnt)]]
     q, k, n = cur_pair, ids_tok[cur_id], ids_next[cur_id]
     order = np.lexsort((k, q))
     return q[order].astype(np.int64), k[order].astype(np.int64), n[order].astype(np.int32)
@@ -132,7 +134,7 @@ def _exceptions_trie(delta, sym_of_byte, padded, lengths, cls, default):
 # Up to this many (state, candidate) pairs, every candidate runs from every state in one [Q, C]
 # matrix: a per-request phrase (~20 states, ~50 candidates) then costs two numpy calls per byte
 # position and nothing else, where grouping by first symbol costs ~50 fixed calls.
-_DENSE_ENTRIES = 1 << 16
+DENSE_ENTRIES = 1 << 16
 
 
 def _exceptions_dense(delta, sym_of_byte, padded, lengths, cls, default):
@@ -149,34 +151,6 @@ def _exceptions_dense(delta, sym_of_byte, padded, lengths, cls, default):
     cur //= nsym + 1
     q, k = np.nonzero(cur != default[:, cls])  # row-major: sorted by state, then candidate
     return q.astype(np.int64), k.astype(np.int64), cur[q, k].astype(np.int32)
-
-
-def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct rows, row index of each row) of a small non-negative int matrix; each row read as
-    one number (``np.unique(axis=0)`` costs ~10x more on the few rows of a phrase)."""
-    base = int(rows.max()) + 1 if rows.size else 1
-    if rows.shape[1] * base.bit_length() > 62:
-        drows, inv = np.unique(rows, axis=0, return_inverse=True)
-        return drows, inv.reshape(-1)
-    code = rows.astype(np.int64) @ (base ** np.arange(rows.shape[1] - 1, -1, -1, dtype=np.int64))
-    _, first, inv = np.unique(code, return_index=True, return_inverse=True)
-    return rows[first], inv.reshape(-1)
-
-
-def _csr_entries(ptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(position in ``rows``, entry index) of every entry of the CSR ``rows`` (``ptr``: row
-    starts), in row order."""
-    count = ptr[rows + 1] - ptr[rows]
-    return np.repeat(np.arange(len(rows)), count), np.repeat(ptr[rows], count) + _ramp(count)
-
-
-def _ramp(sizes: np.ndarray) -> np.ndarray:
-    """[0..s0-1, 0..s1-1, ...] for the given sizes."""
-    total = int(sizes.sum())
-    if total == 0:
-        return np.zeros(0, np.int64)
-    starts = np.cumsum(sizes) - sizes
-    return np.arange(total) - np.repeat(starts, sizes)
 
 
 def reach(n: int, src: np.ndarray, dst: np.ndarray, seeds: np.ndarray) -> np.ndarray:
@@ -245,7 +219,7 @@ def prefix_exceptions(lit: bytes, padded: np.ndarray, lengths: np.ndarray) -> tu
         hi = np.searchsorted(ckey[order], wkey, side="right")
         n = hi - lo
         q = np.repeat(np.arange(len(wkey)), n)
-        k = cand[order[np.repeat(lo, n) + _ramp(n)]]
+        k = cand[order[np.repeat(lo, n) + ramp(n)]]
         same = (padded[k, :ln] == win[q]).all(axis=1)  # hash keys: check the bytes
         qs.append(q[same])
         ks.append(k[same])

@@ -13,14 +13,9 @@ import numpy as np
 from ...contract.layout import N_CLASSES
 from ...contract.light import Kind
 from ...fst.text import IS_WORD_BYTE, boundary_needs
+from .arrays import read_only
 
 __all__ = ["PhraseDFA", "phrase_char_dfa", "prefix_char_dfa"]
-
-
-def _ro(a: np.ndarray) -> np.ndarray:
-    a = np.ascontiguousarray(a)
-    a.setflags(write=False)
-    return a
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,60 +105,6 @@ def _symbols(lit: bytes, fold: bool) -> tuple[list[int], np.ndarray, int, int]:
     return alphabet, sym_of_byte, word_sym, nonword_sym
 
 
-def _minimize(delta: np.ndarray, labels: list) -> tuple[np.ndarray, np.ndarray]:
-    """Moore partition refinement starting from ``labels``; returns (new delta, old->new map).
-    Blocks are numbered by their first state, so state 0 stays state 0."""
-    if delta.size <= _SMALL_ROWS:
-        return _minimize_small(delta, labels)
-    block = _renumber(labels)
-    while True:
-        new = _renumber_rows(np.column_stack([block, block[delta]]))
-        if new.max() == block.max():
-            break
-        block = new
-    _, rep = np.unique(block, return_index=True)  # first state of each block
-    return block[delta[rep]].astype(np.int32), block
-
-
-def _minimize_small(delta: np.ndarray, labels: list) -> tuple[np.ndarray, np.ndarray]:
-    """`_minimize` in plain Python: a phrase's few dozen states cost less than numpy's calls."""
-    rows = delta.tolist()
-    seen: dict = {}
-    block = [seen.setdefault(k, len(seen)) for k in labels]
-    count = len(seen)
-    while True:
-        seen = {}
-        new = [seen.setdefault((b, *[block[t] for t in row]), len(seen)) for b, row in zip(block, rows)]
-        if len(seen) == count:  # refinement only splits blocks: the same count is the same partition
-            break
-        block, count = new, len(seen)
-    if count == len(rows):  # already minimal (most phrases): every state is its own block, in order
-        return delta.astype(np.int32), np.arange(count, dtype=np.int64)
-    rep: dict = {}
-    for q, b in enumerate(block):
-        rep.setdefault(b, q)  # first state of each block (blocks are numbered in that order)
-    out = np.array([[block[t] for t in rows[q]] for q in rep.values()], dtype=np.int32).reshape(count, delta.shape[1])
-    return out, np.array(block, dtype=np.int64)
-
-
-def _renumber_rows(rows: np.ndarray) -> np.ndarray:
-    """Block id of each row, blocks numbered in order of their first row (as ``_renumber``)."""
-    if rows.size <= _SMALL_ROWS:  # a dict of tuples beats np.unique(axis=0) ~10x on small tables
-        return _renumber(map(tuple, rows.tolist()))
-    _, first, inv = np.unique(rows, axis=0, return_index=True, return_inverse=True)
-    rank = np.empty(len(first), np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
-    return rank[inv.reshape(-1)]
-
-
-_SMALL_ROWS = 1 << 16
-
-
-def _renumber(keys) -> np.ndarray:
-    seen: dict = {}
-    return np.array([seen.setdefault(k, len(seen)) for k in keys], dtype=np.int64)
-
-
 def phrase_char_dfa(lit: bytes, *, word_boundary: bool = True, case_sensitive: bool = True, kind: Kind = "phrase") -> PhraseDFA:
     """Minimal DFA over ``lit``'s symbols recognising outputs that contain ``lit`` (``phrase``) or
     that do not (``avoid``); see `_contains_core`."""
@@ -175,7 +116,7 @@ def phrase_char_dfa(lit: bytes, *, word_boundary: bool = True, case_sensitive: b
         final, forbidden = ~(met_b | pend_b), met_b
     else:
         raise ValueError(f"phrase_char_dfa builds 'phrase' or 'avoid' automata, not {kind!r}")
-    return PhraseDFA(mdelta, sym_of_byte, 0, _ro(final), _ro(forbidden), prog_b, word_sym, nonword_sym)
+    return PhraseDFA(mdelta, sym_of_byte, 0, read_only(final), read_only(forbidden), prog_b, word_sym, nonword_sym)
 
 
 @functools.lru_cache(maxsize=16)  # a request's avoid phrase is built for its check, then compiled
@@ -262,7 +203,7 @@ def _contains_core(lit: bytes, word_boundary: bool, case_sensitive: bool):
     pend_b = np.zeros(n, dtype=bool)
     if need_right:
         pend_b[new_id[PEND]] = True
-    return _ro(mdelta), _ro(sym_of_byte), _ro(met_b), _ro(pend_b), _ro(prog_b), word_sym, nonword_sym
+    return read_only(mdelta), read_only(sym_of_byte), read_only(met_b), read_only(pend_b), read_only(prog_b), word_sym, nonword_sym
 
 
 def prefix_char_dfa(lit: bytes) -> PhraseDFA:
@@ -281,4 +222,5 @@ def prefix_char_dfa(lit: bytes) -> PhraseDFA:
     forbidden[dead] = True
     progress = np.minimum(np.arange(m + 2), m).astype(np.int32)
     progress[dead] = 0
-    return PhraseDFA(_ro(delta), _ro(sym_of_byte), 0, _ro(final), _ro(forbidden), _ro(progress), word_sym, nonword_sym)
+    return PhraseDFA(read_only(delta), read_only(sym_of_byte), 0, read_only(final), read_only(forbidden), read_only(progress),
+                     word_sym, nonword_sym)
