@@ -19,6 +19,7 @@ import numpy as np
 from ...fst.labels import token_to_label
 from ...fst.vector_fst import vector_fst_bytes_by_count
 from ..char_dfa import CharDFA
+from . import shared_walks
 from .token_trie import TokenTrie
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,11 @@ class _Arcs:
         # a TextDFA (fstbeam.fst.wordlist.text_dfa): start 0, arcs already sorted
         return _Arcs(dfa.num_states, 0, dfa.final, dfa.src, dfa.byte.astype(np.int64), dfa.dst)
 
+    @staticmethod
+    def plain(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.ndarray) -> "_Arcs":
+        """Arcs sorted by (state, byte), start 0, no final states (a walk needs none)."""
+        return _Arcs(num_states, 0, np.zeros(num_states, bool), src, byte, dst)
+
     @cached_property
     def ptr(self) -> np.ndarray:
         return _csr(self.src, self.num_states)
@@ -96,10 +102,15 @@ class _Arcs:
         return np.where(self.key[pos] == key, self.dst[pos], -1)
 
 
-def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None = None) -> TokenFSA:
+def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None = None,
+         share_walks: bool | None = None) -> TokenFSA:
     """Token automaton for ``dfa`` (a `CharDFA` or a word list's `TextDFA`) over the tokens in
-    ``trie`` (optionally only ``allowed_tokens``)."""
+    ``trie`` (optionally only ``allowed_tokens``). ``share_walks``: take the walks of large
+    components' interiors from the process's memo (`shared_walks`; default: for a `CharDFA`,
+    i.e. grammars and structured constraints, not word lists, whose text is one component)."""
     t0 = time.perf_counter()
+    if share_walks is None:
+        share_walks = isinstance(dfa, CharDFA)
     dfa = _Arcs.of(dfa)
     S = dfa.num_states
     # 1. Distinct (first byte, state after it) pairs become blocks.
@@ -118,6 +129,16 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     empty = np.zeros(0, np.int64)
     out_block, out_node, out_state = [empty], [empty], [empty]
     step = _Stepper(dfa, trie)
+    if share_walks:  # interiors of large components from the memo; the BFS goes on from their exits
+        shared = shared_walks.share(dfa, trie, blk_byte, blk_state, _Arcs.plain, _Stepper)
+        if shared is not None:
+            handled, (e_b, e_n, e_s), (c_b, c_n, c_s) = shared
+            out_block.append(e_b)
+            out_node.append(e_n)
+            out_state.append(e_s)
+            node = np.concatenate([node[~handled], c_n])
+            state = np.concatenate([state[~handled], c_s])
+            block = np.concatenate([block[~handled], c_b])
     while len(node):
         has = trie.tok_ptr[node + 1] > trie.tok_ptr[node]
         out_block.append(block[has])

@@ -1,0 +1,102 @@
+"""Walks shared between lift blocks (`compiler/hard/shared_walks.py`): the lift with shared walks
+gives exactly the token automaton of the plain lift, field by field of a JSON-like language, and
+when the memo was filled by another automaton of the same interior shape.
+
+Oracle: the plain lift (`share_walks=False`), itself checked against regular expressions in
+test_lift_exact.py; and Tarjan's components against a brute-force reachability closure.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pynini
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fstbeam.compiler.char_dfa import fst_to_dfa
+from fstbeam.compiler.hard import shared_walks
+from fstbeam.compiler.hard.token_fsa import lift
+from fstbeam.compiler.hard.token_trie import token_trie
+from fstbeam.contract.vocab import Vocab
+
+FIELDS = ("TokenFSA", "final", "dist_to_final", "state_block_ptr", "state_block_byte", "state_block_id", "block_ptr",
+          "block_tokens", "block_next", "char_state")
+ALPHABET = 'ab"\\{},:'
+
+
+def accep(text: str) -> pynini.Fst:
+    return pynini.accep(pynini.escape(text), token_type="byte")
+
+
+def string_field() -> pynini.Fst:
+    """A quoted string of a/b with backslash escapes: a cyclic interior left on the closing quote."""
+    inner = pynini.union(accep("a"), accep("b"), accep("\\") + pynini.union(accep('"'), accep("\\")))
+    return accep('"') + pynini.closure(inner) + accep('"')
+
+
+def record(n: int) -> pynini.Fst:
+    g = accep("{")
+    for i in range(n):
+        g = g + accep("," if i else "") + accep(f'"{"ab"[i % 2] * (i + 1)}":') + string_field()
+    return g + accep("}")
+
+
+def dfa_of(fst: pynini.Fst):
+    return fst_to_dfa(pynini.minimize(pynini.determinize(pynini.rmepsilon(fst.optimize()))))
+
+
+def vocab_of(tokens: list[str]) -> Vocab:
+    pieces = sorted(set(ALPHABET)) + [t for t in tokens if len(t) > 1]
+    return Vocab.from_dict({i: p.encode() for i, p in enumerate(pieces)}, eos_ids=[len(pieces)])
+
+
+def assert_same(a, b) -> None:
+    for f in FIELDS[1:]:
+        assert np.array_equal(getattr(a, f), getattr(b, f)), f
+
+
+@pytest.fixture
+def share_small_interiors(monkeypatch):
+    """The tiny alphabet keeps few bytes inside a component: share every interior."""
+    monkeypatch.setattr(shared_walks, "MIN_INSIDE_BYTES", 1)
+    monkeypatch.setattr(shared_walks, "_MEMO", shared_walks.weakref.WeakKeyDictionary())
+
+
+tokens_st = st.lists(st.text(alphabet=ALPHABET, min_size=2, max_size=5), max_size=25, unique=True)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tokens=tokens_st, n=st.integers(1, 4))
+def test_shared_walks_give_the_plain_lift(share_small_interiors, tokens, n):
+    vocab = vocab_of(tokens)
+    trie = token_trie(vocab)
+    dfa = dfa_of(record(n))
+    plain = lift(dfa, trie, vocab.width, share_walks=False)
+    assert_same(lift(dfa, trie, vocab.width, share_walks=True), plain)
+    assert_same(lift(dfa, trie, vocab.width, share_walks=True), plain)  # now from the memo
+
+
+def test_the_memo_serves_another_automaton_of_the_same_shape(share_small_interiors):
+    vocab = vocab_of(['ab"', '"}', 'a\\"', '":"', 'ba', '",', "abab", '\\\\'])
+    trie = token_trie(vocab)
+    first, other = dfa_of(record(2)), dfa_of(accep("{") + string_field() + accep("}"))
+    lift(first, trie, vocab.width, share_walks=True)
+    shapes = len(shared_walks._MEMO[trie])
+    assert shapes > 0
+    got = lift(other, trie, vocab.width, share_walks=True)
+    assert len(shared_walks._MEMO[trie]) == shapes  # the string interior's shape was there
+    assert_same(got, lift(other, trie, vocab.width, share_walks=False))
+    assert got.final.any()
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(1, 9), edges=st.lists(st.tuples(st.integers(0, 8), st.integers(0, 8)), max_size=30))
+def test_components_are_mutual_reachability(n, edges):
+    src = np.array([a % n for a, _ in edges], np.int64)
+    dst = np.array([b % n for _, b in edges], np.int64)
+    reach = np.eye(n, dtype=bool)
+    reach[src, dst] = True
+    for k in range(n):  # Floyd-Warshall closure
+        reach |= reach[:, [k]] & reach[[k], :]
+    comp = shared_walks.components(n, src, dst)
+    assert np.array_equal(comp[:, None] == comp[None, :], reach & reach.T)
