@@ -14,9 +14,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .engine import Settings
 from .errors import RequestError, error_body
 from .responses import Answer, ClientGone, stop_watching, stream_events, wait_result
+from .options import refuse_structured, refuse_unsupported, request_config
 from .schemas import ChatBody, CompletionBody, param_of
 
 __all__ = ["create_app"]
@@ -116,23 +116,19 @@ def _chat_prompt(decoder, messages):
     return users[-1]
 
 
-def _settings(state, body) -> Settings:
-    cfg, lim = state.config, state.config.limits
-    model = body.model
-    if model is not None and model != cfg.model_name:
-        raise RequestError(404, f"model {model!r} is not served here: use {cfg.model_name!r} (GET /v1/models)", "model")
-    beam = body.beam_size or cfg.default_beam
-    max_tokens = body.max_tokens or body.max_completion_tokens or cfg.default_max_tokens
-    for name, v, top in (("beam_size", beam, lim.max_beam), ("max_tokens", max_tokens, lim.max_tokens), ("n", body.n, lim.max_n)):
-        if v > top:
-            raise RequestError(400, f"{name}={v} is over this server's limit of {top}", name)
-    if body.n > beam:
-        raise RequestError(400, f"n={body.n} needs beam_size >= n (beam_size is {beam}): raise beam_size or lower n", "n")
-    return Settings(beam, max_tokens, body.n)
+def _search_config(state, body):
+    """The request's SearchConfig (404 for another model; 400 for a field beam search refuses)."""
+    cfg = state.config
+    if body.model is not None and body.model != cfg.model_name:
+        raise RequestError(404, f"model {body.model!r} is not served here: use {cfg.model_name!r} (GET /v1/models)",
+                           "model")
+    refuse_structured(body)
+    refuse_unsupported(body)
+    return request_config(body, cfg, state.decoder.preset)
 
 
 async def _decode(state, request: Request, body, prompts, *, chat: bool):
-    settings = _settings(state, body)
+    search = _search_config(state, body)
     t0 = time.monotonic()
     deadline = t0 + state.config.limits.timeout_s
     try:  # the compile counts against the request's time limit too
@@ -143,16 +139,16 @@ async def _decode(state, request: Request, body, prompts, *, chat: bool):
     jobs = []
     try:
         for p in prompts:
-            jobs.append(state.engine.submit(p, cc, settings, stream=body.stream))
+            jobs.append(state.engine.submit(p, cc, search, stream=body.stream))
     except RequestError as exc:
         for j in jobs:
             j.cancel()
         if chat and exc.param == "prompt":
             exc.param = "messages"
         raise
-    request.state.info = {"prompts": len(prompts), "beam": settings.beam_size, "user": body.user,
+    request.state.info = {"prompts": len(prompts), "beam": search.beam_size, "user": body.user,
                           "constrained": cc is not None}
-    answer = Answer(chat, state.config.model_name, settings.n, body.stop,
+    answer = Answer(chat, state.config.model_name, search.nbest, body.stop,
                     prompts if (not chat and getattr(body, "echo", False)) else None)
     if body.stream:
         gen = stream_events(answer, jobs, state.decoder.vocab.token_bytes, request, deadline)
@@ -167,7 +163,7 @@ async def _decode(state, request: Request, body, prompts, *, chat: bool):
     finally:
         stop_watching(request)
     state.metrics.latency_s.observe(time.monotonic() - t0)
-    request.state.info["tokens"] = sum(len(h.token_ids) for r in results for h in r.hypotheses[: settings.n])
+    request.state.info["tokens"] = sum(len(h.token_ids) for r in results for h in r.hypotheses[: search.nbest])
     return answer.body(results, sum(j.prompt_tokens for j in jobs))
 
 

@@ -33,7 +33,8 @@ def _flags(words):
 
 
 def test_every_door_compiles_the_same_artifact(setup, model_dir):
-    from fstbeam.cli.generate import _constraints, build_parser
+    from fstbeam.cli.generate import _constraints
+    from fstbeam.cli.main import build_parser
     from fstbeam.cli.inputs import read_inputs
     from fstbeam.distributed.rows import parse_row
     from fstbeam.distributed.worker import DecodeWorker
@@ -105,7 +106,7 @@ def test_generate_batch_and_api_give_the_same_text(setup, model_dir, words_artif
 
 def test_generate_and_batch_have_the_same_search_flags():
     """One definition (SearchConfig's fields): the same flags, defaults and help in both commands."""
-    from fstbeam.cli.generate import build_parser
+    from fstbeam.cli.main import build_parser
     from fstbeam.runtime.config import SearchConfig
 
     sub = next(a for a in build_parser()._actions if a.dest == "command")
