@@ -27,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = "What do you eat for breakfast?"
 GOALS = {"serve": 5.0, "generate": 8.0}  # issue 24: warm start to ready, one A1 prompt (wall s)
-# the console script `fstbeam` (fstbeam.cli.generate:command), run from the checkout under test
-FSTBEAM = "import sys; from fstbeam.cli.generate import command; sys.argv[0] = 'fstbeam'; raise SystemExit(command())"
+# the console script `fstbeam` (fstbeam.cli.main:command), run from the checkout under test
+FSTBEAM = "import sys; from fstbeam.cli.main import command; sys.argv[0] = 'fstbeam'; raise SystemExit(command())"
 
 
 def _env(root: Path) -> dict:

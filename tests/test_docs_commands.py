@@ -36,13 +36,15 @@ SKIP = {
     "ray start": "needs a multi-node Ray cluster",
     "--ray-address auto": "needs the multi-node cluster that `ray start` makes",
     "benchmarks/bench_": "a benchmark (minutes of timing on a quiet machine), not a usage example",
-    "fstbeam serve": "a server that runs until stopped (tests/serve start one on a free port and stop it)",
-    "-m fstbeam.serve": "a server that runs until stopped (tests/serve start one on a free port and stop it)",
+    "--model ./my-model": "needs the reader's own model folder",
 }
 # Steps of a command chain that set up the environment the tests already run in.
 SETUP_STEP = re.compile(r"^(python3? -m venv|\. \.venv/bin/activate|pip install)")
 # The real default model or tokenizer (minutes each on a busy machine), or a test session of its own.
-NEEDS_MODEL = re.compile(r"\bfstbeam (generate|batch)\b|compile-constraints compile\b|\.fstbeam\b|-m pytest\b")
+NEEDS_MODEL = re.compile(r"\bfstbeam (generate|batch|serve)\b|-m fstbeam\.serve\b|compile-constraints compile\b|\.fstbeam\b"
+                         r"|-m pytest\b")
+# A server: started as written, asked the documented request once ready, stopped with SIGTERM.
+SERVES = re.compile(r"\bfstbeam serve\b|-m fstbeam\.serve\b")
 ANSWER_IS_ONE = re.compile(r"\bfstbeam (generate|batch)\b|--check\b|--cases\b")
 
 
@@ -154,7 +156,7 @@ def _path_without_dot(tmp: Path) -> str:
     tools = tmp / "tools"
     tools.mkdir()
     _entry_points(tools)
-    for name in ("sh", "bash", "env", "cat", "ls", "head", "grep", "mkdir", "rm", "cp", "uname"):
+    for name in ("sh", "bash", "env", "cat", "ls", "head", "grep", "mkdir", "rm", "cp", "uname", "curl"):
         found = shutil.which(name)
         if found:
             (tools / name).symlink_to(found)
@@ -210,6 +212,9 @@ def test_documented_command_runs_as_written(cmd: Command, place):
     run = _runnable(cmd.text)
     if run is None:
         pytest.skip("only sets up the environment")
+    if SERVES.search(run):
+        _serve_as_documented(cmd, run, env, work)
+        return
     proc = subprocess.run(["bash", "-c", run], cwd=work, env=env, check=False, capture_output=True, text=True,
                           timeout=1800)
     ok = (0, 1) if ANSWER_IS_ONE.search(run) else (0,)
@@ -224,3 +229,57 @@ def test_documented_command_runs_as_written(cmd: Command, place):
             at += 1
         assert at < len(out), f"no line like {want!r} in the output of {where}"
         at += 1
+
+
+def _documented_request() -> str:
+    """The first request docs/serve.md sends (its first curl command, continuation lines joined)."""
+    lines = _block(ROOT / "docs/serve.md", "curl -s localhost:8000/v1/completions")
+    end = next(i for i, x in enumerate(lines) if not x.strip())
+    return "\n".join(lines[:end])
+
+
+def _serve_as_documented(cmd: Command, run: str, env: dict, work: Path) -> None:
+    """Start the server as written, wait until it is ready, send the documented request, then
+    SIGTERM: the request is answered and the server exits 0 without a traceback."""
+    import json
+    import signal
+    import socket
+    import threading
+    import time
+
+    port = int(m.group(1)) if (m := re.search(r"--port (\d+)", run)) else 8000
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", port)) == 0:
+            pytest.skip(f"port {port} is in use on this machine: the documented command needs it free")
+    proc = subprocess.Popen(["bash", "-c", "exec " + run], cwd=work, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    ready = threading.Event()
+
+    def read():
+        for line in proc.stderr:
+            lines.append(line)
+            if "fstbeam serve: ready on " in line:
+                ready.set()
+        ready.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        deadline = time.monotonic() + 1800
+        while not ready.wait(1) and time.monotonic() < deadline:
+            pass
+        where = lambda: f"{cmd.id}: {run}\n--- stderr\n{''.join(lines)[-3000:]}"  # noqa: E731
+        assert proc.poll() is None and any("ready on" in x for x in lines), where()
+        if port == 8000:  # the documented request names the default port
+            req = subprocess.run(["bash", "-c", _documented_request()], cwd=work, env=env, capture_output=True,
+                                 text=True, timeout=900)
+            answer = json.loads(req.stdout)
+            assert req.returncode == 0 and answer["object"] == "text_completion", where() + req.stdout
+            assert answer["choices"][0]["text"].strip() and answer["usage"]["completion_tokens"] > 0, where()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(120) == 0, where()
+        assert "Traceback" not in "".join(lines), where()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -44,7 +44,7 @@ CASES = [
 
 _CHILD = r"""
 import contextlib, io, json, sys
-from fstbeam.cli.generate import main as fstbeam_main
+from fstbeam.cli.main import main as fstbeam_main
 from fstbeam.cli.compile_constraints import main as cc_main
 out = []
 for cmd, args in json.loads(sys.argv[1]):

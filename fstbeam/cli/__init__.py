@@ -3,6 +3,6 @@ and the input files they read. Each door parses its own arguments and hands the 
 request (`fstbeam.request`) and one search config (`fstbeam.runtime.config`)."""
 from __future__ import annotations
 
-from .generate import build_parser, main
+from .main import build_parser, main
 
 __all__ = ["build_parser", "main"]

@@ -1,3 +1,3 @@
-from .generate import command
+from .main import command
 
 raise SystemExit(command())

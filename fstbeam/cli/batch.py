@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .flags import add_packed_weights_flag, add_preset_flag, add_search_flags, format_arg, nonempty
 
-__all__ = ["add_batch_parser", "run"]
+__all__ = ["add_arguments", "run"]
 
 def _int_at_least(low: int):
     """argparse type: an integer >= ``low``."""
@@ -34,10 +34,8 @@ def _int_at_least(low: int):
 _positive = _int_at_least(1)
 
 
-def add_batch_parser(sub) -> argparse.ArgumentParser:
-    b = sub.add_parser("batch", help="decode a .jsonl/.parquet file of prompts into resumable sharded output",
-                       description="Decode every row of a file (columns: prompt, optional id, phrases, avoid, prefix) "
-                                   "into JSONL shards named by row range. Rerun the same command to resume.")
+def add_arguments(b: argparse.ArgumentParser) -> None:
+    """The flags of ``fstbeam batch`` (``fstbeam.cli.main`` makes the subcommand's parser)."""
     b.add_argument("--input", required=True, type=nonempty, metavar="FILE", help="prompts: .jsonl or .parquet")
     b.add_argument("--output", required=True, type=nonempty, metavar="DIR", help="output folder (shards + _job.json)")
     b.add_argument("--constraints", type=nonempty, metavar="ARTIFACT",
@@ -66,7 +64,6 @@ def add_batch_parser(sub) -> argparse.ArgumentParser:
     b.add_argument("--retry-errors", action="store_true",
                    help="after the job, decode again (in this process) the rows whose output has an error")
     b.add_argument("-q", "--quiet", action="store_true", help="no progress, only the final line")
-    return b
 
 
 def _job(args):
@@ -91,13 +88,16 @@ def _job(args):
                     num_gpus=args.gpus_per_actor)
 
 
-def run(args) -> int:
+def run(args, *, process: bool = False) -> int:
+    """``fstbeam batch`` with parsed flags; its exit status (``process`` is not used: Ray or worker
+    processes may need a normal exit)."""
     from ..distributed.job import run_batch
     from ..errors import Error
+    from .usage import check_batch
 
-    if args.constraints and not Path(args.constraints).is_file():
-        print(f"fstbeam batch: no artifact at {args.constraints}: compile one with "
-              f"`compile-constraints compile ... -o {args.constraints}`", file=sys.stderr)
+    problem = check_batch(args)
+    if problem:  # before any model or Ray start
+        print(f"fstbeam batch: {problem}", file=sys.stderr)
         return 2
     try:
         _check_flags(args)

@@ -1,4 +1,4 @@
-"""The ``fstbeam`` command: ``fstbeam generate`` decodes prompts under constraints.
+"""``fstbeam generate``: decodes prompts under constraints (``fstbeam.cli.main`` dispatches to it).
 
     fstbeam generate --cefr A1 --format qa "What do you eat for breakfast?"
     fstbeam generate --constraints a1.fstbeam --file prompts.txt --jsonl
@@ -32,13 +32,11 @@ from .flags import (
 )
 from .inputs import is_jsonl
 
-__all__ = ["main", "build_parser"]
+__all__ = ["add_arguments", "run", "main", "build_parser", "command"]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="fstbeam", description="finite-state constrained beam search")
-    sub = p.add_subparsers(dest="command", required=True)
-    g = sub.add_parser("generate", help="generate text for prompts under constraints")
+def add_arguments(g: argparse.ArgumentParser) -> None:
+    """The flags of ``fstbeam generate`` (``fstbeam.cli.main`` makes the subcommand's parser)."""
     g.add_argument("prompts", nargs="*", type=utf8_text, metavar="PROMPT", help="prompt text (or use --file)")
     g.add_argument("--file", type=nonempty, metavar="FILE",
                    help="prompts, one per line ('-' = stdin); a .jsonl file holds one JSON object per line with the "
@@ -68,13 +66,6 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--explain", action="store_true",
                      help="why each output: constrained words marked, what each token advanced, per-token "
                           "log-probabilities, the length reward, the best unconstrained score (a second search)")
-    from .batch import add_batch_parser
-
-    add_batch_parser(sub)
-    from ..serve.cli import add_serve_parser
-
-    add_serve_parser(sub)
-    return p
 
 
 def _read_prompts(args) -> list[str]:
@@ -277,53 +268,44 @@ def _describe(args, cc) -> str:
     return ""
 
 
-def main(argv: list[str] | None = None, *, process: bool = False) -> int:
-    """Run one command; its exit status. ``process``: this call is the whole process (the console
-    script, :func:`command`): start-up objects are frozen for the collector and ``generate``
-    ends the process itself once its output is flushed."""
-    try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exc:  # argparse: usage errors exit 2, --help 0
-        return int(exc.code or 0)
-    from .usage import check_batch, check_generate
+def run(args, *, process: bool = False) -> int:
+    """``fstbeam generate`` with parsed flags; its exit status. ``process``: this call is the whole
+    process: start-up objects are frozen for the collector and the process ends itself once its
+    output is flushed (tearing down torch and transformers takes about 1 s; a finished
+    ``generate`` owns no file or thread that needs it)."""
+    from .usage import check_generate
 
-    problem = (check_generate if args.command == "generate" else check_batch)(args)
+    problem = check_generate(args)
     if problem:  # before any model load: a usage error returns at once
-        print(f"fstbeam {args.command}: {problem}", file=sys.stderr)
+        print(f"fstbeam generate: {problem}", file=sys.stderr)
         return 2
-    try:
-        if args.command == "generate":
-            code = _generate(args, process)
-            if process:
-                _fast_exit(code)
-            return code
-        if args.command == "batch":
-            from .batch import run
+    code = _generate(args, process)
+    if process:
+        _fast_exit(code)
+    return code
 
-            return run(args)
-        if args.command == "serve":
-            from ..serve.cli import run as serve
 
-            return serve(args)
-    except KeyboardInterrupt:
-        sys.stdout.flush()
-        print("fstbeam generate: interrupted (results printed so far are complete)", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # output piped into `head` and closed early
-        sys.stderr.close()
-        return 0
-    return 2  # pragma: no cover
+# ``fstbeam.cli.generate`` was the whole command before each subcommand had a module; the
+# console script of an older install still names ``fstbeam.cli.generate:command``.
+def main(argv: list[str] | None = None, *, process: bool = False) -> int:
+    """The ``fstbeam`` command (:func:`fstbeam.cli.main.main`)."""
+    from .main import main as run_command
+
+    return run_command(argv, process=process)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``fstbeam`` parser (:func:`fstbeam.cli.main.build_parser`)."""
+    from .main import build_parser as parser
+
+    return parser(only)
 
 
 def command() -> int:
-    """The ``fstbeam`` console script: :func:`main` as the whole process.
+    """The ``fstbeam`` console script (:func:`fstbeam.cli.main.command`)."""
+    from .main import command as run_command
 
-    Tearing down the interpreter after a decode (freeing ~600k objects of torch and
-    transformers, the model's tensors, module finalizers) takes about 1 s; a finished
-    ``generate`` has flushed its output and owns no file or thread that needs it (its work is
-    synchronous: the CPU kernels' pool threads are idle), so it leaves with ``os._exit``. Other
-    commands (``batch`` may run Ray or worker processes) exit normally."""
-    return main(process=True)
+    return run_command()
 
 
 def _fast_exit(code: int) -> None:  # pragma: no cover - ends the process
@@ -337,7 +319,3 @@ def _fast_exit(code: int) -> None:  # pragma: no cover - ends the process
             pass
     atexit._run_exitfuncs()  # logging's flush, fstbeam/_startup's unfreeze, ...
     os._exit(code)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(command())

@@ -12,7 +12,7 @@ import math
 import os
 from pathlib import Path
 
-__all__ = ["check_batch", "check_compile", "check_generate", "check_inspect"]
+__all__ = ["check_batch", "check_compile", "check_generate", "check_inspect", "check_search"]
 
 _PROMPT_FORMATS = ("raw", "chat", "auto", "qa")
 
@@ -122,6 +122,11 @@ def check_batch(args) -> str | None:
     if args.constraints and not os.path.isfile(args.constraints):
         return (f"no artifact at {args.constraints}: compile one with "
                 f"`compile-constraints compile ... -o {args.constraints}`")
+    return _shortlist(args) or _search_numbers(args) or _format(args.format)
+
+
+def check_search(args) -> str | None:
+    """The search flags and ``--format`` of a command (``fstbeam serve``: the defaults of requests)."""
     return _shortlist(args) or _search_numbers(args) or _format(args.format)
 
 

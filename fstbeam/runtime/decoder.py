@@ -32,7 +32,7 @@ from .explain import ExplainContext
 from .identity import IdentityCache
 from .model.adapter_protocol import ModelAdapter, check_adapter
 from .model.adapters import adapter_for
-from .model.hf_model import is_encoder_decoder
+from .model.hf_model import is_encoder_decoder, load_tokenizer
 from .model.packed_model import check_mode as check_packed_mode
 from .presets import preset_for_format, search_config
 from .results import GenerationResult, Hypothesis
@@ -105,9 +105,9 @@ class Decoder:
                 raise InputError(f"cannot load a model from {path} ({type(exc).__name__}: {str(exc)[:200]}): give a "
                                  "Hugging Face model folder with config.json and its weights") from None
             if tokenizer is None:
-                tokenizer = _load_tokenizer(path)
+                tokenizer = load_tokenizer(path)
         if isinstance(tokenizer, (str, os.PathLike)):
-            tokenizer = _load_tokenizer(tokenizer)
+            tokenizer = load_tokenizer(tokenizer)
         self.adapter: ModelAdapter
         if not isinstance(model, torch.nn.Module):  # not a Hugging Face model: an adapter
             self.adapter = check_adapter(model)
@@ -254,9 +254,19 @@ class Decoder:
             self._text_only = InputConstraints(text_ids=self.vocab.text_ids)
         return self._text_only
 
+    # ---- the streaming interface: what a server driving its own search loop needs ---------------
+    # (fstbeam.serve runs ContinuousEngine with these; Decoder.stream is the same three steps)
+    def input_constraints(self, cc, *, allow_control_tokens: bool = False) -> InputConstraints:
+        """The search's form of ``cc`` (``CompiledConstraints`` checked against this model and
+        tokenizer, cached per object; ``None``: any text token, any id with
+        ``allow_control_tokens``), to pass to :meth:`request`."""
+        return self._unconstrained(allow_control_tokens) if cc is None else self._check(cc)
+
+    def stop_ids(self, config: SearchConfig) -> tuple[int, ...]:
+        """The token ids that end an output under ``config`` (its ``stop_at``/``eos_ids``), checked."""
+        return self._check_eos(stop_ids(config, self.eos_ids, self.newline_ids))
+
     def _check(self, cc) -> InputConstraints:
-        if cc is None:
-            return InputConstraints(constrained=False)
         hit = self._checked.get(cc)
         if hit is not None:
             return hit
@@ -319,9 +329,9 @@ class Decoder:
         elif prompts is None or isinstance(prompts, (bytes, bytearray, dict)) or not isinstance(prompts, Iterable):
             check_prompts(prompts)  # raises, naming what was passed
         cfg = self._config(config, overrides)
-        eos_ids = self._check_eos(stop_ids(cfg, self.eos_ids, self.newline_ids))
+        eos_ids = self.stop_ids(cfg)
         max_new_tokens = cfg.max_new_tokens
-        free = self._unconstrained(cfg.allow_control_tokens)
+        free = self.input_constraints(None, allow_control_tokens=cfg.allow_control_tokens)
         shared = constraints is None or isinstance(constraints, CompiledConstraints)
         cons_iter = None if shared else iter(constraints)
         texts: dict[int, Any] = {}
@@ -334,7 +344,7 @@ class Decoder:
                 cc = constraints if shared else next(cons_iter, missing)
                 if cc is missing:
                     raise DecodeError(f"constraints ran out at prompt {i}: give one constraint set (or None) per prompt")
-                inp = free if cc is None else self._check(cc)
+                inp = free if cc is None else self.input_constraints(cc)
                 phrase_texts[i] = inp.phrase_texts
                 context[i] = ExplainContext(self, p, cc, cfg)
                 texts[i] = p if isinstance(p, str) else None
@@ -346,7 +356,7 @@ class Decoder:
         nxt = 0
         with torch.inference_mode():
             for raw in engine.run(requests()):
-                res = self._result(raw, texts.get(raw.index), phrase_texts.get(raw.index, ()))
+                res = self.result(raw, texts.get(raw.index), phrase_texts.get(raw.index, ()))
                 res = replace(res, _context=context.pop(raw.index, None))
                 for w in res.warnings:
                     warnings.warn(w, stacklevel=2)
@@ -395,7 +405,9 @@ class Decoder:
             cfg = search_config(self.preset if preset == "auto" else preset, overrides, base=config)
         return cfg
 
-    def _result(self, raw: RawResult, prompt, phrases: tuple[str, ...]) -> GenerationResult:
+    def result(self, raw: RawResult, prompt, phrases: tuple[str, ...]) -> GenerationResult:
+        """The :class:`GenerationResult` of a search's raw result; ``prompt``: the text shown in
+        it (None for ids), ``phrases``: the input's ``InputConstraints.phrase_texts``."""
         if raw.error is not None:
             return GenerationResult(raw.index, "", (), float("-inf"), float("-inf"), False, phrases,
                                     tuple(False for _ in phrases), 0, "error", (), (f"input {raw.index}: {raw.error}",),
@@ -428,17 +440,3 @@ class Decoder:
         logits = self.model(seq).logits[0, len(ids) - 1 : -1].float()
         lp = torch.log_softmax(logits, -1)
         return float(lp[torch.arange(len(cont)), torch.tensor(cont, device=dev)].sum())
-
-
-def _load_tokenizer(path):
-    """A Hugging Face tokenizer from a folder or file; a broken one (say, a tokenizer.json holding
-    a list) is a TokenizerError naming the path, not whatever transformers raises."""
-    from transformers import AutoTokenizer
-
-    from ..errors import TokenizerError
-
-    try:
-        return AutoTokenizer.from_pretrained(str(path))
-    except Exception as exc:  # noqa: BLE001 - transformers raises many kinds for a bad folder
-        raise TokenizerError(f"cannot load a tokenizer from {path} ({type(exc).__name__}: {str(exc)[:200]}): pass a "
-                             "folder with a valid tokenizer.json (and tokenizer_config.json)") from None

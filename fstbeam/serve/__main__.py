@@ -1,5 +1,5 @@
 """``python -m fstbeam.serve [options]``: the same as ``fstbeam serve [options]``."""
-from .cli import main
+from ..cli.serve import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hmac
 import logging
 import time
@@ -14,8 +15,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .engine import Settings
 from .errors import RequestError, error_body
+from .logprobs import fill as fill_logprobs
+from .logprobs import wanted as logprobs_wanted
+from .options import refuse_structured, refuse_unsupported, request_config
 from .responses import Answer, ClientGone, stop_watching, stream_events, wait_result
 from .schemas import ChatBody, CompletionBody, param_of
 
@@ -54,6 +57,13 @@ def create_app(state) -> FastAPI:
     async def models():
         return {"object": "list", "data": [{"id": state.config.model_name, "object": "model", "created": state.started,
                                             "owned_by": "fstbeam"}]}
+
+    @app.get("/v1/models/{model_id:path}")
+    async def model(model_id: str):
+        if model_id != state.config.model_name:
+            raise RequestError(404, f"model {model_id!r} is not served here: this server serves "
+                                    f"{state.config.model_name!r}", "model")
+        return {"id": model_id, "object": "model", "created": state.started, "owned_by": "fstbeam"}
 
     @app.post("/v1/completions")
     async def completions(body: CompletionBody, request: Request):
@@ -116,23 +126,39 @@ def _chat_prompt(decoder, messages):
     return users[-1]
 
 
-def _settings(state, body) -> Settings:
-    cfg, lim = state.config, state.config.limits
-    model = body.model
-    if model is not None and model != cfg.model_name:
-        raise RequestError(404, f"model {model!r} is not served here: use {cfg.model_name!r} (GET /v1/models)", "model")
-    beam = body.beam_size or cfg.default_beam
-    max_tokens = body.max_tokens or body.max_completion_tokens or cfg.default_max_tokens
-    for name, v, top in (("beam_size", beam, lim.max_beam), ("max_tokens", max_tokens, lim.max_tokens), ("n", body.n, lim.max_n)):
-        if v > top:
-            raise RequestError(400, f"{name}={v} is over this server's limit of {top}", name)
-    if body.n > beam:
-        raise RequestError(400, f"n={body.n} needs beam_size >= n (beam_size is {beam}): raise beam_size or lower n", "n")
-    return Settings(beam, max_tokens, body.n)
+def _search_config(state, body):
+    """The request's SearchConfig (404 for another model; 400 for a field beam search refuses)."""
+    cfg = state.config
+    if body.model is not None and body.model != cfg.model_name:
+        raise RequestError(404, f"model {body.model!r} is not served here: use {cfg.model_name!r} (GET /v1/models)",
+                           "model")
+    refuse_structured(body)
+    refuse_unsupported(body)
+    return request_config(body, cfg, state.decoder.preset)
+
+
+def _include_usage(body) -> bool:
+    opts = body.stream_options
+    if opts is None:
+        return False
+    if not body.stream:
+        raise RequestError(400, "stream_options applies to streamed requests: set stream: true or leave it out",
+                           "stream_options")
+    unknown = sorted(set(opts) - {"include_usage"})
+    if unknown:
+        raise RequestError(400, f"unknown stream_options field {unknown[0]!r}: the server takes include_usage",
+                           f"stream_options.{unknown[0]}")
+    if not isinstance(opts.get("include_usage", False), bool):
+        raise RequestError(400, "stream_options.include_usage is true or false", "stream_options.include_usage")
+    return bool(opts.get("include_usage"))
 
 
 async def _decode(state, request: Request, body, prompts, *, chat: bool):
-    settings = _settings(state, body)
+    wanted = _search_config(state, body)
+    top = logprobs_wanted(body, chat)
+    include_usage = _include_usage(body)
+    # with stop strings, n distinct cut texts are chosen from the whole beam's outputs
+    search = dataclasses.replace(wanted, nbest=wanted.beam_size) if body.stop else wanted
     t0 = time.monotonic()
     deadline = t0 + state.config.limits.timeout_s
     try:  # the compile counts against the request's time limit too
@@ -143,19 +169,21 @@ async def _decode(state, request: Request, body, prompts, *, chat: bool):
     jobs = []
     try:
         for p in prompts:
-            jobs.append(state.engine.submit(p, cc, settings, stream=body.stream))
+            jobs.append(state.engine.submit(p, cc, search, stream=body.stream))
     except RequestError as exc:
         for j in jobs:
             j.cancel()
         if chat and exc.param == "prompt":
             exc.param = "messages"
         raise
-    request.state.info = {"prompts": len(prompts), "beam": settings.beam_size, "user": body.user,
+    request.state.info = {"prompts": len(prompts), "beam": search.beam_size, "user": body.user,
                           "constrained": cc is not None}
-    answer = Answer(chat, state.config.model_name, settings.n, body.stop,
-                    prompts if (not chat and getattr(body, "echo", False)) else None)
+    answer = Answer(chat, state.config.model_name, wanted.nbest, body.stop,
+                    prompts if (not chat and getattr(body, "echo", False)) else None, state.decoder.vocab.token_bytes,
+                    wanted.max_new_tokens)
     if body.stream:
-        gen = stream_events(answer, jobs, state.decoder.vocab.token_bytes, request, deadline)
+        gen = stream_events(answer, jobs, state.decoder.vocab.token_bytes, request, deadline, include_usage,
+                            sum(j.prompt_tokens for j in jobs))
         return StreamingResponse(_observe(gen, state, t0), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     try:
@@ -166,9 +194,12 @@ async def _decode(state, request: Request, body, prompts, *, chat: bool):
         raise
     finally:
         stop_watching(request)
+    if top is not None:
+        await fill_logprobs(answer, state, prompts, results, top)
     state.metrics.latency_s.observe(time.monotonic() - t0)
-    request.state.info["tokens"] = sum(len(h.token_ids) for r in results for h in r.hypotheses[: settings.n])
-    return answer.body(results, sum(j.prompt_tokens for j in jobs))
+    body_out = answer.body(results, sum(j.prompt_tokens for j in jobs))
+    request.state.info["tokens"] = body_out["usage"]["completion_tokens"]
+    return body_out
 
 
 async def _observe(gen, state, t0):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 from ..errors import DecodeError
 
@@ -46,31 +47,41 @@ class Limits:
 class ServeConfig:
     """How the server runs. ``host`` is 127.0.0.1 unless asked (a model server is not public by
     default); ``api_key``: when set, ``/v1/*`` needs ``Authorization: Bearer KEY``.
-    ``batch_size``: requests decoded together (continuous batching); ``max_engines``: distinct
-    search settings (beam size, max_tokens, n) decoded at the same time, one batch each.
-    ``stop_at_newline`` / ``qa`` / ``length_reward``: the search defaults, as for
-    ``fstbeam generate`` (``fstbeam.runtime.defaults``); ``grace_s``: after SIGTERM, how long
-    accepted requests may take before they are failed with 503."""
+
+    The search: a request's `SearchConfig` is ``preset`` (default: the one of the decoder's
+    prompt format, as for ``fstbeam generate``), then ``search`` (the server's defaults:
+    `SearchConfig` field names, from the same flags as ``generate``), then the request's own
+    fields. ``batch_size`` in ``search`` is the size of each continuous batch.
+    ``max_engines``: distinct search settings decoded at the same time, one batch each;
+    ``grace_s``: after SIGTERM, how long accepted requests may take before they are failed
+    with 503."""
 
     host: str = "127.0.0.1"
     port: int = 8000
     api_key: str | None = None
     model_name: str = "fstbeam-default"
-    batch_size: int = 8
+    preset: str | None = None
+    search: Mapping[str, Any] = field(default_factory=dict)
     max_engines: int = 4
-    default_beam: int = 5
-    default_max_tokens: int = 64
-    stop_at_newline: bool = False
-    qa: bool = False
-    length_reward: float | None = None
     grace_s: float = 30.0
     limits: Limits = field(default_factory=Limits)
     log_requests: bool = True
 
     def __post_init__(self):
-        for name in ("port", "batch_size", "max_engines", "default_beam", "default_max_tokens"):
+        for name in ("port", "max_engines"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "port" else 1):
                 raise DecodeError(f"{name} must be a positive integer (got {v!r})")
+        if not 0 <= self.port <= 65535:
+            raise DecodeError(f"port must be in 0..65535 (got {self.port})")
         if self.api_key is not None and not self.api_key.strip():
             raise DecodeError("api_key must be non-empty text (or None for no key)")
+        from ..runtime.presets import search_config
+
+        search_config(self.preset, self.search)  # a bad default is an error at start, not per request
+
+    @property
+    def batch_size(self) -> int:
+        from ..runtime.config import SearchConfig
+
+        return int(self.search.get("batch_size") or SearchConfig().batch_size)

@@ -1,6 +1,6 @@
 """The decoding side of the server: requests in, results out, with continuous batching.
 
-One :class:`Worker` per distinct search setting (beam size, max_tokens, n) runs a
+One :class:`Worker` per distinct search setting (a request's whole `SearchConfig`) runs a
 ``ContinuousEngine`` in a thread of its own: requests join its batch at the next step when
 there is room (they neither wait for the batch to finish nor run one by one), finished ones
 leave, and cancelled ones (client gone, timeout, shutdown) leave before the next step. Results
@@ -18,23 +18,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from ..runtime.config import SearchConfig, stop_ids
-from ..runtime.presets import search_config
+from ..runtime.config import SearchConfig
 from ..runtime.search.continuous import ContinuousEngine, RequestSource, Ticket
 from .errors import RequestError
 
-__all__ = ["ServeEngine", "Settings", "Job"]
+__all__ = ["ServeEngine", "Job"]
 
 log = logging.getLogger("fstbeam.serve")
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The search settings of a request that decide which batch it joins."""
-
-    beam_size: int
-    max_tokens: int
-    n: int
 
 
 @dataclass(eq=False)
@@ -117,7 +107,7 @@ class Worker:
                     job = self.jobs.get(raw.index)
                     if job is None:  # cancelled meanwhile
                         continue
-                    res = dec._result(raw, job.prompt if isinstance(job.prompt, str) else None, job.phrases)
+                    res = dec.result(raw, job.prompt if isinstance(job.prompt, str) else None, job.phrases)
                     metrics.finished_tokens(sum(len(h.token_ids) for h in res.hypotheses))
                     if res.error is not None:
                         job.post("error", RequestError(400, res.error, "prompt"))
@@ -140,12 +130,11 @@ class ServeEngine:
 
     def __init__(self, decoder, config, metrics, store):
         self.decoder, self.config, self.metrics, self.store = decoder, config, metrics, store
-        self.workers: dict[Settings, Worker] = {}
+        self.workers: dict[SearchConfig, Worker] = {}
         self.model_lock = threading.Lock()  # one model, several batches: one step at a time
         self.accepting = True
         self._index = itertools.count()
         self._compiler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstbeam-compile")
-        self._free = {}  # allow_control_tokens -> InputConstraints of unconstrained requests
 
     # ---- constraints -------------------------------------------------------------------------
     async def compile(self, body):
@@ -189,38 +178,19 @@ class ServeEngine:
     async def run_in_compiler(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self._compiler, fn, *args)
 
-    def _input_constraints(self, cc, cfg: SearchConfig):
-        dec = self.decoder
-        if cc is None:
-            key = cfg.allow_control_tokens
-            if key not in self._free:
-                self._free[key] = dec._unconstrained(key)
-            return self._free[key]
-        return dec._check(cc)  # cached per constraints object, dropped when the object is freed
-
     # ---- requests ----------------------------------------------------------------------------
-    def search_config(self, s: Settings) -> SearchConfig:
-        """The prompt format's task preset (as every door: `fstbeam.runtime.presets`), the
-        server's flags, then the request's beam size, length limit and n."""
-        c = self.config
-        B = c.batch_size
-        overrides = dict(beam_size=s.beam_size, max_new_tokens=s.max_tokens, nbest=s.n, batch_size=B, refill=1 - 1 / B,
-                         length_reward=c.length_reward, stop_at="line" if c.stop_at_newline else None)
-        return search_config("answer" if c.qa else self.decoder.preset, overrides)
-
     def in_flight(self) -> int:
         return sum(w.busy for w in self.workers.values())
 
-    def submit(self, prompt, cc, settings: Settings, *, stream: bool = False) -> Job:
+    def submit(self, prompt, cc, cfg: SearchConfig, *, stream: bool = False) -> Job:
         """Queue one prompt (text, or token ids from a chat template); 429 when the queue is
         full, 503 when shutting down, 400 for a prompt the model cannot take."""
         if not self.accepting:
             raise RequestError(503, "the server is shutting down: retry on another instance")
         if self.in_flight() >= self.config.limits.max_queue:
             raise RequestError(429, f"too many requests in flight (limit {self.config.limits.max_queue}): retry later")
-        worker = self._worker(settings)
-        cfg = worker.cfg
-        inp = self._input_constraints(cc, cfg)
+        worker = self._worker(cfg)
+        inp = self.decoder.input_constraints(cc, allow_control_tokens=cfg.allow_control_tokens)
         index = next(self._index)
         req = self.decoder.request(index, prompt, inp, cfg.max_new_tokens, want_query=cfg.length_ratio is not None)
         if req.error is not None:
@@ -233,21 +203,19 @@ class ServeEngine:
         self.update_gauges()
         return job
 
-    def _worker(self, s: Settings) -> Worker:
-        w = self.workers.get(s)
+    def _worker(self, cfg: SearchConfig) -> Worker:
+        w = self.workers.get(cfg)
         if w is not None and w.alive and not w.source.closed:
             return w
         if len(self.workers) >= self.config.max_engines:
             idle = sorted((x for x in self.workers.values() if not x.busy), key=lambda x: x.last_used)
             if not idle:
-                raise RequestError(429, f"{len(self.workers)} different search settings (beam_size, max_tokens, n) are "
-                                        "decoding: retry later, or use the settings of the running requests")
+                raise RequestError(429, f"{len(self.workers)} different search settings (beam_size, max_tokens, n, "
+                                        "...) are decoding: retry later, or use the settings of the running requests")
             victim = idle[0]
             victim.source.close()
             self.workers = {k: v for k, v in self.workers.items() if v is not victim}
-        cfg = self.search_config(s)
-        eos = self.decoder._check_eos(stop_ids(cfg, self.decoder.eos_ids, self.decoder.newline_ids))
-        w = self.workers[s] = Worker(self, cfg, eos)
+        w = self.workers[cfg] = Worker(self, cfg, self.decoder.stop_ids(cfg))
         return w
 
     def update_gauges(self) -> None:

@@ -81,18 +81,39 @@ async def wait_result(job, request, deadline: float):
 
 
 class Answer:
-    """Builds the response objects of one request (``chat`` or completion)."""
+    """Builds the response objects of one request (``chat`` or completion).
 
-    def __init__(self, chat: bool, model: str, n: int, stop, echo_prompts=None):
-        self.chat, self.model, self.n = chat, model, n
+    ``n`` choices per prompt: the search's n best outputs; with ``stop`` strings each output is
+    cut at the first one and the n best *distinct* texts are returned (the search then keeps its
+    whole beam's outputs to choose from: ``search_nbest``), and usage counts only the tokens the
+    kept text needed. ``token_bytes``: the vocabulary's (kept tokens of a cut text)."""
+
+    def __init__(self, chat: bool, model: str, n: int, stop, echo_prompts=None, token_bytes=None,
+                 max_tokens: int | None = None):
+        self.chat, self.model, self.n, self.max_tokens = chat, model, n, max_tokens
         self.stop = tuple(stop or ())
         self.echo = echo_prompts  # completion prompts to prepend (echo=true)
+        self.token_bytes = token_bytes
         self.id = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex[:24]
         self.created = int(time.time())
+        self.logprobs: dict = {}  # (prompt, choice) -> the choice's logprobs object (when asked for)
 
-    def _text(self, hyp) -> tuple[str, str]:
-        text, cut = cut_at_stop(hyp.text, self.stop)
-        return text, "stop" if cut else _FINISH.get(hyp.finish_reason, "stop")
+    def pick(self, res) -> list[tuple[object, str, str, int]]:
+        """(hypothesis, text, OpenAI finish_reason, tokens kept) of a result's choices."""
+        out, seen = [], set()
+        for hyp in res.hypotheses:
+            text, cut = cut_at_stop(hyp.text, self.stop)
+            if self.stop and text in seen:
+                continue
+            seen.add(text)
+            kept = _tokens_for(text, hyp.token_ids, self.token_bytes) if cut else len(hyp.token_ids)
+            # an output that used every token it may have was cut by the limit, even where the
+            # search ranks it as ended (end_in_top_k: an ending among the next best tokens)
+            full = self.max_tokens is not None and len(hyp.token_ids) >= self.max_tokens
+            out.append((hyp, text, "stop" if cut else "length" if full else _FINISH.get(hyp.finish_reason, "stop"), kept))
+            if len(out) == self.n:
+                break
+        return out
 
     def _extras(self, res, hyp) -> dict:
         return {"satisfied": hyp.satisfied, "phrases_met": list(hyp.phrases_met), "phrases": list(res.phrases),
@@ -102,9 +123,9 @@ class Answer:
     def choices(self, results) -> list[dict]:
         out = []
         for p, res in enumerate(results):
-            for j, hyp in enumerate(res.hypotheses[: self.n]):
-                text, fr = self._text(hyp)
-                c = {"index": p * self.n + j, "finish_reason": fr, "logprobs": None, **self._extras(res, hyp)}
+            for j, (hyp, text, fr, _) in enumerate(self.pick(res)):
+                c = {"index": p * self.n + j, "finish_reason": fr, "logprobs": self.logprobs.get((p, j)),
+                     **self._extras(res, hyp)}
                 if self.chat:
                     c["message"] = {"role": "assistant", "content": text}
                 else:
@@ -112,12 +133,13 @@ class Answer:
                 out.append(c)
         return out
 
+    def usage(self, results, prompt_tokens: int) -> dict:
+        done = sum(kept for r in results for *_, kept in self.pick(r))
+        return {"prompt_tokens": prompt_tokens, "completion_tokens": done, "total_tokens": prompt_tokens + done}
+
     def body(self, results, prompt_tokens: int) -> dict:
-        choices = self.choices(results)
-        done = sum(len(h.token_ids) for r in results for h in r.hypotheses[: self.n])
         return {"id": self.id, "object": "chat.completion" if self.chat else "text_completion", "created": self.created,
-                "model": self.model, "choices": choices,
-                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": done, "total_tokens": prompt_tokens + done}}
+                "model": self.model, "choices": self.choices(results), "usage": self.usage(results, prompt_tokens)}
 
     def chunk(self, index: int, text: str | None, finish: str | None = None, extras: dict | None = None,
               first: bool = False) -> str:
@@ -132,8 +154,26 @@ class Answer:
         return sse({"id": self.id, "object": "chat.completion.chunk" if self.chat else "text_completion",
                     "created": self.created, "model": self.model, "choices": [c]})
 
+    def usage_chunk(self, usage: dict) -> str:
+        """``stream_options.include_usage``: the last chunk, with no choices and the usage."""
+        return sse({"id": self.id, "object": "chat.completion.chunk" if self.chat else "text_completion",
+                    "created": self.created, "model": self.model, "choices": [], "usage": usage})
 
-async def stream_events(answer: Answer, jobs, token_bytes, request, deadline: float):
+
+def _tokens_for(text: str, token_ids, token_bytes) -> int:
+    """How many of ``token_ids`` it took to produce ``text`` (a prefix of their text)."""
+    if token_bytes is None:
+        return len(token_ids)
+    need, have = len(text.encode("utf-8")), 0
+    for k, t in enumerate(token_ids):
+        if have >= need:
+            return k
+        have += len(token_bytes[t] or b"") if 0 <= t < len(token_bytes) else 0
+    return len(token_ids)
+
+
+async def stream_events(answer: Answer, jobs, token_bytes, request, deadline: float, include_usage: bool = False,
+                        prompt_tokens: int = 0):
     """Server-sent events of a streaming request: each prompt's shared prefix as it grows (choice
     ``p * n``; with ``n > 1`` the other choices come whole at the end, as fewer than ``n``
     outputs may finish), then the rest of every choice, then ``[DONE]``. Leaving early (client
@@ -141,6 +181,7 @@ async def stream_events(answer: Answer, jobs, token_bytes, request, deadline: fl
     n = answer.n
     streams = {p: TextStream(token_bytes, answer.stop) for p in range(len(jobs))}
     pending = dict(enumerate(jobs))
+    finished: list = []
     try:
         for p in range(len(jobs)):
             for j in range(n):
@@ -164,10 +205,12 @@ async def stream_events(answer: Answer, jobs, token_bytes, request, deadline: fl
             if kind == "error":
                 yield sse(value.body())
                 continue
-            for j, hyp in enumerate(value.hypotheses[:n]):
-                text, fr = answer._text(hyp)
+            finished.append(value)
+            for j, (hyp, text, fr, _) in enumerate(answer.pick(value)):
                 rest = streams[p].finish(text) if j == 0 else text
                 yield answer.chunk(p * n + j, rest, fr, answer._extras(value, hyp))
+        if include_usage:
+            yield answer.usage_chunk(answer.usage(finished, prompt_tokens))
         yield sse("[DONE]")
     finally:
         for job in pending.values():

@@ -1,49 +1,46 @@
 """Request bodies of the OpenAI-compatible routes (pydantic), checked before anything runs.
 
-Fields of OpenAI's API that beam search has no use for (``temperature``, ``top_p``, ...) are
-accepted and ignored, so existing clients work unchanged; any other unknown field is a 400
-naming it (a misspelt ``constraint`` must not silently decode without constraints). The beam
-search fields ride in the same body (the ``openai`` client's ``extra_body``): ``beam_size`` and
+Every field of OpenAI's API is either honoured or refused with a 400 naming it and what to use
+instead (:mod:`.options`); any other unknown field is a 400 naming it (a misspelt ``constraint``
+must not silently decode without constraints). The beam search fields ride in the same body (the
+``openai`` client's ``extra_body``): every `SearchConfig` field by its name, ``preset`` and
 ``constraints`` (see :mod:`.constraints`).
 """
 from __future__ import annotations
 
 from typing import Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
+
+from .options import OPENAI_OPTIONAL, SEARCH_FIELDS, STRUCTURED_FIELDS
 
 __all__ = ["CompletionBody", "ChatBody", "ChatMessage", "ConstraintsBody", "param_of"]
 
-class _Common(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def _loose(names) -> dict:
+    return {name: (Any, None) for name in names}
 
+
+# Search settings (every SearchConfig field) and the OpenAI fields that options.py honours or
+# refuses: typed loosely here, checked there (SearchConfig's own checks and messages).
+_Fields = create_model("_Fields", __config__=ConfigDict(extra="forbid"),
+                       **_loose(SEARCH_FIELDS), **_loose(STRUCTURED_FIELDS), **_loose(OPENAI_OPTIONAL))
+
+
+class _Common(_Fields):  # type: ignore[misc, valid-type]
     model: str | None = None
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
-    n: int = Field(default=1, ge=1)
+    max_tokens: Any = None  # -> max_new_tokens
+    max_completion_tokens: Any = None
+    n: Any = None  # -> nbest
+    preset: Any = None
     stop: Union[str, list[str], None] = None
     stream: bool = False
+    stream_options: dict[str, Any] | None = None
     user: str | None = Field(default=None, max_length=256)
-    beam_size: int | None = Field(default=None, ge=1)
     constraints: dict[str, Any] | None = None
-    # accepted for compatibility, not used by beam search
-    temperature: Any = None
-    top_p: Any = None
-    presence_penalty: Any = None
-    frequency_penalty: Any = None
-    seed: Any = None
-    logit_bias: Any = None
-    logprobs: Any = None
-    top_logprobs: Any = None
-    stream_options: Any = None
+    logprobs: Union[bool, int, None] = None
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    seed: int | None = None  # honoured: every seed gives the same output
     best_of: Any = None
-    response_format: Any = None
-    tools: Any = None
-    tool_choice: Any = None
-    parallel_tool_calls: Any = None
-    service_tier: Any = None
-    store: Any = None
-    metadata: Any = None
 
     @field_validator("stop")
     @classmethod
@@ -58,7 +55,6 @@ class _Common(BaseModel):
 class CompletionBody(_Common):
     prompt: Union[str, list[str]]
     echo: bool = False
-    suffix: Any = None
 
     @field_validator("prompt")
     @classmethod

@@ -56,11 +56,8 @@ def build_state(config: ServeConfig, *, model=None, tokenizer=None, device="auto
     if decoder is None:
         with stage("import", stages):
             from ..runtime.decoder import Decoder
-        from ..runtime.templates import prompt_format as resolve_format
-
-        with stage("model", stages):
-            decoder = Decoder(model, tokenizer, device=device, prompt_format=resolve_format(prompt_format),
-                              packed_weights=packed_weights)
+        with stage("model", stages):  # the format by name (qa, ...): the decoder's preset follows it, as generate's
+            decoder = Decoder(model, tokenizer, device=device, prompt_format=prompt_format, packed_weights=packed_weights)
     with stage("vocabulary", stages):
         vocab = decoder.vocab
     from .artifacts import ArtifactStore
@@ -82,33 +79,67 @@ def build_state(config: ServeConfig, *, model=None, tokenizer=None, device="auto
 
 def serve(model=None, *, tokenizer=None, host: str = "127.0.0.1", port: int = 8000, device="auto", prompt_format="auto",
           packed_weights="auto", constraints: dict | None = None, warm_cefr=(), api_key: str | None = None,
-          model_name: str | None = None, limits: Limits | None = None, decoder=None, ready=None, **options) -> int:
+          model_name: str | None = None, limits: Limits | None = None, decoder=None, ready=None, preset=None,
+          **options) -> int:
     """Run ``fstbeam serve`` in this process until SIGTERM/SIGINT; returns 0 after a clean stop.
 
     ``model``/``tokenizer``/``device``/``prompt_format``/``packed_weights`` as for
     :class:`fstbeam.Decoder` (or pass a ready ``decoder``); ``constraints``: ``{name: path}`` of
-    artifacts to store at start; ``warm_cefr``: CEFR levels to compile at start; ``options``:
-    other :class:`ServeConfig` fields (``batch_size``, ``stop_at_newline``, ``qa``, ...);
-    ``ready(url)`` is called once the server listens.
+    artifacts to store at start; ``warm_cefr``: CEFR levels to compile at start; ``preset`` and
+    any `SearchConfig` field (``beam_size=5``, ``stop_at="line"``, ``batch_size=8``, ...): the
+    search defaults of requests, as for ``fstbeam generate`` (``stop_at_newline=True`` is
+    ``stop_at="line"``); ``options``: other :class:`ServeConfig` fields (``grace_s``, ...);
+    ``ready(url)`` is called once the server listens. The port is taken before the model loads,
+    so a port in use is an error at once.
     """
     from .._startup import no_gc
+    from .options import SEARCH_FIELDS
 
     t0 = time.perf_counter()
     name = model_name or (str(model) if model is not None and isinstance(model, str) else "fstbeam-default")
-    config = ServeConfig(host=host, port=port, api_key=api_key, model_name=name, limits=limits or Limits(), **options)
-    with no_gc():  # start-up makes ~600k long-lived objects and no garbage (fstbeam/_startup.py)
-        state = build_state(config, model=model, tokenizer=tokenizer, device=device, prompt_format=prompt_format,
-                            packed_weights=packed_weights, constraints=constraints, warm_cefr=warm_cefr,
-                            decoder=decoder)
-        with stage("server", state.stages):
-            from .app import create_app
+    search = {k: options.pop(k) for k in list(options) if k in SEARCH_FIELDS}
+    if options.pop("stop_at_newline", False):
+        search.setdefault("stop_at", "line")
+    if options.pop("qa", False) and preset is None:  # older keyword: the answer preset
+        preset = "answer"
+    config = ServeConfig(host=host, port=port, api_key=api_key, model_name=name, limits=limits or Limits(),
+                         preset=preset, search=search, **options)
+    sock = bind(config.host, config.port)
+    try:
+        with no_gc():  # start-up makes ~600k long-lived objects and no garbage (fstbeam/_startup.py)
+            state = build_state(config, model=model, tokenizer=tokenizer, device=device, prompt_format=prompt_format,
+                                packed_weights=packed_weights, constraints=constraints, warm_cefr=warm_cefr,
+                                decoder=decoder)
+            with stage("server", state.stages):
+                from .app import create_app
 
-            app = create_app(state)
-            import uvicorn  # noqa: F401 - timed here, used by _run
-    return _run(app, state, t0, ready)
+                app = create_app(state)
+                import uvicorn  # noqa: F401 - timed here, used by _run
+        return _run(app, state, t0, ready, sock)
+    finally:
+        sock.close()
 
 
-def _run(app, state: ServerState, t0: float, ready) -> int:
+def bind(host: str, port: int):
+    """A listening socket on ``host:port``, or an OSError that says the port is taken and what to do."""
+    import errno
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart may reuse a port in TIME_WAIT
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        why = "is in use (another server?)" if exc.errno == errno.EADDRINUSE else f"cannot be bound ({exc.strerror})"
+        raise OSError(f"port {port} on {host} {why}: stop the other server or give another --port") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _run(app, state: ServerState, t0: float, ready, sock) -> int:
     import uvicorn
 
     cfg = state.config
@@ -144,5 +175,5 @@ def _run(app, state: ServerState, t0: float, ready) -> int:
             getattr(self, "_captured_signals", []).clear()
 
     server = Server(ucfg)
-    server.run()
+    server.run(sockets=[sock])
     return 0 if server.started else 1

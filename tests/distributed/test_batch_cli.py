@@ -16,7 +16,7 @@ pytest.importorskip("transformers")
 
 from batch_helpers import SEARCH, assert_same, assert_same_rows, make_rows, oracle, read_shards, write_jsonl  # noqa: E402
 
-from fstbeam.cli.generate import main  # noqa: E402
+from fstbeam.cli.main import main  # noqa: E402
 
 
 def batch_args(model_dir, artifact, inp, out, *extra):
@@ -43,7 +43,7 @@ def test_shards_by_row_range_equal_generate(model_dir, words_artifact, tmp_path,
 
 def test_resume_after_an_interrupt_skips_written_shards(model_dir, words_artifact, tmp_path):
     from fstbeam.cli.batch import _job
-    from fstbeam.cli.generate import build_parser
+    from fstbeam.cli.main import build_parser
     from fstbeam.distributed.job import run_batch
 
     rows = make_rows(14)
@@ -138,7 +138,7 @@ def test_bad_jobs_are_usage_errors(model_dir, words_artifact, tmp_path, capsys):
 
 def test_renormalize_and_shortlist_reach_the_workers(model_dir, words_artifact, tmp_path):
     from fstbeam.cli.batch import _job
-    from fstbeam.cli.generate import build_parser
+    from fstbeam.cli.main import build_parser
 
     parse = lambda *x: _job(build_parser().parse_args(batch_args(model_dir, words_artifact, tmp_path / "in.jsonl",  # noqa: E731
                                                                  tmp_path / "out", *x)))
@@ -162,7 +162,7 @@ def test_parquet_input_gives_the_jsonl_output(model_dir, words_artifact, tmp_pat
 
 def test_packed_weights_reach_the_workers(model_dir, words_artifact, tmp_path):
     from fstbeam.cli.batch import _job
-    from fstbeam.cli.generate import build_parser
+    from fstbeam.cli.main import build_parser
     from fstbeam.distributed.worker import DecodeWorker
 
     parse = lambda *x: _job(build_parser().parse_args(batch_args(model_dir, words_artifact, tmp_path / "in.jsonl",  # noqa: E731

@@ -1,6 +1,7 @@
 """One request, every door (DESIGN.md wave 3): API keywords, ``compile-constraints`` flags,
 ``fstbeam generate`` flags, a JSONL line and a batch row give the same artifact (fingerprint), and
-the same prompt gives the same text through ``generate``, ``batch`` and the API."""
+the same prompt gives the same text through ``generate``, ``batch``, the API and HTTP
+(``fstbeam serve``, with the search settings left to their defaults on both sides)."""
 from __future__ import annotations
 
 import json
@@ -33,8 +34,9 @@ def _flags(words):
 
 
 def test_every_door_compiles_the_same_artifact(setup, model_dir):
-    from fstbeam.cli.generate import _constraints, build_parser
+    from fstbeam.cli.generate import _constraints
     from fstbeam.cli.inputs import read_inputs
+    from fstbeam.cli.main import build_parser
     from fstbeam.distributed.rows import parse_row
     from fstbeam.distributed.worker import DecodeWorker
 
@@ -103,9 +105,50 @@ def test_generate_batch_and_api_give_the_same_text(setup, model_dir, words_artif
     assert any("mat" in t for t in api)
 
 
-def test_generate_and_batch_have_the_same_search_flags():
-    """One definition (SearchConfig's fields): the same flags, defaults and help in both commands."""
-    from fstbeam.cli.generate import build_parser
+@pytest.mark.parametrize("fmt", ["raw", "qa"])
+def test_http_with_nothing_set_gives_generates_text(fmt, words_artifact, tmp_path, capsys):
+    """A request that sets no search field decodes like ``fstbeam generate`` given no search flag:
+    the same preset for the same --format, the same SearchConfig defaults (64 new tokens: a model
+    with room for them, and the same tokenizer as the artifact's)."""
+    import os
+    import sys
+    import urllib.error
+    import urllib.request
+
+    from tiny_model import save_tiny_model
+
+    model_dir = save_tiny_model(tmp_path / "model", max_positions=128)
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "serve"))
+    from serve_helpers import Server
+
+    prompts = ["the cat", "a dog"]
+    rows = [{"prompt": p, "phrases": ["mat"]} for p in prompts]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert main(["generate", "--model", str(model_dir), "--device", "cpu", "--format", fmt, "--constraints",
+                 str(words_artifact), "--file", str(tmp_path / "in.jsonl"), "--jsonl"]) in (0, 1)
+    gen = [json.loads(x)["text"] for x in capsys.readouterr().out.splitlines()]
+    server = Server(["--model", model_dir, "--device", "cpu", "--format", fmt, "--constraints",
+                     f"words={words_artifact}"])
+    try:
+        http = []
+        for p in prompts:
+            body = json.dumps({"prompt": p, "constraints": {"artifact": "words", "phrases": ["mat"]}}).encode()
+            req = urllib.request.Request(server.url + "/v1/completions", body, {"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=300) as r:
+                    http.append(json.loads(r.read())["choices"][0]["text"])
+            except urllib.error.HTTPError as exc:
+                raise AssertionError(exc.read().decode()) from None
+    finally:
+        assert server.stop() == 0
+    assert http == gen
+
+
+def test_generate_batch_and_serve_have_the_same_search_flags():
+    """One definition (SearchConfig's fields): the same flags, defaults and help in every command
+    (``serve``'s set the defaults of its requests)."""
+    from fstbeam.cli.main import build_parser
     from fstbeam.runtime.config import SearchConfig
 
     sub = next(a for a in build_parser()._actions if a.dest == "command")
@@ -114,8 +157,8 @@ def test_generate_and_batch_have_the_same_search_flags():
         [group] = [g for g in sub.choices[cmd]._action_groups if g.title.startswith("search")]
         return {tuple(a.option_strings): (a.default, a.help, a.choices) for a in group._group_actions}
 
-    gen, bat = search_flags("generate"), search_flags("batch")
-    assert gen == bat
+    gen, bat, srv = search_flags("generate"), search_flags("batch"), search_flags("serve")
+    assert gen == bat == srv
     flags = {s for opts in gen for s in opts}
     assert {"--beam", "--nbest", "--length-ratio", "--length-reward", "--max-new-tokens", "--stop-at", "--preset"} <= flags
     # every flag's default is "not given" (the preset's or SearchConfig's value applies)

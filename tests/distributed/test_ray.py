@@ -18,7 +18,7 @@ pytest.importorskip("transformers")
 from batch_helpers import SEARCH, assert_same, assert_same_rows, check_constraints, make_rows, oracle, read_shards, write_jsonl  # noqa: E402
 from test_batch_cli import batch_args  # noqa: E402
 
-from fstbeam.cli.generate import main  # noqa: E402
+from fstbeam.cli.main import main  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -55,7 +55,7 @@ def test_batch_on_ray_equals_in_process_and_resumes(ray_cluster, model_dir, word
     """Two actors; the job is interrupted after its first shard, rerun, and then equals the
     in-process run byte for byte."""
     from fstbeam.cli.batch import _job
-    from fstbeam.cli.generate import build_parser
+    from fstbeam.cli.main import build_parser
     from fstbeam.distributed.job import run_batch
 
     rows = make_rows(24)

@@ -9,7 +9,7 @@ import json
 from batch_helpers import SEARCH, read_shards, write_jsonl
 
 import fstbeam
-from fstbeam.cli.generate import main
+from fstbeam.cli.main import main
 
 PROMPTS = ["the cat", "a dog", "on a"]
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from fstbeam.cli.generate import main
+from fstbeam.cli.main import main
 
 
 def _rows(n):

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from fstbeam.cli.compile_constraints import main as compile_main
-from fstbeam.cli.generate import main
+from fstbeam.cli.main import main
 
 
 @pytest.mark.parametrize("flags, match", [

@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from fstbeam.cli.generate import main
+from fstbeam.cli.main import main
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +82,8 @@ def test_usage_errors_exit_2(model_dir, capsys):
 def test_leading_space_follows_the_prompt_format(model_dir, tmp_path, capsys):
     """Word lists allow a leading space when the prompt is continued as text (raw, qa, a template),
     not in a chat turn; --leading-space / --no-leading-space override."""
-    from fstbeam.cli.generate import _constraints, build_parser
+    from fstbeam.cli.generate import _constraints
+    from fstbeam.cli.main import build_parser
     from fstbeam.runtime.decoder import Decoder
 
     words = tmp_path / "words.txt"
@@ -103,7 +104,8 @@ def test_leading_space_follows_the_prompt_format(model_dir, tmp_path, capsys):
 
 
 def test_grammar_parameters_reach_the_compiler(model_dir, capsys):
-    from fstbeam.cli.generate import _constraints, build_parser
+    from fstbeam.cli.generate import _constraints
+    from fstbeam.cli.main import build_parser
     from fstbeam.runtime.decoder import Decoder
 
     dec = Decoder(str(model_dir), device="cpu", prompt_format="raw")

