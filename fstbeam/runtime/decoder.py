@@ -38,6 +38,7 @@ from .packed_model import check_mode as check_packed_mode
 from .presets import preset_for_format, search_config
 from .results import GenerationResult, Hypothesis
 from .search import RawResult, Request, SearchEngine
+from .structured_check import check_result
 from .tables import InputConstraints
 from .templates import check_format
 from .templates import prompt_format as expand_format
@@ -347,7 +348,8 @@ class Decoder:
         with torch.inference_mode():
             for raw in engine.run(requests()):
                 res = self._result(raw, texts.get(raw.index), phrase_texts.get(raw.index, ()))
-                res = replace(res, _context=context.pop(raw.index, None))
+                ctx = context.pop(raw.index, None)
+                res = check_result(replace(res, _context=ctx), ctx.constraints if ctx is not None else None)
                 for w in res.warnings:
                     warnings.warn(w, stacklevel=2)
                 if not ordered:
