@@ -20,6 +20,7 @@ import time
 from typing import Any
 
 from structured_data import stratified
+from structured_engines import fstbeam_compile
 
 SCHEMA_CHARS = 4000
 
@@ -114,7 +115,7 @@ def run_e2e(cases: list[Any], n: int, beam: int = 5) -> dict[str, Any]:
         row: dict[str, Any] = {"schema": c.name, "max_new_tokens": m_new}
         t = time.perf_counter()
         try:
-            cc = fstbeam.compile_constraints(json_schema=c.schema, tokenizer=dec.vocab)
+            cc = fstbeam_compile(c.schema, dec.vocab)
             res = dec.generate([prompt], cc, beam_size=beam, max_new_tokens=m_new)[0]
             ok = check(res.text, c.schema)
             row["fstbeam"] = {"text": res.text[:400], "finish": str(res.finish_reason), "parses": ok[0], "valid": ok[1], "why": ok[2],
