@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import sys
 import time
 from collections import Counter
@@ -124,7 +125,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [r["engine"] for r in rows]
+    names = [f"{r['engine']}\n({r['schemas']} schemas)" for r in rows]
     fig, ax = plt.subplots(1, 3, figsize=(15, 4.2))
     w = 0.2
     for k, (key, lab) in enumerate((("compiled_pct", "schemas compiled"), ("valid_accepted_pct", "valid accepted"),
@@ -133,10 +134,10 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     ax[0].set_ylabel("%")
     ax[0].set_ylim(0, 105)
     ax[0].legend(fontsize=7, loc="lower left")
-    for a, (p50, p99, unit, title) in zip(ax[1:], (("ttfm_ms_p50", "ttfm_ms_p99", "ms", "time to first mask (compile)"),
-                                                  ("mask_us_p50", "mask_us_p99", "µs", "mask per token"))):
-        a.bar([i - 0.2 for i in range(len(rows))], [r[p50] or 0 for r in rows], 0.4, label="p50")
-        a.bar([i + 0.2 for i in range(len(rows))], [r[p99] or 0 for r in rows], 0.4, label="p99")
+    for a, (p50, p99, unit, title) in zip(ax[1:], (("ttfm_cpu_ms_p50", "ttfm_cpu_ms_p99", "ms", "time to first mask (compile), CPU time"),
+                                                  ("mask_cpu_us_p50", "mask_cpu_us_p99", "µs", "mask per token, CPU time"))):
+        a.bar([i - 0.2 for i in range(len(rows))], [r.get(p50) or 0 for r in rows], 0.4, label="p50")
+        a.bar([i + 0.2 for i in range(len(rows))], [r.get(p99) or 0 for r in rows], 0.4, label="p99")
         a.set_yscale("log")
         a.set_ylabel(unit)
         a.set_title(title, fontsize=9)
@@ -144,8 +145,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     for a in ax:
         a.set_xticks(range(len(rows)))
         a.set_xticklabels(names, rotation=20, fontsize=8)
-    n = rows[0]["schemas"] if rows else 0
-    fig.suptitle(f"JSONSchemaBench sample ({n} schemas), Gemma 3 tokenizer, single-threaded", fontsize=10)
+    fig.suptitle("JSONSchemaBench sample (stratified by source), Gemma 3 tokenizer, compact JSON, one engine at a time, single-threaded", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -161,19 +161,22 @@ def main() -> int:
     ap.add_argument("--e2e", type=int, default=0, metavar="N", help="also decode N schemas end to end with the default model")
     ap.add_argument("--e2e-only", action="store_true", help="only the end-to-end part (kept from --out if present)")
     ap.add_argument("--out", default=str(RESULTS / "structured.json"))
-    ap.add_argument("--merge", action="store_true", help="keep the other engines' rows already in --out (same schemas)")
+    ap.add_argument("--merge", action="store_true", help="keep the other engines' runs already in --out (same schemas); "
+                    "with --engines and nothing to run (e.g. --engines fstbeam --skip-run) it only re-summarizes")
+    ap.add_argument("--skip-run", action="store_true", help="run no engine: summarize what --merge kept")
     ap.add_argument("--no-plot", action="store_true")
     ap.add_argument("--subset", nargs="+", default=[], metavar="ENGINE=N",
                     help="run ENGINE on a stratified N of the schemas only (a slow engine; its row says how many)")
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # kill: the runner's finally still stops its worker
     cases = load_cases(args.data_dir, args.limit, args.seed)
     out_path = Path(args.out)
     raw_path = out_path.with_suffix(".runs.tmp")  # every mask time, for --merge (git-ignored)
     old = json.loads(out_path.read_text()) if (args.merge or args.e2e_only) and out_path.exists() else {}
-    raw = json.loads(raw_path.read_text()) if old and raw_path.exists() else {}
+    raw = json.loads(raw_path.read_text()) if (args.merge or args.e2e_only) and raw_path.exists() else {}
     runs = raw.get("runs", {}) if raw.get("schemas") == [c.name for c in cases] else {}
     print(f"{len(cases)} schemas, {sum(len(c.instances) for c in cases)} instances; serialization: {SERIALIZATION}", flush=True)
-    if not args.e2e_only:
+    if not (args.e2e_only or args.skip_run):
         ids = tokenize(cases)
         subset = {k: int(v) for k, v in (x.split("=", 1) for x in args.subset)}
         for engine in args.engines:
@@ -186,6 +189,8 @@ def main() -> int:
             runs[engine] = run_engine(engine, mine, ids, args.timeout, args.walk_timeout)
             runs[engine]["wall_s"] = round(time.perf_counter() - t, 1)
             runs[engine]["date"] = time.strftime("%Y-%m-%d %H:%M:%S")
+            raw_path.parent.mkdir(parents=True, exist_ok=True)
+            raw_path.write_text(json.dumps({"schemas": [c.name for c in cases], "runs": runs}))  # each engine kept as it ends
     rows = [summarize(e, runs[e], [c for c in cases if c.name in runs[e]["schemas"]]) for e in ENGINES + OPTIONAL if e in runs]
     print(table(rows))
     print("(times: wall; in parentheses the worker's CPU time, same units: the machine is shared)")

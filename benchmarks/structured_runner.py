@@ -62,7 +62,10 @@ def _worker(engine: str, conn: Any) -> None:
     label = adapter.setup()
     conn.send(("ready", {"label": label, "setup_s": round(time.perf_counter() - t, 2), "rss_mb": round(_rss_mb("VmRSS"), 1)}))
     while True:
-        job = conn.recv()
+        try:
+            job = conn.recv()
+        except EOFError:  # the parent is gone
+            return
         if job is None:
             return
         schema, instances = job
