@@ -93,8 +93,8 @@ def _compile(args) -> int:
         raise argparse.ArgumentTypeError("--param sets a grammar parameter: give --grammar NAME too")
     if not given and not args.any:
         raise argparse.ArgumentTypeError(
-            "no constraint given: the artifact would allow any text; give --words, --cefr, --grammar, --phrase, "
-            "--avoid or --prefix (or --any if that is really what you want)")
+            "no constraint given: the artifact would allow any text; give --words, --cefr, --grammar, --regex, "
+            "--choice, --json-schema, --phrase, --avoid or --prefix (or --any if that is really what you want)")
     if given and args.any:
         raise argparse.ArgumentTypeError("--any means no constraint: leave it out when giving constraint flags")
 

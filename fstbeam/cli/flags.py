@@ -173,8 +173,29 @@ def add_constraint_flags(parser) -> None:
                         help="a registered grammar (compile-constraints inspect --list-grammars)")
     parser.add_argument("--param", type=nonempty, action="append", default=[], metavar="KEY=VALUE", help="grammar parameter (repeatable)")
     parser.add_argument("--canonical", action="store_true", help="only tokens the tokenizer itself uses for the listed words")
+    # Structured outputs (docs/structured.md): hard languages like a grammar.
+    parser.add_argument("--regex", type=nonempty, metavar="PATTERN",
+                        help="the whole output matches this regular expression (ECMA-262 / JSON Schema syntax)")
+    parser.add_argument("--choice", type=nonempty, action="append", default=[], metavar="TEXT",
+                        help="the output is exactly one of the --choice texts (repeatable)")
+    parser.add_argument("--json-schema", type=nonempty, metavar="FILE_OR_JSON",
+                        help="the output is JSON valid against this JSON Schema (a .json file or the JSON text)")
+    parser.add_argument("--json-max-depth", type=_number(0, 64), metavar="N",
+                        help="nesting depth of free JSON and recursive $ref in --json-schema (default: docs/structured.md)")
+    parser.add_argument("--json-whitespace", choices=("compact", "flexible"),
+                        help="whitespace between JSON tokens: none (compact, the default) or some (flexible)")
 
 
 def constraint_flags_given(args) -> bool:
     """Some constraint flag was given (``--param`` alone is not a constraint)."""
-    return bool(args.words or args.cefr or args.phrase or args.avoid or args.prefix or args.grammar)
+    return bool(args.words or args.cefr or args.phrase or args.avoid or args.prefix or args.grammar
+                or args.regex or args.choice or args.json_schema)
+
+
+def _number(low: int, high: int):
+    def parse(text: str) -> int:
+        v = _number_type(int, low)(text)
+        if v > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high} (got {v})")
+        return v
+    return parse

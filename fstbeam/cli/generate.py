@@ -256,16 +256,20 @@ def _explain(args, r):
 
 
 def _describe(args, cc) -> str:
+    from ..runtime.structured_check import describe_structured
+
     spec = getattr(cc, "spec", None) or {}
+    structured = describe_structured(spec)
+    out = []
     cefr = args.cefr or spec.get("cefr")
-    if cefr:
-        return f"every word is CEFR {str(cefr).upper()} or below"
     words = args.words or (spec.get("words") or {}).get("source")
-    if words:
-        return f"every word is in {Path(str(words)).name}"
-    if spec.get("grammar"):
-        return f"accepted by grammar {spec['grammar']}"
-    return ""
+    if cefr:
+        out.append(f"every word is CEFR {str(cefr).upper()} or below")
+    elif words:
+        out.append(f"every word is in {Path(str(words)).name}")
+    elif spec.get("grammar"):
+        out.append(f"accepted by grammar {spec['grammar']}")
+    return "; ".join(out + structured)
 
 
 def run(args, *, process: bool = False) -> int:

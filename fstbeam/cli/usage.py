@@ -18,7 +18,9 @@ _PROMPT_FORMATS = ("raw", "chat", "auto", "qa")
 
 
 def _constraint_flags(args) -> bool:
-    return bool(args.words or args.cefr or args.phrase or args.avoid or args.prefix or args.grammar)
+    from .flags import constraint_flags_given
+
+    return constraint_flags_given(args)
 
 
 def _exists(path: str | None, what: str, fix: str) -> str | None:
@@ -81,6 +83,9 @@ def _constraint_values(args) -> str | None:
         if args.cefr.strip().upper() not in LEVELS:
             return f"unknown CEFR level {args.cefr!r}: use one of {', '.join(LEVELS)}"
     problem = _exists(args.words, "word list", "give a UTF-8 file with one word per line")
+    schema = getattr(args, "json_schema", None)
+    if not problem and schema and schema.strip()[:1] not in ("{", "[") and schema.strip() not in ("true", "false"):
+        problem = _exists(schema, "JSON Schema file", "give a .json file or the schema's JSON text")
     if problem:
         return problem
     return _grammar(args.grammar)
@@ -134,8 +139,8 @@ def check_compile(args) -> str | None:
     """``compile-constraints compile``."""
     given = _constraint_flags(args)
     if not given and not args.any:
-        return ("no constraint given: the artifact would allow any text; give --words, --cefr, --grammar, --phrase, "
-                "--avoid or --prefix (or --any if that is really what you want)")
+        return ("no constraint given: the artifact would allow any text; give --words, --cefr, --grammar, --regex, "
+                "--choice, --json-schema, --phrase, --avoid or --prefix (or --any if that is really what you want)")
     if given and args.any:
         return "--any means no constraint: leave it out when giving constraint flags"
     parent = Path(args.output).parent

@@ -22,12 +22,13 @@ import pynini
 from ..contract.compiled import CompiledConstraints
 from ..errors import GrammarError, SpecError, UnsatisfiableConstraintError
 from .char_dfa import CharDFA, arcs_to_dfa, fst_to_dfa
-from .hard.automaton import fst_bytes, hard_automaton
+from .hard.automaton import fst_bytes, hard_automaton, lang_name
 from .hard.cefr import cefr_words, parse_level
 from .light.phrase_dfa import phrase_char_dfa
 from .light.satisfy import avoidable, jointly_possible, phrases_possible, reachable_pair
 from .limits import check_grammar_phrases, check_words
 from .spec import ConstraintSpec, Phrase, WordList, as_phrases, read_word_file
+from .structured.language import StructuredSpec
 
 log = logging.getLogger(__name__)
 
@@ -242,6 +243,11 @@ def compile_with(
     leading_space: bool = False,
     ordered: bool = False,
     progress: bool = False,
+    regex: str | None = None,
+    choice: Iterable[str] | None = None,
+    json_schema=None,
+    json_max_depth: int | None = None,
+    json_whitespace: str | None = None,
 ) -> CompiledConstraints:
     """Compile constraints with ``comp`` (a `fstbeam.Compiler`: vocabulary, trie, index, caches).
 
@@ -256,7 +262,10 @@ def compile_with(
     space before the word list's or grammar's text (as a continuation of "Answer:" naturally does).
     A ``phrases`` item may be an ``AnyOf`` (or a nested list): met when any alternative occurs.
     ``ordered=True``: the ``phrases`` items (not a grammar's) must occur in the given order,
-    without overlapping (docs/terminology.md).
+    without overlapping (docs/terminology.md). ``regex``, ``choice``, ``json_schema`` (with
+    ``json_max_depth``, ``json_whitespace``): a structured hard language (docs/structured.md),
+    intersected with a grammar or word list; a word list beside a JSON Schema applies to the
+    schema's free string values instead of the whole text.
     """
     stages = _Stages(progress)
     try:
@@ -264,6 +273,13 @@ def compile_with(
         with stages("words"):
             wl = _words_spec(words, cefr)
         g_lang, g_phr, g_avoid, g_desc, g_hash = _grammar_language(grammar, grammar_params)
+        spec_grammar, spec_grammar_hash = g_desc, g_hash  # the grammar alone (the structured part is its own)
+        structured = StructuredSpec.of(regex, choice, json_schema, json_max_depth, json_whitespace)
+        hard_wl = wl
+        if structured:
+            with stages("structured"):
+                hard_wl, g_lang, g_desc, g_hash = structured.join(wl, g_lang, g_desc, g_hash,
+                                                                  case_variants=case_variants, digits=digits)
         user, user_avoid = tuple(phrases), tuple(avoid)  # a ConstraintRequest's: checked, limits included
         n_ordered = _ordered_count(ordered, user)
         g_name = grammar if isinstance(grammar, str) else g_desc  # a built grammar's repr is its data
@@ -275,23 +291,24 @@ def compile_with(
             raise SpecError("prefix= must be non-empty text (or None for no prefix)")
         spec = ConstraintSpec(
             words=wl, cefr=str(cefr).upper() if cefr else None, phrases=phr, avoid=avd, prefix=prefix,
-            grammar=g_desc, grammar_hash=g_hash, canonical=canonical,
+            grammar=spec_grammar, grammar_hash=spec_grammar_hash, canonical=canonical,
             extra={"case_variants": case_variants, "digits": digits, **({"leading_space": True} if leading_space else {}),
-                   **({"ordered": True} if n_ordered else {})},
+                   **({"ordered": True} if n_ordered else {}), **(structured.describe() if structured else {}),
+                   **({"string_words": True} if structured and wl is not None and hard_wl is None else {})},
         )
-        if leading_space and wl is None and g_lang is None:
+        if leading_space and wl is None and g_lang is None and not structured:
             raise SpecError(
                 "leading_space=True applies to a word list or grammar: give words=, cefr= or grammar= "
                 "(phrases, avoid and prefix alone allow any text, spaces included)"
             )
         hard = char_fst = char_state = arcs = None
         dfa, hard_desc = _SIGMA_DFA, None
-        if wl is not None or g_lang is not None:
+        if hard_wl is not None or g_lang is not None:
             opts = dict(case_variants=case_variants, digits=digits, leading_space=leading_space, canonical=canonical)
             hard_desc = " and ".join(
-                ([f"the word list ({wl.source})"] if wl is not None else []) + ([f"grammar {g_desc}"] if g_lang is not None else [])
+                ([f"the word list ({wl.source})"] if wl is not None else []) + ([lang_name(g_desc)] if g_lang is not None else [])
             )
-            hard, char_fst, char_state, arcs = hard_automaton(comp, stages, wl, g_lang, g_desc, g_hash, opts)
+            hard, char_fst, char_state, arcs = hard_automaton(comp, stages, hard_wl, g_lang, g_desc, g_hash, opts)
             if phr or avd or prefix is not None:  # the [S, 256] table only if a check needs it
                 dfa = arcs_to_dfa(*arcs)
         with stages("check"):

@@ -32,6 +32,11 @@ def compile_constraints(
     leading_space: bool | str = False,
     ordered: bool = False,
     progress: bool = False,
+    regex: str | None = None,
+    choice: Iterable[str] | None = None,
+    json_schema=None,
+    json_max_depth: int | None = None,
+    json_whitespace: str | None = None,
 ) -> CompiledConstraints:
     """Compile constraints for ``tokenizer`` (a HF tokenizer, a path, ``"default"``, a Vocab, a
     ``Decoder`` or a `Compiler`).
@@ -47,11 +52,20 @@ def compile_constraints(
     ``digits``: also allow numbers written in digits between the words. ``leading_space``: the
     output may start with one space before the word list's or grammar's text (as a continuation
     of "Answer:" naturally does); ``"auto"`` takes it from a Decoder's prompt format.
+
+    Structured outputs (docs/structured.md): ``regex``: the whole output matches this ECMA-262
+    regular expression; ``choice``: the output is exactly one of these strings; ``json_schema``
+    (a dict, JSON text or a file path): the output is JSON valid against the schema, written
+    compactly (``json_whitespace="flexible"`` allows whitespace), free nesting and recursion
+    unrolled to ``json_max_depth``. They are hard constraints: intersected with a grammar or
+    word list (beside a JSON Schema, the word list applies inside its string values), with
+    phrases, avoid phrases and a prefix on top.
     """
     request = ConstraintRequest.from_kwargs(
         words=words, cefr=cefr, phrases=phrases, avoid=avoid, prefix=prefix, grammar=grammar,
         grammar_params=grammar_params, canonical=canonical, case_variants=case_variants, digits=digits,
-        leading_space=leading_space, ordered=ordered,
+        leading_space=leading_space, ordered=ordered, regex=regex, choice=choice, json_schema=json_schema,
+        json_max_depth=json_max_depth, json_whitespace=json_whitespace,
     )
     return compiler_for(tokenizer).compile_request(request, progress=progress)
 

@@ -32,11 +32,12 @@ from .light.alternatives import AnyOf
 from .limits import check_request_limits
 from .spec import Phrase
 
-__all__ = ["ConstraintRequest", "HARD_KEYS", "LIGHT_KEYS", "OPTION_KEYS", "JSON_KEYS", "json_schema", "new_items"]
+__all__ = ["ConstraintRequest", "HARD_KEYS", "STRUCTURED_KEYS", "LIGHT_KEYS", "OPTION_KEYS", "JSON_KEYS", "json_schema", "new_items"]
 
-HARD_KEYS = ("words", "cefr", "grammar", "grammar_params")
+HARD_KEYS = ("words", "cefr", "grammar", "grammar_params", "regex", "choice", "json_schema")
+STRUCTURED_KEYS = ("regex", "choice", "json_schema")  # docs/structured.md
 LIGHT_KEYS = ("phrases", "avoid", "prefix", "ordered", "sentence_case")
-OPTION_KEYS = ("case_variants", "digits", "leading_space", "canonical")
+OPTION_KEYS = ("case_variants", "digits", "leading_space", "canonical", "json_max_depth", "json_whitespace")
 JSON_KEYS = HARD_KEYS + LIGHT_KEYS + OPTION_KEYS
 
 Item = Phrase | AnyOf
@@ -170,6 +171,11 @@ class ConstraintRequest:
     digits: bool = True
     leading_space: bool | str = False
     canonical: bool = False
+    regex: str | None = None  # the whole output matches (ECMA-262 syntax)
+    choice: tuple[str, ...] | None = None  # the output is one of these
+    json_schema: str | None = None  # the schema as compact JSON text (key order kept)
+    json_max_depth: int | None = None  # None: the compiler's default (docs/structured.md)
+    json_whitespace: str | None = None  # "compact" (default) or "flexible"
     where: str = field(default="", compare=False)  # the place of the request in its door (file:line)
 
     def __post_init__(self) -> None:
@@ -190,7 +196,26 @@ class ConstraintRequest:
             if not all(isinstance(p, kinds) for p in getattr(self, name)):
                 raise SpecError(f"{_at(w, name)}: build the request with ConstraintRequest.from_kwargs or from_json "
                                 "(they turn texts and nested lists into phrases)")
+        self._check_structured()
         check_request_limits(self.phrases, self.avoid, self.prefix, w)  # the one check of the limits
+
+    def _check_structured(self) -> None:
+        w = self.where
+        if self.regex is not None:
+            check_text(self.regex, _at(w, "regex"))
+        if self.choice is not None:
+            if not self.choice:
+                raise SpecError(f"{_at(w, 'choice')} is empty: give at least one allowed output")
+            check_texts(self.choice, _at(w, "choice"))
+        if self.json_schema is not None and not isinstance(self.json_schema, str):
+            raise SpecError(f"{_at(w, 'json_schema')}: build the request with ConstraintRequest.from_kwargs or from_json")
+        if self.json_max_depth is not None and (isinstance(self.json_max_depth, bool) or not isinstance(self.json_max_depth, int)
+                                                or not 0 <= self.json_max_depth <= 64):
+            raise SpecError(f"{_at(w, 'json_max_depth')} must be an integer from 0 to 64, not {self.json_max_depth!r:.40}")
+        if self.json_whitespace is not None and self.json_whitespace not in ("compact", "flexible"):
+            raise SpecError(f"{_at(w, 'json_whitespace')} must be \"compact\" or \"flexible\", not {self.json_whitespace!r:.40}")
+        if (self.json_max_depth is not None or self.json_whitespace is not None) and self.json_schema is None:
+            raise SpecError(f"{_at(w, 'json_max_depth')}: the json_* options apply to a JSON Schema: give json_schema too")
 
     # ------------------------------------------------------------------ builders
     @classmethod
@@ -209,6 +234,15 @@ class ConstraintRequest:
         out["grammar_params"] = _params(kw.get("grammar_params"), _at(where, "grammar_params"))
         if kw.get("cefr") is not None:
             out["cefr"] = check_text(kw["cefr"], _at(where, "cefr")).strip().upper()
+        if kw.get("choice") is not None:
+            c = kw["choice"]
+            if isinstance(c, (str, bytes, dict)) or not hasattr(c, "__iter__"):
+                raise SpecError(f"{_at(where, 'choice')} must be a list of texts (the allowed outputs), not {type(c).__name__}")
+            out["choice"] = tuple(dict.fromkeys(check_texts(list(c), _at(where, "choice"))))
+        if kw.get("json_schema") is not None:
+            from .structured.language import schema_text
+
+            out["json_schema"] = schema_text(kw["json_schema"], _at(where, "json_schema"))
         return cls(where=where, **out)
 
     @classmethod
@@ -230,6 +264,10 @@ class ConstraintRequest:
             raise SpecError(f"{where}: words must be a list of words here (a file path is not read)")
         if "words" in kw and not isinstance(kw["words"], (str, list)):
             raise SpecError(f"{where}: words must be a list of words or a file path, not {type(kw['words']).__name__}")
+        if "json_schema" in kw:
+            from .structured.language import schema_text
+
+            kw["json_schema"] = schema_text(kw["json_schema"], _at(where, "json_schema"), allow_paths=allow_paths)
         for key in ("phrases", "avoid"):
             if isinstance(kw.get(key), str):  # one phrase
                 kw[key] = [kw[key]]
@@ -249,7 +287,9 @@ class ConstraintRequest:
         params = parse_params(g("param", []) or []) or None
         kw = dict(words=g("words"), cefr=g("cefr"), grammar=g("grammar"), grammar_params=params,
                   phrases=g("phrase", []), avoid=g("avoid", []), prefix=g("prefix"), ordered=g("ordered", False),
-                  sentence_case=g("sentence_case", False), canonical=g("canonical", False))
+                  sentence_case=g("sentence_case", False), canonical=g("canonical", False), regex=g("regex"),
+                  choice=g("choice") or None, json_schema=g("json_schema"), json_max_depth=g("json_max_depth"),
+                  json_whitespace=g("json_whitespace"))
         if g("leading_space") is not None:
             kw["leading_space"] = g("leading_space")
         return cls.from_kwargs(where=where, **kw)
@@ -257,7 +297,11 @@ class ConstraintRequest:
     # ------------------------------------------------------------------ queries
     @property
     def has_hard(self) -> bool:
-        return self.words is not None or self.cefr is not None or self.grammar is not None
+        return self.words is not None or self.cefr is not None or self.grammar is not None or self.has_structured
+
+    @property
+    def has_structured(self) -> bool:
+        return self.regex is not None or self.choice is not None or self.json_schema is not None
 
     @property
     def has_light(self) -> bool:
@@ -280,9 +324,15 @@ class ConstraintRequest:
         out: dict[str, Any] = {}
         if self.words is not None:
             out["words"] = list(self.words) if isinstance(self.words, tuple) else os.fspath(self.words)
-        for k in ("cefr", "grammar", "prefix"):
+        for k in ("cefr", "grammar", "prefix", "regex", "json_max_depth", "json_whitespace"):
             if getattr(self, k) is not None:
                 out[k] = getattr(self, k)
+        if self.choice is not None:
+            out["choice"] = list(self.choice)
+        if self.json_schema is not None:
+            import json
+
+            out["json_schema"] = json.loads(self.json_schema)
         if self.grammar_params:
             out["grammar_params"] = dict(self.grammar_params)
         if self.phrases:
@@ -321,7 +371,8 @@ class ConstraintRequest:
         return dict(words=self.words, cefr=self.cefr, grammar=self.grammar,
                     grammar_params=dict(self.grammar_params) or None, phrases=self.phrases, avoid=self.avoid,
                     prefix=self.prefix, ordered=self.ordered, case_variants=self.case_variants, digits=self.digits,
-                    leading_space=self.leading_space, canonical=self.canonical)
+                    leading_space=self.leading_space, canonical=self.canonical, regex=self.regex, choice=self.choice,
+                    json_schema=self.json_schema, json_max_depth=self.json_max_depth, json_whitespace=self.json_whitespace)
 
 
 def json_schema() -> dict[str, Any]:
@@ -352,6 +403,16 @@ def json_schema() -> dict[str, Any]:
             "digits": dict(flag, description="also allow numbers in digits between the words (default true)"),
             "leading_space": {"description": "the output may start with a space", "oneOf": [flag, {"const": "auto"}]},
             "canonical": dict(flag, description="only tokens the tokenizer itself uses for the listed words"),
+            "regex": dict(text, description="the whole output matches this regular expression (ECMA-262 syntax, "
+                                            "docs/structured.md)"),
+            "choice": dict(texts, minItems=1, description="the output is exactly one of these texts"),
+            "json_schema": {"description": "the output is JSON valid against this JSON Schema: the schema (an object "
+                                           "or true/false), its JSON text, or a file path (not over HTTP)",
+                            "type": ["object", "boolean", "string"]},
+            "json_max_depth": {"type": "integer", "minimum": 0, "maximum": 64,
+                               "description": "nesting depth of free JSON and of recursive $ref (default: docs/structured.md)"},
+            "json_whitespace": {"enum": ["compact", "flexible"],
+                                "description": "compact: no whitespace between JSON tokens (default); flexible: some allowed"},
         },
     }
 

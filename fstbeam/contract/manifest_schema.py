@@ -193,7 +193,7 @@ def _check_spec_agrees(c: _Checker, m: dict[str, Any], spec: dict[str, Any]) -> 
     prefix = spec.get("prefix")
     if by_role["prefix"] != ([] if prefix is None else [prefix]):
         raise c.fail("light", "does not hold the spec's prefix")
-    wants_hard = any(spec.get(k) for k in ("words", "cefr", "grammar"))
+    wants_hard = any(spec.get(k) for k in ("words", "cefr", "grammar", "regex", "choice", "json_schema"))
     if wants_hard != (m["hard"] is not None):
         raise c.fail("hard", "disagrees with the spec (a word list or grammar without its automaton, or the reverse)")
     hard_members = {n for n in m["members"] if n.startswith("hard/")}

@@ -39,6 +39,7 @@ from .results import GenerationResult, Hypothesis
 from .search.engine import RawResult, Request, SearchEngine
 from .search.length_target import query_tokens
 from .search.tables import InputConstraints
+from .structured_check import check_result
 from .templates import check_format
 from .templates import prompt_format as expand_format
 
@@ -357,7 +358,8 @@ class Decoder:
         with torch.inference_mode():
             for raw in engine.run(requests()):
                 res = self.result(raw, texts.get(raw.index), phrase_texts.get(raw.index, ()))
-                res = replace(res, _context=context.pop(raw.index, None))
+                ctx = context.pop(raw.index, None)
+                res = check_result(replace(res, _context=ctx), ctx.constraints if ctx is not None else None)
                 for w in res.warnings:
                     warnings.warn(w, stacklevel=2)
                 if not ordered:

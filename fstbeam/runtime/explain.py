@@ -198,12 +198,16 @@ def _describe(cc) -> tuple[str, ...]:
     out = []
     spec = cc.spec or {}
     if cc.hard is not None:
+        from .structured_check import describe_structured
+
+        structured = describe_structured(spec)
         if spec.get("cefr"):
             out.append(f"every word CEFR {str(spec['cefr']).upper()} or below")
         elif spec.get("grammar"):
             out.append(f"accepted by grammar {spec['grammar']}")
-        else:
+        elif spec.get("words") is not None or not structured:
             out.append("every word from the word list")
+        out += structured
     out += [f"{a.kind} {a.text!r}" for a in cc.light]
     return tuple(out)
 

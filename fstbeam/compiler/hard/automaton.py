@@ -86,6 +86,9 @@ def compile_hard(stages, comp, wl: WordList | None, g_lang, g_desc, opts: dict) 
                 wl.words, case_variants=opts["case_variants"], digits=opts["digits"],
                 leading_space=opts["leading_space"] and g_lang is None,
             )
+    if callable(g_lang):  # a structured language (regex, choice, JSON Schema): built on a cache miss
+        with stages("structured language"):
+            g_lang = g_lang()
     if g_lang is not None:
         with stages("grammar"):
             hard_fst, hard_desc = _with_grammar(hard_text, hard_desc, g_lang, g_desc)
@@ -134,20 +137,28 @@ def unpack_hard(a: dict[str, np.ndarray]):
     return hard, a["char_fst"].tobytes(), a["char_state"], arcs
 
 
+def lang_name(g_desc) -> str:
+    """How messages name a grammar language: ``grammar numbers()``, or a structured one as it
+    is (``regex '[a-z]+'``, ``choice of 3 strings``, ``json_schema {...}``)."""
+    text = str(g_desc)
+    return text if text.startswith(("regex ", "choice ", "json_schema ")) else f"grammar {text}"
+
+
 def _with_grammar(words_text, words_desc, g_lang, g_desc) -> tuple[pynini.Fst, str]:
     """(the hard language, its description): the grammar, intersected with the word list if any."""
-    g = optimize(g_lang, stage=f"grammar {g_desc}")
+    name = lang_name(g_desc)
+    g = optimize(g_lang, stage=name[:80])
     if is_empty(g):
-        raise UnsatisfiableConstraintError(f"grammar {g_desc} accepts no text", (f"grammar {g_desc}",))
+        raise UnsatisfiableConstraintError(f"{name} accepts no text", (name,))
     if words_text is None:
-        return g, f"grammar {g_desc}"
+        return g, name
     words = pynini.Fst.read_from_string(text_dfa_fst_bytes(words_text))
     both = optimize(pynini.intersect(words, g), stage="words & grammar")
     if is_empty(both):
         raise UnsatisfiableConstraintError(
-            f"{words_desc} and grammar {g_desc} have no text in common", (words_desc, f"grammar {g_desc}")
+            f"{words_desc} and {name} have no text in common", (words_desc, name)
         )
-    return both, f"{words_desc} and grammar {g_desc}"
+    return both, f"{words_desc} and {name}"
 
 
 def fst_bytes(fst: pynini.Fst) -> bytes:

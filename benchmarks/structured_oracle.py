@@ -1,0 +1,197 @@
+"""fstbeam's JSON Schema compiler against the JSONSchemaBench test instances (character level).
+
+Each schema of the sample is compiled by `json_schema_fst` in a worker process (a time and
+memory limit per schema; a worker that passes them is replaced). Every test instance is written
+as every engine of bench_structured writes it: `order_instance` (declared keys first, in the
+location's schema order) then `json.dumps(..., separators=(",", ":"), ensure_ascii=False)`; the
+character automaton must accept exactly the instances marked valid.
+
+    python benchmarks/structured_oracle.py ../shared/data/jsonschemabench_dev [--every 8]
+
+`schema_coverage(paths)` returns the summary (helper C's bench_structured imports it).
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import multiprocessing as mp
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["schema_coverage", "check_schema", "serialize"]
+
+
+def serialize(schema: Any, instance: Any) -> str:
+    """An instance as the compiled automaton (and every benchmarked engine) reads it."""
+    from fstbeam.compiler.structured.json_location import order_instance
+
+    return json.dumps(order_instance(schema, instance), separators=(",", ":"),
+                      ensure_ascii=False)
+
+
+def _accepts(fst: Any, text: str) -> bool:
+    """Walk the byte DFA (arcs sorted by label)."""
+    import pynini
+
+    state = fst.start()
+    if state < 0:
+        return False
+    zero = pynini.Weight.zero(fst.weight_type())
+    for b in text.encode("utf-8"):
+        nxt = -1
+        for arc in fst.arcs(state):
+            if arc.ilabel == b:
+                nxt = arc.nextstate
+                break
+        if nxt < 0:
+            return False
+        state = nxt
+    return fst.final(state) != zero
+
+
+def check_schema(path: str, max_depth: int | None = None) -> dict[str, Any]:
+    """Compile one benchmark file's schema and check its test instances."""
+    from fstbeam.compiler.structured.json_schema import JSON_SCHEMA_DEFAULTS, json_schema_fst
+    from fstbeam.errors import SpecError
+
+    data = json.loads(Path(path).read_text())
+    schema = data["schema"]
+    out: dict[str, Any] = {"file": Path(path).name, "compiled": False}
+    t = time.perf_counter()
+    try:
+        fst = json_schema_fst(schema, max_depth=max_depth or JSON_SCHEMA_DEFAULTS["max_depth"])
+    except SpecError as err:
+        out["reason"] = getattr(err, "keyword", None) or _reason(str(err))
+        out["error"] = str(err)[:300]
+        return out
+    except Exception as err:  # noqa: BLE001 -- a crash is a finding to report, not to hide
+        out["reason"] = f"crash {type(err).__name__}"
+        out["error"] = str(err)[:300]
+        return out
+    out["seconds"] = time.perf_counter() - t
+    out["compiled"] = True
+    out["states"] = fst.num_states()
+    out["valid"] = out["valid_ok"] = out["invalid"] = out["invalid_ok"] = 0
+    out["wrong"] = []
+    for test in data["tests"]:
+        text = serialize(schema, test["data"])
+        ok = _accepts(fst, text)
+        kind = "valid" if test["valid"] else "invalid"
+        out[kind] += 1
+        if ok == test["valid"]:
+            out[kind + "_ok"] += 1
+        else:
+            out["wrong"].append({"valid": test["valid"], "text": text[:300]})
+    return out
+
+
+def _reason(message: str) -> str:
+    for word in ("pattern", "format", "multipleOf", "maxLength", "minLength", "$ref", "states"):
+        if word in message:
+            return word
+    return message.split(":")[1].strip()[:40] if ":" in message else message[:40]
+
+
+def _worker(conn: Any, mem_bytes: int, max_depth: int | None) -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
+    while True:
+        path = conn.recv()
+        if path is None:
+            return
+        try:
+            conn.send(check_schema(path, max_depth))
+        except MemoryError:
+            conn.send({"file": Path(path).name, "compiled": False, "reason": "memory"})
+
+
+def schema_coverage(paths: list[str], *, timeout_s: float = 60.0, mem_gb: float = 2.0,
+                    max_depth: int | None = None, log: Any = None) -> dict[str, Any]:
+    """Compile every schema (worker process, time and memory limit each) and sum up."""
+    ctx = mp.get_context("fork")
+    results = []
+    proc = parent = None
+    for n, path in enumerate(paths):
+        if proc is None:
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_worker, args=(child, int(mem_gb * 2**30), max_depth),
+                               daemon=True)
+            proc.start()
+        assert parent is not None
+        parent.send(path)
+        if parent.poll(timeout_s):
+            try:
+                res = parent.recv()
+            except EOFError:
+                res = {"file": Path(path).name, "compiled": False, "reason": "worker died"}
+                proc = None
+        else:
+            res = {"file": Path(path).name, "compiled": False, "reason": f"timeout {timeout_s}s"}
+        if not proc or not proc.is_alive() or res.get("reason", "").startswith(("timeout",
+                                                                                 "worker")):
+            if proc is not None:
+                proc.kill()
+                proc.join()
+            proc = None
+        results.append(res)
+        if log is not None:
+            log(f"{n + 1}/{len(paths)} {res['file']} {res.get('reason', '')}"
+                f" {res.get('seconds', 0):.2f}s")
+    if proc is not None and parent is not None:
+        parent.send(None)
+        proc.join(5)
+    return summarize(results)
+
+
+def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
+    done = [r for r in results if r["compiled"]]
+    secs = sorted(r["seconds"] for r in done)
+
+    def pct(q: float) -> float:
+        return secs[min(len(secs) - 1, int(q * len(secs)))] if secs else float("nan")
+
+    valid = sum(r["valid"] for r in done)
+    invalid = sum(r["invalid"] for r in done)
+    return {
+        "schemas": len(results),
+        "compiled": len(done),
+        "compiled_pct": 100 * len(done) / max(1, len(results)),
+        "valid": valid,
+        "valid_accepted_pct": 100 * sum(r["valid_ok"] for r in done) / max(1, valid),
+        "invalid": invalid,
+        "invalid_rejected_pct": 100 * sum(r["invalid_ok"] for r in done) / max(1, invalid),
+        "compile_p50_s": pct(0.5),
+        "compile_p99_s": pct(0.99),
+        "refusals": dict(collections.Counter(r["reason"] for r in results
+                                             if not r["compiled"]).most_common()),
+        "results": results,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("folder", help="a folder of JSONSchemaBench files (schema + tests)")
+    ap.add_argument("--every", type=int, default=1, help="take every N-th file (a sample)")
+    ap.add_argument("--offset", type=int, default=0)
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds per schema")
+    ap.add_argument("--max-depth", type=int, default=None)
+    ap.add_argument("--json", help="write the results here")
+    args = ap.parse_args(argv)
+    paths = sorted(str(p) for p in Path(args.folder).glob("*.json"))[args.offset::args.every]
+    summary = schema_coverage(paths, timeout_s=args.timeout, max_depth=args.max_depth,
+                              log=lambda s: print(s, file=sys.stderr, flush=True))
+    for key in ("schemas", "compiled", "compiled_pct", "valid", "valid_accepted_pct", "invalid",
+                "invalid_rejected_pct", "compile_p50_s", "compile_p99_s"):
+        v = summary[key]
+        print(f"{key:22s} {v:.3f}" if isinstance(v, float) else f"{key:22s} {v}")
+    print("refusals:", json.dumps(summary["refusals"]))
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,295 @@
+"""Objects and arrays of a schema node, and the free JSON value of a location.
+
+Members are built as a sequence of pieces that each start with a marker label (`_MARK`, outside
+the byte range): counting keywords (`minProperties`, `maxItems`, ...) intersect the sequence with
+a count of markers, then one small transducer deletes the first marker and turns the others into
+commas. So an optional member costs one `?` (no copies per "something came before" state), and
+nested values hold no markers (theirs are already commas).
+"""
+from __future__ import annotations
+
+import logging
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+import pynini
+
+from ...fst.optimize import optimize, sigma_star
+from .json_lexical import any_char, empty, free_string, lit, number_fst, string_of
+from .json_lexical import union as union_of
+from .json_location import Location
+
+if TYPE_CHECKING:
+    from .json_schema import SchemaCompiler
+
+__all__ = ["object_value", "array_value", "any_value"]
+
+log = logging.getLogger("fstbeam")
+_MARK = 256  # before every member and item; a comma, or nothing right after { or [
+_COUNTED = 257  # the same, while an object's or array's own members are being counted
+MAX_PATTERN_PROPERTIES = 8
+
+
+def _mark(label: int = _MARK) -> pynini.Fst:
+    f = pynini.Fst()
+    a, b = f.add_state(), f.add_state()
+    f.set_start(a)
+    f.set_final(b)
+    f.add_arc(a, pynini.Arc(label, label, pynini.Weight.one(f.weight_type()), b))
+    return f
+
+
+@cache
+def _commas() -> pynini.Fst:
+    """Markers to text: one right after `{` or `[` vanishes, any other becomes a comma. (A
+    marker never follows a `{` or `[` inside a string: it follows a value's last byte, its
+    whitespace, or the opening bracket of its own object or array.)"""
+    f = pynini.Fst()
+    one = pynini.Weight.one(f.weight_type())
+    other, opened = f.add_state(), f.add_state()
+    f.set_start(other)
+    f.set_final(other)
+    f.set_final(opened)
+    for src in (other, opened):
+        for b in range(1, 256):
+            f.add_arc(src, pynini.Arc(b, b, one, opened if b in b"{[" else other))
+        f.add_arc(src, pynini.Arc(_MARK, 0 if src == opened else ord(","), one, other))
+    f.arcsort("ilabel")
+    return f
+
+
+def finish(doc: pynini.Fst) -> pynini.Fst:
+    """The text of a marked document (markers resolved to commas)."""
+    d = doc.copy().arcsort("olabel")
+    return pynini.compose(d, _commas()).project("output")
+
+
+def _count(lo: int, hi: int | None) -> pynini.Fst:
+    """Sequences with lo..hi counted markers (anything else in between, inner markers too)."""
+    other = sigma_star()
+    other.union(_mark()).closure()
+    piece = _mark(_COUNTED) + other
+    reps = pynini.closure(piece, lo, hi) if hi is not None else pynini.closure(piece, lo)
+    return other + reps
+
+
+def _needs_count(lo: int, hi: int | None, forced: int, most: int | None) -> bool:
+    return lo > forced or (hi is not None and (most is None or most > hi))
+
+
+def _resolve(c: SchemaCompiler, members: pynini.Fst, lo: int, hi: int | None, counted: bool,
+             open_: str, close: str, path: str) -> pynini.Fst:
+    """Apply the count limits (when the members were built with counted markers), and wrap."""
+    if counted:
+        members = c.meet(members, c.opt(_count(lo, hi), path))
+        members.relabel_pairs(ipairs=[(_COUNTED, _MARK)], opairs=[(_COUNTED, _MARK)])
+    out = lit(open_)
+    out.concat(members).concat(lit(close))
+    if lo == 0 and c.ws.num_states() > 1 and _accepts(members, ""):
+        out.union(lit(open_) + c.ws + lit(close))  # whitespace inside an empty one
+    return out
+
+
+def _key(name: str) -> pynini.Fst:
+    return _key_cached(name).copy()
+
+
+@cache
+def _key_cached(name: str) -> pynini.Fst:
+    return string_of(lit(name), stage="json key")
+
+
+def _piece(c: SchemaCompiler, key: pynini.Fst, value: pynini.Fst,
+           label: int = _MARK) -> pynini.Fst:
+    out = _mark(label)
+    for part in (c.ws, key, c.ws, lit(":"), c.ws, value, c.ws):
+        out.concat(part)
+    return out
+
+
+def _accepts(fst: pynini.Fst, text: str) -> bool:
+    try:
+        out = pynini.intersect(lit(text), fst)
+    except pynini.FstOpError:
+        return False
+    out.connect()
+    return out.num_states() > 0
+
+
+def object_value(c: SchemaCompiler, node: dict[str, Any], path: str, loc: Location,
+                 rdepth: int) -> pynini.Fst:
+    props = node.get("properties") or {}
+    required = [r for r in node.get("required") or [] if isinstance(r, str)]
+    extra_schema = node.get("additionalProperties", True)
+    patterns = node.get("patternProperties") or {}
+    if len(patterns) > MAX_PATTERN_PROPERTIES:
+        raise c.fail("patternProperties", f"{path}/patternProperties",
+                     f"more than {MAX_PATTERN_PROPERTIES} patterns")
+    from .regex import regex_fst  # helper A's module
+
+    pats = {p: c.opt(regex_fst(p, where=f"{c.where} {path}/patternProperties", search=True),
+                     path) for p in patterns}
+    names_ok = None
+    if "propertyNames" in node:
+        names_ok = c.value(node["propertyNames"], f"{path}/propertyNames", loc.extra(), rdepth)
+    slots = list(loc.keys) + [k for k in props if k not in loc.keys]
+    slots += [k for k in dict.fromkeys(required) if k not in slots]
+    lo = int(node.get("minProperties", 0))
+    hi = None if node.get("maxProperties") is None else int(node["maxProperties"])
+    may_extra = extra_schema is not False or bool(patterns)
+    counted = _needs_count(lo, hi, len(set(required)), None if may_extra else len(slots))
+    label = _COUNTED if counted else _MARK
+    members = lit("")
+    for k in slots:
+        sub = f"{path}/properties/{k}"
+        schemas = [props[k]] if k in props else []
+        matched = [p for p in patterns if _accepts(pats[p], k)]
+        schemas += [patterns[p] for p in matched]
+        if k not in props and not matched:
+            schemas.append(extra_schema)
+        allowed = all(s is not False for s in schemas) and (
+            names_ok is None or _accepts(names_ok, _quoted(k)))
+        if not allowed:
+            if k in required:
+                return empty()
+            continue
+        child = loc.prop(k) if k in loc.keys else loc.extra()
+        val = None
+        for s in schemas:
+            v = c.value(s, sub, child, rdepth)
+            val = v if val is None else c.meet(val, v)
+        assert val is not None
+        piece = _piece(c, _key(k), val, label)
+        if k not in required:
+            piece.closure(0, 1)
+        members.concat(piece)  # in place: a chain of concatenations copies each piece once
+    extras = _extras(c, node, path, loc, rdepth, slots, extra_schema, pats, patterns, names_ok,
+                     label)
+    if extras is not None:
+        members.concat(extras.closure())
+    return _resolve(c, members, lo, hi, counted, "{", "}", path)
+
+
+def _quoted(name: str) -> str:
+    import json
+
+    return json.dumps(name, ensure_ascii=False)
+
+
+def _extras(c: SchemaCompiler, node: dict[str, Any], path: str, loc: Location, rdepth: int,
+            slots: list[str], extra_schema: Any, pats: dict[str, pynini.Fst],
+            patterns: dict[str, Any], names_ok: pynini.Fst | None,
+            label: int) -> pynini.Fst | None:
+    """One undeclared member: a key outside the slots, its value per the patterns it matches or
+    `additionalProperties`. None when no undeclared member is allowed."""
+    if extra_schema is False and not patterns:
+        return None
+    child = loc.extra()
+    pieces = []
+    if not patterns:
+        if extra_schema is False:
+            return None
+        keyf = _other_keys(tuple(slots))
+        if names_ok is not None:
+            keyf = c.meet(keyf, names_ok)
+        return _piece(c, keyf, c.value(extra_schema, f"{path}/additionalProperties", child,
+                                       rdepth), label)
+    decoded_any = pynini.closure(any_char())
+    known = union_of([lit(k) for k in slots])
+    free_keys = c.opt(pynini.difference(c.opt(decoded_any, path), c.opt(known, path)), path)
+    # split the free keys by the set of patterns they match (pruning empty parts)
+    parts: list[tuple[pynini.Fst, list[str]]] = [(free_keys, [])]
+    for p in patterns:
+        nxt = []
+        for keys, matched in parts:
+            inside = c.opt(pynini.intersect(keys, pats[p]), path)
+            outside = c.opt(pynini.difference(keys, pats[p]), path)
+            for part, m in ((inside, [*matched, p]), (outside, matched)):
+                if part.num_states():
+                    nxt.append((part, m))
+        parts = nxt
+    for keys, matched in parts:
+        schemas = [patterns[p] for p in matched] if matched else [extra_schema]
+        if any(s is False for s in schemas):
+            continue
+        val = None
+        for s in schemas:
+            v = c.value(s, f"{path}/additionalProperties", child, rdepth)
+            val = v if val is None else c.meet(val, v)
+        assert val is not None
+        keyf = string_of(keys, stage=f"{c.where} {path} keys")
+        if names_ok is not None:
+            keyf = c.meet(keyf, names_ok)
+        pieces.append(_piece(c, keyf, val, label))
+    return union_of(pieces) if pieces else None
+
+
+def _other_keys(slots: tuple[str, ...]) -> pynini.Fst:
+    return _other_keys_cached(slots).copy()
+
+
+@cache
+def _other_keys_cached(slots: tuple[str, ...]) -> pynini.Fst:
+    """Every JSON string spelling except those of ``slots``."""
+    if not slots:
+        return free_string()
+    return optimize(pynini.difference(free_string(), optimize(union_of([_key(k) for k in slots]),
+                                                              stage="json keys")),
+                    stage="json keys")
+
+
+def array_value(c: SchemaCompiler, node: dict[str, Any], path: str, loc: Location,
+                rdepth: int) -> pynini.Fst:
+    child = loc.items()
+    items = node.get("items")
+    prefix = node.get("prefixItems")
+    rest: Any = True
+    if isinstance(items, list):  # draft 4..7 tuple form
+        prefix, rest = items, node.get("additionalItems", True)
+    elif items is not None:
+        rest = items
+    prefix = prefix if isinstance(prefix, list) else []
+    if "contains" in node or "minContains" in node:
+        raise c.fail("contains", f"{path}/contains", "contains is not supported yet")
+    if node.get("uniqueItems") is True:
+        log.warning("%s: uniqueItems at %s is not enforced (documented approximation)",
+                    c.where, path or "/")
+    lo = int(node.get("minItems", 0))
+    hi = None if node.get("maxItems") is None else int(node["maxItems"])
+    counted = _needs_count(lo, hi, 0, len(prefix) if rest is False else None)
+    label = _COUNTED if counted else _MARK
+    tail = pynini.closure(_piece_item(c, c.value(rest, f"{path}/items", child, rdepth), label)) \
+        if rest is not False else lit("")
+    for i in reversed(range(len(prefix))):
+        v = c.value(prefix[i], f"{path}/prefixItems/{i}", child, rdepth)
+        piece = _piece_item(c, v, label)
+        piece.concat(tail)
+        tail = piece.closure(0, 1)
+    return _resolve(c, tail, lo, hi, counted, "[", "]", path)
+
+
+def _piece_item(c: SchemaCompiler, value: pynini.Fst, label: int = _MARK) -> pynini.Fst:
+    out = _mark(label)
+    for part in (c.ws, value, c.ws):
+        out.concat(part)
+    return out
+
+
+def any_value(c: SchemaCompiler, loc: Location, depth: int) -> pynini.Fst:
+    """Every JSON value at ``loc`` nesting at most ``depth`` arrays/objects (keys in the
+    location's order, then any others)."""
+    words = c.string_words
+    text = free_string() if words is None else string_of(words, stage="json free text")
+    scalars = union_of([lit("null"), lit("true"), lit("false"), number_fst(), text])
+    if depth <= 0:
+        return c.opt(scalars, "(any value)")
+    inner = c.any_value(loc.items(), depth - 1)
+    arr = _resolve(c, pynini.closure(_piece_item(c, inner)), 0, None, False, "[", "]",
+                   "(any array)")
+    members = lit("")
+    for k in loc.keys:
+        members.concat(_piece(c, _key(k), c.any_value(loc.prop(k), depth - 1)).closure(0, 1))
+    extra = _piece(c, _other_keys(loc.keys), c.any_value(loc.extra(), depth - 1))
+    members.concat(extra.closure())
+    obj = _resolve(c, members, 0, None, False, "{", "}", "(any object)")
+    return c.opt(union_of([scalars, arr, obj]), "(any value)")

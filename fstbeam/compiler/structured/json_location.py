@@ -1,0 +1,225 @@
+"""Where a schema applies in an instance, and the property order that follows from it.
+
+Every object is written with its *location's* keys first, in order, then any other keys.
+A location is the set of schema nodes that apply to one place of an instance: the node itself
+and everything it reaches without moving in the instance (`$ref`, `allOf`, `anyOf`, `oneOf`,
+`not`, `if`/`then`/`else`, `dependentSchemas`). Its keys are the `properties` of those nodes in
+document order, then `required` and `dependentRequired` names not among them. Since every
+branch of an `anyOf` or `not` at one location orders keys the same way, intersections and
+complements of their automata are exact. `order_instance` writes an instance in that order: the
+serialization that the compiled automaton accepts (and that the benchmark feeds every engine).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+from urllib.parse import unquote
+
+from ...errors import SpecError
+
+__all__ = ["Resolver", "Location", "order_instance", "IN_PLACE_KEYWORDS"]
+
+IN_PLACE_KEYWORDS = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else")
+
+
+class Resolver:
+    """Local `$ref`s: `#`, JSON pointers (`#/$defs/a`, `#/definitions/b~1c`), `$anchor`s and
+    `$id`s (plain names, or ids that end in `#name`). Anything else is a SpecError."""
+
+    def __init__(self, root: Any, where: str):
+        self.root = root
+        self.where = where
+        self.anchors: dict[str, tuple[Any, str]] = {}
+        self._index(root, "")
+
+    def _index(self, node: Any, path: str) -> None:
+        if isinstance(node, list):
+            for i, v in enumerate(node):
+                self._index(v, f"{path}/{i}")
+            return
+        if not isinstance(node, dict):
+            return
+        for key in ("$anchor", "$id", "id"):
+            v = node.get(key)
+            if isinstance(v, str) and path:
+                self.anchors.setdefault(v, (node, path))
+                if "#" in v:
+                    self.anchors.setdefault("#" + v.split("#", 1)[1], (node, path))
+                else:
+                    self.anchors.setdefault("#" + v, (node, path))
+        for k, v in node.items():
+            if k in ("enum", "const", "examples", "default"):
+                continue
+            self._index(v, f"{path}/{_escape(k)}")
+
+    def resolve(self, ref: str, path: str) -> tuple[Any, str]:
+        if ref in self.anchors:
+            return self.anchors[ref]
+        base, _, frag = ref.partition("#")
+        root_id = self.root.get("$id") or self.root.get("id") if isinstance(self.root, dict) \
+            else None
+        if base and base != root_id and base not in self.anchors:
+            raise SpecError(f"{self.where}: $ref {ref!r} at {path or '/'} points outside the "
+                            "schema (only local references are supported)")
+        node: Any = self.root if not base or base == root_id else self.anchors[base][0]
+        target = "" if not base or base == root_id else self.anchors[base][1]
+        if frag and not frag.startswith("/"):
+            if "#" + frag in self.anchors:
+                return self.anchors["#" + frag]
+            raise SpecError(f"{self.where}: $ref {ref!r} at {path or '/'}: no $anchor or $id "
+                            f"named {frag!r}")
+        for part in frag.split("/")[1:] if frag else []:
+            part = unquote(part).replace("~1", "/").replace("~0", "~")
+            if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            elif isinstance(node, dict) and part in node:
+                node = node[part]
+            else:
+                raise SpecError(f"{self.where}: $ref {ref!r} at {path or '/'} does not resolve "
+                                f"(no {part!r})")
+            target += "/" + _escape(part)
+        return node, target
+
+
+def _escape(key: str) -> str:
+    return str(key).replace("~", "~0").replace("/", "~1")
+
+
+def expand(nodes: list[Any], resolver: Resolver) -> list[Any]:
+    """The nodes and everything they apply in place, in document order, once each."""
+    out: list[Any] = []
+    seen: set[int] = set()
+
+    def visit(node: Any) -> None:
+        if not isinstance(node, dict) or id(node) in seen:
+            return
+        seen.add(id(node))
+        out.append(node)
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            try:
+                visit(resolver.resolve(ref, "")[0])
+            except SpecError:
+                pass  # reported where the node is compiled
+        for key in IN_PLACE_KEYWORDS:
+            v = node.get(key)
+            for sub in v if isinstance(v, list) else [v]:
+                visit(sub)
+        for key in ("dependentSchemas", "dependencies"):
+            v = node.get(key)
+            if isinstance(v, dict):
+                for sub in v.values():
+                    visit(sub)
+
+    for n in nodes:
+        visit(n)
+    return out
+
+
+class Location:
+    """The schema nodes that apply to one place of an instance, and its key order."""
+
+    def __init__(self, nodes: list[Any], resolver: Resolver):
+        self.resolver = resolver
+        self.group = expand(nodes, resolver)
+        self.key = tuple(id(n) for n in self.group)
+        keys: dict[str, None] = {}
+        later: dict[str, None] = {}
+        # object and array values of const/enum here: their keys order objects too
+        self.consts: list[Any] = []
+        for n in self.group:
+            self.consts += [n["const"]] if "const" in n else []
+            self.consts += n["enum"] if isinstance(n.get("enum"), list) else []
+        self.consts = [v for v in self.consts if isinstance(v, (dict, list))]
+        for n in self.group:
+            props = n.get("properties")
+            if isinstance(props, dict):
+                keys.update(dict.fromkeys(props))
+            req = n.get("required")
+            if isinstance(req, list):
+                later.update(dict.fromkeys(r for r in req if isinstance(r, str)))
+            for dep in ("dependentRequired", "dependencies"):
+                v = n.get(dep)
+                if isinstance(v, dict):
+                    for k, names in v.items():
+                        if isinstance(names, list):
+                            later.update(dict.fromkeys([k, *names]))
+        for v in self.consts:
+            if isinstance(v, dict):
+                keys.update(dict.fromkeys(v))
+        keys.update(later)
+        self.keys: tuple[str, ...] = tuple(keys)
+        self._children: dict[Any, Location] = {}
+
+    def shape(self, depth: int) -> tuple[Any, ...]:
+        """What the free value of this location depends on, ``depth`` levels down: two
+        locations of one shape share one automaton."""
+        if depth <= 0:
+            return ()
+        return (self.keys, self.items().shape(depth - 1), self.extra().shape(depth - 1),
+                tuple(self.prop(k).shape(depth - 1) for k in self.keys))
+
+    def _child(self, tag: Any, nodes: Iterator[Any]) -> Location:
+        if tag not in self._children:
+            self._children[tag] = Location(list(nodes), self.resolver)
+        return self._children[tag]
+
+    def prop(self, name: str) -> Location:
+        """Where the value of property ``name`` sits."""
+        def nodes() -> Iterator[Any]:
+            for n in self.group:
+                props = n.get("properties")
+                if isinstance(props, dict) and name in props:
+                    yield props[name]
+                elif isinstance(n.get("additionalProperties"), dict):
+                    yield n["additionalProperties"]
+                yield from _dict_values(n.get("patternProperties"))
+            inner = [v[name] for v in self.consts if isinstance(v, dict) and name in v]
+            if inner:
+                yield {"enum": inner}
+        return self._child(("p", name), nodes())
+
+    def extra(self) -> Location:
+        """Where the value of an undeclared property sits."""
+        def nodes() -> Iterator[Any]:
+            for n in self.group:
+                yield from _dict_values(n.get("patternProperties"))
+                if isinstance(n.get("additionalProperties"), dict):
+                    yield n["additionalProperties"]
+        return self._child("x", nodes())
+
+    def items(self) -> Location:
+        """Where every array item sits (all positions share one location)."""
+        def nodes() -> Iterator[Any]:
+            for n in self.group:
+                for key in ("prefixItems", "items", "additionalItems", "contains"):
+                    v = n.get(key)
+                    yield from v if isinstance(v, list) else [v]
+            inner = [x for v in self.consts if isinstance(v, list) for x in v]
+            if inner:
+                yield {"enum": inner}
+        return self._child("i", nodes())
+
+
+def _dict_values(v: Any) -> list[Any]:
+    return list(v.values()) if isinstance(v, dict) else []
+
+
+def order_instance(schema: Mapping[str, Any] | bool, instance: Any) -> Any:
+    """``instance`` with every object's keys in the order `json_schema_fst` writes them: the
+    location's keys first, in order, then the others as they were. Serialize the result with
+    ``json.dumps(..., separators=(",", ":"), ensure_ascii=False)``."""
+    resolver = Resolver(schema, "json_schema")
+    return _order(Location([schema], resolver), instance)
+
+
+def _order(loc: Location, value: Any) -> Any:
+    if isinstance(value, dict):
+        first = [k for k in loc.keys if k in value]
+        rest = [k for k in value if k not in set(first)]
+        return {k: _order(loc.prop(k) if k in loc.keys else loc.extra(), value[k])
+                for k in first + rest}
+    if isinstance(value, list):
+        inner = loc.items()
+        return [_order(inner, v) for v in value]
+    return value

@@ -1,0 +1,351 @@
+"""A JSON Schema as one byte automaton (UTF-8) of the JSON texts that validate against it.
+
+`json_schema_fst(schema)` is exact where the schema is regular: combinators are automaton
+operations (`allOf` intersection, `anyOf` union, `oneOf` union minus pairwise intersections,
+`not` difference from the JSON values of the location, `if`/`then`/`else`), and `$ref`
+recursion and free nesting are unrolled to `max_depth`. A keyword that cannot be honoured is a
+`SpecError` naming the keyword and its JSON-pointer path. The rules (property order, whitespace,
+string escapes, numbers) are in docs/structured.md, "JSON Schema".
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+import pynini
+
+from ...errors import SpecError
+from ...fst.optimize import FstSizeError, optimize
+from . import json_containers, json_values
+from .json_lexical import empty, lit, union
+from .json_location import Location, Resolver
+
+__all__ = ["json_schema_fst", "JSON_SCHEMA_DEFAULTS", "UnsupportedSchema"]
+
+JSON_SCHEMA_DEFAULTS: dict[str, Any] = {
+    # free JSON (`{}`, free properties, untyped items) nests this many arrays/objects deep, and
+    # a recursive $ref is unrolled this many times
+    "max_depth": 6,
+    "whitespace": "compact",
+    # `whitespace="flexible"`: at most this many of space, tab, newline, CR around each token
+    "max_whitespace": 8,
+    # no automaton along the way may pass this many states
+    "max_states": 2_000_000,
+}
+
+# Keywords that are regular but not implemented, or not regular; refused with their path.
+_REFUSED = {
+    "unevaluatedProperties": "unevaluatedProperties is not supported",
+    "unevaluatedItems": "unevaluatedItems is not supported",
+    "$dynamicRef": "$dynamicRef is not supported (use $ref)",
+    "$recursiveRef": "$recursiveRef is not supported (use $ref)",
+}
+_TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
+
+
+class UnsupportedSchema(SpecError):
+    """A schema keyword that cannot be compiled to an automaton (names keyword and path)."""
+
+    def __init__(self, message: str, *, keyword: str, path: str):
+        super().__init__(message)
+        self.keyword = keyword
+        self.path = path
+
+
+def json_schema_fst(schema: Mapping[str, Any] | bool | str, *, where: str = "json_schema",
+                    max_depth: int = JSON_SCHEMA_DEFAULTS["max_depth"],
+                    whitespace: str = "compact",
+                    string_words: pynini.Fst | None = None) -> pynini.Fst:
+    """A minimal deterministic byte acceptor of the JSON texts valid against ``schema``.
+
+    ``schema``: a dict, a bool, or JSON text. Objects are written with their location's
+    declared keys first in schema order, then any others (`order_instance`). ``whitespace``:
+    ``"compact"`` (none) or ``"flexible"`` (up to ``max_whitespace`` JSON whitespace bytes around
+    each token). ``string_words``: a byte acceptor of plain text that free string values (no
+    enum, const, pattern or format) must belong to, JSON-escaped.
+    """
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except json.JSONDecodeError as err:
+            raise SpecError(f"{where}: the schema is not valid JSON ({err})") from err
+    if not isinstance(schema, (dict, bool)):
+        raise SpecError(f"{where}: a JSON Schema is an object or a boolean, got "
+                        f"{type(schema).__name__}")
+    if whitespace not in ("compact", "flexible"):
+        raise SpecError(f"{where}: whitespace must be 'compact' or 'flexible', got {whitespace!r}")
+    if not isinstance(max_depth, int) or max_depth < 0:
+        raise SpecError(f"{where}: max_depth must be an integer >= 0, got {max_depth!r}")
+    compiler = SchemaCompiler(schema, where=where, max_depth=max_depth, whitespace=whitespace,
+                              string_words=string_words)
+    return compiler.document()
+
+
+class SchemaCompiler:
+    """Compiles the nodes of one schema document; sub-automata cached per (node, location,
+    recursion budget)."""
+
+    def __init__(self, schema: Any, *, where: str, max_depth: int, whitespace: str,
+                 string_words: pynini.Fst | None):
+        self.root = schema
+        self.where = where
+        self.max_depth = max_depth
+        self.max_states = JSON_SCHEMA_DEFAULTS["max_states"]
+        self.resolver = Resolver(schema, where)
+        self.string_words = string_words
+        meta = schema.get("$schema", "") if isinstance(schema, dict) else ""
+        self.draft4 = isinstance(meta, str) and ("draft-04" in meta or "draft-03" in meta)
+        self.ws = (pynini.closure(json_values.ws_byte(), 0, JSON_SCHEMA_DEFAULTS["max_whitespace"])
+                   if whitespace == "flexible" else lit(""))
+        self._cache: dict[tuple[Any, ...], pynini.Fst] = {}
+        self._keep: list[Any] = []  # synthesized nodes, kept alive so their ids stay unique
+        self._recursive = _recursive_targets(schema, self.resolver)
+        # free values accept every key order: the location's order matters only in complements
+        self.plain = Location([], self.resolver)
+
+    # -- helpers used by the sibling modules -------------------------------------------------
+    def fail(self, keyword: str, path: str, why: str) -> UnsupportedSchema:
+        return UnsupportedSchema(f"{self.where}: {keyword} at {path or '/'}: {why}",
+                                 keyword=keyword, path=path or "/")
+
+    def opt(self, fst: pynini.Fst, path: str) -> pynini.Fst:
+        try:
+            return optimize(fst, stage=f"{self.where} {path or '/'}", max_states=self.max_states)
+        except FstSizeError as err:
+            raise SpecError(f"{self.where}: the automaton at {path or '/'} needs more than "
+                            f"{self.max_states:,} states; lower max_depth or simplify the "
+                            "schema there") from err
+
+    def meet(self, a: pynini.Fst, b: pynini.Fst) -> pynini.Fst:
+        """The intersection, trimmed (not determinized: structural results stay NFAs until
+        an operation needs a DFA, so no subtree is determinized once per level above it)."""
+        a = a.copy().arcsort("olabel")
+        out = pynini.intersect(a, b.copy().arcsort("ilabel"))
+        out.connect()
+        return out
+
+    def synth(self, node: dict[str, Any]) -> dict[str, Any]:
+        self._keep.append(node)
+        return node
+
+    def document(self) -> pynini.Fst:
+        loc = Location([self.root], self.resolver)
+        body = self.value(self.root, "", loc, self.max_depth)
+        return self.opt(json_containers.finish(self.ws + body + self.ws), "")
+
+    # -- values ------------------------------------------------------------------------------
+    def value(self, node: Any, path: str, loc: Location, rdepth: int) -> pynini.Fst:
+        if node is True or (isinstance(node, dict) and _is_free(node)):
+            return self.any_value(self.plain, self.max_depth)
+        if node is False:
+            return empty()
+        if not isinstance(node, dict):
+            raise SpecError(f"{self.where}: the schema at {path or '/'} is a "
+                            f"{type(node).__name__}, not an object or a boolean")
+        key = (id(node), loc.key, rdepth)
+        if key not in self._cache:
+            self._cache[key] = self._node(node, path, loc, rdepth)
+        return self._cache[key]
+
+    def any_value(self, loc: Location, depth: int) -> pynini.Fst:
+        key = ("any", loc.shape(depth), depth)
+        if key not in self._cache:
+            self._cache[key] = json_containers.any_value(self, loc, depth)
+        return self._cache[key]
+
+    def _node(self, node: dict[str, Any], path: str, loc: Location, rdepth: int) -> pynini.Fst:
+        for kw, why in _REFUSED.items():
+            if kw in node:
+                raise self.fail(kw, f"{path}/{kw}", why)
+        if node.get("nullable") is True and "type" in node:  # OpenAPI 3.0
+            t = node["type"]
+            node = self.synth({**node, "type": [*(t if isinstance(t, list) else [t]), "null"]})
+        types = self._types(node, path)
+        out = self._typed(node, path, loc, rdepth, types)
+        parts: list[pynini.Fst] = []
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            target, tpath = self.resolver.resolve(ref, f"{path}/$ref")
+            depth = rdepth - 1 if id(target) in self._recursive else rdepth
+            parts.append(self.value(target, tpath, loc, depth) if depth >= 0 else empty())
+        for i, sub in enumerate(node.get("allOf") or []):
+            parts.append(self.value(sub, f"{path}/allOf/{i}", loc, rdepth))
+        if node.get("anyOf"):
+            parts.append(union([self.value(s, f"{path}/anyOf/{i}", loc, rdepth)
+                                for i, s in enumerate(node["anyOf"])]))
+        if node.get("oneOf"):
+            parts.append(self._one_of(node["oneOf"], f"{path}/oneOf", loc, rdepth))
+        if "not" in node:
+            banned = self.value(node["not"], f"{path}/not", loc, rdepth)
+            parts.append(pynini.difference(self.any_value(loc, self.max_depth),
+                                           self.opt(banned, path)))
+        if "if" in node and ("then" in node or "else" in node):
+            parts.append(self._if(node, path, loc, rdepth))
+        parts.extend(self._dependencies(node, path, loc, rdepth))
+        for p in parts:
+            out = self.meet(out, p)
+        return out
+
+    def _types(self, node: dict[str, Any], path: str) -> tuple[str, ...]:
+        t = node.get("type", list(_TYPES))
+        names = t if isinstance(t, list) else [t]
+        for n in names:
+            if n not in _TYPES:
+                raise self.fail("type", f"{path}/type", f"unknown type {n!r} (one of "
+                                f"{', '.join(_TYPES)})")
+        if "number" in names and "integer" in names:
+            names = [n for n in names if n != "integer"]
+        return tuple(names)
+
+    def _typed(self, node: dict[str, Any], path: str, loc: Location, rdepth: int,
+               types: tuple[str, ...]) -> pynini.Fst:
+        if "const" in node or "enum" in node:
+            values = [node["const"]] if "const" in node else node["enum"]
+            if not isinstance(values, list):
+                raise self.fail("enum", f"{path}/enum", "enum must be an array")
+            keep = [v for v in values if _type_of(v, self.draft4) in types
+                    or (_type_of(v, self.draft4) == "integer" and "number" in types)]
+            lang = union([json_values.literal(self, v, f"{path}/enum", loc) for v in keep])
+            if not _has_type_keywords(node):
+                return lang
+            typed = self._typed({k: v for k, v in node.items() if k not in ("enum", "const")},
+                                path, loc, rdepth, types)
+            return self.meet(lang, typed)
+        parts = []
+        for t in types:
+            if t == "null":
+                parts.append(lit("null"))
+            elif t == "boolean":
+                parts.append(lit("true") | lit("false"))
+            elif t in ("number", "integer"):
+                parts.append(json_values.number(self, node, path, integer=t == "integer"))
+            elif t == "string":
+                parts.append(json_values.string(self, node, path))
+            elif t == "object":
+                parts.append(json_containers.object_value(self, node, path, loc, rdepth))
+            else:
+                parts.append(json_containers.array_value(self, node, path, loc, rdepth))
+        return union(parts)
+
+    def _one_of(self, subs: list[Any], path: str, loc: Location, rdepth: int) -> pynini.Fst:
+        langs = [self.value(s, f"{path}/{i}", loc, rdepth) for i, s in enumerate(subs)]
+        overlaps = []
+        for i in range(len(langs)):
+            for j in range(i + 1, len(langs)):
+                both = self.meet(langs[i], langs[j])
+                if both.num_states():
+                    overlaps.append(both)
+        out = union(langs)
+        if overlaps:
+            out = pynini.difference(out, self.opt(union(overlaps), path))
+        return out
+
+    def _if(self, node: dict[str, Any], path: str, loc: Location, rdepth: int) -> pynini.Fst:
+        cond = self.opt(self.value(node["if"], f"{path}/if", loc, rdepth), path)
+        everything = self.any_value(loc, self.max_depth)
+        yes = self.value(node.get("then", True), f"{path}/then", loc, rdepth)
+        no = self.value(node.get("else", True), f"{path}/else", loc, rdepth)
+        return self.meet(cond, yes) | self.meet(pynini.difference(everything, cond), no)
+
+    def _dependencies(self, node: dict[str, Any], path: str, loc: Location,
+                      rdepth: int) -> list[pynini.Fst]:
+        """`dependentRequired`/`dependentSchemas`/`dependencies`: when property a is present,
+        the object must also have the listed properties / match the schema."""
+        out = []
+        for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
+            deps = node.get(kw)
+            if not isinstance(deps, dict):
+                continue
+            for name, need in deps.items():
+                has = self.synth({"type": "object", "required": [name]})
+                if isinstance(need, list):
+                    then: Any = self.synth({"required": need})
+                else:
+                    then = need
+                cond = self.synth({"if": has, "then": then})
+                out.append(self.value(cond, f"{path}/{kw}/{name}", loc, rdepth))
+        return out
+
+
+def _type_of(v: Any, draft4: bool) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and not draft4):
+        return "integer"
+    if isinstance(v, (float, Decimal)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    return "array" if isinstance(v, list) else "object"
+
+
+_TYPE_KEYWORDS = {
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
+    "maxLength", "pattern", "format", "properties", "required", "additionalProperties",
+    "patternProperties", "minProperties", "maxProperties", "propertyNames", "items",
+    "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains",
+}
+
+
+_IN_PLACE = {"$ref", "allOf", "anyOf", "oneOf", "not", "if", "dependentRequired",
+             "dependentSchemas", "dependencies", "type", "enum", "const", "nullable", *_REFUSED}
+
+
+def _is_free(node: dict[str, Any]) -> bool:
+    """No keyword that constrains a value (only annotations): any JSON value."""
+    return not any(k in node for k in _TYPE_KEYWORDS | _IN_PLACE)
+
+
+def _has_type_keywords(node: dict[str, Any]) -> bool:
+    return any(k in node for k in _TYPE_KEYWORDS)
+
+
+def _recursive_targets(root: Any, resolver: Resolver) -> set[int]:
+    """The ids of $ref targets that can reach a $ref to themselves (recursion to unroll)."""
+    edges: dict[int, set[int]] = {}
+    targets: dict[int, Any] = {}
+
+    def refs_in(node: Any, acc: set[int]) -> None:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                try:
+                    t = resolver.resolve(ref, "")[0]
+                except SpecError:
+                    t = None
+                if t is not None:
+                    acc.add(id(t))
+                    targets[id(t)] = t
+            for k, v in node.items():
+                if k not in ("enum", "const", "default", "examples"):
+                    refs_in(v, acc)
+        elif isinstance(node, list):
+            for v in node:
+                refs_in(v, acc)
+
+    refs_in(root, set())
+    todo = list(targets)
+    while todo:
+        t = todo.pop()
+        if t in edges:
+            continue
+        edges[t] = set()
+        refs_in(targets[t], edges[t])
+        todo.extend(x for x in edges[t] if x not in edges)
+    recursive = set()
+    for start in edges:
+        seen: set[int] = set()
+        stack = list(edges[start])
+        while stack:
+            x = stack.pop()
+            if x == start:
+                recursive.add(start)
+                break
+            if x not in seen:
+                seen.add(x)
+                stack.extend(edges.get(x, ()))
+    return recursive

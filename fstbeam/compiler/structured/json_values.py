@@ -1,0 +1,142 @@
+"""Scalar values of a schema node: numbers with their bounds, strings with their constraints,
+and `const`/`enum` literals (objects and arrays among them are compiled as exact schemas at the
+node's location, so their keys follow the location's order)."""
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Any
+
+import pynini
+
+from .json_formats import format_fst
+from .json_lexical import any_char, bounds_fst, free_string, integer_fst, lit, multiple_of_fst, number_equal_fst, number_fst, string_of
+from .json_location import Location
+
+if TYPE_CHECKING:
+    from .json_schema import SchemaCompiler
+
+__all__ = ["number", "string", "literal", "ws_byte", "MAX_LENGTH"]
+
+MAX_LENGTH = 5_000  # minLength/maxLength above this are refused (a chain of that many states)
+
+
+def ws_byte() -> pynini.Fst:
+    return lit(" ") | lit("\t") | lit("\n") | lit("\r")
+
+
+def _decimal(c: SchemaCompiler, v: Any, kw: str, path: str) -> Decimal:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise c.fail(kw, f"{path}/{kw}", f"must be a number, got {v!r}")
+    try:
+        return Decimal(repr(v)) if isinstance(v, float) else Decimal(v)
+    except InvalidOperation as err:
+        raise c.fail(kw, f"{path}/{kw}", f"{v!r} is not a finite number") from err
+
+
+def number(c: SchemaCompiler, node: dict[str, Any], path: str, *, integer: bool) -> pynini.Fst:
+    lower = upper = None
+    for kw, is_lower in (("minimum", True), ("maximum", False)):
+        if kw in node:
+            ex = "exclusiveMinimum" if is_lower else "exclusiveMaximum"
+            bound = (_decimal(c, node[kw], kw, path), node.get(ex) is True)
+            if is_lower:
+                lower = bound
+            else:
+                upper = bound
+    for kw, is_lower in (("exclusiveMinimum", True), ("exclusiveMaximum", False)):
+        v = node.get(kw)
+        if v is None or isinstance(v, bool):
+            continue
+        d = _decimal(c, v, kw, path)
+        cur = lower if is_lower else upper
+        # keep the tighter of minimum and exclusiveMinimum (both may be given)
+        if cur is None or (d >= cur[0] if is_lower else d <= cur[0]):
+            if is_lower:
+                lower = (d, True)
+            else:
+                upper = (d, True)
+    out = integer_fst(zero_fraction=not c.draft4) if integer else number_fst()
+    if lower is None and upper is None and "multipleOf" not in node:
+        return out
+    if lower is not None or upper is not None:
+        out = pynini.intersect(out, bounds_fst(lower, upper, f"{c.where} {path or '/'}"))
+    if "multipleOf" in node:
+        m = _decimal(c, node["multipleOf"], "multipleOf", path)
+        if m <= 0:
+            raise c.fail("multipleOf", f"{path}/multipleOf", "must be greater than 0")
+        out = pynini.intersect(c.opt(out, path),
+                               multiple_of_fst(m, f"{c.where} {path}/multipleOf"))
+    return c.opt(out, path)
+
+
+def _length(c: SchemaCompiler, node: dict[str, Any], kw: str, path: str) -> int | None:
+    v = node.get(kw)
+    if v is None:
+        return None
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise c.fail(kw, f"{path}/{kw}", f"must be a non-negative integer, got {v!r}")
+    if v > MAX_LENGTH and kw == "minLength":
+        raise c.fail(kw, f"{path}/{kw}", f"{v} is more than {MAX_LENGTH} characters")
+    return v
+
+
+def string(c: SchemaCompiler, node: dict[str, Any], path: str) -> pynini.Fst:
+    """The JSON strings whose decoded text meets pattern, format and length."""
+    lo = _length(c, node, "minLength", path) or 0
+    hi = _length(c, node, "maxLength", path)
+    if hi is not None and hi > MAX_LENGTH:
+        hi = None if lo == 0 else hi  # a very long maximum: no practical limit (documented)
+        if hi is not None:
+            raise c.fail("maxLength", f"{path}/maxLength", f"{hi} is more than {MAX_LENGTH}")
+    decoded: pynini.Fst | None = None
+    pattern = node.get("pattern")
+    if pattern is not None:
+        if not isinstance(pattern, str):
+            raise c.fail("pattern", f"{path}/pattern", "must be a string")
+        from .regex import regex_fst  # helper A's module
+
+        decoded = regex_fst(pattern, where=f"{c.where} {path}/pattern", search=True)
+    fmt = node.get("format")
+    if isinstance(fmt, str):
+        f = format_fst(fmt)
+        if f is not None:
+            decoded = f if decoded is None else pynini.intersect(c.opt(decoded, path), f)
+    free = decoded is None
+    if free and c.string_words is not None:
+        decoded = c.string_words
+    if lo or hi is not None:
+        chars = pynini.closure(any_char(), lo, hi) if hi is not None else \
+            pynini.closure(any_char(), lo)
+        chars = c.opt(chars, path)
+        decoded = chars if decoded is None else pynini.intersect(c.opt(decoded, path), chars)
+    if decoded is None:
+        return free_string()
+    return string_of(c.opt(decoded, path), stage=f"{c.where} {path or '/'}")
+
+
+def literal(c: SchemaCompiler, value: Any, path: str, loc: Location) -> pynini.Fst:
+    """The JSON spellings of ``value`` (numbers equal in value: 1 = 1.0)."""
+    if value is None:
+        return lit("null")
+    if value is True:
+        return lit("true")
+    if value is False:
+        return lit("false")
+    if isinstance(value, (int, float)):
+        d = _decimal(c, value, "enum", path)
+        return number_equal_fst(d, f"{c.where} {path}")
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise c.fail("enum", path, "a string with U+0000 cannot be compiled")
+        return string_of(lit(value), stage=f"{c.where} {path} literal")
+    if isinstance(value, list):
+        node = c.synth({"type": "array", "prefixItems": [c.synth({"const": v}) for v in value],
+                        "items": False, "minItems": len(value)})
+    elif isinstance(value, dict):
+        node = c.synth({"type": "object", "additionalProperties": False, "required": list(value),
+                        "properties": {k: c.synth({"const": v}) for k, v in value.items()}})
+    else:
+        raise c.fail("enum", path, f"{value!r} is not a JSON value")
+    return c.value(node, path, loc, c.max_depth)

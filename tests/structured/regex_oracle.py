@@ -1,0 +1,106 @@
+"""Python's `re` as the oracle for ECMA-262 patterns, and strings to test them on.
+
+`to_python(pattern)` rewrites the few places where ECMA-262 and Python differ, token by token:
+`$` (Python's also matches before a final newline), `.` (ECMA excludes \\r, U+2028 and U+2029
+too), `\\s`/`\\S` (ECMA's Unicode whitespace set), named groups; `\\d \\w` come out ASCII through
+re.ASCII. Patterns it cannot translate faithfully return None (the caller skips them).
+"""
+from __future__ import annotations
+
+import random
+import re
+
+ECMA_SPACE_CLASS = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
+NOT_LINE_TERMINATOR = "[^\\n\\r\\u2028\\u2029]"
+
+
+def to_python(pattern: str) -> re.Pattern | None:
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            nxt = pattern[i + 1:i + 2]
+            if nxt in ("p", "P", "c", "k", "0") or nxt.isdigit() or pattern[i:i + 3] == "\\u{":
+                return None  # \p, \cX, \u{..}, backreferences: not compared here
+            if nxt == "s":
+                out.append(ECMA_SPACE_CLASS if in_class else f"[{ECMA_SPACE_CLASS}]")
+            elif nxt == "S":
+                if in_class:
+                    return None
+                out.append(f"[^{ECMA_SPACE_CLASS}]")
+            else:
+                out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+            elif c == "[":
+                out.append("\\[")  # Python warns about nested sets
+                i += 1
+                continue
+            out.append(c)
+        elif c == "[":
+            if pattern[i + 1:i + 2] == "]" or pattern[i + 1:i + 3] == "^]":
+                return None  # ECMA's [] and [^]
+            in_class = True
+            out.append(c)
+            if pattern[i + 1:i + 2] == "^":
+                out.append("^")
+                i += 1
+        elif c == "$":
+            out.append("\\Z")
+        elif c == ".":
+            out.append(NOT_LINE_TERMINATOR)
+        elif c == "(" and pattern[i + 1:i + 3] == "?<" and pattern[i + 3:i + 4] not in ("=", "!"):
+            out.append("(?P<")
+            i += 3
+            continue
+        elif c == "{" and re.match(r"\{,\d*\}", pattern[i:]):
+            out.append("\\{")  # ECMA: a literal; Python: {0,n}
+        else:
+            out.append(c)
+        i += 1
+    try:
+        return re.compile("".join(out), re.ASCII)
+    except re.error:
+        return None
+
+
+def random_walk(dfa, rng: random.Random, *, stop: float = 0.25, max_len: int = 60) -> bytes | None:
+    """A random accepted byte string of a trimmed DFA (None if none was reached in time)."""
+    q, out = dfa.start, bytearray()
+    for _ in range(max_len * 4):
+        if dfa.final[q] and (rng.random() < stop or len(out) >= max_len):
+            return bytes(out)
+        nxt = dfa.next[q]
+        labels = [b for b in range(256) if nxt[b] >= 0]
+        if not labels:
+            return bytes(out) if dfa.final[q] else None
+        b = rng.choice(labels)
+        out.append(b)
+        q = int(nxt[b])
+    return None
+
+
+ALPHABET = "aAzZ09_-. /:@#\n\r\t\u00a0\u2028é€😀{}[]()+*?^$|\\\"'"
+
+
+def mutations(text: str, rng: random.Random, n: int, alphabet: str = ALPHABET) -> list[str]:
+    """Near misses: the text with a character deleted, inserted, replaced or doubled."""
+    out = []
+    for _ in range(n):
+        s = list(text)
+        op = rng.randrange(4)
+        pos = rng.randrange(len(s) + 1)
+        ch = rng.choice(alphabet + (text or "a"))
+        if op == 0 and s:
+            del s[min(pos, len(s) - 1)]
+        elif op == 1:
+            s.insert(pos, ch)
+        elif op == 2 and s:
+            s[min(pos, len(s) - 1)] = ch
+        else:
+            s[pos:pos] = s[pos:pos + 2]
+        out.append("".join(s).replace("\x00", ""))
+    return out

@@ -1,0 +1,210 @@
+"""json_schema_fst against the `jsonschema` validator on small schemas and many candidate
+instances (each serialized as the automaton reads it: `order_instance`, compact JSON)."""
+from __future__ import annotations
+
+import json
+
+import pynini
+import pytest
+
+jsonschema = pytest.importorskip("jsonschema")
+
+from fstbeam.compiler.structured.json_location import order_instance  # noqa: E402
+from fstbeam.compiler.structured.json_schema import (  # noqa: E402
+    UnsupportedSchema,
+    json_schema_fst,
+)
+from fstbeam.errors import SpecError  # noqa: E402
+
+
+def accepts(fst: pynini.Fst, text: str) -> bool:
+    state = fst.start()
+    if state < 0:
+        return False
+    zero = pynini.Weight.zero(fst.weight_type())
+    for b in text.encode("utf-8"):
+        nxt = [a.nextstate for a in fst.arcs(state) if a.ilabel == b]
+        if not nxt:
+            return False
+        state = nxt[0]
+    return fst.final(state) != zero
+
+
+def dumps(schema, value) -> str:
+    return json.dumps(order_instance(schema, value), separators=(",", ":"), ensure_ascii=False)
+
+
+def valid(schema, value) -> bool:
+    cls = jsonschema.validators.validator_for(schema)
+    return cls(schema).is_valid(value)
+
+
+SCALARS = [None, True, False, 0, -0.5, 1, 2, 3, -1, 7, 10, 12.5, 100, 2.25, "", "a", "ab", "abc",
+           "abcd", "é", 'q"x', "a\nb", "x/y"]
+CANDIDATES = SCALARS + [
+    [], [1], [1, 2], [1, 2, 3], ["a"], ["a", 1], [None, None], [[1]], [{"a": 1}],
+    {}, {"a": 1}, {"a": "x"}, {"b": 2}, {"a": 1, "b": 2}, {"b": 2, "a": 1}, {"c": None},
+    {"a": 1, "c": [1]}, {"a": {"a": 1}}, {"a": {"b": {"a": 2}}}, {"a": [1, {"b": 1}]},
+    {"a": 3, "b": "x", "c": True},
+]
+
+SCHEMAS = [
+    {"type": "integer"},
+    {"type": ["string", "null"]},
+    {"type": "number", "minimum": -0.5, "exclusiveMaximum": 12.5},
+    {"type": "integer", "minimum": 2, "maximum": 10},
+    {"type": "integer", "exclusiveMinimum": 1, "multipleOf": 3},
+    {"type": "number", "multipleOf": 0.25},
+    {"type": "string", "minLength": 2, "maxLength": 3},
+    {"enum": [1, "a", None, [1, 2], {"a": 1}]},
+    {"const": {"a": 1, "b": 2}},
+    {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 2},
+    {"type": "array", "prefixItems": [{"type": "string"}], "items": False},
+    {"$schema": "http://json-schema.org/draft-07/schema#", "type": "array",
+     "items": [{"type": "integer"}], "additionalItems": {"type": "string"}},
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+    {"type": "object", "properties": {"a": {"type": "integer"}},
+     "additionalProperties": False},
+    {"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "integer"}},
+    {"type": "object", "minProperties": 2, "maxProperties": 2},
+    {"type": "object", "dependentRequired": {"a": ["b"]}},
+    {"anyOf": [{"type": "string", "maxLength": 1}, {"type": "integer", "minimum": 5}]},
+    {"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 2}]},
+    {"allOf": [{"type": "number", "minimum": 1}, {"type": "integer", "maximum": 7}]},
+    {"not": {"type": "object"}},
+    {"not": {"properties": {"a": {"type": "integer"}}, "required": ["a"]}},
+    {"if": {"type": "integer"}, "then": {"minimum": 3}, "else": {"type": "string"}},
+    {"anyOf": [{"properties": {"a": {"const": 1}}, "required": ["a"]},
+               {"properties": {"b": {"const": 2}}, "required": ["b"]}]},
+    {"$defs": {"t": {"type": "object", "properties": {"a": {"$ref": "#/$defs/t"}},
+                     "additionalProperties": False}}, "$ref": "#/$defs/t"},
+    {"definitions": {"n": {"type": "integer", "maximum": 3}},
+     "type": "array", "items": {"$ref": "#/definitions/n"}},
+    {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer", "minimum": 1,
+     "exclusiveMinimum": True},
+    {"type": "object", "properties": {"a": {"type": "integer", "nullable": True}}},
+    {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+     "dependencies": {"a": {"required": ["c"]}}},
+    True,
+    False,
+    {},
+]
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: json.dumps(s)[:60])
+def test_accepts_exactly_the_valid_instances(schema):
+    fst = json_schema_fst(schema, max_depth=3)
+    for value in CANDIDATES:
+        assert accepts(fst, dumps(schema, value)) == valid(schema, value), (schema, value)
+
+
+def test_integer_bounds_exhaustive_with_signs_and_zero():
+    for lo, hi in ((-12, 7), (0, 0), (-3, -1), (9, 101)):
+        schema = {"type": "integer", "minimum": lo, "maximum": hi}
+        fst = json_schema_fst(schema)
+        for v in range(-130, 130):
+            assert accepts(fst, str(v)) == (lo <= v <= hi), (lo, hi, v)
+        assert accepts(fst, "-0") == (lo <= 0 <= hi)
+        assert not accepts(fst, "01")
+
+
+def test_decimal_bounds_against_decimal_arithmetic():
+    from decimal import Decimal
+
+    schema = {"type": "number", "exclusiveMinimum": -1.25, "maximum": 3.5}
+    fst = json_schema_fst(schema)
+    texts = [f"{i / 100:.2f}" for i in range(-400, 500, 7)] + ["-1.25", "-1.250", "3.5", "3.50"]
+    for t in texts:
+        assert accepts(fst, t) == (Decimal("-1.25") < Decimal(t) <= Decimal("3.5")), t
+
+
+def test_string_escapes_count_as_one_code_point():
+    fst = json_schema_fst({"type": "string", "maxLength": 2})
+    assert accepts(fst, '"\\n\\u0041"')
+    assert accepts(fst, '"é\\""')
+    assert not accepts(fst, '"abc"')
+    assert not accepts(fst, '"\n"')  # raw control character
+    assert not accepts(fst, '"\\x"')
+
+
+@pytest.mark.parametrize("fmt,good,bad", [
+    ("date", ["2024-02-29", "1999-12-31"], ["2024-13-01", "2024-04-31", "24-01-01"]),
+    ("date-time", ["2024-01-01T10:00:00Z", "2024-01-01t10:00:00.5+01:00"],
+     ["2024-01-01 10:00:00", "2024-01-01T25:00:00Z"]),
+    ("ipv4", ["127.0.0.1", "255.255.255.255"], ["256.1.1.1", "01.2.3.4", "1.2.3"]),
+    ("ipv6", ["::1", "fe80::1:2", "1:2:3:4:5:6:7:8", "::ffff:1.2.3.4"], ["1::2::3", "12345::"]),
+    ("uuid", ["123e4567-e89b-12d3-a456-426614174000"], ["123e4567e89b12d3a456426614174000"]),
+    ("email", ["a.b@example.com"], ["a@", "@b.c", "a..b@c.d"]),
+    ("hostname", ["example.com", "a-b.c"], ["-a.com", "a_b.com"]),
+    ("uri", ["https://example.com/a?b=c#d"], ["no scheme", "//x"]),
+    ("x-unknown-format", ["anything at all"], []),
+])
+def test_formats(fmt, good, bad):
+    fst = json_schema_fst({"type": "string", "format": fmt})
+    for s in good:
+        assert accepts(fst, json.dumps(s)), s
+    for s in bad:
+        assert not accepts(fst, json.dumps(s)), s
+
+
+def test_flexible_whitespace():
+    schema = {"type": "object", "properties": {"a": {"type": "array"}}}
+    value = {"a": [1, {"b": None}]}
+    compact = json_schema_fst(schema)
+    loose = json_schema_fst(schema, whitespace="flexible")
+    pretty = json.dumps(value, indent=1)
+    assert not accepts(compact, pretty)
+    assert accepts(loose, pretty)
+    assert accepts(loose, dumps(schema, value))
+    assert not accepts(loose, " " * 20 + dumps(schema, value))
+
+
+def test_property_order_declared_first_then_others():
+    schema = {"properties": {"b": {}, "a": {}}}
+    fst = json_schema_fst(schema)
+    assert dumps(schema, {"z": 1, "a": 2, "b": 3}) == '{"b":3,"a":2,"z":1}'
+    assert accepts(fst, '{"b":3,"a":2,"z":1}')
+    assert not accepts(fst, '{"a":2,"b":3}')
+
+
+def test_depth_limit_for_free_json():
+    fst = json_schema_fst({}, max_depth=2)
+    assert accepts(fst, "[[1]]")
+    assert not accepts(fst, "[[[1]]]")
+
+
+def test_string_words_limit_free_text_only():
+    words = pynini.accep("ok", token_type="byte") | pynini.accep("fine", token_type="byte")
+    schema = {"type": "object", "properties": {"s": {"type": "string"},
+                                               "d": {"type": "string", "format": "date"}}}
+    fst = json_schema_fst(schema, string_words=words)
+    assert accepts(fst, '{"s":"fine","d":"2024-01-01"}')
+    assert not accepts(fst, '{"s":"bad"}')
+
+
+@pytest.mark.parametrize("schema,keyword,path", [
+    ({"properties": {"a": {"unevaluatedProperties": False}}}, "unevaluatedProperties",
+     "/properties/a/unevaluatedProperties"),
+    ({"type": "strin"}, "type", "/type"),
+    ({"type": "number", "multipleOf": 0.0000001234567}, "multipleOf", None),
+])
+def test_refusals_name_keyword_and_path(schema, keyword, path):
+    with pytest.raises(SpecError) as info:
+        json_schema_fst(schema)
+    assert keyword in str(info.value)
+    if path is not None:
+        assert isinstance(info.value, UnsupportedSchema)
+        assert info.value.path == path
+
+
+def test_remote_ref_is_refused():
+    with pytest.raises(SpecError, match="outside the schema"):
+        json_schema_fst({"$ref": "http://example.com/s.json"})
+
+
+def test_json_text_schema_and_bad_options():
+    assert accepts(json_schema_fst('{"type": "boolean"}'), "true")
+    with pytest.raises(SpecError, match="not valid JSON"):
+        json_schema_fst("{nope")
+    with pytest.raises(SpecError, match="whitespace"):
+        json_schema_fst({}, whitespace="pretty")
