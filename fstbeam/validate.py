@@ -13,7 +13,12 @@ from .errors import DecodeError, Error, InputError, SpecError
 
 __all__ = ["LIMITS", "check_text", "check_texts", "check_flag", "check_prompt", "check_prompt_ids", "check_prompts",
            "check_path", "check_output_path", "check_device", "check_model_path", "check_tokenizer_path",
-           "check_prompt_format"]
+           "check_prompt_format", "check_cefr", "CEFR_LEVELS", "PROMPT_FORMATS"]
+
+#: CEFR levels, lowest first: the one list (``cefr=``, ``--cefr``, the ``cefr`` grammar).
+CEFR_LEVELS = ("A1", "A2", "B1", "B2", "C1", "C2")
+#: Prompt formats by name (`fstbeam.runtime.templates`); any other format is a ``{prompt}`` template.
+PROMPT_FORMATS = ("raw", "chat", "auto", "qa")
 
 #: Per-request limits (characters count Unicode code points). Above one, a request is refused in
 #: milliseconds with an error that names the limit, never a MemoryError later.
@@ -122,15 +127,25 @@ def check_prompts(value: Any, where: str = "prompts", *, error: type[Error] = De
 
 
 def check_prompt_format(value: Any, where: str = "prompt_format", *, error: type[Error] = DecodeError) -> str:
-    """``"raw"``, ``"chat"``, ``"auto"``, ``"qa"`` (`fstbeam.runtime.templates`) or a template
-    holding ``{prompt}``."""
+    """One of `PROMPT_FORMATS` or a template holding ``{prompt}``: the one check of a prompt format
+    (the API, the commands' ``--format``, the server)."""
     if not isinstance(value, str):
-        raise error(f"{where} must be 'raw', 'chat', 'auto' or a template with {{prompt}}, not {value!r:.60}")
+        raise error(f"{where} must be one of {', '.join(PROMPT_FORMATS)} or a template with {{prompt}}, not {value!r:.60}")
     check_text(value, where, error=error)
-    if value not in ("raw", "chat", "auto", "qa") and "{prompt}" not in value:
-        raise error(f"{where} {value!r:.60} is neither 'raw', 'chat', 'auto' nor 'qa', and holds no {{prompt}}: use one "
-                    "of those, or a template such as 'Q: {prompt}\\nA:'")
+    if value not in PROMPT_FORMATS and "{prompt}" not in value:
+        raise error(f"{where} {value!r:.60} is none of {', '.join(PROMPT_FORMATS)} and holds no {{prompt}}: use one "
+                    "of those, or a template with {prompt} where the prompt goes, e.g. 'Question: {prompt}\\nAnswer:'")
     return value
+
+
+def check_cefr(value: Any, where: str = "cefr", *, error: type[Error] = SpecError) -> str:
+    """A CEFR level (any case, surrounding spaces ignored), returned upper-case."""
+    if not isinstance(value, str):
+        raise error(f"{where} must be a CEFR level ({', '.join(CEFR_LEVELS)}), not {value!r:.60}")
+    norm = check_text(value, where, error=error).strip().upper()
+    if norm not in CEFR_LEVELS:
+        raise error(f"{where}: unknown CEFR level {value!r:.20}: use one of {', '.join(CEFR_LEVELS)}")
+    return norm
 
 
 # ---- paths ---------------------------------------------------------------------------------------

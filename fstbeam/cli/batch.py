@@ -69,9 +69,8 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
 def _job(args):
     from ..distributed.job import BatchJob
     from ..distributed.ray_data import worker_config
-    from .flags import check_search_flags, search_overrides
+    from .flags import search_overrides
 
-    check_search_flags(args)
     # the search flags given; the worker applies them over the format's preset, as generate does
     opts = search_overrides(args)
     if args.preset:

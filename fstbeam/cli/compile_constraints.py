@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from ..errors import Error, InputError
-from .flags import add_constraint_flags, constraint_flags_given, nonempty, parse_params
+from .flags import add_constraint_flags, nonempty, parse_params
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,16 +88,7 @@ def _compile(args) -> int:
     from ..compiler.compile import compile_request
     from ..compiler.request import ConstraintRequest
 
-    given = constraint_flags_given(args)
-    if args.param and not args.grammar:
-        raise argparse.ArgumentTypeError("--param sets a grammar parameter: give --grammar NAME too")
-    if not given and not args.any:
-        raise argparse.ArgumentTypeError(
-            "no constraint given: the artifact would allow any text; give --words, --cefr, --grammar, --regex, "
-            "--choice, --json-schema, --phrase, --avoid or --prefix (or --any if that is really what you want)")
-    if given and args.any:
-        raise argparse.ArgumentTypeError("--any means no constraint: leave it out when giving constraint flags")
-
+    # (the flags were checked by usage.check_compile before anything was loaded)
     from ..validate import check_output_path
 
     out = Path(check_output_path(args.output, "-o/--output"))  # before compiling: never over a device or FIFO

@@ -17,7 +17,7 @@ from typing import Any, get_args
 
 from ..errors import Error
 
-__all__ = ["add_search_flags", "search_overrides", "search_config_for", "format_arg", "check_search_flags",
+__all__ = ["add_search_flags", "search_overrides", "search_config_for", "format_arg",
            "add_constraint_flags", "add_packed_weights_flag",
            "add_preset_flag", "nonempty", "utf8_text", "parse_params"]
 
@@ -111,21 +111,26 @@ def search_overrides(args) -> dict[str, Any]:
     return {f.name: getattr(args, f.name) for f, _ in _flag_fields() if getattr(args, f.name, None) is not None}
 
 
-def check_search_flags(args) -> None:
-    """Cross-flag rules, checked at parse time (before any slow step): a usage error exits 2."""
-    if getattr(args, "shortlist", None) == "on" and not getattr(args, "renormalize", None):
-        raise argparse.ArgumentTypeError(
-            "--shortlist on needs --renormalize: the full softmax (the default scoring) needs every logit; "
-            "add --renormalize, or use --shortlist auto/off")
-
-
 def search_config_for(args, continues_text: bool = True):
     """The `SearchConfig` of a command: its preset (``--preset``, else the one for ``--format``),
-    then the search flags given. The same rule for ``generate`` and ``batch``."""
+    then the search flags given. The same rule for ``generate``, ``batch`` and ``serve``; a bad
+    value is `SearchConfig`'s own error (its check is the one check)."""
     from ..runtime.presets import preset_for_format, search_config
 
-    preset = args.preset or preset_for_format(args.format, continues_text)
+    preset = getattr(args, "preset", None) or preset_for_format(args.format, continues_text)
     return search_config(preset, search_overrides(args))
+
+
+def flag_of(message: str) -> str:
+    """`` (the flag --beam)`` for the first `SearchConfig` field a message names ("beam_size must
+    ..."), so a command-line user sees which flag to change; "" if it names none."""
+    import re
+
+    flags = {f.name: f.metadata["flag"] or "--" + f.name.replace("_", "-") for f, _ in _flag_fields()}
+    for name in re.findall(r"[a-z]+(?:_[a-z]+)*", message):
+        if name in flags:
+            return f" (the flag {flags[name]})"
+    return ""
 
 
 def format_arg(value: str) -> str:

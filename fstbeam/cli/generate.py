@@ -23,7 +23,6 @@ from .flags import (
     add_packed_weights_flag,
     add_preset_flag,
     add_search_flags,
-    check_search_flags,
     constraint_flags_given,
     format_arg,
     nonempty,
@@ -102,18 +101,6 @@ def _constraints(args, decoder):
     return compile_request(request, decoder.tokenizer if args.canonical else decoder.vocab)
 
 
-def _check_usage(args) -> None:
-    """Usage errors that argparse cannot see, before anything slow (exit 2)."""
-    check_search_flags(args)
-    if args.param and not args.grammar:
-        raise argparse.ArgumentTypeError("--param sets a grammar parameter: give --grammar NAME too")
-    if args.constraints and constraint_flags_given(args):
-        raise argparse.ArgumentTypeError(
-            "give either --constraints ARTIFACT or constraint flags (--words/--cefr/--phrase/...), not both")
-    if args.leading_space and not (args.words or args.cefr or args.grammar):
-        raise argparse.ArgumentTypeError("--leading-space applies to a word list or grammar (--words, --cefr or --grammar)")
-
-
 def _timings(args) -> Stages:
     """Start-up stages, printed to stderr with ``--timings``."""
     def say(name: str, wall: float, cpu: float) -> None:
@@ -135,7 +122,6 @@ def _generate(args, process: bool = False) -> int:
                 from ..runtime.decoder import Decoder
                 from ..runtime.templates import prompt_format
                 from ..validate import check_device
-            _check_usage(args)
             check_device(args.device, "--device")  # before the model loads: exit 2, not a traceback
             prompts = _read_prompts(args)
             jsonl_in = bool(args.file) and is_jsonl(args.file)

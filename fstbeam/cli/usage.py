@@ -1,20 +1,19 @@
 """Usage checks of the command lines, run right after parsing: before any model, tokenizer or
 automaton is loaded, so a wrong combination of flags is reported in a fraction of a second.
 
-Each ``check_*`` returns the message of the first problem, or None. The rules here are the
-cross-flag ones (``--shortlist on`` needs ``--renormalize``), value ranges the search would
-reject later, and files that must exist; nothing here imports torch, transformers or pynini
-(the grammar lookup reads folder names only).
+Each ``check_*`` returns the message of the first problem, or None. A rule has one owner, and
+the checks here call it on the parsed flags instead of restating it: `SearchConfig` (the search
+flags, through the command's preset), `ConstraintRequest` (the constraint flags: levels, grammar
+names and parameters, limits), `validate.check_prompt_format` (``--format``, at parse time).
+What is left here is which flags go together in one command and the files that must exist.
+Nothing here imports torch, transformers or pynini (a grammar's name is looked up among folders).
 """
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 
 __all__ = ["check_batch", "check_compile", "check_generate", "check_inspect", "check_search"]
-
-_PROMPT_FORMATS = ("raw", "chat", "auto", "qa")
 
 
 def _constraint_flags(args) -> bool:
@@ -33,74 +32,45 @@ def _exists(path: str | None, what: str, fix: str) -> str | None:
     return f"{what} {path!r} does not exist: {fix}"
 
 
-def _format(fmt: str) -> str | None:
-    if fmt in _PROMPT_FORMATS or "{prompt}" in fmt:
-        return None
-    return (f"--format {fmt!r} is neither raw, chat, auto, qa nor a template: a template must contain "
-            "{prompt} where the prompt goes (e.g. --format 'Question: {prompt}\\nAnswer:')")
+def _search(args) -> str | None:
+    """The search flags, checked by the one owner of their rules: the command's `SearchConfig` is
+    built from them (its preset, then the flags), as the command itself will build it."""
+    from ..errors import DecodeError
+    from .flags import flag_of, search_config_for
 
-
-def _shortlist(args) -> str | None:
-    if getattr(args, "shortlist", "auto") == "on" and not getattr(args, "renormalize", False):
-        return ("--shortlist on needs --renormalize: the full softmax (the default scoring) needs every "
-                "logit; add --renormalize, or use --shortlist auto/off")
-    return None
-
-
-def _search_numbers(args) -> str | None:
-    """The ranges SearchConfig checks, for the flags a command has (a flag it lacks is skipped)."""
-    from ..runtime.config import SearchConfig
-
-    beam = getattr(args, "beam_size", None) or SearchConfig().beam_size
-    max_new = getattr(args, "max_new_tokens", None)
-    min_new = getattr(args, "min_new_tokens", None)
-    for flag, value, low in (("--beam", getattr(args, "beam_size", None), 1), ("--max-new-tokens", max_new, 1),
-                             ("--batch-size", getattr(args, "batch_size", None), 1), ("--min-new-tokens", min_new, 0),
-                             ("--no-repeat-ngram", getattr(args, "no_repeat_ngram", None), 0),
-                             ("--target-length", getattr(args, "target_length", None), 1)):
-        if value is not None and value < low:
-            return f"{flag} must be at least {low} (got {value})"
-    nbest = getattr(args, "nbest", None)
-    nbest = 1 if nbest is None else nbest
-    if not 1 <= nbest <= beam:
-        return f"--nbest must be between 1 and --beam {beam} (got {nbest})"
-    if min_new is not None and max_new is not None and min_new > max_new:
-        return f"--min-new-tokens {min_new} exceeds --max-new-tokens {max_new}: lower it"
-    for flag, value in (("--length-reward", getattr(args, "length_reward", None)),
-                        ("--length-ratio", getattr(args, "length_ratio", None))):
-        if value is not None and not (math.isfinite(value) and value >= 0):
-            return f"{flag} must be a number >= 0 (got {value})"
+    try:
+        search_config_for(args)
+    except DecodeError as exc:
+        return f"{exc}{flag_of(str(exc))}"
     return None
 
 
 def _constraint_values(args) -> str | None:
-    """Values of the compile flags that a compile would reject only after loading a tokenizer."""
-    if args.param and not args.grammar:
-        return "--param sets a grammar parameter: give --grammar NAME too"
-    if args.cefr:
-        from ..compiler.hard.cefr import LEVELS
-
-        if args.cefr.strip().upper() not in LEVELS:
-            return f"unknown CEFR level {args.cefr!r}: use one of {', '.join(LEVELS)}"
+    """The constraint flags, checked by the one owner of their rules (`ConstraintRequest`), and the
+    files they name, before a tokenizer is loaded."""
     problem = _exists(args.words, "word list", "give a UTF-8 file with one word per line")
     schema = getattr(args, "json_schema", None)
     if not problem and schema and schema.strip()[:1] not in ("{", "[") and schema.strip() not in ("true", "false"):
         problem = _exists(schema, "JSON Schema file", "give a .json file or the schema's JSON text")
-    if problem:
-        return problem
-    return _grammar(args.grammar)
+    return problem or _request(args)
 
 
-def _grammar(name: str | None) -> str | None:
-    if not name:
-        return None
-    from ..grammars.discovery import list_grammars
+def _request(args) -> str | None:
+    """The constraint flags as a `ConstraintRequest`: the one owner of their rules."""
+    from ..compiler.request import ConstraintRequest
+    from ..errors import GrammarError, SpecError
 
-    names = list_grammars()
-    if name in names:
-        return None
-    return (f"unknown grammar {name!r}; known grammars: {', '.join(names) or 'none'} "
-            "(compile-constraints inspect --list-grammars)")
+    try:
+        ConstraintRequest.from_args(args)
+    except (SpecError, GrammarError) as exc:
+        name = next((k for k in _FLAG_OF_KEY if f": {k}" in str(exc)), None)
+        return f"{exc} (the flag {_FLAG_OF_KEY[name]})" if name else str(exc)
+    return None
+
+
+# Request keys whose command-line flag is not ``--`` + the key (a message names the key).
+_FLAG_OF_KEY = {"grammar_params": "--param", "phrases": "--phrase", "cefr": "--cefr", "grammar": "--grammar",
+                "words": "--words", "avoid": "--avoid", "prefix": "--prefix"}
 
 
 def check_generate(args) -> str | None:
@@ -115,7 +85,7 @@ def check_generate(args) -> str | None:
         return "--leading-space applies to a word list or grammar (--words, --cefr or --grammar)"
     if not args.prompts and not args.file:
         return "no prompts (give PROMPT arguments or --file FILE)"
-    return (_shortlist(args) or _search_numbers(args) or _format(args.format) or _constraint_values(args)
+    return (_search(args) or _constraint_values(args)
             or _exists(args.file, "prompt file", "give a file with one prompt per line ('-' = stdin)")
             or _exists(args.constraints, "artifact", "compile one with compile-constraints compile ... -o FILE"))
 
@@ -127,12 +97,12 @@ def check_batch(args) -> str | None:
     if args.constraints and not os.path.isfile(args.constraints):
         return (f"no artifact at {args.constraints}: compile one with "
                 f"`compile-constraints compile ... -o {args.constraints}`")
-    return _shortlist(args) or _search_numbers(args) or _format(args.format)
+    return _search(args)
 
 
 def check_search(args) -> str | None:
-    """The search flags and ``--format`` of a command (``fstbeam serve``: the defaults of requests)."""
-    return _shortlist(args) or _search_numbers(args) or _format(args.format)
+    """The search flags of a command (``fstbeam serve``: the defaults of requests)."""
+    return _search(args)
 
 
 def check_compile(args) -> str | None:
@@ -160,8 +130,9 @@ def check_inspect(args) -> str | None:
         return "give an artifact file, --grammar NAME or --list-grammars"
     if args.artifact and args.grammar:
         return "give an artifact file or --grammar NAME, not both"
-    if args.param and not args.grammar:
-        return "--param sets a grammar parameter: give --grammar NAME too"
+    problem = _request(args)  # --param needs --grammar; the grammar's name
+    if problem:
+        return problem
     if args.artifact:
         for flag, used in (("--check", args.check), ("--cases", args.cases)):
             if used:
@@ -175,4 +146,4 @@ def check_inspect(args) -> str | None:
         return "--draw-after TEXT says where a drawing starts: give --draw FILE too"
     if args.draw and Path(args.draw).suffix.lower() not in _DRAW_SUFFIXES:
         return f"cannot draw to {args.draw!r}: use one of {', '.join(_DRAW_SUFFIXES)}"
-    return _grammar(args.grammar)
+    return None

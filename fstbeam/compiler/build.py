@@ -23,10 +23,10 @@ from ..contract.compiled import CompiledConstraints
 from ..errors import GrammarError, SpecError, UnsatisfiableConstraintError
 from .char_dfa import CharDFA, arcs_to_dfa, fst_to_dfa
 from .hard.automaton import fst_bytes, hard_automaton, lang_name
-from .hard.cefr import cefr_words, parse_level
+from .hard.cefr import cefr_words
 from .light.phrase_dfa import phrase_char_dfa
 from .light.satisfy import avoidable, jointly_possible, phrases_possible, reachable_pair
-from .limits import check_grammar_phrases, check_words
+from .limits import check_grammar_phrases
 from .spec import ConstraintSpec, Phrase, WordList, as_phrases, read_word_file
 from .structured.language import StructuredSpec
 
@@ -65,52 +65,27 @@ class _Stages:
 
 
 def _words_spec(words, cefr) -> WordList | None:
-    if words is not None and cefr is not None:
-        raise SpecError("give either words= or cefr=, not both (a CEFR level is a word list)")
+    """The word list of a checked request (`ConstraintRequest` owns the checks): a CEFR level, a
+    file, or the words themselves."""
     if cefr is not None:
-        parse_level(cefr)
-        return WordList(tuple(cefr_words(cefr)), f"cefr:{str(cefr).upper()}")
-    if words is None:
-        return None
-    if isinstance(words, WordList):
+        return WordList(tuple(cefr_words(cefr)), f"cefr:{cefr}")
+    if words is None or isinstance(words, WordList):
         return words
     if isinstance(words, (str, os.PathLike)):
-        if isinstance(words, str) and not words.strip():
-            raise SpecError("words= is an empty path: give a word-list file or a list of words")
         return read_word_file(words)
-    if isinstance(words, (bytes, bytearray, memoryview)):
-        raise SpecError("words= got bytes: pass a file path (str or Path) or a list of words (str), "
-                        "e.g. words=['cat'] or words=data.decode('utf-8').split()")
-    if isinstance(words, dict) or not hasattr(words, "__iter__"):
-        raise SpecError(f"words= must be a file path or a list of words, not {type(words).__name__}")
-    words = list(words)
-    bad = next((i for i, w in enumerate(words) if not isinstance(w, str)), None)  # an index: the bad item may be None
-    if bad is not None:
-        raise SpecError(f"words[{bad}] is {type(words[bad]).__name__} {words[bad]!r:.60}: every word must be a str")
-    items = tuple(w.strip() for w in words if w.strip())
-    if not items:
-        raise SpecError("words= is empty: give at least one word")
-    check_words(items, "words=")
-    return WordList(items, "argument")
+    return WordList(tuple(w.strip() for w in words if w.strip()), "argument")
 
 
 def _grammar_language(grammar, grammar_params):
     """(language fst | None, phrases, avoid, description, source hash) for ``grammar``: a
     registered name (with ``grammar_params``), a pynini acceptor, a built grammar (a
     ``GrammarBuild``, e.g. from ``grammars.combine``), or a list of names / builds (combined)."""
-    if grammar_params is not None and not isinstance(grammar_params, dict):
-        raise GrammarError(f"grammar_params must be a dict such as {{'level': 'A1'}}, not {type(grammar_params).__name__} "
-                           f"{grammar_params!r}")
-    if grammar is None:
-        if grammar_params:
-            raise SpecError("grammar_params= sets parameters of a grammar: give grammar= too (or drop grammar_params)")
+    if grammar is None:  # (the request checked grammar_params: a dict, for a grammar given by name)
         return None, (), (), None, None
     if isinstance(grammar, pynini.Fst):
         if grammar.properties(pynini.ACCEPTOR, True) != pynini.ACCEPTOR:
             raise GrammarError("grammar= is a transducer (its input and output labels differ): pass an acceptor, "
                                "e.g. its output projection fst.project('output')")
-        if grammar_params:
-            raise SpecError("grammar_params= applies to a registered grammar name, not to a pynini automaton")
         h = hashlib.sha256(fst_bytes(grammar)).hexdigest()
         return grammar, (), (), f"custom:{h[:12]}", h
     from .. import grammars
@@ -118,8 +93,6 @@ def _grammar_language(grammar, grammar_params):
     items = list(grammar) if isinstance(grammar, (list, tuple)) else [grammar]
     if not items:
         raise SpecError("grammar= is an empty list: give a grammar name or build, or None")
-    if grammar_params and not (len(items) == 1 and isinstance(items[0], str)):
-        raise SpecError("grammar_params= applies to one grammar given by name; pass built grammars instead")
     builds = []
     for g in items:
         if isinstance(g, str):
@@ -287,8 +260,6 @@ def compile_with(
         g_avoid = as_phrases(g_avoid, f"grammar {g_name}", flatten=True)
         check_grammar_phrases(g_phr, g_avoid, g_name)
         phr, avd = user + g_phr, user_avoid + g_avoid
-        if prefix is not None and (not isinstance(prefix, str) or prefix == ""):
-            raise SpecError("prefix= must be non-empty text (or None for no prefix)")
         spec = ConstraintSpec(
             words=wl, cefr=str(cefr).upper() if cefr else None, phrases=phr, avoid=avd, prefix=prefix,
             grammar=spec_grammar, grammar_hash=spec_grammar_hash, canonical=canonical,
@@ -369,9 +340,7 @@ def extend_with(comp, cc: CompiledConstraints, *, phrases=(), avoid=(), prefix=N
     ``ordered``: the NEW phrases must occur in the given order (as in ``compile_with``)."""
     phr, avd = tuple(phrases), tuple(avoid)  # a ConstraintRequest's: checked, limits included
     n_ordered = _ordered_count(ordered, phr)
-    if prefix is not None and (not isinstance(prefix, str) or prefix == ""):
-        raise SpecError("prefix= must be non-empty text (or None for no prefix)")
-    if prefix is not None and cc.prefix is not None and prefix != cc.prefix.text:
+    if prefix is not None and cc.prefix is not None and prefix != cc.prefix.text:  # (`new_items` says why first)
         raise SpecError(
             f"these constraints already have the prefix {cc.prefix.text!r}: an output has one prefix; "
             "compile the base without a prefix to give one per request"

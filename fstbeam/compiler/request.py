@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, TypeVar
 
 from ..errors import GrammarError, SpecError
-from ..validate import check_flag, check_text, check_texts
+from ..validate import CEFR_LEVELS, check_cefr, check_flag, check_text, check_texts
 from .light.alternatives import AnyOf
 from .limits import check_request_limits
 from .spec import Phrase
@@ -184,14 +184,21 @@ class ConstraintRequest:
             check_flag(getattr(self, name), _at(w, name))
         if self.leading_space != "auto":
             check_flag(self.leading_space, _at(w, "leading_space (true, false or \"auto\")"))
-        if self.cefr is not None:
-            check_text(self.cefr, _at(w, "cefr"))
+        if self.cefr is not None and check_cefr(self.cefr, _at(w, "cefr")) != self.cefr:
+            object.__setattr__(self, "cefr", check_cefr(self.cefr))  # one spelling: "a1 " is "A1"
         if self.words is not None and self.cefr is not None:
             raise SpecError(f"{_at(w, 'words')}: give either words= or cefr=, not both (a CEFR level is a word list)")
         if isinstance(self.grammar, str):
             check_text(self.grammar, _at(w, "grammar"))
-        if self.grammar_params and self.grammar is None:
+        if self.grammar_params and self.grammar is None:  # the one check of this rule (every door)
             raise SpecError(f"{_at(w, 'grammar_params')}: grammar_params= sets parameters of a grammar: give grammar= too")
+        if self.grammar_params and not isinstance(self.grammar, str):
+            raise SpecError(f"{_at(w, 'grammar_params')}: grammar_params= applies to one grammar given by name, not to a "
+                            "pynini automaton or built grammars (build those with their parameters)")
+        if isinstance(self.grammar, str):
+            from ..grammars.discovery import check_grammar_name
+
+            check_grammar_name(self.grammar, _at(w, "grammar"))
         for name, kinds in (("phrases", (Phrase, AnyOf)), ("avoid", (Phrase,))):
             if not all(isinstance(p, kinds) for p in getattr(self, name)):
                 raise SpecError(f"{_at(w, name)}: build the request with ConstraintRequest.from_kwargs or from_json "
@@ -233,7 +240,7 @@ class ConstraintRequest:
         out["words"] = _words(kw.get("words"), _at(where, "words"))
         out["grammar_params"] = _params(kw.get("grammar_params"), _at(where, "grammar_params"))
         if kw.get("cefr") is not None:
-            out["cefr"] = check_text(kw["cefr"], _at(where, "cefr")).strip().upper()
+            out["cefr"] = check_cefr(kw["cefr"], _at(where, "cefr"))
         if kw.get("choice") is not None:
             c = kw["choice"]
             if isinstance(c, (str, bytes, dict)) or not hasattr(c, "__iter__"):
@@ -417,7 +424,7 @@ def json_schema() -> dict[str, Any]:
     }
 
 
-_CEFR = ("A1", "A2", "B1", "B2", "C1", "C2", "a1", "a2", "b1", "b2", "c1", "c2")
+_CEFR = CEFR_LEVELS + tuple(level.lower() for level in CEFR_LEVELS)
 
 
 def new_items(request: ConstraintRequest, base: Any) -> tuple[tuple[Item, ...], tuple[Phrase, ...], str | None]:

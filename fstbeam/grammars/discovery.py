@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import GrammarError
 
-__all__ = ["ENV_PATH", "LIB_DIR", "PACKAGE_DIR", "grammar_dirs", "list_grammars"]
+__all__ = ["ENV_PATH", "LIB_DIR", "PACKAGE_DIR", "check_grammar_name", "grammar_dirs", "list_grammars"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 LIB_DIR = PACKAGE_DIR / "lib"
@@ -45,6 +45,21 @@ def _candidates() -> dict[str, list[Path]]:
 def list_grammars() -> list[str]:
     """Names of every grammar folder found (see `grammar_dirs`), sorted."""
     return sorted(_candidates())
+
+
+def check_grammar_name(name, where: str = "grammar") -> str:
+    """``name`` if a grammar folder of that name exists (nothing is built): the one check of a
+    grammar name, at every door. The message lists the names, never a folder's path."""
+    from ..errors import GrammarError
+
+    if not isinstance(name, str) or not name:
+        raise GrammarError(f"{where}: a grammar name must be a non-empty string, got {name!r:.60}")
+    names = list_grammars()
+    if name not in names:
+        raise GrammarError(f"{where}: unknown grammar {name!r:.80}; known grammars: {', '.join(names) or 'none'} "
+                           f"(compile-constraints inspect --list-grammars; a grammar is a folder with grammar.py in "
+                           f"fstbeam/grammars or under ${ENV_PATH})")
+    return name
 
 
 _MODULES: dict[Path, tuple[float, types.ModuleType]] = {}

@@ -40,7 +40,7 @@ from .building import (
     _texts,
     combine,
 )
-from .discovery import ENV_PATH, LIB_DIR, PACKAGE_DIR, _candidates, _load_module, grammar_dirs, list_grammars  # noqa: F401
+from .discovery import ENV_PATH, LIB_DIR, PACKAGE_DIR, _candidates, _load_module, check_grammar_name, grammar_dirs, list_grammars  # noqa: F401
 from .params import Param, _canonical_params, _params_of, _show, parse_params
 
 log = logging.getLogger("fstbeam.grammars")
@@ -200,16 +200,8 @@ def _build_nbytes(b: GrammarBuild) -> int:
 
 def get(name: str) -> Grammar:
     """The grammar called ``name``; GrammarError listing the known ones if there is none."""
-    if not isinstance(name, str) or not name:
-        raise GrammarError(f"grammar name must be a non-empty string, got {name!r}")
-    found = _candidates()
-    folders = found.get(name)
-    if not folders:
-        known = ", ".join(sorted(found)) or "none"
-        raise GrammarError(
-            f"unknown grammar {name!r}; known grammars: {known} "
-            f"(a grammar is a folder with grammar.py under {PACKAGE_DIR} or ${ENV_PATH})"
-        )
+    check_grammar_name(name)
+    folders = _candidates()[name]
     if len(folders) > 1:
         raise GrammarError(
             f"grammar {name!r} is defined twice: {', '.join(str(f) for f in folders)}; rename one"

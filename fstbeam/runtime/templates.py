@@ -7,21 +7,19 @@ format is a template with ``{prompt}``.
 """
 from __future__ import annotations
 
-from ..errors import DecodeError
+from ..validate import PROMPT_FORMATS, check_prompt_format
 
 __all__ = ["TEMPLATES", "NAMED", "prompt_format", "check_format"]
 
 #: ``qa`` suits a base model answering a question.
 TEMPLATES = {"qa": "Question: {prompt}\nAnswer:"}
-NAMED = ("raw", "chat", "auto", *TEMPLATES)
+NAMED = PROMPT_FORMATS
+assert set(TEMPLATES) <= set(NAMED)
 
 
 def check_format(name: str) -> str:
-    """``name`` if it is a known format or a template with ``{prompt}``; else a DecodeError."""
-    if not isinstance(name, str) or (name not in NAMED and "{prompt}" not in name):
-        raise DecodeError(f"prompt_format {name!r}: use {', '.join(NAMED)}, or a template: a template must contain "
-                          "{prompt} where the prompt goes (e.g. 'Question: {prompt}\\nAnswer:')")
-    return name
+    """``name`` if it is a known format or a template with ``{prompt}`` (`validate.check_prompt_format`)."""
+    return check_prompt_format(name, "prompt_format")
 
 
 def prompt_format(name: str) -> str:

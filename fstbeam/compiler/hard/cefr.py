@@ -9,16 +9,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ...errors import SpecError
-
-LEVELS = ("A1", "A2", "B1", "B2", "C1", "C2")
+from ...validate import CEFR_LEVELS as LEVELS
+from ...validate import check_cefr
 
 
 def parse_level(level: str) -> int:
-    norm = str(level).strip().upper()
-    if norm not in LEVELS:
-        raise SpecError(f"unknown CEFR level {level!r}: use one of {', '.join(LEVELS)}")
-    return LEVELS.index(norm) + 1
+    return LEVELS.index(check_cefr(level)) + 1
 
 
 @lru_cache(maxsize=len(LEVELS))

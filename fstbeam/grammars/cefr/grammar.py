@@ -24,10 +24,11 @@ from fstbeam.errors import GrammarError
 from fstbeam.fst.wordlist.language import word_list_fst
 from fstbeam.grammars.lib import inflection
 from fstbeam.grammars.lib.tsv import read_lines
+from fstbeam.validate import CEFR_LEVELS
 
 log = logging.getLogger("fstbeam.grammars")
 
-LEVELS = ("A1", "A2", "B1", "B2", "C1", "C2")
+LEVELS = CEFR_LEVELS
 # cefrpy part-of-speech tags of the base forms that inflect: NN cat, VB walk, JJ tall.
 _LEMMA_POS = {"NN": "noun", "VB": "verb", "JJ": "adj"}
 _CLASSES = ("noun", "verb", "adj")
@@ -133,7 +134,7 @@ def words_at(level: str, *, inflections: bool = True) -> set[str]:
 
 
 def build(
-    level: Literal["A1", "A2", "B1", "B2", "C1", "C2"] = "B1",
+    level: Literal[CEFR_LEVELS] = "B1",  # type: ignore[valid-type]  # the levels as choices
     names: Path | None = None,
     inflections: bool = True,
     punctuation: bool = True,
