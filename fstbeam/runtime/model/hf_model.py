@@ -126,7 +126,7 @@ def load_tokenizer(path):
     a list) is a TokenizerError naming the path, not whatever transformers raises."""
     from transformers import AutoTokenizer
 
-    from ..errors import TokenizerError
+    from ...errors import TokenizerError
 
     try:
         return AutoTokenizer.from_pretrained(str(path))
