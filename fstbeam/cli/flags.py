@@ -178,6 +178,10 @@ def add_constraint_flags(parser) -> None:
                         help="a registered grammar (compile-constraints inspect --list-grammars)")
     parser.add_argument("--param", type=nonempty, action="append", default=[], metavar="KEY=VALUE", help="grammar parameter (repeatable)")
     parser.add_argument("--canonical", action="store_true", help="only tokens the tokenizer itself uses for the listed words")
+    parser.add_argument("--case-variants", action=argparse.BooleanOptionalAction, default=None,
+                        help="also allow Title and UPPER forms of the listed words (default: yes)")
+    parser.add_argument("--digits", action=argparse.BooleanOptionalAction, default=None,
+                        help="also allow numbers written in digits between the words (default: yes)")
     # Structured outputs (docs/structured.md): hard languages like a grammar.
     parser.add_argument("--regex", type=nonempty, metavar="PATTERN",
                         help="the whole output matches this regular expression (ECMA-262 / JSON Schema syntax)")

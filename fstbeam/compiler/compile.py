@@ -31,6 +31,7 @@ def compile_constraints(
     digits: bool = True,
     leading_space: bool | str = False,
     ordered: bool = False,
+    sentence_case: bool = False,
     progress: bool = False,
     regex: str | None = None,
     choice: Iterable[str] | None = None,
@@ -52,6 +53,8 @@ def compile_constraints(
     ``digits``: also allow numbers written in digits between the words. ``leading_space``: the
     output may start with one space before the word list's or grammar's text (as a continuation
     of "Answer:" naturally does); ``"auto"`` takes it from a Decoder's prompt format.
+    ``ordered``: the phrases appear in the given order; ``sentence_case``: phrases given as text
+    also match with a capital first letter where a sentence starts.
 
     Structured outputs (docs/structured.md): ``regex``: the whole output matches this ECMA-262
     regular expression; ``choice``: the output is exactly one of these strings; ``json_schema``
@@ -64,7 +67,7 @@ def compile_constraints(
     request = ConstraintRequest.from_kwargs(
         words=words, cefr=cefr, phrases=phrases, avoid=avoid, prefix=prefix, grammar=grammar,
         grammar_params=grammar_params, canonical=canonical, case_variants=case_variants, digits=digits,
-        leading_space=leading_space, ordered=ordered, regex=regex, choice=choice, json_schema=json_schema,
+        leading_space=leading_space, ordered=ordered, sentence_case=sentence_case, regex=regex, choice=choice, json_schema=json_schema,
         json_max_depth=json_max_depth, json_whitespace=json_whitespace,
     )
     return compiler_for(tokenizer).compile_request(request, progress=progress)

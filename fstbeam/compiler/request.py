@@ -297,8 +297,9 @@ class ConstraintRequest:
                   sentence_case=g("sentence_case", False), canonical=g("canonical", False), regex=g("regex"),
                   choice=g("choice") or None, json_schema=g("json_schema"), json_max_depth=g("json_max_depth"),
                   json_whitespace=g("json_whitespace"))
-        if g("leading_space") is not None:
-            kw["leading_space"] = g("leading_space")
+        for name in ("leading_space", "case_variants", "digits"):  # not given: the request's default
+            if g(name) is not None:
+                kw[name] = g(name)
         return cls.from_kwargs(where=where, **kw)
 
     # ------------------------------------------------------------------ queries
