@@ -38,7 +38,7 @@ def main() -> int:
     ap.add_argument("--out", default=str(RESULTS / "avoid.json"))
     args = ap.parse_args()
 
-    from fstbeam.compiler.compile import compile_constraints, with_request
+    from fstbeam.compiler.api import compile_constraints, with_request
     from fstbeam.compiler.hard.cefr import cefr_words
 
     cc = compile_constraints(cefr="A1")

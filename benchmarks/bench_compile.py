@@ -112,7 +112,7 @@ def run_fstbeam(level: str, language: str) -> dict:
         "mask_states_sampled": len(states),
     }
     try:
-        from fstbeam.compiler.compile import with_request
+        from fstbeam.compiler.api import with_request
         from fstbeam.compiler.light.memo import forget
 
         phrases = ["my family", "football", "on sunday", "the big dog", "i like", "school", "red car",

@@ -163,7 +163,7 @@ def _per_step_union(fn):
 def shortlist_section(dec, prompts, beam, steps, repeats, shortlist_mode="auto", union=False) -> dict:
     """6. Unconstrained vs A1/B1 with the full head and with the shortlist, same prompts and steps
     (``union``: also the shortlist without the static set, a per-step union)."""
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
     from fstbeam.runtime.model.adapters import adapter_for
 
     levels = {lvl: compile_constraints(cefr=lvl, tokenizer=dec.vocab, leading_space=True) for lvl in ("A1", "B1")}
@@ -252,7 +252,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     out_path = Path(args.out or ("benchmarks/results/decode_quick.json" if args.quick else "benchmarks/results/decode.json"))
     sections = {int(x) for x in args.sections.split(",") if x.strip()}
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
     from fstbeam.kernels.dispatch import resolve_backend
     from fstbeam.runtime import Decoder
 

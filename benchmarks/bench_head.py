@@ -73,7 +73,7 @@ def one_config(phrases: int, config: str, repeats: int, max_new: int) -> dict:
     "one_gemm" then, else a key of CONFIGS): min CPU seconds per step over ``repeats`` runs."""
     import bench_decode as bd
 
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
     from fstbeam.runtime import Decoder
     from fstbeam.runtime.model import shortlist as sl
 

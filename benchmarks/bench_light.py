@@ -6,7 +6,7 @@ sentence compile in <= 50 ms total. "first pass" is the first time each phrase i
 the index was built (nothing warmed up); "median" is over ``--repeat`` further passes.
 
 "request" rows (issue 15: 10 per-request phrases in <= 5 ms) time the public path a server
-hits, end to end: ``Compiler.extend(base, phrases=[10 phrases])`` (spec, satisfiability check
+hits, end to end: ``Compiler.compile_request(request of 10 phrases, base=base)`` (spec, satisfiability check
 against the base's hard automaton, light automata, distance fields), median over ``--repeat``
 requests. Nothing is cached between requests but the per-tokenizer index and the base.
 
@@ -82,26 +82,28 @@ def measure(items, build, repeat):
 
 
 def requests(vocab, repeat: int) -> dict:
-    """Median wall time of one 10-phrase request through ``Compiler.extend`` (the public path)."""
+    """Median wall time of one 10-phrase request through ``Compiler.compile_request`` (the public path)."""
     import fstbeam
+    from fstbeam import ConstraintRequest
 
+    R = ConstraintRequest.from_kwargs
     comp = fstbeam.Compiler(vocab)
     comp.index  # noqa: B018 - the one-time per-tokenizer index is timed above, not here
     cases = {
-        "request: 10 terminology phrases, no word list": (comp.compile(), PHRASES),
-        "request: 10 phrases on cefr=A2 (checked)": (comp.compile(cefr="A2"), EN_PHRASES),
+        "request: 10 terminology phrases, no word list": (comp.compile_request(R()), PHRASES),
+        "request: 10 phrases on cefr=A2 (checked)": (comp.compile_request(R(cefr="A2")), EN_PHRASES),
     }
     from fstbeam.compiler.light.memo import forget
 
     out = {}
     for name, (base, phrases) in cases.items():
         forget()
-        _, first = timed(lambda: comp.extend(base, phrases=phrases))
+        _, first = timed(lambda: comp.compile_request(R(phrases=phrases), base=base))
         times, cpu = [], []
         for _ in range(repeat):
             forget()  # each request compiles its phrases (remembered automata: benchmarks/compile_user.py)
             c = time.process_time()
-            times.append(timed(lambda: comp.extend(base, phrases=phrases))[1])
+            times.append(timed(lambda: comp.compile_request(R(phrases=phrases), base=base))[1])
             cpu.append(time.process_time() - c)  # CPU time: less sensitive to a shared machine's load
         out[name] = {"first_ms": first * 1e3, "median_ms": statistics.median(times) * 1e3,
                      "min_ms": min(times) * 1e3, "cpu_median_ms": statistics.median(cpu) * 1e3, "phrases": phrases}

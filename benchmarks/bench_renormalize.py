@@ -41,7 +41,7 @@ def main(argv=None) -> int:
     ap.add_argument("--stop", choices=("newline", "eos"), default="newline",
                     help="end an answer at EOS or a newline (default), or at EOS only (longer outputs)")
     args = ap.parse_args(argv)
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
     from fstbeam.runtime import Decoder
 
     dec = Decoder(device="cpu", prompt_format="Question: {prompt}\nAnswer:")

@@ -96,7 +96,7 @@ def exclude(obj, names) -> None:
 
 
 def scenarios(vocab):
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
 
     c = lambda **kw: compile_constraints(tokenizer=vocab, **kw)  # noqa: E731
     words = ["the", "cat", "a", "dog", "sat", "on", "mat"]

@@ -13,9 +13,9 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "Compiler": ("fstbeam.compiler.compiler", "Compiler"),
-    "compile_constraints": ("fstbeam.compiler.compile", "compile_constraints"),
-    "with_request": ("fstbeam.compiler.compile", "with_request"),
-    "compile_request": ("fstbeam.compiler.compile", "compile_request"),
+    "compile_constraints": ("fstbeam.compiler.api", "compile_constraints"),
+    "with_request": ("fstbeam.compiler.api", "with_request"),
+    "compile_request": ("fstbeam.compiler.api", "compile_request"),
     "ConstraintRequest": ("fstbeam.compiler.request", "ConstraintRequest"),
     "CompiledConstraints": ("fstbeam.contract.compiled", "CompiledConstraints"),
     "Phrase": ("fstbeam.compiler.spec", "Phrase"),

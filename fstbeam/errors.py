@@ -66,3 +66,10 @@ class CacheError(Error, OSError):
 class BatchError(Error, ValueError):
     """A batch job cannot run: bad input file or column, an output folder of another job, or a
     missing optional dependency (Ray, pyarrow)."""
+
+
+def warn_deprecated(old: str, new: str) -> None:
+    """A DeprecationWarning pointing at the caller of the deprecated name."""
+    import warnings
+
+    warnings.warn(f"{old} is deprecated: use {new}", DeprecationWarning, stacklevel=3)

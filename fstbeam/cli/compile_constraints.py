@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _compile(args) -> int:
-    from ..compiler.compile import compile_request
+    from ..compiler.compiler import compiler_for
     from ..compiler.request import ConstraintRequest
 
     # (the flags were checked by usage.check_compile before anything was loaded)
@@ -94,7 +94,7 @@ def _compile(args) -> int:
     out = Path(check_output_path(args.output, "-o/--output"))  # before compiling: never over a device or FIFO
     t0 = time.perf_counter()
     request = ConstraintRequest.from_args(args)
-    cc = compile_request(request, args.tokenizer, progress=not args.no_progress and sys.stderr.isatty())
+    cc = compiler_for(args.tokenizer).compile_request(request, progress=not args.no_progress and sys.stderr.isatty())
     cc.save(out)
     total = time.perf_counter() - t0
     s = cc.summary()

@@ -92,13 +92,13 @@ def _constraints(args, decoder):
         return load_constraints(args.constraints, tokenizer=decoder.tokenizer)
     if not flags:
         return None
-    from ..compiler.compile import compile_request
+    from ..compiler.compiler import compiler_for
     from ..compiler.request import ConstraintRequest
 
     request = ConstraintRequest.from_args(args)
     lead = decoder.continues_text if args.leading_space is None else args.leading_space
     request = dataclasses.replace(request, leading_space=request.has_hard and lead)
-    return compile_request(request, decoder.tokenizer if args.canonical else decoder.vocab)
+    return compiler_for(decoder.tokenizer if args.canonical else decoder.vocab).compile_request(request)
 
 
 def _timings(args) -> Stages:

@@ -85,6 +85,6 @@ def _compile(request, base, vocab, where: str):
     `ConstraintRequest`), or the command's own when the line adds nothing."""
     if request.is_empty:
         return base
-    from ..compiler.compile import compile_request
+    from ..compiler.compiler import compiler_for
 
-    return compile_request(request, vocab, base=base)
+    return compiler_for(base.vocab if base is not None else vocab).compile_request(request, base=base)

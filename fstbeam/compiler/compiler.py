@@ -3,7 +3,7 @@ automata) behind one object, as XGrammar's ``GrammarCompiler`` is.
 
 Everything it builds lives in one byte-budget cache (`fstbeam.contract.cache`), shared by every
 Compiler of the process unless one is given its own budget. `compile_constraints` and
-`with_request` (in `fstbeam.compiler.compile`) reuse one Compiler per tokenizer, so a Hugging Face
+`with_request` (in `fstbeam.compiler.api`) reuse one Compiler per tokenizer, so a Hugging Face
 tokenizer object costs the vocabulary build once per process.
 """
 from __future__ import annotations
@@ -15,11 +15,11 @@ from pathlib import Path
 from ..contract.cache import ByteCache, shared_cache
 from ..contract.compiled import CompiledConstraints
 from ..contract.vocab import Vocab, load_vocab
-from ..errors import SpecError
-from .build import compile_with, extend_with, hard_dfa_from_bytes
+from ..errors import SpecError, warn_deprecated
 from .char_dfa import CharDFA, arcs_to_dfa
 from .hard.token_trie import TokenTrie, token_trie
 from .light.token_index import TokenIndex
+from .pipeline import compile_with, extend_with, hard_dfa_from_bytes
 from .request import ConstraintRequest, new_items
 
 __all__ = ["Compiler", "compiler_for"]
@@ -67,15 +67,19 @@ class Compiler:
         return TokenIndex.for_vocab(self.vocab, cache=self.cache)
 
     def compile(self, *, leading_space: bool | str = False, **spec) -> CompiledConstraints:
-        """Compile a constraint spec (the keywords of :func:`fstbeam.compile_constraints`)."""
+        """Deprecated: ``compile_request(ConstraintRequest.from_kwargs(**spec))``, or
+        :func:`fstbeam.compile_constraints` with ``tokenizer=`` this Compiler."""
+        warn_deprecated("Compiler.compile(**spec)", "Compiler.compile_request(ConstraintRequest.from_kwargs(**spec)) or "
+                    "compile_constraints(..., tokenizer=compiler)")
         progress = spec.pop("progress", False)
         return self.compile_request(ConstraintRequest.from_kwargs(leading_space=leading_space, **spec), progress=progress)
 
     def extend(self, cc: CompiledConstraints, *, phrases=(), avoid=(), prefix: str | None = None, ordered: bool = False,
                check: bool = True) -> CompiledConstraints:
-        """``cc`` with more phrases, avoid phrases and a prefix, ADDED to what it already has
-        (its own and a grammar's phrases and avoid list stay). Shares ``cc``'s tables; only the
-        new small automata are compiled (milliseconds); one already in ``cc`` is kept once."""
+        """Deprecated: ``compile_request(ConstraintRequest.from_kwargs(phrases=...), base=cc)``, or
+        :func:`fstbeam.with_request`."""
+        warn_deprecated("Compiler.extend(cc, ...)", "Compiler.compile_request(ConstraintRequest.from_kwargs(...), base=cc) "
+                    "or with_request(cc, ...)")
         request = ConstraintRequest.from_kwargs(phrases=phrases, avoid=avoid, prefix=prefix, ordered=ordered)
         return self.compile_request(request, base=cc, check=check)
 

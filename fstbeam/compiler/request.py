@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, TypeVar
 
 from ..errors import GrammarError, SpecError
-from ..validate import CEFR_LEVELS, check_cefr, check_flag, check_text, check_texts
+from ..validate import check_cefr, check_flag, check_text, check_texts
 from .light.alternatives import AnyOf
 from .limits import check_request_limits
+from .request_schema import json_schema
 from .spec import Phrase
 
 __all__ = ["ConstraintRequest", "HARD_KEYS", "STRUCTURED_KEYS", "LIGHT_KEYS", "OPTION_KEYS", "JSON_KEYS", "json_schema", "new_items"]
@@ -381,51 +382,6 @@ class ConstraintRequest:
                     prefix=self.prefix, ordered=self.ordered, case_variants=self.case_variants, digits=self.digits,
                     leading_space=self.leading_space, canonical=self.canonical, regex=self.regex, choice=self.choice,
                     json_schema=self.json_schema, json_max_depth=self.json_max_depth, json_whitespace=self.json_whitespace)
-
-
-def json_schema() -> dict[str, Any]:
-    """The JSON Schema of a request's JSON form (published as docs/request.schema.json)."""
-    text = {"type": "string", "minLength": 1}
-    texts = {"type": "array", "items": text}
-    flag = {"type": "boolean"}
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "fstbeam constraint request",
-        "description": "One constraint request (fstbeam.ConstraintRequest.from_json): a JSONL input line, a batch "
-                       "row or an HTTP body's constraints. Lines and rows also carry prompt (and id).",
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "words": {"description": "word list: the words, or a file path (not over HTTP)",
-                      "oneOf": [texts, text]},
-            "cefr": {"description": "every English word form at or below a CEFR level", "enum": list(_CEFR)},
-            "grammar": dict(text, description="a registered grammar's name"),
-            "grammar_params": {"type": "object", "additionalProperties": {"type": ["string", "number"]}},
-            "phrases": {"description": "must appear; a nested list is met by any one of its texts (AnyOf)",
-                        "oneOf": [text, {"type": "array", "items": {"oneOf": [text, dict(texts, minItems=1)]}}]},
-            "avoid": {"description": "must never appear", "oneOf": [text, {"type": "array", "items": {"oneOf": [text, texts]}}]},
-            "prefix": dict(text, description="the output starts with this text"),
-            "ordered": dict(flag, description="the phrases appear in the given order"),
-            "sentence_case": dict(flag, description="phrases also match capitalized where a sentence starts"),
-            "case_variants": dict(flag, description="also allow Title and UPPER forms of listed words (default true)"),
-            "digits": dict(flag, description="also allow numbers in digits between the words (default true)"),
-            "leading_space": {"description": "the output may start with a space", "oneOf": [flag, {"const": "auto"}]},
-            "canonical": dict(flag, description="only tokens the tokenizer itself uses for the listed words"),
-            "regex": dict(text, description="the whole output matches this regular expression (ECMA-262 syntax, "
-                                            "docs/structured.md)"),
-            "choice": dict(texts, minItems=1, description="the output is exactly one of these texts"),
-            "json_schema": {"description": "the output is JSON valid against this JSON Schema: the schema (an object "
-                                           "or true/false), its JSON text, or a file path (not over HTTP)",
-                            "type": ["object", "boolean", "string"]},
-            "json_max_depth": {"type": "integer", "minimum": 0, "maximum": 64,
-                               "description": "nesting depth of free JSON and of recursive $ref (default: docs/structured.md)"},
-            "json_whitespace": {"enum": ["compact", "flexible"],
-                                "description": "compact: no whitespace between JSON tokens (default); flexible: some allowed"},
-        },
-    }
-
-
-_CEFR = CEFR_LEVELS + tuple(level.lower() for level in CEFR_LEVELS)
 
 
 def new_items(request: ConstraintRequest, base: Any) -> tuple[tuple[Item, ...], tuple[Phrase, ...], str | None]:

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 import fstbeam
 
+from ..compiler.compiler import compiler_for
 from ..errors import Error, TokenizerMismatchError
 from .rows import RowRequest, error_row, parse_row, result_row
 
@@ -83,9 +84,10 @@ class DecodeWorker:
             if self.shared is not None:
                 raise ValueError(f"{request.where}: the job's constraints already have a word list or grammar; "
                                  "a row adds phrases, avoid phrases and a prefix")
-            cc = fstbeam.compile_request(request, self.decoder.vocab)
+            cc = compiler_for(self.decoder.vocab).compile_request(request)
         else:
-            cc = fstbeam.compile_request(request, base=self._base())
+            base = self._base()
+            cc = compiler_for(base.vocab).compile_request(request, base=base)
         self._cache[key] = cc
         if len(self._cache) > _CACHE_SIZE:
             self._cache.popitem(last=False)

@@ -89,7 +89,7 @@ def compile_request(body, store):
     """``CompiledConstraints`` (or ``None``: no constraint) of a body's ``constraints`` object,
     using ``store`` (:class:`~.artifacts.ArtifactStore`) for stored artifacts and the caches.
     Bad content is a 400 :class:`RequestError` naming the key; unknown artifact ids are 404."""
-    from ..compiler.compile import compile_request as compile_
+    from ..compiler.compiler import compiler_for
 
     if body is None:
         return None
@@ -107,17 +107,18 @@ def compile_request(body, store):
         base = store.base(canonical_key(hard.to_json()), lambda: _compile_hard(hard, store))
     light = dataclasses.replace(request, words=None, cefr=None, grammar=None, grammar_params=(), leading_space=False)
     try:
-        cc = base if light.is_empty else compile_(light, store.vocab, base=base)
+        cc = base if light.is_empty else compiler_for(base.vocab if base is not None else store.vocab).compile_request(
+            light, base=base)
     except (Error, ValueError) as exc:
         raise RequestError(400, str(exc), _field_of(str(exc))) from None
     return store.remember(key, cc)
 
 
 def _compile_hard(hard: ConstraintRequest, store):
-    from ..compiler.compile import compile_request as compile_
+    from ..compiler.compiler import compiler_for
 
     try:
-        return compile_(hard, store.vocab)
+        return compiler_for(store.vocab).compile_request(hard)
     except (Error, ValueError) as exc:
         which = next((k for k in ("words", "cefr", "grammar") if getattr(hard, k)), "words")
         raise RequestError(400, f"{FIELD}.{which}: {exc}", f"{FIELD}.{which}") from None

@@ -15,7 +15,7 @@ def use(cc) -> None:
     pooled device tables and their mask and next-state lookups."""
     import torch
 
-    from fstbeam.compiler.compile import with_request
+    from fstbeam.compiler.api import with_request
     from fstbeam.runtime.search.tables import InputConstraints, Tables
 
     cc2 = with_request(cc, phrases=["ab"])

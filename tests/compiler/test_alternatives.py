@@ -183,7 +183,7 @@ def test_empty_alternatives_are_refused():
 
 
 def test_impossible_alternatives_name_them():
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
 
     v = char_vocab()
     with pytest.raises(UnsatisfiableConstraintError, match=r"none of the alternatives \['cow', 'cab'\]"):
@@ -197,7 +197,7 @@ def test_impossible_order_is_a_compile_error():
     """'b a' allowed by the hard language; order a, b only if more text can follow."""
     import pynini
 
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
 
     v = char_vocab()
     only_ba = pynini.accep("b a")
@@ -209,14 +209,14 @@ def test_impossible_order_is_a_compile_error():
 
 
 def test_avoid_nested_list_avoids_each_alternative():
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
 
     cc = compile_constraints(tokenizer=char_vocab(), avoid=[["cab", "cow"]])
     assert [a.text for a in cc.avoid] == ["cab", "cow"]
 
 
 def test_ordered_with_request_matches_compile_constraints():
-    from fstbeam.compiler.compile import compile_constraints, with_request
+    from fstbeam.compiler.api import compile_constraints, with_request
 
     v = char_vocab()
     base = compile_constraints(tokenizer=v, words=["a", "b", "c", "the", "hero"])
@@ -231,7 +231,7 @@ def test_ordered_with_request_matches_compile_constraints():
 
 def test_artifact_round_trip_keeps_progress(tmp_path):
     from fstbeam import load_constraints
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
 
     v = char_vocab()
     cc = compile_constraints(tokenizer=v, phrases=[AnyOf("New York", "New York City"), "the"], ordered=True)

@@ -5,7 +5,7 @@ import pytest
 
 import fstbeam
 from fstbeam.cli.compile_constraints import main as cli_main
-from fstbeam.compiler.compile import compile_constraints
+from fstbeam.compiler.api import compile_constraints
 from fstbeam.compiler.spec import Phrase
 from fstbeam.contract.vocab import Vocab
 from fstbeam.errors import GrammarError, SpecError, TokenizerError, UnsatisfiableConstraintError

@@ -12,12 +12,14 @@ import pytest
 
 import fstbeam
 from fstbeam.compiler.compiler import Compiler, compiler_for
+from fstbeam.compiler.request import ConstraintRequest
 from fstbeam.contract.cache import ByteCache
 from fstbeam.contract.vocab import Vocab
 from fstbeam.errors import DisallowedTokenError, SpecError
 from fstbeam.fst.text import occurs
 from fstbeam.grammars.registry import GrammarBuild, combine
 
+R = ConstraintRequest.from_kwargs
 TOKENS = {1: b"a", 2: b"b", 3: b" ", 4: b"ab", 5: b" a", 6: b" b", 7: b"c"}
 
 
@@ -50,13 +52,29 @@ def check_language(cc, must: list[str], avoid: list[str], max_len: int = 4) -> i
 
 def test_extend_adds_to_the_base_phrases_and_avoid_list(vocab):
     comp = Compiler(vocab)
-    base = comp.compile(phrases=["a"], avoid=["c"])
-    cc = comp.extend(base, phrases=["b"], avoid=["ab"])
+    base = comp.compile_request(R(phrases=["a"], avoid=["c"]))
+    cc = comp.compile_request(R(phrases=["b"], avoid=["ab"]), base=base)
     assert [a.text for a in cc.phrases] == ["a", "b"]
     assert [a.text for a in cc.avoid] == ["c", "ab"]
     assert cc.phrases[0] is base.phrases[0]  # the base's automata are shared, not recompiled
     assert check_language(cc, ["a", "b"], ["c", "ab"]) > 0
     assert [p["text"] for p in cc.spec["phrases"]] == ["a", "b"]
+
+
+def test_the_old_ways_to_compile_warn_and_give_the_same_constraints(vocab):
+    """One way to compile (issue 38): Compiler.compile / .extend and fstbeam.compile_request are
+    deprecated aliases of compile_request / with_request, with a warning."""
+    comp = Compiler(vocab)
+    want_base = comp.compile_request(R(phrases=["a"], avoid=["c"]))
+    want = comp.compile_request(R(phrases=["b"]), base=want_base)
+    with pytest.warns(DeprecationWarning, match="Compiler.compile"):
+        base = comp.compile(phrases=["a"], avoid=["c"])
+    with pytest.warns(DeprecationWarning, match="Compiler.extend"):
+        cc = comp.extend(base, phrases=["b"])
+    with pytest.warns(DeprecationWarning, match="fstbeam.compile_request"):
+        via_function = fstbeam.compile_request(R(phrases=["b"]), base=want_base)
+    assert base.fingerprint == want_base.fingerprint
+    assert cc.fingerprint == want.fingerprint == via_function.fingerprint
 
 
 def test_with_request_keeps_grammar_supplied_phrases(vocab):
@@ -71,13 +89,13 @@ def test_with_request_keeps_grammar_supplied_phrases(vocab):
 
 def test_extend_refuses_a_second_prefix_and_checks_the_whole_request(vocab):
     comp = Compiler(vocab)
-    base = comp.compile(words=["a", "b"], prefix="a")
+    base = comp.compile_request(R(words=["a", "b"], prefix="a"))
     with pytest.raises(SpecError, match="already have the prefix"):
-        comp.extend(base, prefix="b")
-    same = comp.extend(base, prefix="a", phrases=["b"])
+        comp.compile_request(R(prefix="b"), base=base)
+    same = comp.compile_request(R(prefix="a", phrases=["b"]), base=base)
     assert same.prefix is base.prefix and [a.text for a in same.phrases] == ["b"]
     with pytest.raises(fstbeam.errors.UnsatisfiableConstraintError):
-        comp.extend(base, phrases=["c"])  # "c" is not in the word list
+        comp.compile_request(R(phrases=["c"]), base=base)  # "c" is not in the word list
 
 
 def test_grammar_accepts_a_build_a_combination_and_a_list(vocab):

@@ -144,7 +144,7 @@ def test_the_loader_refuses_a_broken_fallback_table():
 
 def test_artifact_keeps_the_fallback_states(tmp_path):
     from fstbeam import load_constraints
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
 
     vocab, words = word_vocab(30)
     cc = compile_constraints(tokenizer=vocab, phrases=[AnyOf(*(f"{w} {x}" for w, x in zip(words, words[1:])))])

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import fstbeam
-from fstbeam.compiler.build import _words_spec
 from fstbeam.compiler.char_dfa import fst_to_dfa
+from fstbeam.compiler.pipeline import _words_spec
 from fstbeam.fst.wordlist.language import word_list_fst
 
 pytestmark = pytest.mark.integration

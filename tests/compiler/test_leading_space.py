@@ -10,7 +10,7 @@ import itertools
 import pynini
 import pytest
 
-from fstbeam.compiler.compile import compile_constraints
+from fstbeam.compiler.api import compile_constraints
 from fstbeam.contract.vocab import Vocab
 from fstbeam.errors import DisallowedTokenError, SpecError
 

@@ -72,7 +72,7 @@ def test_bad_rows_name_file_and_line(tmp_path, text, line, what):
 
 
 def test_each_term_compiles_to_one_anyof_automaton(tmp_path):
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
     from fstbeam.contract.vocab import Vocab
 
     toks = list("DieHausäÄrnesdLhc. ") + ["Häuser", " Häusern", "Haus", " des", " Lehrers", "ä".encode()[:1].decode("latin1")]

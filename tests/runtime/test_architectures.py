@@ -12,7 +12,7 @@ import pytest
 import torch
 import transformers as T
 
-from fstbeam.compiler.compile import compile_constraints
+from fstbeam.compiler.api import compile_constraints
 from fstbeam.runtime import Decoder
 
 from rt_helpers import tiny_vocab

@@ -13,7 +13,7 @@ from rt_helpers import StubLM, tiny_llama, tiny_vocab
 
 @pytest.fixture(scope="module")
 def setup():
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
 
     v = tiny_vocab()
     dec = Decoder(StubLM(v.width, eos=[0], max_positions=12), v, eos_ids=[0], device="cpu")

@@ -43,7 +43,7 @@ def test_generate_with_a_phrase_prints_json_lines(model_dir, capsys):
 def test_generate_from_an_artifact_and_a_file(model_dir, tmp_path, capsys):
     from transformers import AutoTokenizer
 
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
 
     cc = compile_constraints(tokenizer=AutoTokenizer.from_pretrained(model_dir), words=["a", "cat", "dog", "the"])
     art = tmp_path / "words.fstbeam"

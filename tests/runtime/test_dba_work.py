@@ -39,7 +39,7 @@ PHRASE_SETS = {
 @pytest.mark.parametrize("plain_track", [False, True])
 @pytest.mark.parametrize("kind", list(PHRASE_SETS))
 def test_counted_work_is_flat_in_the_number_of_phrases(vocab, monkeypatch, kind, plain_track):
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
 
     calls = {"topk": 0, "sets": 0}
     real_topk, real_sets = _kernels.masked_topk, _kernels.best_in_sets

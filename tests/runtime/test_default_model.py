@@ -45,7 +45,7 @@ def test_unconstrained_beam_search_scores_at_least_hf_beam_search(decoder):
 
 
 def test_a1_answer_is_satisfied_and_accepted(decoder):
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
 
     cc = compile_constraints(cefr="A1", tokenizer=decoder.vocab)
     with warnings.catch_warnings():

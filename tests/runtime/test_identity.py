@@ -100,7 +100,7 @@ def test_decoder_constraint_check_of_a_new_object_at_a_freed_address():
     at a freed one's address is checked again (here: refused, its vocabulary is another width)."""
     import dataclasses
 
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
     from fstbeam.errors import TokenizerMismatchError
     from fstbeam.runtime import Decoder
 

@@ -19,7 +19,7 @@ def vocab():
 
 
 def compile_(v, **kw):
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
 
     return compile_constraints(tokenizer=v, **kw)
 

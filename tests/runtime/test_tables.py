@@ -115,7 +115,7 @@ def test_distances_bank_and_advance_sets():
 def test_pool_of_compiled_constraints_matches_the_matcher(seed):
     """Several compiled constraint sets pooled in one Tables object: every row's mask and
     acceptance equal the compiler's host-side matcher along random walks."""
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
 
     v = tiny_vocab()
     specs = [dict(words=["a", "b", "ab"], phrases=["b a"]), dict(phrases=["b a", "c"], avoid=["ab"]),
@@ -175,7 +175,7 @@ def test_word_banks_and_completing_sets_on_a_compiled_phrase():
     byte or the space before it) and each state's advancing tokens split into those that complete a word and the others
     DBA may offer (those on a shortest path to the phrase's end, all where none is), checked
     token by token against the compiler's automaton, a breadth-first distance and the literal."""
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
     from fstbeam.contract.vocab import Vocab
 
     from rt_reference import _dist_light

@@ -40,7 +40,7 @@ SPECS = {
 
 @pytest.fixture(scope="module")
 def setup():
-    from fstbeam.compiler.compile import compile_constraints, with_request
+    from fstbeam.compiler.api import compile_constraints, with_request
 
     v = tiny_vocab(TOKENS)
     api = {n: compile_constraints(tokenizer=v, **kw) for n, (kw, _) in SPECS.items()}
@@ -101,7 +101,7 @@ def test_compile_constraints_cli_matches_the_api(model_dir, tmp_path):  # noqa: 
 
     from fstbeam import load_constraints
     from fstbeam.cli.compile_constraints import main
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
 
     out = tmp_path / "x.fstbeam"
     assert main(["compile", "--tokenizer", str(model_dir), "--phrase", "the cat", "--any-of", "dog|a mat", "--ordered",
@@ -171,7 +171,7 @@ def test_generate_jsonl_per_line_constraints_and_bad_lines(model_dir, tmp_path, 
     if by[6]["satisfied"]:
         assert by[6]["text"].lstrip().startswith("the") and not has(by[6]["text"], "cat")
     # each line decodes as the Python API decodes it alone with the doors' preset, all constraints compiled at once
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
     from fstbeam.runtime.decoder import Decoder
 
     dec = Decoder(str(model_dir), device="cpu")
@@ -185,7 +185,7 @@ def test_generate_jsonl_per_line_constraints_and_bad_lines(model_dir, tmp_path, 
 # ---- seq2seq ---------------------------------------------------------------------------------
 def test_per_input_terms_on_a_tiny_encoder_decoder():
     """A tiny T5: each source gets its own AnyOf term; the wide beam equals brute force."""
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
     from fstbeam.contract.vocab import Vocab
     from fstbeam.runtime.model.adapters import Seq2SeqAdapter
 
@@ -221,7 +221,7 @@ def test_anyof_and_ordered_banks_count_items_and_words(setup, phrases, ordered, 
     """DBA banks of AnyOf / ordered automata: each state's bank, from the automaton's byte
     progress, equals the unit rule written out by hand ((byte progress, units gained) when a
     unit is complete; a unit counts from the byte after the previous one: begun)."""
-    from fstbeam.compiler.compile import compile_constraints
+    from fstbeam.compiler.api import compile_constraints
     from fstbeam.contract.progress import IS_WORD_BYTE
     from fstbeam.fst.text import IS_WORD_BYTE as FST_WORD_BYTE
     from fstbeam.runtime.search.dba import num_banks

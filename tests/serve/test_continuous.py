@@ -12,7 +12,7 @@ import pytest
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "runtime"))
-from fstbeam.compiler.compile import compile_constraints  # noqa: E402
+from fstbeam.compiler.api import compile_constraints  # noqa: E402
 from fstbeam.runtime.config import SearchConfig  # noqa: E402
 from fstbeam.runtime.decoder import Decoder  # noqa: E402
 from fstbeam.runtime.search.continuous import ContinuousEngine, RequestSource, Ticket, shared_prefix  # noqa: E402

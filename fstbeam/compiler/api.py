@@ -1,4 +1,5 @@
-"""The one-shot forms: `compile_constraints` and `with_request` (docs/api.md).
+"""The user's way to compile: `compile_constraints` and `with_request` (docs/api.md); services hold
+a `Compiler` and call its `compile_request`. `compile_request` here is a deprecated alias.
 
 Both use the process's `Compiler` for the tokenizer (`compiler_for`), so repeated calls share
 its vocabulary, trie, index and automata.
@@ -9,6 +10,7 @@ import os
 from typing import Iterable
 
 from ..contract.compiled import CompiledConstraints
+from ..errors import warn_deprecated
 from .compiler import Compiler, compiler_for
 from .request import ConstraintRequest
 from .spec import Phrase
@@ -93,7 +95,11 @@ def compile_request(request: ConstraintRequest, tokenizer="default", *, base: Co
                     progress: bool = False, check: bool = True) -> CompiledConstraints:
     """Compile a `ConstraintRequest` for ``tokenizer`` (or, with ``base``, for ``base``'s
     tokenizer: the request's phrases, avoid phrases and prefix are added to ``base`` by the merge
-    rule). What every door (API, commands, input files, batch rows, the server) calls."""
+    rule). Deprecated: the one way to compile is `compile_constraints` / `with_request` for users and
+    `Compiler.compile_request` for services (what every door calls)."""
+    warn_deprecated("fstbeam.compile_request(request, tokenizer, base=...)",
+                "fstbeam.Compiler(tokenizer).compile_request(request, base=...) (a service), or compile_constraints / "
+                "with_request")
     if not isinstance(request, ConstraintRequest):
         from ..errors import SpecError
 
@@ -101,3 +107,4 @@ def compile_request(request: ConstraintRequest, tokenizer="default", *, base: Co
                         "(build one with ConstraintRequest.from_json / from_kwargs)")
     comp = compiler_for(tokenizer if base is None else base.vocab)
     return comp.compile_request(request, base=base, progress=progress, check=check)
+
