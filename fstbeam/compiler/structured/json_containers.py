@@ -275,14 +275,28 @@ def _piece_item(c: SchemaCompiler, value: pynini.Fst, label: int = _MARK) -> pyn
     return out
 
 
-def any_value(c: SchemaCompiler, loc: Location, depth: int) -> pynini.Fst:
+@cache
+def _starts_with(first: str) -> pynini.Fst:
+    rest = sigma_star()
+    rest.union(_mark()).closure()
+    return optimize(lit(first) + rest, stage="json type filter")
+
+
+def starts_with(first: str) -> pynini.Fst:
+    """Values whose first byte is ``first`` (then anything): an exact type filter for objects
+    and arrays, used where other parts say what they hold."""
+    return _starts_with(first).copy()
+
+
+def any_value(c: SchemaCompiler, loc: Location, depth: int,
+              only: str | None = None) -> pynini.Fst:
     """Every JSON value at ``loc`` nesting at most ``depth`` arrays/objects (keys in the
     location's order, then any others)."""
     words = c.string_words
     text = free_string() if words is None else string_of(words, stage="json free text")
     scalars = union_of([lit("null"), lit("true"), lit("false"), number_fst(), text])
     if depth <= 0:
-        return c.opt(scalars, "(any value)")
+        return empty() if only else c.opt(scalars, "(any value)")
     inner = c.any_value(loc.items(), depth - 1)
     arr = _resolve(c, pynini.closure(_piece_item(c, inner)), 0, None, False, "[", "]",
                    "(any array)")
@@ -292,4 +306,6 @@ def any_value(c: SchemaCompiler, loc: Location, depth: int) -> pynini.Fst:
     extra = _piece(c, _other_keys(loc.keys), c.any_value(loc.extra(), depth - 1))
     members.concat(extra.closure())
     obj = _resolve(c, members, 0, None, False, "{", "}", "(any object)")
+    if only:
+        return c.opt(obj if only == "object" else arr, "(any value)")
     return c.opt(union_of([scalars, arr, obj]), "(any value)")

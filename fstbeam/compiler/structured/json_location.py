@@ -138,12 +138,13 @@ class Location:
             req = n.get("required")
             if isinstance(req, list):
                 later.update(dict.fromkeys(r for r in req if isinstance(r, str)))
-            for dep in ("dependentRequired", "dependencies"):
+            for dep in ("dependentRequired", "dependentSchemas", "dependencies"):
                 v = n.get(dep)
                 if isinstance(v, dict):
                     for k, names in v.items():
+                        later[k] = None
                         if isinstance(names, list):
-                            later.update(dict.fromkeys([k, *names]))
+                            later.update(dict.fromkeys(names))
         for v in self.consts:
             if isinstance(v, dict):
                 keys.update(dict.fromkeys(v))

@@ -149,10 +149,11 @@ class SchemaCompiler:
             self._cache[key] = self._node(node, path, loc, rdepth)
         return self._cache[key]
 
-    def any_value(self, loc: Location, depth: int) -> pynini.Fst:
-        key = ("any", loc.shape(depth), depth)
+    def any_value(self, loc: Location, depth: int, only: str | None = None) -> pynini.Fst:
+        """Every JSON value at ``loc`` to ``depth`` (``only="object"``/``"array"``: those)."""
+        key = ("any", loc.shape(depth), depth, only)
         if key not in self._cache:
-            self._cache[key] = json_containers.any_value(self, loc, depth)
+            self._cache[key] = json_containers.any_value(self, loc, depth, only)
         return self._cache[key]
 
     def _node(self, node: dict[str, Any], path: str, loc: Location, rdepth: int) -> pynini.Fst:
@@ -163,7 +164,6 @@ class SchemaCompiler:
             t = node["type"]
             node = self.synth({**node, "type": [*(t if isinstance(t, list) else [t]), "null"]})
         types = self._types(node, path)
-        out = self._typed(node, path, loc, rdepth, types)
         parts: list[pynini.Fst] = []
         ref = node.get("$ref")
         if isinstance(ref, str):
@@ -184,6 +184,10 @@ class SchemaCompiler:
         if "if" in node and ("then" in node or "else" in node):
             parts.append(self._if(node, path, loc, rdepth))
         parts.extend(self._dependencies(node, path, loc, rdepth))
+        # With in-place parts, an unconstrained type is a filter on the first byte (exact at any
+        # depth) instead of the depth-limited free value, which would cut the parts' nesting.
+        own = self._typed(node, path, loc, rdepth, types, as_filter=bool(parts))
+        out = own if own is not None else parts.pop(0)
         for p in parts:
             out = self.meet(out, p)
         return out
@@ -200,7 +204,9 @@ class SchemaCompiler:
         return tuple(names)
 
     def _typed(self, node: dict[str, Any], path: str, loc: Location, rdepth: int,
-               types: tuple[str, ...]) -> pynini.Fst:
+               types: tuple[str, ...], as_filter: bool = False) -> pynini.Fst | None:
+        """The node's own keywords (type, enum, const and the type-specific ones); None when
+        they allow everything and ``as_filter`` (the in-place parts decide alone)."""
         if "const" in node or "enum" in node:
             values = [node["const"]] if "const" in node else node["enum"]
             if not isinstance(values, list):
@@ -211,10 +217,19 @@ class SchemaCompiler:
             if not _has_type_keywords(node):
                 return lang
             typed = self._typed({k: v for k, v in node.items() if k not in ("enum", "const")},
-                                path, loc, rdepth, types)
-            return self.meet(lang, typed)
+                                path, loc, rdepth, types, as_filter=True)
+            return lang if typed is None else self.meet(lang, typed)
+        if as_filter and len(types) == len(_TYPES) - 1 and not _has_type_keywords(node):
+            return None
         parts = []
         for t in types:
+            if as_filter and t in ("object", "array") and not (
+                    _OBJECT_KEYWORDS if t == "object" else _ARRAY_KEYWORDS) & node.keys():
+                parts.append(json_containers.starts_with("{" if t == "object" else "["))
+                continue
+            if not as_filter and t in ("object", "array") and not _has_type_keywords(node):
+                parts.append(self.any_value(self.plain, self.max_depth, only=t))
+                continue
             if t == "null":
                 parts.append(lit("null"))
             elif t == "boolean":
@@ -283,6 +298,10 @@ def _type_of(v: Any, draft4: bool) -> str:
     return "array" if isinstance(v, list) else "object"
 
 
+_OBJECT_KEYWORDS = {"properties", "required", "additionalProperties", "patternProperties",
+                    "minProperties", "maxProperties", "propertyNames"}
+_ARRAY_KEYWORDS = {"items", "prefixItems", "additionalItems", "minItems", "maxItems",
+                   "uniqueItems", "contains"}
 _TYPE_KEYWORDS = {
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
     "maxLength", "pattern", "format", "properties", "required", "additionalProperties",
