@@ -160,6 +160,7 @@ def main() -> int:
     ap.add_argument("--walk-timeout", type=float, default=120.0, help="CPU seconds per schema's instance walks (default 120)")
     ap.add_argument("--e2e", type=int, default=0, metavar="N", help="also decode N schemas end to end with the default model")
     ap.add_argument("--e2e-only", action="store_true", help="only the end-to-end part (kept from --out if present)")
+    ap.add_argument("--e2e-from", metavar="JSON", help="take the end-to-end part from another result file of the same sample")
     ap.add_argument("--out", default=str(RESULTS / "structured.json"))
     ap.add_argument("--merge", action="store_true", help="keep the other engines' runs already in --out (same schemas); "
                     "with --engines and nothing to run (e.g. --engines fstbeam --skip-run) it only re-summarizes")
@@ -207,6 +208,8 @@ def main() -> int:
     }
     out_path.parent.mkdir(parents=True, exist_ok=True)
     raw_path.write_text(json.dumps({"schemas": result["schemas"], "runs": runs}))
+    if args.e2e_from:
+        result["e2e"] = json.loads(Path(args.e2e_from).read_text())["e2e"]
     if args.e2e:
         from structured_e2e import run_e2e
 
