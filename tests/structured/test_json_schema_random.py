@@ -14,7 +14,6 @@ from fstbeam.compiler.structured.json_location import order_instance  # noqa: E4
 from fstbeam.compiler.structured.json_schema import json_schema_fst  # noqa: E402
 
 
-
 def accepts(fst, text: str) -> bool:
     state = fst.start()
     if state < 0:

@@ -19,6 +19,7 @@ import pynini
 from ...errors import SpecError
 from ...fst.optimize import FstSizeError, optimize
 from . import json_containers, json_values
+from .json_disjoint import disjoint
 from .json_lexical import empty, lit, union
 from .json_location import Location, Resolver
 
@@ -27,7 +28,7 @@ __all__ = ["json_schema_fst", "JSON_SCHEMA_DEFAULTS", "UnsupportedSchema"]
 JSON_SCHEMA_DEFAULTS: dict[str, Any] = {
     # free JSON (`{}`, free properties, untyped items) nests this many arrays/objects deep, and
     # a recursive $ref is unrolled this many times
-    "max_depth": 6,
+    "max_depth": 3,
     "whitespace": "compact",
     # `whitespace="flexible"`: at most this many of space, tab, newline, CR around each token
     "max_whitespace": 8,
@@ -246,12 +247,15 @@ class SchemaCompiler:
 
     def _one_of(self, subs: list[Any], path: str, loc: Location, rdepth: int) -> pynini.Fst:
         langs = [self.value(s, f"{path}/{i}", loc, rdepth) for i, s in enumerate(subs)]
+        pairs = [(i, j) for i in range(len(subs)) for j in range(i + 1, len(subs))
+                 if not disjoint(subs[i], subs[j], self.resolver)]
+        # deterministic operands: a product of NFAs can blow up where one of DFAs dies early
+        dfa = {i: self.opt(langs[i], f"{path}/{i}") for pair in pairs for i in pair}
         overlaps = []
-        for i in range(len(langs)):
-            for j in range(i + 1, len(langs)):
-                both = self.meet(langs[i], langs[j])
-                if both.num_states():
-                    overlaps.append(both)
+        for i, j in pairs:
+            both = self.meet(dfa[i], dfa[j])
+            if both.num_states():
+                overlaps.append(both)
         out = union(langs)
         if overlaps:
             out = pynini.difference(out, self.opt(union(overlaps), path))
@@ -274,6 +278,8 @@ class SchemaCompiler:
             if not isinstance(deps, dict):
                 continue
             for name, need in deps.items():
+                if isinstance(need, list):
+                    continue  # in the object's own members (json_containers)
                 has = self.synth({"type": "object", "required": [name]})
                 if isinstance(need, list):
                     then: Any = self.synth({"required": need})
@@ -299,7 +305,8 @@ def _type_of(v: Any, draft4: bool) -> str:
 
 
 _OBJECT_KEYWORDS = {"properties", "required", "additionalProperties", "patternProperties",
-                    "minProperties", "maxProperties", "propertyNames"}
+                    "minProperties", "maxProperties", "propertyNames", "dependentRequired",
+                    "dependencies"}
 _ARRAY_KEYWORDS = {"items", "prefixItems", "additionalItems", "minItems", "maxItems",
                    "uniqueItems", "contains"}
 _TYPE_KEYWORDS = {
@@ -307,6 +314,7 @@ _TYPE_KEYWORDS = {
     "maxLength", "pattern", "format", "properties", "required", "additionalProperties",
     "patternProperties", "minProperties", "maxProperties", "propertyNames", "items",
     "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains",
+    "dependentRequired", "dependencies",
 }
 
 
