@@ -41,11 +41,13 @@ def _reset_peak() -> None:
 
 
 def reason(exc: BaseException | str) -> str:
-    """A short, groupable reason: quoted names, numbers and JSON pointers replaced."""
+    """A short, groupable reason: quoted values, numbers and JSON pointers replaced (a quoted
+    keyword kept)."""
     text = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
     text = text.strip().splitlines()[0] if text.strip() else "error"
     text = re.sub(r"(#?/[\w$~.%-]+)+", "<path>", text)
-    text = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", "<x>", text)
+    # a quoted keyword (a short identifier) stays: it is the reason; other quoted text (values, names) goes
+    text = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", lambda m: m[0] if re.fullmatch(r".[A-Za-z$][\w$-]{0,24}.", m[0]) else "<x>", text)
     text = re.sub(r"\{.*", "{...}", text)  # a schema fragment quoted in the message
     text = re.sub(r"\d+", "N", text)
     return text[:90]
