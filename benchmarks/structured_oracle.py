@@ -39,7 +39,11 @@ def _accepts(fst: Any, text: str) -> bool:
 
     from fstbeam.compiler.structured.json_lexical import lit
 
-    out = pynini.intersect(lit(text.encode("utf-8")), fst)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: no UTF-8 text, so no automaton accepts it
+        return False
+    out = pynini.intersect(lit(data), fst)
     out.connect()
     return bool(out.num_states() > 0)
 

@@ -60,6 +60,8 @@ SCHEMAS = [
     {"const": {"a": 1, "b": 2}},
     {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 2},
     {"type": "array", "prefixItems": [{"type": "string"}], "items": False},
+    {"type": "array", "contains": {"type": "integer", "minimum": 2}},
+    {"type": "array", "contains": {"type": "integer"}, "minContains": 2, "maxContains": 2},
     {"$schema": "http://json-schema.org/draft-07/schema#", "type": "array",
      "items": [{"type": "integer"}], "additionalItems": {"type": "string"}},
     {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},

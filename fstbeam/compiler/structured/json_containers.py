@@ -27,6 +27,7 @@ __all__ = ["object_value", "array_value", "any_value"]
 log = logging.getLogger("fstbeam")
 _MARK = 256  # before every member and item; a comma, or nothing right after { or [
 _COUNTED = 257  # the same, while an object's or array's own members are being counted
+_CONTAINS = 258  # an item that matches `contains`, while those are counted
 _SLOT_BASE = 1000  # one marker per declared member, while dependencies are checked
 MAX_PATTERN_PROPERTIES = 8
 MAX_COUNT_STATES = 100_000
@@ -306,8 +307,9 @@ def array_value(c: SchemaCompiler, node: dict[str, Any], path: str, loc: Locatio
     elif items is not None:
         rest = items
     prefix = prefix if isinstance(prefix, list) else []
-    if "contains" in node or "minContains" in node:
-        raise c.fail("contains", f"{path}/contains", "contains is not supported yet")
+    contains = None
+    if "contains" in node:
+        contains = c.opt(c.value(node["contains"], f"{path}/contains", child, rdepth), path)
     if node.get("uniqueItems") is True:
         log.warning("%s: uniqueItems at %s is not enforced (documented approximation)",
                     c.where, path or "/")
@@ -325,13 +327,29 @@ def array_value(c: SchemaCompiler, node: dict[str, Any], path: str, loc: Locatio
                 lo, hi = (0, hi) if kw == "minItems" else (lo, None)
     counted = _needs_count(lo, hi, 0, len(prefix) if rest is False else None)
     label = _COUNTED if counted else _MARK
-    tail = pynini.closure(_piece_item(c, rest_value, label)) if rest_value is not None \
-        else lit("")
+
+    def item(value: pynini.Fst) -> pynini.Fst:
+        if contains is None:
+            return _piece_item(c, value, label)
+        # an item that matches `contains` carries its own marker, to be counted
+        return _piece_item(c, c.meet(value, contains), _CONTAINS) | _piece_item(
+            c, pynini.difference(value, contains), label)
+
+    tail = pynini.closure(item(rest_value)) if rest_value is not None else lit("")
     for i in reversed(range(len(prefix))):
         v = c.value(prefix[i], f"{path}/prefixItems/{i}", child, rdepth)
-        piece = _piece_item(c, v, label)
+        piece = item(v)
         piece.concat(tail)
         tail = piece.closure(0, 1)
+    if contains is not None:
+        least = int(node.get("minContains", 1))
+        most = None if node.get("maxContains") is None else int(node["maxContains"])
+        other = _labels(set(range(1, 258)) - {_CONTAINS}).closure()
+        piece = _labels({_CONTAINS}) + other
+        reps = pynini.closure(piece, least, most) if most is not None else \
+            pynini.closure(piece, least)
+        tail = c.meet(tail, c.opt(other + reps, path))
+        tail.relabel_pairs(ipairs=[(_CONTAINS, label)], opairs=[(_CONTAINS, label)])
     return _resolve(c, tail, lo, hi, counted, "[", "]", path)
 
 

@@ -56,8 +56,9 @@ class Resolver:
         if ref in self.anchors:
             return self.anchors[ref]
         base, _, frag = ref.partition("#")
-        root_id = self.root.get("$id") or self.root.get("id") if isinstance(self.root, dict) \
+        root_id = (self.root.get("$id") or self.root.get("id")) if isinstance(self.root, dict) \
             else None
+        root_id = root_id.rstrip("#") if isinstance(root_id, str) else None
         if base and base != root_id and base not in self.anchors:
             raise SpecError(f"{self.where}: $ref {ref!r} at {path or '/'} points outside the "
                             "schema (only local references are supported)")
