@@ -75,7 +75,8 @@ def summarize(engine: str, run: dict[str, Any], cases: list[Any]) -> dict[str, A
         s[0] += c.name in compiled
         s[1] += 1
     return {
-        "engine": engine, "label": run["info"].get("label", engine), "setup_s": run["info"].get("setup_s"),
+        "engine": engine, "label": run["info"].get("label", engine) + (" (cut short)" if run.get("partial") else ""),
+        "setup_s": run["info"].get("setup_s"),
         "schemas": len(cases), "compiled": len(compiled), "compiled_pct": share(len(compiled), len(cases)),
         "not_compiled_why": dict(why.most_common()),
         "valid": vt, "valid_accepted": va, "valid_accepted_pct": share(va, vt),
@@ -187,7 +188,13 @@ def main() -> int:
                 keep = set(stratified([c.name for c in cases], subset[engine], args.seed))
                 mine = [c for c in cases if c.name in keep]
             print(f"== {engine} ({len(mine)} schemas)", flush=True)
-            runs[engine] = run_engine(engine, mine, ids, args.timeout, args.walk_timeout)
+            names = [c.name for c in cases]
+
+            def save(partial: dict[str, Any], engine: str = engine) -> None:
+                raw_path.write_text(json.dumps({"schemas": names, "runs": {**runs, engine: partial}}))
+
+            raw_path.parent.mkdir(parents=True, exist_ok=True)
+            runs[engine] = run_engine(engine, mine, ids, args.timeout, args.walk_timeout, save=save)
             runs[engine]["wall_s"] = round(time.perf_counter() - t, 1)
             runs[engine]["date"] = time.strftime("%Y-%m-%d %H:%M:%S")
             raw_path.parent.mkdir(parents=True, exist_ok=True)

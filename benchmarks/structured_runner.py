@@ -156,7 +156,9 @@ class Worker:
 
 
 def run_engine(engine: str, cases: Iterable[Any], token_ids: dict[str, list[tuple[bool, list[int]]]],
-               compile_timeout: float, walk_timeout: float, log: Any = print) -> dict[str, Any]:
+               compile_timeout: float, walk_timeout: float, log: Any = print, save: Any = None) -> dict[str, Any]:
+    """Every case through ``engine``'s worker; ``save(partial run)`` after each schema (a run cut
+    short keeps what it measured)."""
     os.environ.update(THREAD_VARS)
     w = Worker(engine)
     w.start()
@@ -166,6 +168,8 @@ def run_engine(engine: str, cases: Iterable[Any], token_ids: dict[str, list[tupl
         for i, c in enumerate(cases):
             r = w.run(c.schema, token_ids[c.name], compile_timeout, walk_timeout)
             per[c.name] = r
+            if save is not None:
+                save({"info": info, "schemas": per, "partial": True})
             if not r.get("compiled"):
                 log(f"  {engine} [{i + 1}] {c.name}: not compiled: {r.get('error', '')[:120]}")
             elif (i + 1) % 25 == 0:
