@@ -37,6 +37,16 @@ ENGINES = ["fstbeam", "llguidance", "llguidance-lenient", "xgrammar", "outlines-
 OPTIONAL = ["xgrammar-nonstrict"]  # on request (--engines): its compiles take ~100x XGrammar's default
 
 
+def round_robin(cases: list[Any]) -> list[Any]:
+    by: dict[str, list[Any]] = {}
+    for c in cases:
+        by.setdefault(c.source, []).append(c)
+    out, queues = [], list(by.values())
+    while any(queues):
+        out += [q.pop(0) for q in queues if q]
+    return out
+
+
 def tokenize(cases: list[Any]) -> dict[str, list[tuple[bool, list[int]]]]:
     from tokenizers import Tokenizer
 
@@ -187,6 +197,7 @@ def main() -> int:
             if engine in subset:
                 keep = set(stratified([c.name for c in cases], subset[engine], args.seed))
                 mine = [c for c in cases if c.name in keep]
+            mine = round_robin(mine)  # sources interleaved: a run cut short still spans them
             print(f"== {engine} ({len(mine)} schemas)", flush=True)
             names = [c.name for c in cases]
 
@@ -201,6 +212,12 @@ def main() -> int:
             raw_path.write_text(json.dumps({"schemas": [c.name for c in cases], "runs": runs}))  # each engine kept as it ends
     rows = [summarize(e, runs[e], [c for c in cases if c.name in runs[e]["schemas"]]) for e in ENGINES + OPTIONAL if e in runs]
     print(table(rows))
+    common = [c for c in cases if all(c.name in runs[e]["schemas"] for e in runs)]
+    rows_common = []
+    if runs and len(common) < len(cases):  # a subset engine: every engine again on the schemas all of them ran
+        rows_common = [summarize(e, runs[e], common) for e in ENGINES + OPTIONAL if e in runs]
+        print(f"\non the {len(common)} schemas every engine ran:")
+        print(table(rows_common))
     print("(times: wall; in parentheses the worker's CPU time, same units: the machine is shared)")
     for r in rows:
         if r["not_compiled_why"]:
@@ -211,7 +228,7 @@ def main() -> int:
         "threads": "1 per engine (RAYON/OMP/MKL/NUMBA_NUM_THREADS=1, torch 1, XGrammar max_threads=1)",
         "timeouts_cpu_s": {"compile": args.timeout, "walk": args.walk_timeout, "wall_factor": 8},
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(), "load_avg": os.getloadavg()},
-        "schemas": [c.name for c in cases], "summary": rows, "runs": {e: _compact(r) for e, r in runs.items()}, "e2e": old.get("e2e"),
+        "schemas": [c.name for c in cases], "summary": rows, "summary_common_schemas": rows_common, "runs": {e: _compact(r) for e, r in runs.items()}, "e2e": old.get("e2e"),
     }
     out_path.parent.mkdir(parents=True, exist_ok=True)
     raw_path.write_text(json.dumps({"schemas": result["schemas"], "runs": runs}))
