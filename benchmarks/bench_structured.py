@@ -37,6 +37,16 @@ ENGINES = ["fstbeam", "llguidance", "llguidance-lenient", "xgrammar", "outlines-
 OPTIONAL = ["xgrammar-nonstrict"]  # on request (--engines): its compiles take ~100x XGrammar's default
 
 
+def round_robin(cases: list[Any]) -> list[Any]:
+    by: dict[str, list[Any]] = {}
+    for c in cases:
+        by.setdefault(c.source, []).append(c)
+    out, queues = [], list(by.values())
+    while any(queues):
+        out += [q.pop(0) for q in queues if q]
+    return out
+
+
 def tokenize(cases: list[Any]) -> dict[str, list[tuple[bool, list[int]]]]:
     from tokenizers import Tokenizer
 
@@ -75,7 +85,8 @@ def summarize(engine: str, run: dict[str, Any], cases: list[Any]) -> dict[str, A
         s[0] += c.name in compiled
         s[1] += 1
     return {
-        "engine": engine, "label": run["info"].get("label", engine), "setup_s": run["info"].get("setup_s"),
+        "engine": engine, "label": run["info"].get("label", engine) + (" (cut short)" if run.get("partial") else ""),
+        "setup_s": run["info"].get("setup_s"),
         "schemas": len(cases), "compiled": len(compiled), "compiled_pct": share(len(compiled), len(cases)),
         "not_compiled_why": dict(why.most_common()),
         "valid": vt, "valid_accepted": va, "valid_accepted_pct": share(va, vt),
@@ -160,6 +171,7 @@ def main() -> int:
     ap.add_argument("--walk-timeout", type=float, default=120.0, help="CPU seconds per schema's instance walks (default 120)")
     ap.add_argument("--e2e", type=int, default=0, metavar="N", help="also decode N schemas end to end with the default model")
     ap.add_argument("--e2e-only", action="store_true", help="only the end-to-end part (kept from --out if present)")
+    ap.add_argument("--e2e-from", metavar="JSON", help="take the end-to-end part from another result file of the same sample")
     ap.add_argument("--out", default=str(RESULTS / "structured.json"))
     ap.add_argument("--merge", action="store_true", help="keep the other engines' runs already in --out (same schemas); "
                     "with --engines and nothing to run (e.g. --engines fstbeam --skip-run) it only re-summarizes")
@@ -185,14 +197,27 @@ def main() -> int:
             if engine in subset:
                 keep = set(stratified([c.name for c in cases], subset[engine], args.seed))
                 mine = [c for c in cases if c.name in keep]
+            mine = round_robin(mine)  # sources interleaved: a run cut short still spans them
             print(f"== {engine} ({len(mine)} schemas)", flush=True)
-            runs[engine] = run_engine(engine, mine, ids, args.timeout, args.walk_timeout)
+            names = [c.name for c in cases]
+
+            def save(partial: dict[str, Any], engine: str = engine) -> None:
+                raw_path.write_text(json.dumps({"schemas": names, "runs": {**runs, engine: partial}}))
+
+            raw_path.parent.mkdir(parents=True, exist_ok=True)
+            runs[engine] = run_engine(engine, mine, ids, args.timeout, args.walk_timeout, save=save)
             runs[engine]["wall_s"] = round(time.perf_counter() - t, 1)
             runs[engine]["date"] = time.strftime("%Y-%m-%d %H:%M:%S")
             raw_path.parent.mkdir(parents=True, exist_ok=True)
             raw_path.write_text(json.dumps({"schemas": [c.name for c in cases], "runs": runs}))  # each engine kept as it ends
     rows = [summarize(e, runs[e], [c for c in cases if c.name in runs[e]["schemas"]]) for e in ENGINES + OPTIONAL if e in runs]
     print(table(rows))
+    common = [c for c in cases if all(c.name in runs[e]["schemas"] for e in runs)]
+    rows_common = []
+    if runs and len(common) < len(cases):  # a subset engine: every engine again on the schemas all of them ran
+        rows_common = [summarize(e, runs[e], common) for e in ENGINES + OPTIONAL if e in runs]
+        print(f"\non the {len(common)} schemas every engine ran:")
+        print(table(rows_common))
     print("(times: wall; in parentheses the worker's CPU time, same units: the machine is shared)")
     for r in rows:
         if r["not_compiled_why"]:
@@ -203,10 +228,12 @@ def main() -> int:
         "threads": "1 per engine (RAYON/OMP/MKL/NUMBA_NUM_THREADS=1, torch 1, XGrammar max_threads=1)",
         "timeouts_cpu_s": {"compile": args.timeout, "walk": args.walk_timeout, "wall_factor": 8},
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(), "load_avg": os.getloadavg()},
-        "schemas": [c.name for c in cases], "summary": rows, "runs": {e: _compact(r) for e, r in runs.items()}, "e2e": old.get("e2e"),
+        "schemas": [c.name for c in cases], "summary": rows, "summary_common_schemas": rows_common, "runs": {e: _compact(r) for e, r in runs.items()}, "e2e": old.get("e2e"),
     }
     out_path.parent.mkdir(parents=True, exist_ok=True)
     raw_path.write_text(json.dumps({"schemas": result["schemas"], "runs": runs}))
+    if args.e2e_from:
+        result["e2e"] = json.loads(Path(args.e2e_from).read_text())["e2e"]
     if args.e2e:
         from structured_e2e import run_e2e
 

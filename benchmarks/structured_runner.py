@@ -41,11 +41,13 @@ def _reset_peak() -> None:
 
 
 def reason(exc: BaseException | str) -> str:
-    """A short, groupable reason: quoted names, numbers and JSON pointers replaced."""
+    """A short, groupable reason: quoted values, numbers and JSON pointers replaced (a quoted
+    keyword kept)."""
     text = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
     text = text.strip().splitlines()[0] if text.strip() else "error"
     text = re.sub(r"(#?/[\w$~.%-]+)+", "<path>", text)
-    text = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", "<x>", text)
+    # a quoted keyword (a short identifier) stays: it is the reason; other quoted text (values, names) goes
+    text = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", lambda m: m[0] if re.fullmatch(r".[A-Za-z$][\w$-]{0,24}.", m[0]) else "<x>", text)
     text = re.sub(r"\{.*", "{...}", text)  # a schema fragment quoted in the message
     text = re.sub(r"\d+", "N", text)
     return text[:90]
@@ -154,7 +156,9 @@ class Worker:
 
 
 def run_engine(engine: str, cases: Iterable[Any], token_ids: dict[str, list[tuple[bool, list[int]]]],
-               compile_timeout: float, walk_timeout: float, log: Any = print) -> dict[str, Any]:
+               compile_timeout: float, walk_timeout: float, log: Any = print, save: Any = None) -> dict[str, Any]:
+    """Every case through ``engine``'s worker; ``save(partial run)`` after each schema (a run cut
+    short keeps what it measured)."""
     os.environ.update(THREAD_VARS)
     w = Worker(engine)
     w.start()
@@ -164,6 +168,8 @@ def run_engine(engine: str, cases: Iterable[Any], token_ids: dict[str, list[tupl
         for i, c in enumerate(cases):
             r = w.run(c.schema, token_ids[c.name], compile_timeout, walk_timeout)
             per[c.name] = r
+            if save is not None:
+                save({"info": info, "schemas": per, "partial": True})
             if not r.get("compiled"):
                 log(f"  {engine} [{i + 1}] {c.name}: not compiled: {r.get('error', '')[:120]}")
             elif (i + 1) % 25 == 0:

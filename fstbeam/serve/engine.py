@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from ..runtime.config import SearchConfig
 from ..runtime.search.continuous import ContinuousEngine, RequestSource, Ticket
+from ..runtime.structured_check import check_result
 from .errors import RequestError
 
 __all__ = ["ServeEngine", "Job"]
@@ -41,6 +42,7 @@ class Job:
     worker: "Worker"
     events: asyncio.Queue = field(default_factory=asyncio.Queue)
     finished: bool = False
+    constraints: object = None  # for the decode side's check of a JSON output (runtime/structured_check.py)
 
     def post(self, kind: str, value) -> None:
         """From any thread: queue an event on the job's loop."""
@@ -108,6 +110,7 @@ class Worker:
                     if job is None:  # cancelled meanwhile
                         continue
                     res = dec.result(raw, job.prompt if isinstance(job.prompt, str) else None, job.phrases)
+                    res = check_result(res, job.constraints)  # a JSON output: parses and validates
                     metrics.finished_tokens(sum(len(h.token_ids) for h in res.hypotheses))
                     if res.error is not None:
                         job.post("error", RequestError(400, res.error, "prompt"))
@@ -196,7 +199,7 @@ class ServeEngine:
         if req.error is not None:
             raise RequestError(400, req.error, "prompt")
         loop = asyncio.get_running_loop()
-        job = Job(index, loop, Ticket(req), prompt, inp.phrase_texts, len(req.ids), worker)
+        job = Job(index, loop, Ticket(req), prompt, inp.phrase_texts, len(req.ids), worker, constraints=cc)
         if stream:
             job.ticket.on_prefix = lambda tokens: job.post("prefix", tokens)
         worker.submit(job)

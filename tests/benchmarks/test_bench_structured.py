@@ -163,6 +163,9 @@ def test_stratified_sample_keeps_each_sources_share():
 
 def test_reasons_group_the_same_refusal():
     a = reason(ValueError("Unimplemented keys: [\"not\"] at /properties/a/items/0"))
-    b = reason(ValueError("Unimplemented keys: [\"uniqueItems\"] at /properties/b"))
-    assert a == b == 'ValueError: Unimplemented keys: [<x>] at <path>'
+    b = reason(ValueError("Unimplemented keys: [\"not\"] at /properties/b"))
+    assert a == b == 'ValueError: Unimplemented keys: ["not"] at <path>'
+    c = reason(SyntaxError("unknown format 'date time' in 'properties/x': {\"type\": 1}"))
+    d = reason(SyntaxError("unknown format 'a b' in 'properties/y': {}"))
+    assert c == d == "SyntaxError: unknown format <x> in <x>: {...}"
     assert reason("time-out (> 30 s)") == "time-out (> N s)"

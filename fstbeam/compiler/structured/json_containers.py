@@ -27,7 +27,10 @@ __all__ = ["object_value", "array_value", "any_value"]
 log = logging.getLogger("fstbeam")
 _MARK = 256  # before every member and item; a comma, or nothing right after { or [
 _COUNTED = 257  # the same, while an object's or array's own members are being counted
+_CONTAINS = 258  # an item that matches `contains`, while those are counted
+_SLOT_BASE = 1000  # one marker per declared member, while dependencies are checked
 MAX_PATTERN_PROPERTIES = 8
+MAX_COUNT_STATES = 100_000
 
 
 def _mark(label: int = _MARK) -> pynini.Fst:
@@ -64,13 +67,42 @@ def finish(doc: pynini.Fst) -> pynini.Fst:
     return pynini.compose(d, _commas()).project("output")
 
 
-def _count(lo: int, hi: int | None) -> pynini.Fst:
-    """Sequences with lo..hi counted markers (anything else in between, inner markers too)."""
+def _labels(labels: set[int]) -> pynini.Fst:
+    """One symbol of ``labels``."""
+    f = pynini.Fst()
+    a, b = f.add_state(), f.add_state()
+    f.set_start(a)
+    f.set_final(b)
+    one = pynini.Weight.one(f.weight_type())
+    for label in sorted(labels):
+        f.add_arc(a, pynini.Arc(label, label, one, b))
+    return f
+
+
+def _count(lo: int, hi: int | None, own: set[int]) -> pynini.Fst:
+    """Sequences with lo..hi markers of ``own`` (anything else in between, inner markers too)."""
     other = sigma_star()
     other.union(_mark()).closure()
-    piece = _mark(_COUNTED) + other
+    piece = _labels(own) + other
     reps = pynini.closure(piece, lo, hi) if hi is not None else pynini.closure(piece, lo)
     return other + reps
+
+
+def _requires(own: set[int], if_label: int, then_labels: list[int | None]) -> pynini.Fst:
+    """Marked sequences in which ``if_label`` appears only together with every one of
+    ``then_labels`` (None: a member that cannot appear, so neither can ``if_label``)."""
+    rest = _labels(set(range(1, 257)) | own)
+    without = _labels(set(range(1, 257)) | (own - {if_label})).closure()
+    if any(t is None for t in then_labels):
+        return without
+    everything = rest.copy().closure()
+    need = None
+    for t in then_labels:
+        assert t is not None
+        has = everything + _labels({t}) + everything
+        need = has if need is None else pynini.intersect(optimize(need, stage="json deps"),
+                                                         optimize(has, stage="json deps"))
+    return without if need is None else without | need
 
 
 def _needs_count(lo: int, hi: int | None, forced: int, most: int | None) -> bool:
@@ -78,11 +110,18 @@ def _needs_count(lo: int, hi: int | None, forced: int, most: int | None) -> bool
 
 
 def _resolve(c: SchemaCompiler, members: pynini.Fst, lo: int, hi: int | None, counted: bool,
-             open_: str, close: str, path: str) -> pynini.Fst:
-    """Apply the count limits (when the members were built with counted markers), and wrap."""
+             open_: str, close: str, path: str, own: set[int] | None = None,
+             rules: list[pynini.Fst] | None = None) -> pynini.Fst:
+    """Apply the count limits and dependency rules over the members' own markers (``own``;
+    default: the one counted marker), turn them into plain markers, and wrap."""
+    own = own or {_COUNTED}
     if counted:
-        members = c.meet(members, c.opt(_count(lo, hi), path))
-        members.relabel_pairs(ipairs=[(_COUNTED, _MARK)], opairs=[(_COUNTED, _MARK)])
+        members = c.meet(members, c.opt(_count(lo, hi, own), path))
+    for rule in rules or []:
+        members = c.meet(members, c.opt(rule, path))
+    if own != {_MARK}:
+        pairs = [(label, _MARK) for label in own]
+        members.relabel_pairs(ipairs=pairs, opairs=pairs)
     out = lit(open_)
     out.concat(members).concat(lit(close))
     if lo == 0 and c.ws.num_states() > 1 and _accepts(members, ""):
@@ -138,9 +177,13 @@ def object_value(c: SchemaCompiler, node: dict[str, Any], path: str, loc: Locati
     hi = None if node.get("maxProperties") is None else int(node["maxProperties"])
     may_extra = extra_schema is not False or bool(patterns)
     counted = _needs_count(lo, hi, len(set(required)), None if may_extra else len(slots))
-    label = _COUNTED if counted else _MARK
+    deps = _list_dependencies(node)
+    # own markers: one label per slot where dependencies must see which member is which
+    unique = bool(deps)
+    label = _COUNTED if counted or unique else _MARK
+    slot_label: dict[str, int] = {}
     members = lit("")
-    for k in slots:
+    for i, k in enumerate(slots):
         sub = f"{path}/properties/{k}"
         schemas = [props[k]] if k in props else []
         matched = [p for p in patterns if _accepts(pats[p], k)]
@@ -159,7 +202,8 @@ def object_value(c: SchemaCompiler, node: dict[str, Any], path: str, loc: Locati
             v = c.value(s, sub, child, rdepth)
             val = v if val is None else c.meet(val, v)
         assert val is not None
-        piece = _piece(c, _key(k), val, label)
+        slot_label[k] = _SLOT_BASE + i if unique else label
+        piece = _piece(c, _key(k), val, slot_label[k])
         if k not in required:
             piece.closure(0, 1)
         members.concat(piece)  # in place: a chain of concatenations copies each piece once
@@ -167,7 +211,21 @@ def object_value(c: SchemaCompiler, node: dict[str, Any], path: str, loc: Locati
                      label)
     if extras is not None:
         members.concat(extras.closure())
-    return _resolve(c, members, lo, hi, counted, "{", "}", path)
+    own = {label, *slot_label.values()}
+    rules = [_requires(own, slot_label[a], [slot_label.get(b) for b in bs])
+             for a, bs in deps if a in slot_label]
+    return _resolve(c, members, lo, hi, counted, "{", "}", path, own=own, rules=rules)
+
+
+def _list_dependencies(node: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """`dependentRequired` and the list form of draft-7 `dependencies`."""
+    out = []
+    for kw in ("dependentRequired", "dependencies"):
+        deps = node.get(kw)
+        if isinstance(deps, dict):
+            out += [(a, [b for b in bs if isinstance(b, str)]) for a, bs in deps.items()
+                    if isinstance(bs, list)]
+    return out
 
 
 def _quoted(name: str) -> str:
@@ -249,22 +307,49 @@ def array_value(c: SchemaCompiler, node: dict[str, Any], path: str, loc: Locatio
     elif items is not None:
         rest = items
     prefix = prefix if isinstance(prefix, list) else []
-    if "contains" in node or "minContains" in node:
-        raise c.fail("contains", f"{path}/contains", "contains is not supported yet")
+    contains = None
+    if "contains" in node:
+        contains = c.opt(c.value(node["contains"], f"{path}/contains", child, rdepth), path)
     if node.get("uniqueItems") is True:
         log.warning("%s: uniqueItems at %s is not enforced (documented approximation)",
                     c.where, path or "/")
     lo = int(node.get("minItems", 0))
     hi = None if node.get("maxItems") is None else int(node["maxItems"])
+    rest_value = c.value(rest, f"{path}/items", child, rdepth) if rest is not False else None
+    if rest_value is not None:
+        # counting repeats the item automaton once per count: past a budget the count is not
+        # enforced (a WARNING names it; docs/structured.md)
+        size = rest_value.num_states() + 4
+        for kw, n in (("minItems", lo), ("maxItems", hi)):
+            if n is not None and n * size > MAX_COUNT_STATES:
+                log.warning("%s: %s %d at %s is not enforced (%d copies of a %d-state item)",
+                            c.where, kw, n, path or "/", n, size)
+                lo, hi = (0, hi) if kw == "minItems" else (lo, None)
     counted = _needs_count(lo, hi, 0, len(prefix) if rest is False else None)
     label = _COUNTED if counted else _MARK
-    tail = pynini.closure(_piece_item(c, c.value(rest, f"{path}/items", child, rdepth), label)) \
-        if rest is not False else lit("")
+
+    def item(value: pynini.Fst) -> pynini.Fst:
+        if contains is None:
+            return _piece_item(c, value, label)
+        # an item that matches `contains` carries its own marker, to be counted
+        return _piece_item(c, c.meet(value, contains), _CONTAINS) | _piece_item(
+            c, pynini.difference(value, contains), label)
+
+    tail = pynini.closure(item(rest_value)) if rest_value is not None else lit("")
     for i in reversed(range(len(prefix))):
         v = c.value(prefix[i], f"{path}/prefixItems/{i}", child, rdepth)
-        piece = _piece_item(c, v, label)
+        piece = item(v)
         piece.concat(tail)
         tail = piece.closure(0, 1)
+    if contains is not None:
+        least = int(node.get("minContains", 1))
+        most = None if node.get("maxContains") is None else int(node["maxContains"])
+        other = _labels(set(range(1, 258)) - {_CONTAINS}).closure()
+        piece = _labels({_CONTAINS}) + other
+        reps = pynini.closure(piece, least, most) if most is not None else \
+            pynini.closure(piece, least)
+        tail = c.meet(tail, c.opt(other + reps, path))
+        tail.relabel_pairs(ipairs=[(_CONTAINS, label)], opairs=[(_CONTAINS, label)])
     return _resolve(c, tail, lo, hi, counted, "[", "]", path)
 
 
@@ -275,14 +360,28 @@ def _piece_item(c: SchemaCompiler, value: pynini.Fst, label: int = _MARK) -> pyn
     return out
 
 
-def any_value(c: SchemaCompiler, loc: Location, depth: int) -> pynini.Fst:
+@cache
+def _starts_with(first: str) -> pynini.Fst:
+    rest = sigma_star()
+    rest.union(_mark()).closure()
+    return optimize(lit(first) + rest, stage="json type filter")
+
+
+def starts_with(first: str) -> pynini.Fst:
+    """Values whose first byte is ``first`` (then anything): an exact type filter for objects
+    and arrays, used where other parts say what they hold."""
+    return _starts_with(first).copy()
+
+
+def any_value(c: SchemaCompiler, loc: Location, depth: int,
+              only: str | None = None) -> pynini.Fst:
     """Every JSON value at ``loc`` nesting at most ``depth`` arrays/objects (keys in the
     location's order, then any others)."""
     words = c.string_words
     text = free_string() if words is None else string_of(words, stage="json free text")
     scalars = union_of([lit("null"), lit("true"), lit("false"), number_fst(), text])
     if depth <= 0:
-        return c.opt(scalars, "(any value)")
+        return empty() if only else c.opt(scalars, "(any value)")
     inner = c.any_value(loc.items(), depth - 1)
     arr = _resolve(c, pynini.closure(_piece_item(c, inner)), 0, None, False, "[", "]",
                    "(any array)")
@@ -292,4 +391,6 @@ def any_value(c: SchemaCompiler, loc: Location, depth: int) -> pynini.Fst:
     extra = _piece(c, _other_keys(loc.keys), c.any_value(loc.extra(), depth - 1))
     members.concat(extra.closure())
     obj = _resolve(c, members, 0, None, False, "{", "}", "(any object)")
+    if only:
+        return c.opt(obj if only == "object" else arr, "(any value)")
     return c.opt(union_of([scalars, arr, obj]), "(any value)")

@@ -56,8 +56,9 @@ class Resolver:
         if ref in self.anchors:
             return self.anchors[ref]
         base, _, frag = ref.partition("#")
-        root_id = self.root.get("$id") or self.root.get("id") if isinstance(self.root, dict) \
+        root_id = (self.root.get("$id") or self.root.get("id")) if isinstance(self.root, dict) \
             else None
+        root_id = root_id.rstrip("#") if isinstance(root_id, str) else None
         if base and base != root_id and base not in self.anchors:
             raise SpecError(f"{self.where}: $ref {ref!r} at {path or '/'} points outside the "
                             "schema (only local references are supported)")
@@ -138,12 +139,13 @@ class Location:
             req = n.get("required")
             if isinstance(req, list):
                 later.update(dict.fromkeys(r for r in req if isinstance(r, str)))
-            for dep in ("dependentRequired", "dependencies"):
+            for dep in ("dependentRequired", "dependentSchemas", "dependencies"):
                 v = n.get(dep)
                 if isinstance(v, dict):
                     for k, names in v.items():
+                        later[k] = None
                         if isinstance(names, list):
-                            later.update(dict.fromkeys([k, *names]))
+                            later.update(dict.fromkeys(names))
         for v in self.consts:
             if isinstance(v, dict):
                 keys.update(dict.fromkeys(v))

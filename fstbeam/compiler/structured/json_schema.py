@@ -19,6 +19,7 @@ import pynini
 from ...errors import SpecError
 from ...fst.optimize import FstSizeError, optimize
 from . import json_containers, json_values
+from .json_disjoint import disjoint
 from .json_lexical import empty, lit, union
 from .json_location import Location, Resolver
 
@@ -27,7 +28,7 @@ __all__ = ["json_schema_fst", "JSON_SCHEMA_DEFAULTS", "UnsupportedSchema"]
 JSON_SCHEMA_DEFAULTS: dict[str, Any] = {
     # free JSON (`{}`, free properties, untyped items) nests this many arrays/objects deep, and
     # a recursive $ref is unrolled this many times
-    "max_depth": 6,
+    "max_depth": 3,
     "whitespace": "compact",
     # `whitespace="flexible"`: at most this many of space, tab, newline, CR around each token
     "max_whitespace": 8,
@@ -149,10 +150,11 @@ class SchemaCompiler:
             self._cache[key] = self._node(node, path, loc, rdepth)
         return self._cache[key]
 
-    def any_value(self, loc: Location, depth: int) -> pynini.Fst:
-        key = ("any", loc.shape(depth), depth)
+    def any_value(self, loc: Location, depth: int, only: str | None = None) -> pynini.Fst:
+        """Every JSON value at ``loc`` to ``depth`` (``only="object"``/``"array"``: those)."""
+        key = ("any", loc.shape(depth), depth, only)
         if key not in self._cache:
-            self._cache[key] = json_containers.any_value(self, loc, depth)
+            self._cache[key] = json_containers.any_value(self, loc, depth, only)
         return self._cache[key]
 
     def _node(self, node: dict[str, Any], path: str, loc: Location, rdepth: int) -> pynini.Fst:
@@ -163,7 +165,6 @@ class SchemaCompiler:
             t = node["type"]
             node = self.synth({**node, "type": [*(t if isinstance(t, list) else [t]), "null"]})
         types = self._types(node, path)
-        out = self._typed(node, path, loc, rdepth, types)
         parts: list[pynini.Fst] = []
         ref = node.get("$ref")
         if isinstance(ref, str):
@@ -184,6 +185,10 @@ class SchemaCompiler:
         if "if" in node and ("then" in node or "else" in node):
             parts.append(self._if(node, path, loc, rdepth))
         parts.extend(self._dependencies(node, path, loc, rdepth))
+        # With in-place parts, an unconstrained type is a filter on the first byte (exact at any
+        # depth) instead of the depth-limited free value, which would cut the parts' nesting.
+        own = self._typed(node, path, loc, rdepth, types, as_filter=bool(parts))
+        out = own if own is not None else parts.pop(0)
         for p in parts:
             out = self.meet(out, p)
         return out
@@ -200,7 +205,9 @@ class SchemaCompiler:
         return tuple(names)
 
     def _typed(self, node: dict[str, Any], path: str, loc: Location, rdepth: int,
-               types: tuple[str, ...]) -> pynini.Fst:
+               types: tuple[str, ...], as_filter: bool = False) -> pynini.Fst | None:
+        """The node's own keywords (type, enum, const and the type-specific ones); None when
+        they allow everything and ``as_filter`` (the in-place parts decide alone)."""
         if "const" in node or "enum" in node:
             values = [node["const"]] if "const" in node else node["enum"]
             if not isinstance(values, list):
@@ -211,10 +218,19 @@ class SchemaCompiler:
             if not _has_type_keywords(node):
                 return lang
             typed = self._typed({k: v for k, v in node.items() if k not in ("enum", "const")},
-                                path, loc, rdepth, types)
-            return self.meet(lang, typed)
+                                path, loc, rdepth, types, as_filter=True)
+            return lang if typed is None else self.meet(lang, typed)
+        if as_filter and len(types) == len(_TYPES) - 1 and not _has_type_keywords(node):
+            return None
         parts = []
         for t in types:
+            if as_filter and t in ("object", "array") and not (
+                    _OBJECT_KEYWORDS if t == "object" else _ARRAY_KEYWORDS) & node.keys():
+                parts.append(json_containers.starts_with("{" if t == "object" else "["))
+                continue
+            if not as_filter and t in ("object", "array") and not _has_type_keywords(node):
+                parts.append(self.any_value(self.plain, self.max_depth, only=t))
+                continue
             if t == "null":
                 parts.append(lit("null"))
             elif t == "boolean":
@@ -231,12 +247,15 @@ class SchemaCompiler:
 
     def _one_of(self, subs: list[Any], path: str, loc: Location, rdepth: int) -> pynini.Fst:
         langs = [self.value(s, f"{path}/{i}", loc, rdepth) for i, s in enumerate(subs)]
+        pairs = [(i, j) for i in range(len(subs)) for j in range(i + 1, len(subs))
+                 if not disjoint(subs[i], subs[j], self.resolver)]
+        # deterministic operands: a product of NFAs can blow up where one of DFAs dies early
+        dfa = {i: self.opt(langs[i], f"{path}/{i}") for pair in pairs for i in pair}
         overlaps = []
-        for i in range(len(langs)):
-            for j in range(i + 1, len(langs)):
-                both = self.meet(langs[i], langs[j])
-                if both.num_states():
-                    overlaps.append(both)
+        for i, j in pairs:
+            both = self.meet(dfa[i], dfa[j])
+            if both.num_states():
+                overlaps.append(both)
         out = union(langs)
         if overlaps:
             out = pynini.difference(out, self.opt(union(overlaps), path))
@@ -259,6 +278,8 @@ class SchemaCompiler:
             if not isinstance(deps, dict):
                 continue
             for name, need in deps.items():
+                if isinstance(need, list):
+                    continue  # in the object's own members (json_containers)
                 has = self.synth({"type": "object", "required": [name]})
                 if isinstance(need, list):
                     then: Any = self.synth({"required": need})
@@ -283,11 +304,17 @@ def _type_of(v: Any, draft4: bool) -> str:
     return "array" if isinstance(v, list) else "object"
 
 
+_OBJECT_KEYWORDS = {"properties", "required", "additionalProperties", "patternProperties",
+                    "minProperties", "maxProperties", "propertyNames", "dependentRequired",
+                    "dependencies"}
+_ARRAY_KEYWORDS = {"items", "prefixItems", "additionalItems", "minItems", "maxItems",
+                   "uniqueItems", "contains"}
 _TYPE_KEYWORDS = {
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
     "maxLength", "pattern", "format", "properties", "required", "additionalProperties",
     "patternProperties", "minProperties", "maxProperties", "propertyNames", "items",
     "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains",
+    "dependentRequired", "dependencies",
 }
 
 

@@ -3,21 +3,55 @@ and `const`/`enum` literals (objects and arrays among them are compiled as exact
 node's location, so their keys follow the location's order)."""
 from __future__ import annotations
 
+import logging
 from decimal import Decimal, InvalidOperation
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import pynini
 
+from ...fst.optimize import optimize
 from .json_formats import format_fst
-from .json_lexical import any_char, bounds_fst, free_string, integer_fst, lit, multiple_of_fst, number_equal_fst, number_fst, string_of
+from .json_lexical import (
+    any_char,
+    bounds_fst,
+    encode_content,
+    free_string,
+    integer_fst,
+    lit,
+    multiple_of_fst,
+    number_equal_fst,
+    number_fst,
+    string_of,
+)
 from .json_location import Location
+
+log = logging.getLogger("fstbeam")
 
 if TYPE_CHECKING:
     from .json_schema import SchemaCompiler
 
 __all__ = ["number", "string", "literal", "ws_byte", "MAX_LENGTH"]
 
-MAX_LENGTH = 5_000  # minLength/maxLength above this are refused (a chain of that many states)
+MAX_LENGTH = 5_000  # a minLength above this is refused (a chain of that many states)
+# A maxLength above this is not enforced (a WARNING names it): each unit of length costs about
+# a dozen states and 150 arcs in every copy of the string, and a model's strings are bounded by
+# max_new_tokens anyway. Documented in docs/structured.md.
+MAX_EXACT_LENGTH = 256
+
+
+@cache
+def _bounded_string(lo: int, hi: int | None) -> pynini.Fst:
+    if lo == 0 and hi is None:
+        return free_string()
+    unit = encode_content(any_char(), stage="json string unit")
+    body = pynini.closure(unit, lo, hi) if hi is not None else pynini.closure(unit, lo)
+    return optimize(lit('"') + body + lit('"'), stage=f"json string {{{lo},{hi}}}")
+
+
+def bounded_string(lo: int, hi: int | None) -> pynini.Fst:
+    """JSON strings of lo..hi code points (an escape is one), built from the escaped unit."""
+    return _bounded_string(lo, hi).copy()
 
 
 def ws_byte() -> pynini.Fst:
@@ -86,10 +120,14 @@ def string(c: SchemaCompiler, node: dict[str, Any], path: str) -> pynini.Fst:
     """The JSON strings whose decoded text meets pattern, format and length."""
     lo = _length(c, node, "minLength", path) or 0
     hi = _length(c, node, "maxLength", path)
-    if hi is not None and hi > MAX_LENGTH:
-        hi = None if lo == 0 else hi  # a very long maximum: no practical limit (documented)
-        if hi is not None:
-            raise c.fail("maxLength", f"{path}/maxLength", f"{hi} is more than {MAX_LENGTH}")
+    if hi is not None and hi > MAX_EXACT_LENGTH:
+        log.warning("%s: maxLength %d at %s is not enforced (more than %d)", c.where, hi,
+                    path or "/", MAX_EXACT_LENGTH)
+        hi = None
+    if "pattern" not in node and not (isinstance(node.get("format"), str)
+                                      and format_fst(node["format"]) is not None) \
+            and c.string_words is None:
+        return bounded_string(lo, hi)
     decoded: pynini.Fst | None = None
     pattern = node.get("pattern")
     if pattern is not None:

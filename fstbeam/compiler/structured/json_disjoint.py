@@ -1,0 +1,90 @@
+"""A quick static test that two schemas accept no common value (for `oneOf`).
+
+`oneOf` needs the pairwise intersections of its branches; most real `oneOf`s are discriminated
+(different types, or a required property with different constants), and proving that on the
+schemas saves a product of two large automata per pair. Unsure means "maybe overlapping": the
+automata decide.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ...errors import SpecError
+from .json_location import Resolver
+
+__all__ = ["disjoint"]
+
+_ALL = {"null", "boolean", "object", "array", "number", "integer", "string"}
+
+
+def _deref(node: Any, resolver: Resolver, depth: int = 8) -> Any:
+    while isinstance(node, dict) and isinstance(node.get("$ref"), str) and depth:
+        if set(node) - {"$ref", "description", "title", "$comment"}:
+            return node  # siblings beside $ref: not a plain alias
+        try:
+            node = resolver.resolve(node["$ref"], "")[0]
+        except SpecError:
+            return node
+        depth -= 1
+    return node
+
+
+def _types(node: dict[str, Any]) -> set[str]:
+    t = node.get("type")
+    names = set(t if isinstance(t, list) else [t]) if t is not None else set(_ALL)
+    if "number" in names:
+        names.add("integer")
+    return names & _ALL
+
+
+def _values(node: dict[str, Any]) -> set[str] | None:
+    """The canonical JSON of the allowed values, when the node lists them (const/enum)."""
+    if "const" in node:
+        vals = [node["const"]]
+    elif isinstance(node.get("enum"), list):
+        vals = node["enum"]
+    else:
+        return None
+    out = set()
+    for v in vals:
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return None  # 1 and 1.0 are one value: let the automata decide
+        out.add(json.dumps(v, sort_keys=True))
+    return out
+
+
+def disjoint(a: Any, b: Any, resolver: Resolver, depth: int = 3) -> bool:
+    """True only when no value can be valid against both ``a`` and ``b``."""
+    a, b = _deref(a, resolver), _deref(b, resolver)
+    if a is False or b is False:
+        return True
+    if not isinstance(a, dict) or not isinstance(b, dict) or depth == 0:
+        return False
+    if not _types(a) & _types(b):
+        return True
+    va, vb = _values(a), _values(b)
+    if va is not None and vb is not None and not va & vb:
+        return True
+    if _types(a) | _types(b) <= {"object"} or (_types(a) == {"object"} or
+                                                _types(b) == {"object"}):
+        if not (_types(a) & _types(b)) <= {"object"}:
+            return False
+        return _objects_disjoint(a, b, resolver, depth)
+    return False
+
+
+def _objects_disjoint(a: dict[str, Any], b: dict[str, Any], resolver: Resolver,
+                      depth: int) -> bool:
+    pa, pb = a.get("properties") or {}, b.get("properties") or {}
+    ra = {r for r in a.get("required") or [] if isinstance(r, str)}
+    rb = {r for r in b.get("required") or [] if isinstance(r, str)}
+    for p in ra & rb:
+        if p in pa and p in pb and disjoint(pa[p], pb[p], resolver, depth - 1):
+            return True
+    for mine, other, other_props in ((ra, b, pb), (rb, a, pa)):
+        closed = other.get("additionalProperties") is False and not other.get(
+            "patternProperties")
+        if closed and any(p not in other_props for p in mine):
+            return True
+    return False
