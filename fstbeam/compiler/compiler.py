@@ -39,8 +39,8 @@ class Compiler:
     a ``Decoder``, whose prompt format then resolves ``leading_space="auto"``).
 
         comp = fstbeam.Compiler("default")
-        base = comp.compile(cefr="A2")
-        cc = comp.extend(base, phrases=["the weather"])   # base's phrases stay
+        base = comp.compile_request(ConstraintRequest.from_kwargs(cefr="A2"))
+        cc = comp.compile_request(ConstraintRequest.from_json({"phrases": ["the weather"]}), base=base)  # base's stay
 
     ``cache``: where built objects are kept (default: the process-wide byte-budget cache);
     ``cache_bytes``: give this Compiler its own cache of that many bytes instead.
