@@ -35,8 +35,8 @@ def _flags(words):
 
 def test_every_door_compiles_the_same_artifact(setup, model_dir):
     from fstbeam.cli.generate import _constraints
-    from fstbeam.cli.main import build_parser
     from fstbeam.cli.inputs import read_inputs
+    from fstbeam.cli.main import build_parser
     from fstbeam.distributed.rows import parse_row
     from fstbeam.distributed.worker import DecodeWorker
 

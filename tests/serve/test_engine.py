@@ -12,8 +12,8 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 from serve_helpers import offline_result  # noqa: E402
 
-from fstbeam.serve.config import Limits, ServeConfig  # noqa: E402
 from fstbeam.runtime.presets import search_config  # noqa: E402
+from fstbeam.serve.config import Limits, ServeConfig  # noqa: E402
 from fstbeam.serve.errors import RequestError  # noqa: E402
 from fstbeam.serve.server import build_state  # noqa: E402
 
