@@ -16,10 +16,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .errors import RequestError, error_body
 from .guard import Guard
-from .logprobs import fill as fill_logprobs
-from .logprobs import wanted as logprobs_wanted
 from .options import refuse_structured, refuse_unsupported, request_config
-from .responses import Answer, ClientGone, stop_watching, stream_events, wait_result
+from .responses import Answer, ClientGone, fill_logprobs, logprobs_wanted, stop_watching, stream_events, wait_result
 from .schemas import ChatBody, CompletionBody, param_of
 
 __all__ = ["create_app"]

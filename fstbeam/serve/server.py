@@ -145,7 +145,7 @@ def _run(app, state: ServerState, t0: float, ready, sock) -> int:
     import uvicorn
 
     cfg = state.config
-    from .connections import ConnectionLimits, protocol_for
+    from .guard import ConnectionLimits, protocol_for
 
     lim = cfg.limits
     ucfg = uvicorn.Config(app, host=cfg.host, port=cfg.port, log_level="warning", access_log=False, lifespan="on",
