@@ -79,6 +79,22 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     lim.add_argument("--max-tokens", type=_int_in(1), default=512,
                      help="largest max_tokens (max_new_tokens) a request may ask (default 512)")
     lim.add_argument("--grace", type=_seconds, default=30.0, help="seconds accepted requests get after SIGTERM (default 30)")
+    lim.add_argument("--compile-timeout", type=_seconds, default=30.0,
+                     help="a request whose constraints take longer to compile gets 504 (default 30 s)")
+    lim.add_argument("--compile-threads", type=_int_in(1), default=4,
+                     help="threads that compile constraints and tokenize prompts (default 4)")
+    lim.add_argument("--max-artifacts", type=_int_in(1), default=256,
+                     help="POSTed artifacts kept, least recently used dropped first (default 256)")
+    lim.add_argument("--header-timeout", type=_seconds, default=10.0,
+                     help="a request's headers must arrive within this many seconds (default 10)")
+    lim.add_argument("--body-timeout", type=_seconds, default=30.0,
+                     help="a request's body must arrive within this many seconds (default 30)")
+    lim.add_argument("--idle-timeout", type=_seconds, default=5.0,
+                     help="an idle keep-alive connection closes after this many seconds (default 5)")
+    lim.add_argument("--max-connections", type=_int_in(1), default=1024,
+                     help="open connections in all; more get 503 (default 1024)")
+    lim.add_argument("--max-connections-per-client", type=_int_in(1), default=128,
+                     help="open connections from one client address; more get 429 (default 128)")
     s.add_argument("--quiet", action="store_true", help="no per-request log lines")
 
 
@@ -115,7 +131,11 @@ def run(args, *, process: bool = False) -> int:
         from ..serve.server import serve
 
         limits = Limits(max_queue=args.max_queue, max_body_bytes=args.max_body, timeout_s=args.timeout,
-                        max_tokens=args.max_tokens)
+                        max_tokens=args.max_tokens, compile_timeout_s=args.compile_timeout,
+                        compile_threads=args.compile_threads, max_artifacts=args.max_artifacts,
+                        header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout,
+                        idle_timeout_s=args.idle_timeout, max_connections=args.max_connections,
+                        max_connections_per_client=args.max_connections_per_client)
         return serve(args.model, tokenizer=args.tokenizer, host=args.host, port=args.port, device=args.device,
                      prompt_format=args.format, packed_weights=args.packed_weights, constraints=dict(args.constraints),
                      warm_cefr=tuple(args.warm_cefr), api_key=args.api_key or os.environ.get("FSTBEAM_API_KEY") or None,

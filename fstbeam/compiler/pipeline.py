@@ -177,12 +177,24 @@ def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix, *, ordered:
                 ("avoid", base_name),
             )
         for p in phrases:  # e.g. phrase "the cat" with avoid "cat": every text with one has the other
-            if jointly_possible(hard, [_item_dfa(p)], avoid_dfas, start_text=start) is False:
+            if jointly_possible(hard, [_item_dfa(p)], avoid_dfas, start_text=start, witnesses=_witnesses(p, start)) is False:
                 raise UnsatisfiableConstraintError(
                     f"phrase {p.text!r} ({p.source}) cannot appear without one of the avoid phrases "
                     f"{[a.text for a in avoid]} in any text allowed by {base_name}{with_prefix}: drop one of them",
                     (f"phrase {p.text!r}", "avoid"),
                 )
+
+
+def _witnesses(p, start: bytes) -> list[bytes]:
+    """Texts likely to show at once that item ``p`` can appear without an avoided phrase: each of
+    its alternatives alone, after a space, and after the prefix (a word list's texts may start
+    with a space; `satisfy.witness` checks each)."""
+    texts = getattr(p, "alternatives", None) or (p.text,)
+    out = []
+    for t in texts:
+        b = str(t).encode("utf-8")
+        out += [start + b, start + b" " + b]
+    return out
 
 
 def _local_checks(hard: CharDFA, phrases) -> dict[int, bool]:

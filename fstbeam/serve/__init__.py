@@ -3,11 +3,15 @@
     fstbeam serve --warm-cefr A1 --format qa            # or, from Python:
     fstbeam.serve(prompt_format="qa", port=8000)
 
-Modules, one job each: :mod:`.app` (routes), :mod:`.schemas` (request bodies), :mod:`.constraints`
-(the body's constraints object -> compiled constraints), :mod:`.artifacts` (stored artifacts and
-caches), :mod:`.engine` (decoding threads with continuous batching), :mod:`.streaming` (the shared
-prefix as text deltas), :mod:`.responses` (OpenAI-shaped answers), :mod:`.metrics` (Prometheus),
-:mod:`.config` (limits), :mod:`.server` (start-up and shutdown), :mod:`.cli` (the command).
+Modules, one job each: :mod:`.app` (routes), :mod:`.guard` (what every request and connection
+passes first: connection limits and header timeouts, key, body size and timeout, JSON checks, log
+line), :mod:`.schemas` (request bodies), :mod:`.options` (a request's
+SearchConfig; the OpenAI fields refused), :mod:`.constraints` (the body's constraints object ->
+compiled constraints), :mod:`.artifacts` (stored artifacts and caches), :mod:`.engine` (decoding
+threads with continuous batching, the compile pool), :mod:`.streaming` (the shared prefix as text
+deltas), :mod:`.responses` (OpenAI-shaped answers, logprobs), :mod:`.metrics`
+(Prometheus), :mod:`.config` (limits), :mod:`.server` (start-up and shutdown). The command line is
+``fstbeam.cli.serve``.
 """
 from __future__ import annotations
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import hmac
 import logging
 import time
 
@@ -16,10 +15,9 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .errors import RequestError, error_body
-from .logprobs import fill as fill_logprobs
-from .logprobs import wanted as logprobs_wanted
+from .guard import Guard
 from .options import refuse_structured, refuse_unsupported, request_config
-from .responses import Answer, ClientGone, stop_watching, stream_events, wait_result
+from .responses import Answer, ClientGone, fill_logprobs, logprobs_wanted, stop_watching, stream_events, wait_result
 from .schemas import ChatBody, CompletionBody, param_of
 
 __all__ = ["create_app"]
@@ -38,13 +36,13 @@ def create_app(state) -> FastAPI:
     app = FastAPI(title="fstbeam", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.fstbeam = state
     _errors(app)
-    app.add_middleware(_Guard, state=state)
+    app.add_middleware(Guard, state=state)
 
     @app.get("/health")
     async def health():
         eng = state.engine
         return {"status": "ok" if eng.accepting else "draining", "model": state.config.model_name,
-                "in_flight": eng.in_flight()}
+                "in_flight": max(state.http_in_flight, eng.in_flight())}
 
     @app.get("/metrics")
     async def metrics():
@@ -90,7 +88,13 @@ def create_app(state) -> FastAPI:
 
     @app.get("/v1/constraints")
     async def list_constraints():
-        return {"object": "list", "data": [{"id": k, "object": "constraints"} for k in sorted(state.store.stored)]}
+        # the artifacts loaded at start; POSTed ones are their clients' own (content ids), not listed
+        return {"object": "list", "data": [{"id": k, "object": "constraints"} for k in sorted(state.store.pinned)]}
+
+    @app.delete("/v1/constraints/{ident}")
+    async def delete_constraints(ident: str):
+        state.store.delete(ident)
+        return {"id": ident, "object": "constraints", "deleted": True}
 
     return app
 
@@ -169,7 +173,7 @@ async def _decode(state, request: Request, body, prompts, *, chat: bool):
     jobs = []
     try:
         for p in prompts:
-            jobs.append(state.engine.submit(p, cc, search, stream=body.stream))
+            jobs.append(await state.engine.submit(p, cc, search, stream=body.stream))
     except RequestError as exc:
         for j in jobs:
             j.cancel()
@@ -236,83 +240,3 @@ def _errors(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request, exc: StarletteHTTPException):
         return JSONResponse(error_body(exc.status_code, str(exc.detail)), status_code=exc.status_code)
-
-
-class _Guard:
-    """Pure ASGI middleware: the API key, the body-size limit (413, also for chunked bodies), the
-    request counter and one log line per request."""
-
-    def __init__(self, app, state):
-        self.app, self.state = app, state
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        t0, path = time.monotonic(), scope.get("path", "")
-        status = {"code": 500}
-        limit = self.state.config.limits.max_body_bytes
-
-        async def send_wrapped(message):
-            if message["type"] == "http.response.start":
-                status["code"] = message["status"]
-            await send(message)
-
-        try:
-            refusal = self._refuse(scope, limit)
-            if refusal is not None:
-                await _send_json(send_wrapped, *refusal)
-                return
-            seen = {"n": 0}
-
-            async def receive_limited():
-                message = await receive()
-                if message["type"] == "http.request":
-                    seen["n"] += len(message.get("body", b""))
-                    if seen["n"] > limit:
-                        raise _TooLarge()
-                return message
-
-            try:
-                await self.app(scope, receive_limited, send_wrapped)
-            except _TooLarge:
-                await _send_json(send_wrapped, 413, f"the body is over this server's limit of {limit} bytes", "body")
-        finally:
-            self._log(scope, path, status["code"], time.monotonic() - t0)
-
-    def _refuse(self, scope, limit):
-        key = self.state.config.api_key
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        if key and scope.get("path", "").startswith("/v1/"):
-            given = headers.get("authorization", "")
-            token = given[7:] if given.lower().startswith("bearer ") else ""
-            if not hmac.compare_digest(token.encode(), key.encode()):
-                return 401, "missing or wrong API key: send Authorization: Bearer KEY", "authorization"
-        length = headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > limit:
-            return 413, f"the body ({length} bytes) is over this server's limit of {limit} bytes", "body"
-        return None
-
-    def _log(self, scope, path, code, seconds):
-        route = path if path in ("/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions",
-                                 "/v1/constraints") else "other"
-        self.state.metrics.requests.labels(route, str(code)).inc()
-        if not self.state.config.log_requests:
-            return
-        info = (scope.get("state") or {}).get("info") or {}
-        client = scope.get("client") or ("-", 0)
-        extra = " ".join(f"{k}={v}" for k, v in info.items() if v is not None)
-        log.info("%s %s %s %d %.3fs %s", client[0], scope.get("method", "-"), path, code, seconds, extra)
-
-
-class _TooLarge(Exception):
-    pass
-
-
-async def _send_json(send, status: int, message: str, param: str | None) -> None:
-    import json
-
-    body = json.dumps(error_body(status, message, param)).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
-

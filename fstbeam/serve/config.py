@@ -19,7 +19,13 @@ class Limits:
     (504). The constraint size limits bound what one request may make the compiler do:
     ``max_phrases`` entries of ``phrases`` + ``avoid`` (an AnyOf's alternatives count each),
     ``max_phrase_chars`` per text, ``max_words`` words in a per-request word list,
-    ``max_tokens`` / ``max_beam`` / ``max_n`` the search budget of one request.
+    ``max_tokens`` / ``max_beam`` / ``max_n`` the search budget of one request. Stored artifacts:
+    at most ``max_artifacts`` and ``max_artifact_bytes`` in all (the least recently used POSTed
+    one is dropped past either). Connections: a request's headers must arrive within
+    ``header_timeout_s``, its body within ``body_timeout_s``; an idle keep-alive connection closes
+    after ``idle_timeout_s``; at most ``max_connections`` open connections (503 beyond) and
+    ``max_connections_per_client`` from one address (429 beyond). Compiles run in
+    ``compile_threads`` threads; one that outlasts ``compile_timeout_s`` gets a 504.
     """
 
     max_body_bytes: int = 1 << 20
@@ -32,15 +38,26 @@ class Limits:
     max_beam: int = 16
     max_n: int = 16
     max_artifacts: int = 256
+    max_artifact_bytes: int = 256 << 20
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
+    idle_timeout_s: float = 5.0
+    max_connections: int = 1024
+    max_connections_per_client: int = 128
+    compile_timeout_s: float = 30.0
+    compile_threads: int = 4
 
     def __post_init__(self):
         for name in ("max_body_bytes", "max_queue", "max_phrases", "max_phrase_chars", "max_words", "max_tokens",
-                     "max_beam", "max_n", "max_artifacts"):
+                     "max_beam", "max_n", "max_artifacts", "max_artifact_bytes", "max_connections",
+                     "max_connections_per_client", "compile_threads"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise DecodeError(f"limit {name} must be a positive integer (got {v!r})")
-        if not (isinstance(self.timeout_s, (int, float)) and self.timeout_s > 0):
-            raise DecodeError(f"limit timeout_s must be a positive number of seconds (got {self.timeout_s!r})")
+        for name in ("timeout_s", "header_timeout_s", "body_timeout_s", "idle_timeout_s", "compile_timeout_s"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf"):
+                raise DecodeError(f"limit {name} must be a positive number of seconds (got {v!r})")
 
 
 @dataclass(frozen=True)

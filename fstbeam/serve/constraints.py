@@ -94,14 +94,12 @@ def compile_request(body, store):
     if body is None:
         return None
     request, artifact = parse_request(body, store.limits)
+    base = None if artifact is None else store.get(artifact)  # 404 once it was deleted or dropped, cached or not
     key = canonical_key(body)
     hit = store.cached(key)
     if hit is not None:
         return hit
-    base = None
-    if artifact is not None:
-        base = store.get(artifact)
-    elif request.has_hard:
+    if base is None and request.has_hard:
         lead = store.continues_text if body.get("leading_space", "auto") == "auto" else request.leading_space
         hard = dataclasses.replace(request, phrases=(), avoid=(), prefix=None, ordered=False, leading_space=lead)
         base = store.base(canonical_key(hard.to_json()), lambda: _compile_hard(hard, store))

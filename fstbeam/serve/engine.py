@@ -135,9 +135,13 @@ class ServeEngine:
         self.decoder, self.config, self.metrics, self.store = decoder, config, metrics, store
         self.workers: dict[SearchConfig, Worker] = {}
         self.model_lock = threading.Lock()  # one model, several batches: one step at a time
-        self.accepting = True
+        self.accepting = True  # False after SIGTERM: new requests get 503 (the guard), accepted ones go on
+        self.stopped = False  # True once the grace period is over: whatever is left gets 503
+        self._stop: asyncio.Future | None = None  # done when stopped (wakes requests waiting on a compile)
         self._index = itertools.count()
-        self._compiler = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fstbeam-compile")
+        # compiles and tokenizing, off the event loop; several threads, so one slow compile does
+        # not hold back another client's request
+        self._compiler = ThreadPoolExecutor(max_workers=config.limits.compile_threads, thread_name_prefix="fstbeam-compile")
 
     # ---- constraints -------------------------------------------------------------------------
     async def compile(self, body):
@@ -156,7 +160,25 @@ class ServeEngine:
                 self.metrics.compile_s.observe(time.perf_counter() - t0)
             return cc
 
-        return await loop.run_in_executor(self._compiler, run)
+        return await self._await(loop.run_in_executor(self._compiler, run), self.config.limits.compile_timeout_s,
+                                 "compiling the constraints took longer than this server's compile budget "
+                                 f"({self.config.limits.compile_timeout_s:g} s): use fewer or shorter phrases, or store "
+                                 "them once with POST /v1/constraints and refer to the artifact")
+
+    async def _await(self, fut, budget: float, too_slow: str):
+        """``fut``'s result; 504 after ``budget`` seconds, 503 once the server stops (the work
+        itself finishes in its thread, and its result is cached)."""
+        if self._stop is None:
+            self._stop = asyncio.get_running_loop().create_future()
+            if self.stopped:
+                self._stop.set_result(None)
+        fut.add_done_callback(lambda f: f.cancelled() or f.exception())  # an abandoned one's error is not "unretrieved"
+        done, _ = await asyncio.wait({fut, self._stop}, timeout=budget, return_when=asyncio.FIRST_COMPLETED)
+        if fut in done:
+            return fut.result()
+        if self._stop in done:
+            raise RequestError(503, "the server shut down before this request finished: retry it")
+        raise RequestError(504, too_slow, "constraints")
 
     def warm(self) -> None:
         """Build the vocabulary's phrase index (about 1 s, once per process) in the compile thread,
@@ -185,20 +207,25 @@ class ServeEngine:
     def in_flight(self) -> int:
         return sum(w.busy for w in self.workers.values())
 
-    def submit(self, prompt, cc, cfg: SearchConfig, *, stream: bool = False) -> Job:
-        """Queue one prompt (text, or token ids from a chat template); 429 when the queue is
-        full, 503 when shutting down, 400 for a prompt the model cannot take."""
-        if not self.accepting:
-            raise RequestError(503, "the server is shutting down: retry on another instance")
+    async def submit(self, prompt, cc, cfg: SearchConfig, *, stream: bool = False) -> Job:
+        """Queue one prompt (text, or token ids from a chat template; tokenized in the compile
+        pool, off the event loop); 429 when the queue is full, 503 once the server stopped, 400
+        for a prompt the model cannot take."""
+        if self.stopped:
+            raise RequestError(503, "the server shut down before this request finished: retry it")
         if self.in_flight() >= self.config.limits.max_queue:
             raise RequestError(429, f"too many requests in flight (limit {self.config.limits.max_queue}): retry later")
         worker = self._worker(cfg)
         inp = self.decoder.input_constraints(cc, allow_control_tokens=cfg.allow_control_tokens)
         index = next(self._index)
-        req = self.decoder.request(index, prompt, inp, cfg.max_new_tokens, want_query=cfg.length_ratio is not None)
+        loop = asyncio.get_running_loop()
+        req = await self._await(loop.run_in_executor(self._compiler, lambda: self.decoder.request(
+            index, prompt, inp, cfg.max_new_tokens, want_query=cfg.length_ratio is not None)),
+            self.config.limits.timeout_s, "tokenizing the prompt took longer than the time limit")
         if req.error is not None:
             raise RequestError(400, req.error, "prompt")
-        loop = asyncio.get_running_loop()
+        if self.stopped:
+            raise RequestError(503, "the server shut down before this request finished: retry it")
         job = Job(index, loop, Ticket(req), prompt, inp.phrase_texts, len(req.ids), worker, constraints=cc)
         if stream:
             job.ticket.on_prefix = lambda tokens: job.post("prefix", tokens)
@@ -229,13 +256,15 @@ class ServeEngine:
 
     # ---- shutdown ----------------------------------------------------------------------------
     def drain(self) -> None:
-        """Stop accepting; queued and live requests are still decoded."""
+        """Stop accepting new requests; accepted ones (compiling, queued or live) go on."""
         self.accepting = False
-        for w in self.workers.values():
-            w.source.close()
 
     def fail_remaining(self, why: str) -> int:
-        """Answer every unfinished request with 503 (they leave their batches)."""
+        """The grace period is over: every unfinished request gets 503 (they leave their
+        batches; those waiting on a compile or tokenizing are woken)."""
+        self.stopped = True
+        if self._stop is not None and not self._stop.done():
+            self._stop.set_result(None)
         n = 0
         for w in self.workers.values():
             for job in list(w.jobs.values()):
@@ -254,6 +283,9 @@ class ServeEngine:
             log.warning("shutdown: %d requests unfinished after %.0f s: answered with 503", self.fail_remaining(
                 "the server shut down before this request finished: retry it"), grace)
             await asyncio.sleep(0.05)
+        self.stopped = True
+        for w in self.workers.values():
+            w.source.close()
         for w in self.workers.values():
             w.thread.join(timeout=5)
         self._compiler.shutdown(wait=False, cancel_futures=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sys
 import threading
 import time
@@ -30,6 +31,7 @@ class ServerState:
     metrics: object
     started: int = field(default_factory=lambda: int(time.time()))
     stages: dict = field(default_factory=dict)
+    http_in_flight: int = 0  # POST requests accepted and not yet answered (the guard counts them)
 
 
 @contextlib.contextmanager
@@ -143,8 +145,12 @@ def _run(app, state: ServerState, t0: float, ready, sock) -> int:
     import uvicorn
 
     cfg = state.config
+    from .guard import ConnectionLimits, protocol_for
+
+    lim = cfg.limits
     ucfg = uvicorn.Config(app, host=cfg.host, port=cfg.port, log_level="warning", access_log=False, lifespan="on",
-                          timeout_graceful_shutdown=int(cfg.grace_s) + 10, limit_concurrency=cfg.limits.max_queue * 4)
+                          timeout_graceful_shutdown=int(cfg.grace_s) + 10, http=protocol_for(ConnectionLimits(lim)),
+                          timeout_keep_alive=max(1, round(lim.idle_timeout_s)), h11_max_incomplete_event_size=32 << 10)
 
     class Server(uvicorn.Server):
         async def startup(self, sockets=None):
@@ -163,9 +169,13 @@ def _run(app, state: ServerState, t0: float, ready, sock) -> int:
 
         def handle_exit(self, sig, frame):
             loop = getattr(self, "_fstbeam_loop", None)
-            if loop is not None and not self.should_exit:
-                log.info("signal %s: draining (%d requests in flight, up to %.0f s)", sig, state.engine.in_flight(),
-                         cfg.grace_s)
+            if self.should_exit:  # a second signal: leave now, whatever is unanswered
+                log.warning("signal %s again: exiting at once (%d requests unanswered)", sig, state.http_in_flight)
+                logging.shutdown()
+                os._exit(1)
+            if loop is not None:
+                log.info("signal %s: draining (%d requests in flight, up to %.0f s)", sig,
+                         max(state.http_in_flight, state.engine.in_flight()), cfg.grace_s)
                 loop.call_soon_threadsafe(state.engine.drain)
                 loop.call_soon_threadsafe(loop.call_later, cfg.grace_s, state.engine.fail_remaining,
                                           "the server shut down before this request finished: retry it")

@@ -122,3 +122,27 @@ def test_joint_phrase_and_avoid_check_matches_pynini(words, phrase, avoid, wb):
     got = jointly_possible(fst_to_dfa(hard_fst), [contains_dfa(phrase, word_boundary=wb)],
                            [contains_dfa(a, word_boundary=wb) for a in avoid])
     assert got == expected
+
+
+def _accepts(f: pynini.Fst, text: str) -> bool:
+    return nonempty(pynini.intersect(f, pynini.accep(pynini.escape(text), token_type="byte")))
+
+
+@settings(max_examples=80, deadline=None)
+@given(words=words_st, phrase=text_st, avoid=st.lists(text_st, min_size=1, max_size=3), pre=st.sampled_from(["", " "]))
+def test_a_witness_qualifies_exactly_when_pynini_says_so(words, phrase, avoid, pre):
+    """`witness` (the shortcut `jointly_possible` tries first) accepts a text exactly when the
+    text is in hard, contains the phrase and none of the avoided ones (pynini on that one text);
+    and `jointly_possible` answers the same with and without witnesses."""
+    from fstbeam.compiler.light.satisfy import jointly_possible, witness
+
+    hard_fst = word_list_fst(words, case_variants=False, contractions=False, digits=False)
+    hard = fst_to_dfa(hard_fst)
+    must = [fst_to_dfa(contains_fst(Phrase(phrase)))]
+    avoids = [fst_to_dfa(contains_fst(Phrase(a))) for a in avoid]
+    for text in (pre + phrase, pre + phrase + " " + words[0], words[0] + " " + phrase):
+        expected = (_accepts(hard_fst, text) and _accepts(contains_fst(Phrase(phrase)), text)
+                    and not any(_accepts(contains_fst(Phrase(a)), text) for a in avoid))
+        assert witness(hard, must, avoids, text.encode()) == expected, text
+    plain = jointly_possible(hard, must, avoids)
+    assert jointly_possible(hard, must, avoids, witnesses=[(pre + phrase).encode(), phrase.encode()]) == plain

@@ -1,5 +1,6 @@
-"""ServeEngine in-process on the tiny model: the queue limit (429), draining (503 for new
-requests, accepted ones finish) and failing what is left at the end of the grace period."""
+"""ServeEngine in-process on the tiny model: the queue limit (429), draining (accepted requests,
+those still compiling included, finish; the HTTP guard refuses new ones) and failing what is left
+at the end of the grace period (503)."""
 from __future__ import annotations
 
 import asyncio
@@ -36,21 +37,25 @@ def test_queue_limit_drain_and_fail(offline):
     s = Settings(beam_size=3, max_tokens=8, n=1)
 
     async def main():
-        a = eng.submit("the cat", None, s)
-        b = eng.submit("a dog", None, s)
+        a = await eng.submit("the cat", None, s)
+        b = await eng.submit("a dog", None, s)
         with pytest.raises(RequestError) as full:
-            eng.submit("the mat", None, s)  # two in flight: the queue is full
+            await eng.submit("the mat", None, s)  # two in flight: the queue is full
         assert full.value.status == 429
-        for job, p in ((a, "the cat"), (b, "a dog")):
-            kind, res = await _result(job)
+        got = [await _result(job) for job in (a, b)]  # both decoded before the oracle uses the same model
+        for (kind, res), p in zip(got, ("the cat", "a dog")):
             assert kind == "done" and res.text == offline_result(offline, p, None).text
-        c = eng.submit("the mat", None, Settings(beam_size=3, max_tokens=8, n=1))  # room again
-        eng.drain()  # stop accepting; c is still decoded
+        c = await eng.submit("the mat", None, Settings(beam_size=3, max_tokens=8, n=1))  # room again
+        eng.drain()  # stop accepting new requests; c, and d (accepted before, compiling then), are decoded
+        assert not eng.accepting
+        d = await eng.submit("a cat", None, s)
+        got = [await _result(job) for job in (c, d)]  # both decoded before the oracle uses the same model
+        for (kind, res), p in zip(got, ("the mat", "a cat")):
+            assert kind == "done" and res.text == offline_result(offline, p, None).text
+        eng.fail_remaining("the server shut down")  # the grace period is over
         with pytest.raises(RequestError) as closed:
-            eng.submit("a cat", None, s)
+            await eng.submit("a cat", None, s)
         assert closed.value.status == 503
-        kind, res = await _result(c)
-        assert kind == "done" and res.text == offline_result(offline, "the mat", None).text
         await eng.close(grace=5)
         for w in eng.workers.values():  # the decoding threads end (close waits 5 s; a busy machine may need more)
             w.thread.join(60)
@@ -64,7 +69,7 @@ def test_requests_left_at_the_end_of_the_grace_period_get_503(offline):
     eng = state.engine
 
     async def main():
-        jobs = [eng.submit(p, None, Settings(beam_size=8, max_tokens=100, n=1))
+        jobs = [await eng.submit(p, None, Settings(beam_size=8, max_tokens=100, n=1))
                 for p in ["the cat", "a dog", "the mat", "a cat sat", "on a mat", "the dog ran"]]
         await eng.close(grace=0.0)  # no time at all: whatever is unfinished is failed, none dropped
         answers = [await _result(j, 30) for j in jobs]

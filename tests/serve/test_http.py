@@ -132,7 +132,8 @@ def test_stored_constraints_are_reused_by_id(server, offline):
     assert r.status_code == 200, r.text
     ident = r.json()["id"]
     assert httpx.post(server.url + "/v1/constraints", json=body).json()["id"] == ident  # by content
-    assert ident in [d["id"] for d in httpx.get(server.url + "/v1/constraints").json()["data"]]
+    listed = [d["id"] for d in httpx.get(server.url + "/v1/constraints").json()["data"]]
+    assert ident not in listed and "animals" in listed  # POSTed ids are their clients' own; start-up ones are listed
     out = httpx.post(server.url + "/v1/completions", json={"prompt": "the cat", "max_tokens": 8, "beam_size": 3,
                                                             "constraints": {"artifact": ident}}).json()
     want = offline_result(offline, "the cat", body)

@@ -45,16 +45,22 @@ def test_a_cut_answer_says_length(server, offline, tokens, constraints):
         assert out.choices[0].finish_reason == "length" and want.finish_reason in ("length", "incomplete")
 
 
-def test_logprobs_are_the_searchs_token_scores(server):
+def test_logprobs_are_the_searchs_token_scores(server, offline):
     c = _client(server)
-    out = c.completions.create(model="tiny", prompt="a dog", max_tokens=6, logprobs=3)
+    cons = {"phrases": ["cat sat"]}  # a must-include phrase: the random model's output is not empty
+    out = c.completions.create(model="tiny", prompt="a dog", max_tokens=6, logprobs=3, extra_body={"constraints": cons})
     ch = out.choices[0]
     lp = ch.logprobs
     assert "".join(lp.tokens) == ch.text and len(lp.tokens) == out.usage.completion_tokens
-    end = 0.0 if ch.finish_reason == "length" else None
-    if end is not None:  # no ending token: the tokens' scores add up to the hypothesis's
-        assert sum(lp.token_logprobs) == pytest.approx(ch.model_extra["logprob"], abs=1e-3)
-    for tok, v, alts in zip(lp.tokens, lp.token_logprobs, lp.top_logprobs):
+    # the oracle: the same output decoded offline, each token's log-probability from Decoder.score
+    want = offline_result(offline, "a dog", cons, beam_size=5, max_tokens=6)
+    ids = list(want.token_ids)
+    assert ch.text == want.text and ids
+    cum = [offline.score("a dog", ids[:k], eos=False) if k else 0.0 for k in range(len(ids) + 1)]
+    assert lp.token_logprobs == pytest.approx([b - a for a, b in zip(cum, cum[1:])], abs=1e-3)
+    ending = 0.0 if want.finish_reason != "eos" else want.logprob - cum[-1]  # the search's score of the ending
+    assert sum(lp.token_logprobs) + ending == pytest.approx(ch.model_extra["logprob"], abs=1e-3)
+    for v, alts in zip(lp.token_logprobs, lp.top_logprobs):
         assert len(alts) == 3 and max(alts.values()) >= v - 1e-5 and v <= 0
     chat = c.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "a dog"}], max_tokens=6,
                                      logprobs=True, top_logprobs=2)

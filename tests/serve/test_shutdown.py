@@ -62,3 +62,71 @@ def test_sigterm_under_load_answers_every_accepted_request(model_dir, offline):
         raise AssertionError("the server still answers after SIGTERM")
     except httpx.TransportError:
         pass
+
+
+def _words(seed: int, n: int = 20000) -> list[str]:
+    import random
+
+    rng = random.Random(seed)
+    return ["".join(rng.choice("abcdefghij") for _ in range(rng.randint(4, 9))) for _ in range(n)]
+
+
+def test_sigterm_while_requests_compile_answers_each_within_the_grace(model_dir):
+    """Requests waiting on their compiles when SIGTERM comes are answered too: with their result,
+    or with a JSON 503 naming the shutdown once the grace period ends; then the process exits 0."""
+    s = Server(["--model", model_dir, "--device", "cpu", "--grace", "3", "--compile-threads", "1",
+                "--max-body", "2000000"])
+    answers: list = []
+
+    def one(i):
+        try:
+            r = httpx.post(s.url + "/v1/completions", timeout=120, json={
+                "prompt": "the cat", "max_tokens": 4, "constraints": {"words": _words(i)}})
+            answers.append((r.status_code, r.headers.get("content-type"), r.json()))
+        except httpx.TransportError as exc:  # not accepted: the server had stopped listening
+            answers.append((None, None, repr(exc)))
+
+    try:
+        with cf.ThreadPoolExecutor(8) as pool:
+            futures = [pool.submit(one, i) for i in range(8)]
+            end = time.monotonic() + 60
+            while time.monotonic() < end and httpx.get(s.url + "/health").json()["in_flight"] < 8:
+                time.sleep(0.02)
+            t0 = time.monotonic()
+            s.proc.send_signal(15)
+            for f in futures:
+                f.result(timeout=120)
+        code = s.proc.wait(60)
+        took = time.monotonic() - t0
+    finally:
+        s.stop()
+    assert code == 0 and took < 3 + 15, took
+    assert len(answers) == 8 and all(status is not None for status, _, _ in answers), answers
+    for status, kind, body in answers:
+        assert status in (200, 503) and kind == "application/json", (status, body)
+        if status == 503:
+            assert "shut down" in body["error"]["message"]
+    assert any(status == 503 for status, _, _ in answers)  # 8 compiles in one thread outlast 3 s
+
+
+def test_a_second_sigterm_exits_at_once(model_dir):
+    s = Server(["--model", model_dir, "--device", "cpu", "--grace", "60", "--compile-threads", "1",
+                "--max-body", "2000000"])
+    with cf.ThreadPoolExecutor(4) as pool:
+        futures = [pool.submit(httpx.post, s.url + "/v1/completions", timeout=120, json={
+            "prompt": "the cat", "max_tokens": 4, "constraints": {"words": _words(100 + i)}}) for i in range(4)]
+        end = time.monotonic() + 60
+        while time.monotonic() < end and httpx.get(s.url + "/health").json()["in_flight"] < 4:
+            time.sleep(0.02)
+        s.proc.send_signal(15)
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        s.proc.send_signal(15)
+        code = s.proc.wait(30)
+        took = time.monotonic() - t0
+        for f in futures:
+            try:
+                f.result(timeout=60)
+            except httpx.TransportError:
+                pass  # dropped by the forced exit, as asked
+    assert code == 1 and took < 5, (code, took)

@@ -181,11 +181,33 @@ def contains_dfa(text: str, *, word_boundary: bool = True, case_sensitive: bool 
     return CharDFA(nxt, np.asarray(d.final, bool).copy(), int(d.start))
 
 
+def witness(hard: CharDFA, musts: list[CharDFA], avoids: list[CharDFA], text: bytes) -> bool:
+    """Is ``text`` itself a text ``jointly_possible`` looks for (accepted by ``hard``, holding every
+    ``musts`` phrase, never entering a met avoided phrase)? Linear in ``len(text)``."""
+    absorbing = [_absorbing_final(a) for a in avoids]
+    qs = [a.start for a in avoids]
+    for b in text:
+        for i, a in enumerate(avoids):
+            if qs[i] >= 0:
+                qs[i] = int(a.next[qs[i], b])
+                if qs[i] >= 0 and absorbing[i][qs[i]]:
+                    return False
+    if any(q >= 0 and avoids[i].final[q] for i, q in enumerate(qs)):
+        return False
+    ends = [hard.run(text)] + [a.run(text) for a in musts]
+    return all(q >= 0 and bool(a.final[q]) for a, q in zip([hard, *musts], ends))
+
+
 def jointly_possible(hard: CharDFA, musts: list[CharDFA], avoids: list[CharDFA], *, start_text: bytes = b"",
-                     max_tuples: int = 500_000) -> bool | None:
+                     max_tuples: int = 500_000, witnesses=()) -> bool | None:
     """Is some text (starting with ``start_text``) accepted by ``hard`` that contains every
     ``musts`` phrase and none of the ``avoids``? ``None`` if the search passes ``max_tuples``
-    state tuples without an answer (then the decoder reports it per input instead)."""
+    state tuples without an answer (then the decoder reports it per input instead).
+    ``witnesses``: whole texts to try first (say, the phrase itself): one that qualifies answers
+    at once, in time linear in its length; the search over state tuples, whose count grows with
+    the product of the automata's sizes, runs only when none does."""
+    if any(w.startswith(start_text) and witness(hard, musts, avoids, w) for w in witnesses):
+        return True
     autos = [hard, *musts, *avoids]
     k_must = len(musts)
     starts = [a.run(start_text) for a in autos]
