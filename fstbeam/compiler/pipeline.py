@@ -260,6 +260,8 @@ def compile_with(
         g_lang, g_phr, g_avoid, g_desc, g_hash = _grammar_language(grammar, grammar_params)
         spec_grammar, spec_grammar_hash = g_desc, g_hash  # the grammar alone (the structured part is its own)
         structured = StructuredSpec.of(regex, choice, json_schema, json_max_depth, json_whitespace)
+        if structured:  # the whole output matches the regex, choice or schema: no space before it
+            leading_space = False
         hard_wl = wl
         if structured:
             with stages("structured"):

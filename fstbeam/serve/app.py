@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .errors import RequestError, error_body
 from .guard import Guard
-from .options import refuse_structured, refuse_unsupported, request_config
+from .options import constraints_with_structured, refuse_unsupported, request_config
 from .responses import Answer, ClientGone, fill_logprobs, logprobs_wanted, stop_watching, stream_events, wait_result
 from .schemas import ChatBody, CompletionBody, param_of
 
@@ -136,7 +136,6 @@ def _search_config(state, body):
     if body.model is not None and body.model != cfg.model_name:
         raise RequestError(404, f"model {body.model!r} is not served here: use {cfg.model_name!r} (GET /v1/models)",
                            "model")
-    refuse_structured(body)
     refuse_unsupported(body)
     return request_config(body, cfg, state.decoder.preset)
 
@@ -166,7 +165,8 @@ async def _decode(state, request: Request, body, prompts, *, chat: bool):
     t0 = time.monotonic()
     deadline = t0 + state.config.limits.timeout_s
     try:  # the compile counts against the request's time limit too
-        cc = await asyncio.wait_for(state.engine.compile(body.constraints), max(0.01, deadline - time.monotonic()))
+        constraints = constraints_with_structured(body)  # response_format etc. as constraint keys
+        cc = await asyncio.wait_for(state.engine.compile(constraints), max(0.01, deadline - time.monotonic()))
     except asyncio.TimeoutError:
         raise RequestError(504, "compiling the constraints did not finish within the server's time limit (--timeout): "
                                 "store them once with POST /v1/constraints and refer to the artifact", "constraints") from None

@@ -103,7 +103,8 @@ def compile_request(body, store):
         lead = store.continues_text if body.get("leading_space", "auto") == "auto" else request.leading_space
         hard = dataclasses.replace(request, phrases=(), avoid=(), prefix=None, ordered=False, leading_space=lead)
         base = store.base(canonical_key(hard.to_json()), lambda: _compile_hard(hard, store))
-    light = dataclasses.replace(request, words=None, cefr=None, grammar=None, grammar_params=(), leading_space=False)
+    light = dataclasses.replace(request, words=None, cefr=None, grammar=None, grammar_params=(), regex=None, choice=None,
+                                json_schema=None, leading_space=False)
     try:
         cc = base if light.is_empty else compiler_for(base.vocab if base is not None else store.vocab).compile_request(
             light, base=base)
@@ -118,5 +119,5 @@ def _compile_hard(hard: ConstraintRequest, store):
     try:
         return compiler_for(store.vocab).compile_request(hard)
     except (Error, ValueError) as exc:
-        which = next((k for k in ("words", "cefr", "grammar") if getattr(hard, k)), "words")
+        which = next((k for k in ("words", "cefr", "grammar", "regex", "choice", "json_schema") if getattr(hard, k)), "words")
         raise RequestError(400, f"{FIELD}.{which}: {exc}", f"{FIELD}.{which}") from None

@@ -6,8 +6,8 @@
   ``max_completion_tokens``) is ``max_new_tokens`` and ``n`` is ``nbest``. The values go through
   `fstbeam.runtime.presets.search_config`, the same code and messages as the command line; a bad
   one is a 400 naming the field as the client spelt it.
-- :func:`refuse_structured`: ``response_format`` and vLLM's guided decoding fields, refused in one
-  place until structured constraints are wired in.
+- :func:`constraints_with_structured`: ``response_format`` and vLLM's structured-output fields as
+  the same constraint keys (``json_schema``, ``regex``, ``choice``) a ``constraints`` object takes.
 - :func:`refuse_unsupported`: the other OpenAI fields, each honoured (a value that means what
   beam search does anyway) or refused with what to use instead.
 """
@@ -20,7 +20,8 @@ from typing import Any
 from ..errors import DecodeError
 from .errors import RequestError
 
-__all__ = ["SEARCH_FIELDS", "STRUCTURED_FIELDS", "OPENAI_OPTIONAL", "request_config", "refuse_structured", "refuse_unsupported"]
+__all__ = ["SEARCH_FIELDS", "STRUCTURED_FIELDS", "OPENAI_OPTIONAL", "request_config", "constraints_with_structured",
+           "refuse_unsupported"]
 
 
 def _search_fields() -> tuple[str, ...]:
@@ -39,7 +40,7 @@ SERVER_OWNED = {
     "refill": "the server refills its continuous batches at every step",
     "streaming": "the server always refills its batches as inputs finish",
 }
-#: structured-output fields (OpenAI, vLLM), refused by :func:`refuse_structured`
+#: structured-output fields (OpenAI, vLLM): :func:`constraints_with_structured`
 STRUCTURED_FIELDS = ("response_format", "structured_outputs", "guided_json", "guided_regex", "guided_choice",
                      "guided_grammar", "guided_decoding_backend", "guided_whitespace_pattern")
 
@@ -95,14 +96,78 @@ def _param(message: str, spelt: dict[str, str]) -> str:
     return spelt.get(name, name)
 
 
-def refuse_structured(body) -> None:
-    """Structured outputs (JSON, a regex, a choice) are not served yet: a 400 naming the field and
-    what to use meanwhile. The one place to replace when they are."""
-    for name in STRUCTURED_FIELDS:
-        if getattr(body, name, None) is not None:
-            raise RequestError(400, f"{name} is not supported by this server yet (structured outputs): constrain the "
-                                    "output with the constraints field instead, e.g. {\"constraints\": {\"grammar\": "
-                                    "NAME}} or a stored artifact (docs/serve.md)", name)
+def constraints_with_structured(body) -> dict[str, Any] | None:
+    """The body's ``constraints`` with its structured-output field turned into the same request
+    keys (docs/serve.md, "Structured outputs"): OpenAI's ``response_format`` (``json_object``,
+    ``json_schema``), vLLM's ``structured_outputs`` (``json``, ``regex``, ``choice``) and the older
+    ``guided_json``, ``guided_regex``, ``guided_choice``. One structured field per request; a
+    form the server cannot honour is a 400 that names it and says what to use instead."""
+    given = [(name, getattr(body, name, None)) for name in STRUCTURED_FIELDS]
+    given = [(name, v) for name, v in given if v is not None]
+    if len(given) > 1:
+        raise RequestError(400, f"{given[0][0]} and {given[1][0]} both set the output's form: give one", given[1][0])
+    keys: dict[str, Any] = {}
+    for name, value in given:
+        for key, v in _structured_keys(name, value).items():
+            if key in keys:
+                raise RequestError(400, f"{name} and another structured-output field both set the output's form: "
+                                        "give one", name)
+            keys[key] = v
+    constraints = dict(body.constraints or {})
+    for key in keys:
+        if constraints.get(key) is not None:
+            raise RequestError(400, f"constraints.{key} and {given[0][0]} both set the output's form: give one", key)
+    if not keys:
+        return body.constraints
+    return {**constraints, **keys}
+
+
+def _structured_keys(name: str, value: Any) -> dict[str, Any]:
+    """The constraint keys (``json_schema``, ``regex``, ``choice``, ``json_whitespace``) of one
+    structured-output field."""
+    def need(kind, what):
+        if not isinstance(value, kind):
+            raise RequestError(400, f"{name} must be {what}, not {type(value).__name__}", name)
+        return value
+
+    if name == "response_format":
+        need(dict, 'an object such as {"type": "json_object"}')
+        kind = value.get("type")
+        if kind == "text":
+            return {}
+        if kind == "json_object":
+            return {"json_schema": {"type": "object"}}
+        if kind == "json_schema":
+            spec = value.get("json_schema")
+            if not isinstance(spec, dict) or not isinstance(spec.get("schema"), (dict, bool)):
+                raise RequestError(400, 'response_format.json_schema must be an object with the schema under "schema" '
+                                        '(and a "name")', "response_format.json_schema")
+            return {"json_schema": spec["schema"]}
+        raise RequestError(400, f"response_format.type {kind!r} is not known: use text, json_object or json_schema",
+                           "response_format.type")
+    if name == "structured_outputs":
+        need(dict, 'an object with one of json, regex or choice')
+        out = {}
+        for key, target in (("json", "json_schema"), ("regex", "regex"), ("choice", "choice")):
+            if value.get(key) is not None:
+                out[target] = value[key]
+        if value.get("json_object"):
+            out["json_schema"] = {"type": "object"}
+        other = sorted(k for k in value if k not in ("json", "regex", "choice", "json_object") and value[k] is not None)
+        if other:
+            raise RequestError(400, f"structured_outputs.{other[0]} is not supported: fstbeam takes json, regex and "
+                                    "choice (a grammar: a registered pynini grammar in constraints.grammar)",
+                               f"structured_outputs.{other[0]}")
+        if len(out) != 1:
+            raise RequestError(400, "structured_outputs takes exactly one of json, regex, choice, json_object",
+                               "structured_outputs")
+        return out
+    if name in ("guided_json", "guided_regex", "guided_choice"):
+        return {{"guided_json": "json_schema", "guided_regex": "regex", "guided_choice": "choice"}[name]: value}
+    fix = {"guided_grammar": "a registered pynini grammar in constraints.grammar (EBNF grammars are not finite-state)",
+           "guided_decoding_backend": "leave it out: fstbeam compiles structured outputs itself",
+           "guided_whitespace_pattern": 'constraints.json_whitespace: "compact" (the default) or "flexible"'}
+    raise RequestError(400, f"{name} is not supported: use {fix.get(name, 'the constraints field')}", name)
 
 
 # field -> (values that mean what beam search does anyway, what to use instead)
