@@ -243,10 +243,13 @@ def _print_result(args, cc, r, what: str, line: int | None = None) -> None:
     for k, h in enumerate(r.hypotheses or ()):
         tag = f"[{k + 1}] " if len(r.hypotheses) > 1 else ""
         print(f"{tag}{h.text.strip()}")
+        cut = "; cut at the length limit (--max-new-tokens)" if h.finish_reason == "length" else ""
         if cc is not None:
             print(f"    satisfied: {'yes' if h.satisfied else 'NO'}{' (' + what + ')' if what else ''}"
                   f"{'; phrases met: ' + str(list(h.phrases_met)) if h.phrases_met else ''}"
-                  f"; score {h.score:.3f}")
+                  f"; score {h.score:.3f}{cut}")
+        elif cut:
+            print(f"    {cut[2:]}")
     for w in r.warnings:
         print(f"    warning: {w}")
     if r.error:
