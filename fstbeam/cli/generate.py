@@ -165,6 +165,10 @@ def _generate(args, process: bool = False) -> int:
                     return 2
         with st.stage("decode"):
             results = decoder.stream(prompts, constraints, cfg, ordered=True)
+            if not args.quiet:  # a status line while a file or an explanation takes long (cli/progress.py)
+                from .progress import counted
+
+                results = counted(results, len(prompts), "decoding")
             code = _print_results(args, constraints, results, lines, bad_lines)
         if args.timings:
             wall, cpu = st.total()
@@ -264,7 +268,10 @@ def _explain(args, r):
     """``--explain``: the result's explanation (None without the flag or for an input error)."""
     if not getattr(args, "explain", False) or r.error is not None:
         return None
-    return r.explain()
+    from .progress import explaining
+
+    with explaining(r.index):
+        return r.explain()
 
 
 def _describe(args, cc) -> str:

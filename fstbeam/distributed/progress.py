@@ -11,7 +11,10 @@ import sys
 import threading
 import time
 
-__all__ = ["Progress", "format_eta"]
+__all__ = ["Progress", "format_eta", "INTERVAL"]
+
+#: Seconds between progress lines off a terminal (read when a Progress is made).
+INTERVAL = 10.0
 
 
 def format_eta(seconds: float | None) -> str:
@@ -24,7 +27,8 @@ def format_eta(seconds: float | None) -> str:
 
 
 class Progress:
-    def __init__(self, total: int, done: int = 0, *, stream=None, interval: float = 10.0, bar: bool | None = None):
+    def __init__(self, total: int, done: int = 0, *, stream=None, interval: float | None = None, bar: bool | None = None):
+        interval = INTERVAL if interval is None else interval
         self.total, self.done, self.start_done = total, done, done
         self.stream = stream if stream is not None else sys.stderr
         self.interval = interval
