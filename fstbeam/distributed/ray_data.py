@@ -92,9 +92,10 @@ def fit_concurrency(ray, concurrency: int, num_cpus: float = 1, num_gpus: float 
                                  f"{'num_cpus (--cpus-per-actor)' if name == 'CPU' else 'num_gpus (--gpus-per-actor)'} "
                                  "or add nodes")
     if fits < concurrency:
-        warnings.warn(f"concurrency={concurrency} actors of {num_cpus:g} CPU(s){f' and {num_gpus:g} GPU(s)' if num_gpus else ''} "
-                      f"do not fit the Ray cluster's {total.get('CPU', 0):g} CPU(s){f' and {total.get('GPU', 0):g} GPU(s)' if num_gpus else ''}: "
-                      f"running {fits} (the others would wait for ever)", RuntimeWarning, stacklevel=3)
+        gpus = f" and {num_gpus:g} GPU(s)" if num_gpus else ""
+        have = f"{total.get('CPU', 0):g} CPU(s)" + (f" and {total.get('GPU', 0):g} GPU(s)" if num_gpus else "")
+        warnings.warn(f"concurrency={concurrency} actors of {num_cpus:g} CPU(s){gpus} do not fit the Ray cluster's "
+                      f"{have}: running {fits} (the others would wait for ever)", RuntimeWarning, stacklevel=3)
     return fits
 
 
