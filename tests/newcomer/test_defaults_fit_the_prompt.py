@@ -9,8 +9,6 @@ import os
 import sys
 import warnings
 
-import pytest
-
 import fstbeam
 from fstbeam.runtime.presets import search_config
 
