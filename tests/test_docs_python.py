@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_docs_commands import DOCS, ROOT, _blocks, _materialize, _path_without_dot, _runnable  # noqa: E402
+from test_docs_commands import DOCS, ROOT, _block, _blocks, _materialize, _path_without_dot, _runnable  # noqa: E402
 
 #: (document, first line of the block) -> why it cannot run as a script here; the document says
 #: so right before the block (these words appear in the 4 lines above it).
@@ -92,22 +92,36 @@ def test_the_documents_have_python_blocks():
     assert {"README.md", "api.md", "batch.md", "decoding.md", "terminology.md"} <= names
 
 
-def _commands():
-    from test_docs_commands import ALL
-
-    return ALL
+def _shell_commands(upto: Path) -> list[tuple[str, str]]:
+    """(where, command) of every shell line in the documents up to ``upto``, in reading order,
+    backslash continuations joined (``printf`` included, which test_docs_commands does not run)."""
+    out = []
+    for doc in DOCS[: DOCS.index(upto) + 1]:
+        for lang, start, lines, _ in _blocks(doc):
+            if lang not in ("", "bash", "sh", "console"):
+                continue
+            buf = ""
+            for n, raw in enumerate(lines):
+                line = raw.removeprefix("$ ")
+                buf += line[:-1] + " " if line.endswith("\\") else line
+                if not line.endswith("\\"):
+                    if buf.strip() and not buf.lstrip().startswith("#"):
+                        out.append((f"{doc.name}:{start + n}", buf.strip()))
+                    buf = ""
+    return out
 
 
 def _make_files(work: Path, env: dict, upto: Path) -> None:
     """Run the documents' commands (in reading order, up to ``upto``) that make the files a later
     Python block reads."""
     for file, marker in MAKES.items():
-        cmd = next((c for c in _commands() if marker in c.text and DOCS.index(c.doc) <= DOCS.index(upto)), None)
+        cmd = next(((where, c) for where, c in _shell_commands(upto) if marker in c), None)
         if cmd is None or (work / file).exists():
             continue
-        run = _runnable(cmd.text)
+        where, text = cmd
+        run = _runnable(text)
         proc = subprocess.run(["bash", "-c", run], cwd=work, env=env, capture_output=True, text=True, timeout=1800)
-        assert proc.returncode == 0 and (work / file).exists(), f"{cmd.id}: {run}\n{proc.stderr[-2000:]}"
+        assert proc.returncode == 0 and (work / file).exists(), f"{where}: {run}\n{proc.stderr[-2000:]}"
 
 
 @pytest.fixture(scope="module")
@@ -123,6 +137,8 @@ def place(tmp_path_factory):
     work.mkdir()
     _materialize(work, home)
     (work / "prompts.jsonl").unlink()  # the README makes its own (mixed rows: AnyOf beside plain phrases)
+    terms = _block(ROOT / "docs/terminology.md", "# terms.tsv")  # the term base the document shows
+    (work / "terms.tsv").write_text("\n".join(terms) + "\n", encoding="utf-8")
     return env, work
 
 

@@ -79,7 +79,8 @@ def fit_concurrency(ray, concurrency: int, num_cpus: float = 1, num_gpus: float 
     runs (Ray Data would start the same one when the dataset runs)."""
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
         raise BatchError(f"concurrency must be a positive integer (got {concurrency!r})")
-    if not ray.is_initialized():
+    if not ray.is_initialized():  # as `fstbeam batch --ray-address local` starts it (job._connect)
+        os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")  # no FutureWarning on CPU-only actors
         ray.init(logging_level="ERROR", log_to_driver=False, include_dashboard=False)
     total = ray.cluster_resources()
     fits = concurrency
