@@ -67,7 +67,7 @@ def _to_arrow(rows: list[dict]):
 
     types = {"prompt": pa.string(), "text": pa.string(), "satisfied": pa.bool_(), "phrases_met": pa.list_(pa.bool_()),
              "score": pa.float64(), "logprob": pa.float64(), "finish_reason": pa.string(), "error": pa.string(),
-             "nbest": pa.list_(pa.string())}
+             "nbest": pa.list_(pa.string()), "warnings": pa.list_(pa.string())}
     cols = {c: pa.array([r[c] for r in rows], types.get(c)) for c in OUTPUT_COLUMNS}
     return pa.table(cols)
 
@@ -150,7 +150,7 @@ def generate_dataset(ds, constraints=None, *, model=None, concurrency: int = 1, 
     ``ds``: a dataset with columns ``prompt`` (text), optional ``id``, ``phrases`` / ``avoid``
     (lists of text) and ``prefix`` (per-row constraints, on top of ``constraints``); a dataset of
     :func:`read_rows`; or the path of a ``.jsonl`` / ``.parquet`` file (read by :func:`read_rows`). Output columns:
-    ``id, prompt, text, satisfied, phrases_met, score, logprob, finish_reason, error``; a row that
+    ``id, prompt, text, satisfied, phrases_met, score, logprob, finish_reason, error, nbest, warnings``; a row that
     cannot be decoded has ``error`` set and is never dropped.
 
     ``constraints``: ``None``, an artifact path (each actor loads it and checks its tokenizer

@@ -154,3 +154,21 @@ def test_reprs_are_one_short_line(tiny_decoder):
     assert f"finish_reason={r.finish_reason!r}" in repr(r) and "satisfied=" in repr(r)
     assert "preset='continuation'" in repr(tiny_decoder)
     assert dataclasses.is_dataclass(r)  # still a dataclass: fields, to_dict, equality unchanged
+
+
+def test_an_empty_output_says_why_at_the_batch_and_cli_doors(tiny_dir, capsys):
+    """The tiny model ends at once under log-probability ranking: a batch row and the command's
+    lines carry the reason, as the API does."""
+    from fstbeam.cli.generate import main
+    from fstbeam.distributed.worker import DecodeWorker
+
+    worker = DecodeWorker(model=str(tiny_dir), device="cpu", prompt_format="raw", preset="plain", beam_size=2,
+                          max_new_tokens=4)
+    rows = worker.decode_rows([{"prompt": p} for p in PROMPTS], first_index=0)
+    empty = [r for r in rows if not r["text"].strip()]
+    assert empty, "the tiny model gave no empty output: the test needs one"
+    assert all(r["warnings"] and "empty" in r["warnings"][0] and not r["warnings"][0].startswith("input ") for r in empty)
+    main(["generate", "--model", str(tiny_dir), "--device", "cpu", "--format", "raw", "--preset", "plain",
+          "--beam", "2", "--max-new-tokens", "4", *PROMPTS])
+    out = capsys.readouterr().out
+    assert out.count("warning: ") >= len(empty) and "the output is empty" in out
