@@ -72,11 +72,13 @@ def _to_arrow(rows: list[dict]):
     return pa.table(cols)
 
 
-def fit_concurrency(ray, concurrency: int, num_cpus: float = 1, num_gpus: float = 0) -> int:
+def fit_concurrency(ray, concurrency: int, num_cpus: float = 1, num_gpus: float = 0, *, spare_cpus: float = 0) -> int:
     """``concurrency`` actors, or as many as the cluster's CPUs (GPUs) can hold, with a warning:
     an actor that never gets its CPU waits in silence for ever (Ray: ``pending``), and the job
-    with it. A cluster that cannot hold one actor is an error. Starts a local Ray first if none
-    runs (Ray Data would start the same one when the dataset runs)."""
+    with it. ``spare_cpus`` are left to Ray Data's own tasks where the cluster has more than one
+    actor's CPUs (a dataset written with ``write_parquet`` waits for ever if the actors hold every
+    CPU). A cluster that cannot hold one actor is an error. Starts a local Ray first if none runs
+    (Ray Data would start the same one when the dataset runs)."""
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
         raise BatchError(f"concurrency must be a positive integer (got {concurrency!r})")
     if not ray.is_initialized():  # as `fstbeam batch --ray-address local` starts it (job._connect)
@@ -87,27 +89,29 @@ def fit_concurrency(ray, concurrency: int, num_cpus: float = 1, num_gpus: float 
     for name, each in (("CPU", num_cpus), ("GPU", num_gpus)):
         if each:
             have = float(total.get(name, 0))
-            fits = min(fits, int(have // each + 1e-9))
-            if fits < 1:
+            if have < each - 1e-9:
                 raise BatchError(f"one actor needs {each:g} {name}(s) but the Ray cluster has {have:g}: lower "
                                  f"{'num_cpus (--cpus-per-actor)' if name == 'CPU' else 'num_gpus (--gpus-per-actor)'} "
                                  "or add nodes")
+            usable = have - spare_cpus if name == "CPU" else have
+            fits = min(fits, max(1, int(usable // each + 1e-9)))
     if fits < concurrency:
         gpus = f" and {num_gpus:g} GPU(s)" if num_gpus else ""
-        have = f"{total.get('CPU', 0):g} CPU(s)" + (f" and {total.get('GPU', 0):g} GPU(s)" if num_gpus else "")
+        have_text = f"{total.get('CPU', 0):g} CPU(s)" + (f" and {total.get('GPU', 0):g} GPU(s)" if num_gpus else "")
+        spare = f", {spare_cpus:g} CPU left for Ray Data's read and write tasks" if spare_cpus else ""
         warnings.warn(f"concurrency={concurrency} actors of {num_cpus:g} CPU(s){gpus} do not fit the Ray cluster's "
-                      f"{have}: running {fits} (the others would wait for ever)", RuntimeWarning, stacklevel=3)
+                      f"{have_text}: running {fits}{spare} (the others would wait for ever)", RuntimeWarning, stacklevel=3)
     return fits
 
 
 def map_rows(ds, config: dict, *, wire: str, concurrency: int, batch_size: int | None, num_cpus: float = 1,
-             num_gpus: float = 0, max_restarts: int = 3, max_task_retries: int = 3):
+             num_gpus: float = 0, max_restarts: int = 3, max_task_retries: int = 3, spare_cpus: float = 0):
     """``ds.map_batches`` on a pool of ``concurrency`` decoding actors (lazy), clamped to what
     the cluster holds (`fit_concurrency`). ``batch_size=None``: each block is one actor call, as
     it is (Ray would otherwise join a short block with part of the next one, and a different
     decoding batch rounds differently)."""
     ray = require_ray()
-    concurrency = fit_concurrency(ray, concurrency, num_cpus, num_gpus)
+    concurrency = fit_concurrency(ray, concurrency, num_cpus, num_gpus, spare_cpus=spare_cpus)
     if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
         raise BatchError(f"batch_size must be a positive integer or None (one block per call), not {batch_size!r}")
     with warnings.catch_warnings():
@@ -171,15 +175,16 @@ def generate_dataset(ds, constraints=None, *, model=None, concurrency: int = 1, 
     if set(ds.columns() or ()) == {WIRE_ROW, WIRE_JSON}:  # rows of read_rows
         return map_rows(ds.drop_columns([WIRE_ROW]), config, wire="json-in", concurrency=concurrency,
                         batch_size=batch_size, num_cpus=num_cpus, num_gpus=num_gpus, max_restarts=max_restarts,
-                        max_task_retries=max_task_retries)
+                        max_task_retries=max_task_retries, spare_cpus=1)
     extra = set(ds.columns() or ()) - set(INPUT_COLUMNS)
     if "prompt" not in (ds.columns() or ()):
         raise BatchError(f"the dataset has no 'prompt' column (columns: {ds.columns()}): name the prompt column 'prompt'")
     if extra:
         raise BatchError(f"unknown column(s) {sorted(extra)}: a row may have id, prompt and the keys of a constraint request "
                          "(select or rename the columns first)")
+    # a dataset goes on to the user's own steps (write_parquet): one CPU stays free for their tasks
     return map_rows(ds, config, wire="columns", concurrency=concurrency, batch_size=batch_size, num_cpus=num_cpus,
-                    num_gpus=num_gpus, max_restarts=max_restarts, max_task_retries=max_task_retries)
+                    num_gpus=num_gpus, max_restarts=max_restarts, max_task_retries=max_task_retries, spare_cpus=1)
 
 
 def worker_config(constraints=None, *, model=None, tokenizer=None, device="auto", prompt_format="auto",

@@ -39,6 +39,16 @@ def test_concurrency_above_the_cpus_is_cut_with_a_warning():
         assert fit_concurrency(FakeRay({"CPU": 16.0, "GPU": 2.0}), 4, 1, 1) == 2
 
 
+def test_a_dataset_leaves_one_cpu_to_ray_datas_own_tasks():
+    """generate_dataset's actors leave a CPU free where the cluster has more than one actor's:
+    a dataset written with write_parquet otherwise waits for ever (its write tasks get no CPU)."""
+    with pytest.warns(RuntimeWarning, match=r"running 1, 1 CPU left for Ray Data's read and write tasks"):
+        assert fit_concurrency(FakeRay({"CPU": 2.0}), 2, 1, spare_cpus=1) == 1
+    assert fit_concurrency(FakeRay({"CPU": 8.0}), 4, 1, spare_cpus=1) == 4
+    with pytest.warns(RuntimeWarning, match="running 1"):  # one actor always runs
+        assert fit_concurrency(FakeRay({"CPU": 1.0}), 2, 1, spare_cpus=1) == 1
+
+
 @pytest.mark.parametrize("resources, kw, match", [
     ({"CPU": 2.0}, dict(num_cpus=4), r"one actor needs 4 CPU\(s\) but the Ray cluster has 2: lower num_cpus"),
     ({"CPU": 8.0}, dict(num_gpus=1), r"one actor needs 1 GPU\(s\) but the Ray cluster has 0: lower num_gpus"),
@@ -69,7 +79,7 @@ def test_generate_dataset_reads_mixed_rows_and_fits_the_cluster(ray_cluster, mod
     path = tmp_path / "prompts.jsonl"
     path.write_text("".join((json.dumps(r) if isinstance(r, dict) else r) + "\n" for r in rows), encoding="utf-8")
     kw = dict(model=str(model_dir), batch_size=2, device="cpu", prompt_format="raw", beam_size=3, max_new_tokens=8)
-    with pytest.warns(RuntimeWarning, match="running 2"):
+    with pytest.warns(RuntimeWarning, match="running 1"):  # 2 CPUs: one actor, one CPU for Ray Data's tasks
         out = fd.generate_dataset(read_rows(path), str(words_artifact), concurrency=4, **kw)
     got = sorted(out.take_all(), key=lambda r: r["id"])
     assert [r["id"] for r in got] == [0, 1, 2, 3]
@@ -80,6 +90,10 @@ def test_generate_dataset_reads_mixed_rows_and_fits_the_cluster(ray_cluster, mod
     for g, w in zip(got, want):
         assert (g["text"], g["satisfied"], list(g["phrases_met"]), g["finish_reason"]) == \
                (w["text"], w["satisfied"], w["phrases_met"], w["finish_reason"])
-    by_path = sorted(fd.generate_dataset(str(path), str(words_artifact), concurrency=2, **kw).take_all(),
-                     key=lambda r: r["id"])
+    with pytest.warns(RuntimeWarning, match="running 1"):
+        written = fd.generate_dataset(str(path), str(words_artifact), concurrency=2, **kw)
+        written.write_parquet(str(tmp_path / "out"))  # the docs' last step: it must not wait for a CPU
+    import pyarrow.parquet as pq
+
+    by_path = sorted(pq.read_table(tmp_path / "out").to_pylist(), key=lambda r: r["id"])
     assert [r["text"] for r in by_path] == [r["text"] for r in got]
