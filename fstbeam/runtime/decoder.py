@@ -407,7 +407,7 @@ class Decoder:
         preset = preset or "auto"
         return search_config(self.preset if preset == "auto" else preset, {**config_overrides(config), **overrides})
 
-    def _result(self, raw: RawResult, prompt, phrases: tuple[str, ...], cfg: SearchConfig) -> GenerationResult:
+    def _result(self, raw: RawResult, prompt, phrases: tuple[str, ...], cfg: SearchConfig | None = None) -> GenerationResult:
         if raw.error is not None:
             return GenerationResult(raw.index, "", (), float("-inf"), float("-inf"), False, phrases,
                                     tuple(False for _ in phrases), 0, "error", (), (f"input {raw.index}: {raw.error}",),

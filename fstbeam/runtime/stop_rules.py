@@ -71,13 +71,15 @@ def runs_by_stop(items: Iterator[tuple[int, Any, Any]], config, decide: Callable
         yield replace(config, stop_at=stop), run()
 
 
-def empty_reason(finish_reason: str, config) -> str:
-    """Why the best output has no text (a warning on the result, shown by every door)."""
+def empty_reason(finish_reason: str, config=None) -> str:
+    """Why the best output has no text (a warning on the result, shown by every door);
+    ``config`` (the search's) names the way out where it is known."""
     if finish_reason == "incomplete":
         return "the output is empty: no output that meets the constraints was found within max_new_tokens"
     if finish_reason == "length":
-        return ("the output is empty: its tokens have no text (control tokens) and it was cut at "
-                f"max_new_tokens={config.max_new_tokens}")
+        return "the output is empty: its tokens have no text (control tokens) and it was cut at max_new_tokens"
+    if config is None:
+        return "the output is empty: the model ranked an end-of-output token first; min_new_tokens=1 forbids it"
     what = "an end-of-output token (EOS" + (" or a newline: stop_at='line')" if config.stop_at == "line" else ")")
     if config.length_reward is None and config.length_normalization is None and config.min_new_tokens == 0:
         hint = ("ranked by log-probability alone (preset='plain' or a config without a preset), a short output "
