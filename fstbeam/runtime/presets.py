@@ -75,9 +75,9 @@ def config_overrides(config: SearchConfig | None) -> dict[str, Any]:
         return {}
     if not isinstance(config, SearchConfig):
         raise DecodeError(f"config must be a SearchConfig (got {type(config).__name__}); pass single settings as keywords")
-    base = SearchConfig()
-    return {f.name: getattr(config, f.name) for f in dataclasses.fields(SearchConfig)
-            if f.name != "preset" and getattr(config, f.name) != getattr(base, f.name)}
+    mine, base = vars(config), vars(SearchConfig())
+    return {f.name: mine[f.name] for f in dataclasses.fields(SearchConfig)
+            if f.name != "preset" and mine[f.name] != base[f.name]}
 
 
 def search_config(preset: str | None = None, overrides: Mapping[str, Any] | None = None,
