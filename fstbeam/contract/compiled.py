@@ -103,8 +103,9 @@ class CompiledConstraints:
         if self.prefix is not None:
             parts.append(f"prefix={self.prefix.text!r:.60}")
         size = f", {self.hard.num_states} states, {self.hard.nbytes / 1e6:.1f} MB" if self.hard is not None else ""
-        return (f"CompiledConstraints({', '.join(parts) or 'no constraint'}; tokenizer {self.vocab.describe()!r:.60}"
-                f"{size})")
+        v = self.vocab
+        return (f"CompiledConstraints({', '.join(parts) or 'no constraint'}; tokenizer {(v.name or v.kind)!r:.60}, "
+                f"{v.width} ids{size})")
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {"tokenizer": self.vocab.describe(), "fingerprint": self.vocab.fingerprint[:16]}

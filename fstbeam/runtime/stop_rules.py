@@ -82,8 +82,8 @@ def empty_reason(finish_reason: str, config=None) -> str:
         return "the output is empty: the model ranked an end-of-output token first; min_new_tokens=1 forbids it"
     what = "an end-of-output token (EOS" + (" or a newline: stop_at='line')" if config.stop_at == "line" else ")")
     if config.length_reward is None and config.length_normalization is None and config.min_new_tokens == 0:
-        hint = ("ranked by log-probability alone (preset='plain' or a config without a preset), a short output "
-                "often wins: use the prompt format's preset (leave preset out, or preset='auto') or min_new_tokens=1")
+        hint = ("ranked by log-probability alone (preset='plain'), a short output often wins: use the prompt "
+                "format's preset (leave preset out, or preset='auto') or min_new_tokens=1")
     elif config.min_new_tokens == 0:
         hint = "min_new_tokens=1 forbids an empty output"
     else:
