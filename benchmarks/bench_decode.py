@@ -81,7 +81,7 @@ def fst_run(dec, prompts, cc=None, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with Timer() as t:
-            res = dec.generate(prompts, cc, **kw)
+            res = dec.generate(prompts, cc, **{"preset": "plain", **kw})  # the settings as given (the API's default preset is the format's since issue 39)
     st = dec.last_stats
     return res, t, st
 

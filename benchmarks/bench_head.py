@@ -86,7 +86,8 @@ def one_config(phrases: int, config: str, repeats: int, max_new: int) -> dict:
     dec = Decoder(device="cpu")
     prompts = bd.LEARNER + bd.MT
     cc = compile_constraints(phrases=bd.PHRASES[:phrases], tokenizer=dec.vocab) if phrases else None
-    opts = dict(beam_size=5, max_new_tokens=max_new, batch_size=len(prompts), stopping="exhaustive", plain_track=plain)
+    opts = dict(beam_size=5, max_new_tokens=max_new, batch_size=len(prompts), stopping="exhaustive", plain_track=plain,
+                preset="plain")  # the settings as given (the API's default preset is the format's since issue 39)
     best, texts = 1e9, []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -86,7 +86,7 @@ def decode_rows(dec, prompts, ccs, opts, constraints, references=None):
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = dec.generate(prompts, ccs, **opts)
+        res = dec.generate(prompts, ccs, **{"preset": "plain", **opts})  # the settings as given (the API's default preset is the format's since issue 39)
     per = (time.perf_counter() - t0) / max(1, len(prompts))
     rows = []
     for i, (p, r) in enumerate(zip(prompts, res)):

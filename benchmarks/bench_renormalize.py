@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     dec = Decoder(device="cpu", prompt_format="Question: {prompt}\nAnswer:")
     qs = QUESTIONS[: args.limit]
     stop = dec.eos_ids + (dec.newline_ids() if args.stop == "newline" else ())
-    kw = dict(beam_size=args.beam, max_new_tokens=args.max_new_tokens, eos_ids=stop, batch_size=8)
+    kw = dict(beam_size=args.beam, max_new_tokens=args.max_new_tokens, eos_ids=stop, batch_size=8, preset="plain")  # the settings as given (the API's default preset is the format's since issue 39)
 
     def rescore(res):  # the model's full-softmax log-probability of what was output, end token included
         return [_model_logprob(dec, q, r, stop) for q, r in zip(qs, res)]

@@ -148,7 +148,7 @@ def main(argv=None) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             _COUNT.update(n=0, on=True)
-            res = dec.generate(prompts, cc, **kw)
+            res = dec.generate(prompts, cc, **{"preset": "plain", **kw})  # the settings as given (the API's default preset is the format's since issue 39)
             _COUNT["on"] = False
         steps = dec.last_stats.steps
         out[name] = {"steps": steps, "syncs": _COUNT["n"], "per_step": _COUNT["n"] / steps,

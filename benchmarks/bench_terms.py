@@ -133,7 +133,8 @@ def main(argv=None) -> int:
             t, c = time.perf_counter(), time.process_time()
             ccs = [constraints(mode, i) for i in idx]
             res = dec.generate([prompts[i] for i in idx], ccs if mode != "unconstrained" else None, beam_size=args.beam,
-                               max_new_tokens=args.max_new_tokens, batch_size=args.batch_size, eos_ids=eos)
+                               max_new_tokens=args.max_new_tokens, batch_size=args.batch_size, eos_ids=eos,
+                               preset="plain")
             wall[mode] += time.perf_counter() - t
             cpu[mode] += time.process_time() - c
             for i, r in zip(idx, res):

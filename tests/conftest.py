@@ -10,13 +10,21 @@ cache replaces a damaged entry by unlinking it, which leaves the user's copy alo
 
 Slow tests are marked ``slow`` and left out of the default run (``addopts`` in pyproject.toml);
 ``pytest -m slow`` runs them, ``pytest -m "slow or not slow"`` runs everything.
+
+A test that runs longer than ``FSTBEAM_TEST_HEARTBEAT`` seconds (default 30; 0: off) gets a
+line on the terminal every that many seconds (``... tests/x.py::test_y still running (60 s)``):
+a ``pytest -q`` run that is silent for minutes looks hung.
 """
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
+import threading
+import time
 from pathlib import Path
+
+import pytest
 
 _SESSION_CACHE: Path | None = None
 
@@ -63,3 +71,34 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     if _SESSION_CACHE is not None:
         shutil.rmtree(_SESSION_CACHE, ignore_errors=True)  # links only: the source stays
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """The heartbeat of a long test (see the module docstring)."""
+    every = float(os.environ.get("FSTBEAM_TEST_HEARTBEAT", "30") or 0)
+    reporter = item.config.pluginmanager.get_plugin("terminalreporter")
+    if every <= 0 or reporter is None:
+        yield
+        return
+    done = threading.Event()
+    t0 = time.monotonic()
+
+    capture = item.config.pluginmanager.get_plugin("capturemanager")
+
+    def beat() -> None:
+        while not done.wait(every):
+            line = f"... {item.nodeid} still running ({time.monotonic() - t0:.0f} s)"
+            if capture is None:
+                reporter.write_line(line)
+                continue
+            with capture.global_and_fixture_disabled():  # the test's output stays captured around it
+                reporter.write_line(line)
+
+    watcher = threading.Thread(target=beat, name="pytest-heartbeat", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()

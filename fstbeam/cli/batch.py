@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 from .flags import add_packed_weights_flag, add_preset_flag, add_search_flags, format_arg, nonempty
@@ -108,7 +109,9 @@ def run(args, *, process: bool = False) -> int:
     if args.quiet:
         progress = _Silent()
     try:
-        summary = run_batch(job, progress=progress, retry_errors=args.retry_errors)
+        with warnings.catch_warnings():  # e.g. --concurrency clamped to the cluster: one plain line, at once
+            warnings.showwarning = _say_warning
+            summary = run_batch(job, progress=progress, retry_errors=args.retry_errors)
     except KeyboardInterrupt:
         done = sum(1 for _ in job.output.glob("rows-*.jsonl")) if job.output.is_dir() else 0
         print(f"fstbeam batch: interrupted; {done} shard(s) kept in {job.output}; rerun the same command to resume",
@@ -126,6 +129,10 @@ def run(args, *, process: bool = False) -> int:
     print(f"fstbeam batch: {summary.rows} rows in {summary.shards} shard(s){skipped} in {job.output}; "
           f"{summary.bad_rows} with an error or unsatisfied", file=sys.stderr)
     return 1 if summary.bad_rows else 0
+
+
+def _say_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"fstbeam batch: warning: {message}", file=sys.stderr, flush=True)
 
 
 def _check_flags(args) -> None:

@@ -116,6 +116,14 @@ def _token_text(vocab, t: int) -> str:
     return repr(b.decode("utf-8", "backslashreplace")) if b else f"<{t}>"
 
 
+def _token_list(vocab, ids: list[int]) -> str:
+    """Tokens as text; two tokens with the same text (Gemma's "\n" and its byte token <0x0A>)
+    are told apart by their ids."""
+    texts = [_token_text(vocab, t) for t in ids]
+    twice = {x for x in texts if texts.count(x) > 1}
+    return ", ".join(f"{x} (id {t})" if x in twice else x for x, t in zip(texts, ids))
+
+
 def _encode(vocab, tokenizer, text: str) -> list[int]:
     from tokenizers import Tokenizer
 
@@ -179,7 +187,7 @@ def _inspect(args) -> int:
                 print(f"after {args.after!r}: blocked at token {k} {_token_text(cc.vocab, t)}: {exc}")
                 return 1
         allowed = m.allowed_token_ids()
-        shown = ", ".join(_token_text(cc.vocab, int(t)) for t in allowed[: args.limit])
+        shown = _token_list(cc.vocab, [int(t) for t in allowed[: args.limit]])
         more = f" ... (+{len(allowed) - args.limit})" if len(allowed) > args.limit else ""
         print(f"after {args.after!r}: {len(allowed)} tokens allowed, final={m.is_final()}")
         print(f"  {shown}{more}")

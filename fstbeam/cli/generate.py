@@ -142,6 +142,10 @@ def _generate(args, process: bool = False) -> int:
                     return 2
         with st.stage("decode"):
             results = decoder.stream(prompts, constraints, cfg, ordered=True)
+            if not args.quiet:  # a status line while a file or an explanation takes long (cli/progress.py)
+                from .progress import counted
+
+                results = counted(results, len(prompts), "decoding")
             code = _print_results(args, constraints, results, lines, bad_lines)
         if args.timings:
             wall, cpu = st.total()
@@ -220,10 +224,13 @@ def _print_result(args, cc, r, what: str, line: int | None = None) -> None:
     for k, h in enumerate(r.hypotheses or ()):
         tag = f"[{k + 1}] " if len(r.hypotheses) > 1 else ""
         print(f"{tag}{h.text.strip()}")
+        cut = "; cut at the length limit (--max-new-tokens)" if h.finish_reason == "length" else ""
         if cc is not None:
             print(f"    satisfied: {'yes' if h.satisfied else 'NO'}{' (' + what + ')' if what else ''}"
                   f"{'; phrases met: ' + str(list(h.phrases_met)) if h.phrases_met else ''}"
-                  f"; score {h.score:.3f}")
+                  f"; score {h.score:.3f}{cut}")
+        elif cut:
+            print(f"    {cut[2:]}")
     for w in r.warnings:
         print(f"    warning: {w}")
     if r.error:
@@ -238,7 +245,10 @@ def _explain(args, r):
     """``--explain``: the result's explanation (None without the flag or for an input error)."""
     if not getattr(args, "explain", False) or r.error is not None:
         return None
-    return r.explain()
+    from .progress import explaining
+
+    with explaining(r.index):
+        return r.explain()
 
 
 def _describe(args, cc) -> str:

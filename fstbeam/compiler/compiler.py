@@ -89,7 +89,10 @@ class Compiler:
         request's merge rule (only the new small automata are compiled). Every door ends here."""
         if base is None:
             kw = request.compile_kwargs()
-            kw["leading_space"] = self._leading_space(kw["leading_space"])
+            # "auto" without a word list or grammar has nothing to do: phrases, avoid and prefix
+            # alone allow any text, a leading space included (True names the user's choice, not this)
+            auto_idle = kw["leading_space"] == "auto" and not request.has_hard
+            kw["leading_space"] = False if auto_idle else self._leading_space(kw["leading_space"])
             return compile_with(self, progress=progress, **kw)
         if not isinstance(base, CompiledConstraints):
             raise SpecError(f"base= takes compiled constraints, not {type(base).__name__}")

@@ -308,6 +308,17 @@ def _load_light(meta: dict[str, Any], i: int, array: Callable[[str], np.ndarray]
 MAX_WIDTH_PADDING = 1 << 16
 
 
+def _own_size(tokenizer: Any) -> int:
+    """The tokenizer's number of ids: a Hugging Face tokenizer's ``len`` (reading its whole table
+    here would read it twice, seconds each), else its cached vocabulary's width."""
+    if not isinstance(tokenizer, (str, os.PathLike, Vocab)) and tokenizer is not None:
+        try:
+            return int(len(tokenizer))
+        except TypeError:  # not sized: read it
+            pass
+    return load_vocab(tokenizer).width
+
+
 def _vocab_for(tokenizer: Any, tok: dict[str, Any], path: str | os.PathLike[str]) -> Vocab:
     if tokenizer is None:
         if tok.get("name", "").endswith("(default)"):
@@ -316,7 +327,7 @@ def _vocab_for(tokenizer: Any, tok: dict[str, Any], path: str | os.PathLike[str]
             raise ArtifactError(
                 f"{path} was compiled for tokenizer {tok.get('name')!r}: pass tokenizer= to load it"
             )
-    own = load_vocab(tokenizer).width  # the tokenizer's own size, before a table of `width` ids is built
+    own = _own_size(tokenizer)  # the tokenizer's own size, before a table of `width` ids is built
     width = tok["width"]
     if width > own + MAX_WIDTH_PADDING:
         raise corrupt(path, f"the manifest's tokenizer width {width:,} does not fit the tokenizer's {own:,} tokens "

@@ -86,6 +86,27 @@ class CompiledConstraints:
     def save(self, path: str | os.PathLike[str]) -> None:
         save_artifact(self, path)
 
+    def __repr__(self) -> str:
+        """One line (the tables are megabytes): what constrains the output, the tokenizer, the size."""
+        spec = self.spec or {}
+        words = spec.get("words")
+        hard = [f"cefr={spec['cefr']!r}" if spec.get("cefr") else
+                f"words={str(words.get('source') if isinstance(words, dict) else words)!r:.60}" if words else "",
+                f"grammar={str(spec['grammar'])!r:.60}" if spec.get("grammar") else ""]
+        parts = [p for p in hard if p]
+        if self.hard is not None and not parts:
+            parts.append("hard automaton")
+        for name, items in (("phrases", self.phrases), ("avoid", self.avoid)):
+            if items:
+                shown = [a.text for a in items[:3]]
+                parts.append(f"{name}={shown!r:.80}" + (f" (+{len(items) - 3} more)" if len(items) > 3 else ""))
+        if self.prefix is not None:
+            parts.append(f"prefix={self.prefix.text!r:.60}")
+        size = f", {self.hard.num_states} states, {self.hard.nbytes / 1e6:.1f} MB" if self.hard is not None else ""
+        v = self.vocab
+        return (f"CompiledConstraints({', '.join(parts) or 'no constraint'}; tokenizer {(v.name or v.kind)!r:.60}, "
+                f"{v.width} ids{size})")
+
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {"tokenizer": self.vocab.describe(), "fingerprint": self.vocab.fingerprint[:16]}
         if self.hard is not None:

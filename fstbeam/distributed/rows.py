@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,8 @@ __all__ = ["INPUT_COLUMNS", "OUTPUT_COLUMNS", "RowRequest", "parse_row", "result
 #: ordered, sentence_case, a word list...), as in a JSONL input line.
 INPUT_COLUMNS = ("id", "prompt", *JSON_KEYS)
 #: Columns of every output row, in this order.
-OUTPUT_COLUMNS = ("id", "prompt", "text", "satisfied", "phrases_met", "score", "logprob", "finish_reason", "error", "nbest")
+OUTPUT_COLUMNS = ("id", "prompt", "text", "satisfied", "phrases_met", "score", "logprob", "finish_reason", "error", "nbest",
+                  "warnings")
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,8 @@ def result_row(req: RowRequest, res) -> dict:
         "phrases_met": [bool(m) for m in res.phrases_met], "score": _finite(res.score),
         "logprob": _finite(res.logprob), "finish_reason": res.finish_reason, "error": res.error,
         "nbest": [h.text for h in res.hypotheses] if len(res.hypotheses) > 1 else [],
+        # why an output is empty or unsatisfied, without the decoder's "input N: " (a place in a chunk)
+        "warnings": [re.sub(r"^input \d+: ", "", w) for w in res.warnings],
     }
 
 
@@ -92,5 +96,5 @@ def error_row(req: RowRequest, error: str) -> dict:
     """The output row of an input that could not be decoded."""
     return {
         "id": req.id, "prompt": req.prompt, "text": "", "satisfied": False, "phrases_met": [], "score": None,
-        "logprob": None, "finish_reason": "error", "error": error, "nbest": [],
+        "logprob": None, "finish_reason": "error", "error": error, "nbest": [], "warnings": [],
     }

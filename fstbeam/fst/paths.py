@@ -36,7 +36,8 @@ def accepted_strings(
 ) -> list[str]:
     """Up to ``limit`` accepted strings, shortest first.
 
-    Breadth first in label order while the search stays under ``max_expansions`` partial paths
+    Breadth first (byte labels: readable bytes first, control bytes last; token labels in label
+    order) while the search stays under ``max_expansions`` partial paths
     (ties come out in label order); past that, e.g. for 9,000 years x 365 days of ISO dates,
     OpenFst's n-shortest-paths finds the shortest strings directly (ties in no set order).
     Paths longer than ``max_length`` labels are not listed. Label paths that spell the same
@@ -78,9 +79,24 @@ def _breadth_first(
                 if label != EPSILON and view.live(nxt):
                     for target in sorted(view.closure({nxt})):
                         next_level.append((target, path + (label,)))
-        next_level.sort(key=lambda item: item[1])  # label order within a length
+        # within a length: for byte labels, readable texts first (letters and digits, punctuation,
+        # space, other UTF-8), control bytes last, so a grammar that allows any text shows "0", "A", ...
+        # rather than "\x01", "\x02"; token labels in label order
+        next_level.sort(key=lambda item: tuple(map(_byte_rank, item[1])) if label_text is None else item[1])
         level = next_level
     return out
+
+
+def _byte_rank(label: int) -> tuple[int, int]:
+    if 0 < label < 128 and chr(label).isalnum():
+        return (0, label)
+    if 0x21 <= label <= 0x7E:
+        return (1, label)
+    if label == 0x20:
+        return (2, label)
+    if label >= 0x80:
+        return (3, label)
+    return (4, label)
 
 
 def _n_shortest(fst: pynini.Fst, limit: int, label_text: LabelText | None, max_length: int) -> list[str]:

@@ -20,7 +20,7 @@ from ..errors import DecodeError
 __all__ = ["SearchConfig", "KernelBackend", "StopAt", "Stopping", "Expand", "ShortlistMode", "resolve_config"]
 
 KernelBackend = Literal["auto", "torch", "cpu-fast", "triton"]
-StopAt = Literal["eos", "line"]
+StopAt = Literal["eos", "line", "auto"]
 Stopping = Literal["optimal", "exhaustive"]
 Expand = Literal["all", "least_advanced"]
 ShortlistMode = Literal["auto", "on", "off"]
@@ -60,7 +60,9 @@ class SearchConfig:
     """How the beam search runs (see docs/decoding.md for each setting).
 
     ``stop_at``: ``"eos"`` (the model's end-of-sequence ids) or ``"line"`` (those plus the tokens
-    made only of newlines: a base model answering a question stops at the end of its line).
+    made only of newlines: a base model answering a question stops at the end of its line) or
+    ``"auto"`` (``"line"`` for a prompt whose last line is a cue such as "German:" after other
+    text, as a few-shot prompt ends, else ``"eos"``; `Decoder.stream` decides per prompt).
     ``eos_ids``, when given, replaces the ids ``stop_at`` names. ``min_new_tokens`` and
     ``no_repeat_ngram`` only remove options (:mod:`.guards`); ``allow_control_tokens=False`` keeps
     special and control tokens (``<start_of_image>``) out of unconstrained outputs too.
@@ -93,7 +95,8 @@ class SearchConfig:
     expand: Expand = "all"
     kernel_backend: KernelBackend = _opt("auto", "masked top-k kernel")
     stop_at: StopAt = _opt("eos", "eos: the model's end-of-sequence ids; line: also a newline (where the "
-                                  "constraints allow ending)")
+                                  "constraints allow ending); auto: line where the prompt's last line is a cue "
+                                  "('German:', 'Answer:') after other text, else eos")
     eos_ids: tuple[int, ...] | None = None
     shortlist: ShortlistMode = _opt("auto", "with renormalize: compute the logits of the allowed tokens only "
                                             "(auto: where it pays; on: always; off: never)")
@@ -106,6 +109,9 @@ class SearchConfig:
     end_in_top_k: bool = _opt(False, "an output ends where a stop id is among the beam_size best next tokens of its "
                                      "last hypothesis, and beats one the length limit cuts (an ending ranked lower "
                                      "only where none does)")
+    # The task preset this config was built from (`presets.search_config` sets it): Decoder takes
+    # such a config whole; a config without one gets the decoder's preset under its own settings.
+    preset: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         _positive_int("beam_size", self.beam_size)
@@ -131,6 +137,8 @@ class SearchConfig:
             _nonnegative_int(name, getattr(self, name))
         if self.min_new_tokens > self.max_new_tokens:
             raise DecodeError(f"min_new_tokens={self.min_new_tokens} exceeds max_new_tokens={self.max_new_tokens}: lower it")
+        if self.preset is not None and not isinstance(self.preset, str):
+            raise DecodeError(f"preset must be a preset name or None (got {self.preset!r})")
         for name in ("renormalize", "dba", "plain_track", "streaming", "allow_control_tokens", "no_repeat_prompt",
                      "end_in_top_k"):
             if not isinstance(getattr(self, name), bool):
@@ -163,7 +171,7 @@ class SearchConfig:
         return Scoring.make(length_reward=self.length_reward, length_normalization=self.length_normalization)
 
 
-_FIELDS = tuple(f.name for f in dataclasses.fields(SearchConfig))
+_FIELDS = tuple(f.name for f in dataclasses.fields(SearchConfig) if f.name != "preset")
 
 
 def resolve_config(config: SearchConfig | None, overrides: dict[str, Any]) -> SearchConfig:
@@ -179,7 +187,8 @@ def resolve_config(config: SearchConfig | None, overrides: dict[str, Any]) -> Se
 
 def stop_ids(config: SearchConfig, model_eos: Sequence[int], newline_ids: Callable[[], Iterable[int]]) -> tuple[int, ...]:
     """End-of-output ids of a call: ``eos_ids`` if given, else the model's (plus newline tokens
-    for ``stop_at="line"``; ``newline_ids`` is called only then)."""
+    for ``stop_at="line"``; ``newline_ids`` is called only then). ``"auto"`` is decided per prompt
+    before this (`Decoder.stream`); here it reads as ``"eos"``."""
     if config.eos_ids is not None:
         return config.eos_ids
     ids = tuple(int(e) for e in model_eos)

@@ -34,11 +34,12 @@ from .model.adapter_protocol import ModelAdapter, check_adapter
 from .model.adapters import adapter_for
 from .model.hf_model import is_encoder_decoder, load_tokenizer
 from .model.packed_model import check_mode as check_packed_mode
-from .presets import preset_for_format, search_config
+from .presets import config_overrides, preset_for_format, search_config
 from .results import GenerationResult, Hypothesis
 from .search.engine import RawResult, Request, SearchEngine
 from .search.length_target import query_tokens
 from .search.tables import InputConstraints
+from .stop_rules import empty_reason, ends_at_line, numbered, runs_by_stop
 from .structured_check import check_result
 from .templates import check_format
 from .templates import prompt_format as expand_format
@@ -147,6 +148,10 @@ class Decoder:
             out.append(i)
         return tuple(out)
 
+    def __repr__(self) -> str:
+        return (f"Decoder({type(self.model).__name__}, {self.adapter.kind}, vocab {self.vocab_size}, device='{self.device}', "
+                f"prompt_format={self.prompt_format_name!r}, preset={self.preset!r})")
+
     # ---- model facts -----------------------------------------------------------------------
     @property
     def vocab_size(self) -> int:
@@ -225,9 +230,7 @@ class Decoder:
         return prompt
 
     def query_tokens(self, prompt, ids: Sequence[int]) -> int:
-        """Tokens of the prompt's query, what ``length_ratio`` multiplies (:mod:`.length_target`):
-        the user's text of a template or chat prompt, else the prompt; its last block or line
-        without a trailing cue such as "German:"."""
+        """Tokens of the prompt's query, what ``length_ratio`` multiplies (:mod:`.length_target`)."""
         fmt = self.prompt_format
         if isinstance(prompt, str) and fmt != "raw" and self.tokenizer is not None and not isinstance(self.tokenizer, Vocab):
             if fmt != "auto" or getattr(self.tokenizer, "chat_template", None):
@@ -244,24 +247,20 @@ class Decoder:
         tb = self.vocab.token_bytes
         return b"".join(tb[t] or b"" for t in token_ids if 0 <= t < len(tb)).decode("utf-8", "replace")
 
-    # ---- constraints --------------------------------------------------------------------------
-    def _unconstrained(self, allow_control_tokens: bool) -> InputConstraints:
-        """Constraints of a prompt without any: every text token of the tokenizer (special and
-        control tokens are never output text, see ``Vocab``); every id when asked for, or when
-        the decoder has no tokenizer to tell text from control tokens."""
+    # ---- the streaming interface: what a server driving its own search loop needs ---------------
+    # (fstbeam.serve runs ContinuousEngine with these; Decoder.stream is the same three steps)
+    def input_constraints(self, cc, *, allow_control_tokens: bool = False) -> InputConstraints:
+        """The search's form of ``cc`` (``CompiledConstraints`` checked against this model and
+        tokenizer, cached per object), to pass to :meth:`request`. ``None``: every text token
+        (special and control tokens are never output text, see ``Vocab``); every id with
+        ``allow_control_tokens``, or when the decoder has no tokenizer to tell them apart."""
+        if cc is not None:
+            return self._check(cc)
         if allow_control_tokens or self.tokenizer is None:
             return InputConstraints(constrained=False)
         if self._text_only is None:
             self._text_only = InputConstraints(text_ids=self.vocab.text_ids)
         return self._text_only
-
-    # ---- the streaming interface: what a server driving its own search loop needs ---------------
-    # (fstbeam.serve runs ContinuousEngine with these; Decoder.stream is the same three steps)
-    def input_constraints(self, cc, *, allow_control_tokens: bool = False) -> InputConstraints:
-        """The search's form of ``cc`` (``CompiledConstraints`` checked against this model and
-        tokenizer, cached per object; ``None``: any text token, any id with
-        ``allow_control_tokens``), to pass to :meth:`request`."""
-        return self._unconstrained(allow_control_tokens) if cc is None else self._check(cc)
 
     def stop_ids(self, config: SearchConfig) -> tuple[int, ...]:
         """The token ids that end an output under ``config`` (its ``stop_at``/``eos_ids``), checked."""
@@ -298,13 +297,12 @@ class Decoder:
         """Decode every prompt; one :class:`GenerationResult` per prompt, in order.
 
         ``constraints``: ``None``, one ``CompiledConstraints`` for all prompts, or a list with one
-        (or ``None``) per prompt. ``config``: a :class:`SearchConfig` (default ``SearchConfig()``);
-        ``overrides``: any of its fields for this call, e.g. ``beam_size=8``,
-        ``stop_at="line"`` (stop at the end of a line too), ``length_reward=1.0``,
-        ``min_new_tokens=2``, ``no_repeat_ngram=4`` (see docs/decoding.md). ``preset="auto"``
-        applies the task preset of this decoder's prompt format, as every command does
-        (`fstbeam.runtime.presets`; or name one: ``"answer"``, ``"continuation"``,
-        ``"translation"``, ``"plain"``); without it the search ranks by log-probability alone. An
+        (or ``None``) per prompt. ``overrides``: any :class:`SearchConfig` field for this call,
+        e.g. ``beam_size=8``, ``stop_at="line"``, ``length_reward=1.0`` (docs/decoding.md), on top
+        of the task preset of this decoder's prompt format, as every command applies it
+        (`fstbeam.runtime.presets`; ``preset=`` names another: ``"answer"``, ``"continuation"``,
+        ``"translation"``, ``"plain"`` for log-probability ranking alone). ``config``: a whole
+        :class:`SearchConfig`, taken as it is (no preset unless ``preset=`` is given too). An
         unknown setting or a bad value raises :class:`~fstbeam.errors.DecodeError` naming it.
         """
         prompts = check_prompts(prompts)
@@ -330,38 +328,15 @@ class Decoder:
         elif prompts is None or isinstance(prompts, (bytes, bytearray, dict)) or not isinstance(prompts, Iterable):
             check_prompts(prompts)  # raises, naming what was passed
         cfg = self._config(config, overrides)
-        eos_ids = self.stop_ids(cfg)
-        max_new_tokens = cfg.max_new_tokens
-        free = self.input_constraints(None, allow_control_tokens=cfg.allow_control_tokens)
         shared = constraints is None or isinstance(constraints, CompiledConstraints)
-        cons_iter = None if shared else iter(constraints)
-        texts: dict[int, Any] = {}
-        phrase_texts: dict[int, tuple[str, ...]] = {}
-        context: dict[int, ExplainContext] = {}  # for GenerationResult.explain()
-
-        def requests() -> Iterator[Request]:
-            missing = object()
-            for i, p in enumerate(prompts):
-                cc = constraints if shared else next(cons_iter, missing)
-                if cc is missing:
-                    raise DecodeError(f"constraints ran out at prompt {i}: give one constraint set (or None) per prompt")
-                inp = free if cc is None else self.input_constraints(cc)
-                phrase_texts[i] = inp.phrase_texts
-                context[i] = ExplainContext(self, p, cc, cfg)
-                texts[i] = p if isinstance(p, str) else None
-                yield self.request(i, p, inp, max_new_tokens, want_query=cfg.length_ratio is not None)
-
-        engine = SearchEngine(self.adapter, cfg, eos_ids=eos_ids, device=self.device)
-        self.last_stats = engine.stats
+        items = numbered(prompts, constraints, shared)
+        # stop_at="auto": a prompt ending in a cue line ("German:") is answered in one line, else until EOS
+        auto = cfg.stop_at == "auto" and cfg.eos_ids is None
+        runs = runs_by_stop(items, cfg, self.ends_at_line) if auto else [(cfg, items)]
         held: dict[int, GenerationResult] = {}
         nxt = 0
-        with torch.inference_mode():
-            for raw in engine.run(requests()):
-                res = self.result(raw, texts.get(raw.index), phrase_texts.get(raw.index, ()))
-                ctx = context.pop(raw.index, None)
-                res = check_result(replace(res, _context=ctx), ctx.constraints if ctx is not None else None)
-                for w in res.warnings:
-                    warnings.warn(w, stacklevel=2)
+        for run_cfg, group in runs:
+            for res in self._run(group, run_cfg):
                 if not ordered:
                     yield res
                     continue
@@ -371,6 +346,39 @@ class Decoder:
                     nxt += 1
         for i in sorted(held):
             yield held[i]
+
+    def ends_at_line(self, prompt) -> bool:
+        """Whether ``stop_at="auto"`` ends this prompt's output at its line (`.stop_rules`)."""
+        return ends_at_line(self, prompt)
+
+    def _run(self, items: Iterable[tuple[int, Any, Any]], cfg: SearchConfig) -> Iterator[GenerationResult]:
+        """Results of ``(index, prompt, constraints)`` items under one config, as they finish."""
+        eos_ids = self.stop_ids(cfg)
+        max_new_tokens = cfg.max_new_tokens
+        free = self.input_constraints(None, allow_control_tokens=cfg.allow_control_tokens)
+        texts: dict[int, Any] = {}
+        phrase_texts: dict[int, tuple[str, ...]] = {}
+        context: dict[int, ExplainContext] = {}  # for GenerationResult.explain()
+
+        def requests() -> Iterator[Request]:
+            for i, p, cc in items:
+                inp = free if cc is None else self.input_constraints(cc)
+                phrase_texts[i] = inp.phrase_texts
+                context[i] = ExplainContext(self, p, cc, cfg)
+                texts[i] = p if isinstance(p, str) else None
+                yield self.request(i, p, inp, max_new_tokens, want_query=cfg.length_ratio is not None)
+
+        engine = SearchEngine(self.adapter, cfg, eos_ids=eos_ids, device=self.device)
+        self.last_stats = engine.stats
+        with torch.inference_mode():
+            for raw in engine.run(requests()):
+                ctx = context.pop(raw.index, None)
+                res = self.result(raw, texts.get(raw.index), phrase_texts.get(raw.index, ()), cfg,
+                                  ctx.constraints if ctx is not None else None)
+                res = replace(res, _context=ctx)
+                for w in res.warnings:
+                    warnings.warn(w, stacklevel=3)
+                yield res
 
     def request(self, index: int, prompt, inp: InputConstraints, max_new_tokens: int, *,
                 want_query: bool = False) -> Request:
@@ -399,17 +407,22 @@ class Decoder:
         return Request(index, ids, inp, error, q)
 
     def _config(self, config: SearchConfig | None, overrides: dict) -> SearchConfig:
+        # the preset (default: the prompt format's, as every door applies it), then the settings of
+        # ``config`` that differ from SearchConfig()'s, then the keywords; a config a door built
+        # from a preset (`search_config`) is taken whole, with the keywords over it
         preset = overrides.pop("preset", None)
-        if preset is None:
-            cfg = resolve_config(config, overrides)
-        else:  # the preset's values, then the keywords ("auto": this decoder's preset, as the doors use)
-            resolve_config(config, {})
-            cfg = search_config(self.preset if preset == "auto" else preset, overrides, base=config)
-        return cfg
+        cfg = resolve_config(config, overrides)  # names an unknown keyword or a bad config at once
+        if preset is None and config is not None and config.preset is not None:
+            return cfg
+        preset = preset or "auto"
+        return search_config(self.preset if preset == "auto" else preset, {**config_overrides(config), **overrides})
 
-    def result(self, raw: RawResult, prompt, phrases: tuple[str, ...]) -> GenerationResult:
+    def result(self, raw: RawResult, prompt, phrases: tuple[str, ...], cfg: SearchConfig | None = None,
+               constraints=None) -> GenerationResult:
         """The :class:`GenerationResult` of a search's raw result; ``prompt``: the text shown in
-        it (None for ids), ``phrases``: the input's ``InputConstraints.phrase_texts``."""
+        it (None for ids), ``phrases``: the input's ``InputConstraints.phrase_texts``, ``cfg``: the
+        search's config (an empty output says why), ``constraints``: the input's compiled
+        constraints (a JSON output's ``satisfied`` also means it parses and validates)."""
         if raw.error is not None:
             return GenerationResult(raw.index, "", (), float("-inf"), float("-inf"), False, phrases,
                                     tuple(False for _ in phrases), 0, "error", (), (f"input {raw.index}: {raw.error}",),
@@ -419,26 +432,18 @@ class Decoder:
             for h in raw.hypotheses
         )
         best = hyps[0]
-        return GenerationResult(raw.index, best.text, best.token_ids, best.score, best.logprob, best.satisfied, phrases,
-                                best.phrases_met, raw.steps, best.finish_reason, hyps, tuple(raw.warnings), None, prompt)
+        notes = tuple(raw.warnings)
+        if not best.text.strip() and not notes:  # never an empty output without a word on why
+            notes = (f"input {raw.index}: {empty_reason(best.finish_reason, cfg)}",)
+        res = GenerationResult(raw.index, best.text, best.token_ids, best.score, best.logprob, best.satisfied, phrases,
+                               best.phrases_met, raw.steps, best.finish_reason, hyps, notes, None, prompt)
+        return check_result(res, constraints)
 
     # ---- re-scoring -----------------------------------------------------------------------------
-    @torch.inference_mode()
     def score(self, prompt, token_ids: Sequence[int], *, eos: bool = True) -> float:
         """Log-probability of ``token_ids`` (then EOS, the first of ``eos_ids``, when ``eos``)
         after ``prompt`` under the model, from one uncached forward pass."""
-        ids = self.encode(prompt)
-        cont = list(token_ids) + ([self.eos_ids[0]] if eos else [])
-        if self.model is None:
-            raise DecodeError("score() needs a Hugging Face model")
-        dev = self.device
-        if self.adapter.kind == "seq2seq":
-            start = self.adapter.decoder_start or 0
-            dec = torch.tensor([[start] + cont[:-1]], device=dev)
-            logits = self.model(input_ids=torch.tensor([ids], device=dev), decoder_input_ids=dec).logits[0].float()
-            lp = torch.log_softmax(logits, -1)
-            return float(lp[torch.arange(len(cont)), torch.tensor(cont, device=dev)].sum())
-        seq = torch.tensor([ids + cont], device=dev)
-        logits = self.model(seq).logits[0, len(ids) - 1 : -1].float()
-        lp = torch.log_softmax(logits, -1)
-        return float(lp[torch.arange(len(cont)), torch.tensor(cont, device=dev)].sum())
+        from .rescore import score
+
+        return score(self, prompt, token_ids, eos=eos)
+

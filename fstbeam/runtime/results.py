@@ -26,6 +26,14 @@ class Hypothesis:
     phrases_met: tuple[bool, ...]
     finish_reason: FinishReason
 
+    def __repr__(self) -> str:
+        return (f"Hypothesis({_short(self.text)}, satisfied={self.satisfied}, score={self.score:.3f}, "
+                f"finish_reason={self.finish_reason!r}, {len(self.token_ids)} tokens)")
+
+
+def _short(text: str, n: int = 80) -> str:
+    return repr(text) if len(text) <= n else repr(text[:n]) + f"...({len(text)} chars)"
+
 
 @dataclass(frozen=True)
 class GenerationResult:
@@ -53,6 +61,14 @@ class GenerationResult:
     prompt: str | None = field(default=None, repr=False)
     # How the result was made (decoder, prompt, constraints, config), for explain(); not data.
     _context: Any = field(default=None, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        """One line: the text, whether the constraints hold, why it ended, what else there is."""
+        extra = (f", error={self.error!r}" if self.error else "") + (f", {len(self.warnings)} warning(s)" if self.warnings else "")
+        met = f", phrases_met={list(self.phrases_met)}" if self.phrases_met else ""
+        return (f"GenerationResult(index={self.index}, text={_short(self.text)}, satisfied={self.satisfied}{met}, "
+                f"score={self.score:.3f}, finish_reason={self.finish_reason!r}, {len(self.token_ids)} tokens, "
+                f"{len(self.hypotheses)} hypothesis(es){extra})")
 
     def to_dict(self) -> dict:
         d = {k: v for k, v in vars(self).items() if k != "_context"}

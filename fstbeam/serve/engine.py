@@ -11,6 +11,7 @@ decoding.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 import threading
@@ -20,7 +21,6 @@ from dataclasses import dataclass, field
 
 from ..runtime.config import SearchConfig
 from ..runtime.search.continuous import ContinuousEngine, RequestSource, Ticket
-from ..runtime.structured_check import check_result
 from .errors import RequestError
 
 __all__ = ["ServeEngine", "Job"]
@@ -109,8 +109,9 @@ class Worker:
                     job = self.jobs.get(raw.index)
                     if job is None:  # cancelled meanwhile
                         continue
-                    res = dec.result(raw, job.prompt if isinstance(job.prompt, str) else None, job.phrases)
-                    res = check_result(res, job.constraints)  # a JSON output: parses and validates
+                    # the decoder's own result (a JSON output's satisfied: parses and validates)
+                    res = dec.result(raw, job.prompt if isinstance(job.prompt, str) else None, job.phrases, self.cfg,
+                                     job.constraints)
                     metrics.finished_tokens(sum(len(h.token_ids) for h in res.hypotheses))
                     if res.error is not None:
                         job.post("error", RequestError(400, res.error, "prompt"))
@@ -215,6 +216,8 @@ class ServeEngine:
             raise RequestError(503, "the server shut down before this request finished: retry it")
         if self.in_flight() >= self.config.limits.max_queue:
             raise RequestError(429, f"too many requests in flight (limit {self.config.limits.max_queue}): retry later")
+        if cfg.stop_at == "auto" and cfg.eos_ids is None:  # as Decoder.stream: a cue-line prompt ends at its line
+            cfg = dataclasses.replace(cfg, stop_at="line" if self.decoder.ends_at_line(prompt) else "eos")
         worker = self._worker(cfg)
         inp = self.decoder.input_constraints(cc, allow_control_tokens=cfg.allow_control_tokens)
         index = next(self._index)

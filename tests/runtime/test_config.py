@@ -133,7 +133,8 @@ def test_host_syncs_per_step(monkeypatch):
     monkeypatch.setattr(dec.adapter, "select", quiet(dec.adapter.select))
     monkeypatch.setattr(kd, "masked_topk", quiet(kd.masked_topk))
     L = 6
-    dec.generate([[1, 2], [3]], beam_size=3, max_new_tokens=L, stopping="exhaustive", batch_size=2)
+    # the plain search's syncs (the presets' guards and ending rule add their own, counted elsewhere)
+    dec.generate([[1, 2], [3]], beam_size=3, max_new_tokens=L, stopping="exhaustive", batch_size=2, preset="plain")
     steps = dec.last_stats.steps
     assert steps == L
     assert count["n"] == 4 * steps + 2, count

@@ -66,7 +66,8 @@ def _search_errors(v, k: int, L: int, seed: int, *, plain_track: bool, n: int = 
         cc = _compile(v, phrases=phrases, **base)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            [r] = dec.generate([prompt], cc, beam_size=k, max_new_tokens=L, plain_track=plain_track)
+            # the reference ranks by log-probability alone: so does this search (not the raw format's preset)
+            [r] = dec.generate([prompt], cc, beam_size=k, max_new_tokens=L, plain_track=plain_track, preset="plain")
         assert r.satisfied
         errors += r.logprob < u_lp - 1e-5
     return feasible, errors
@@ -192,7 +193,7 @@ def test_closed_answers_only_move_towards_their_phrases_as_the_reference_does(vo
         ref, _ = reference_search(lm.logprobs, prompt, cc, V=v.width, eos=[0], k=2, L=6, vocab=v)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            [r] = dec.generate([prompt], cc, beam_size=2, max_new_tokens=6)
+            [r] = dec.generate([prompt], cc, beam_size=2, max_new_tokens=6, preset="plain")  # as the reference ranks
         if not ref:
             assert not r.satisfied
             continue

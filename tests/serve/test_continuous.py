@@ -33,7 +33,7 @@ def setup():
            compile_constraints(tokenizer=v, avoid=["ab"]), compile_constraints(tokenizer=v, phrases=[" c", "b"]), None]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        offline = dec.generate(PROMPTS, ccs, batch_size=8, **KW)
+        offline = dec.generate(PROMPTS, ccs, batch_size=8, preset="plain", **KW)  # the engine below gets no preset either
     return dec, ccs, offline
 
 

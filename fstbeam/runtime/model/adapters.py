@@ -113,7 +113,7 @@ class CausalLMAdapter:
         return self._mask(q_pos, kv_pos, self.window)
 
     def _forward(self, ids, mask, pos, cache, hidden: bool = False) -> torch.Tensor:
-        kw = dict(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True)
+        kw = {"input_ids": ids, "attention_mask": mask, "position_ids": pos, self.facts.cache_kwarg: cache, "use_cache": True}
         if self._keep:
             kw["logits_to_keep"] = 1
         self.forward_rows += int(ids.shape[0])
@@ -253,8 +253,8 @@ class Seq2SeqAdapter:
                 attention_mask=state.enc_mask,
                 decoder_input_ids=tokens.view(-1, 1).to(self.device),
                 decoder_attention_mask=self._dec_mask(state.dec_valid),
-                past_key_values=cache,
                 use_cache=True,
+                **{self.facts.cache_kwarg: cache},
             )
         return out.logits[:, -1, :].float()
 

@@ -41,6 +41,9 @@ class ModelFacts:
     # encoder-decoders: the first decoder input; relative decoder positions (T5) allow refill
     decoder_start: int | None = None
     relative_positions: bool = False
+    # the keyword forward() takes the KV cache by: "cache" in transformers 5.x, which warns
+    # (FutureWarning) on the older "past_key_values" it still accepts
+    cache_kwarg: str = "past_key_values"
 
 
 def is_encoder_decoder(config: Any) -> bool:
@@ -69,13 +72,22 @@ def model_facts(model: Any) -> ModelFacts:
         start = getattr(cfg, "decoder_start_token_id", None)
         if start is None:
             start = getattr(cfg, "pad_token_id", 0) or 0
-        return ModelFacts(True, **common, decoder_start=int(start),
+        return ModelFacts(True, **common, decoder_start=int(start), cache_kwarg=_cache_kwarg(model.forward),
                           relative_positions=hasattr(cfg, "relative_attention_num_buckets"))
     windows, window = _windows(model, text)
     cap = getattr(text, "final_logit_softcapping", None)
     return ModelFacts(False, **common, windows=windows, window=window,
                       mask_2d=getattr(text, "model_type", None) in _MASK_2D_MODELS,
-                      keeps_logits=_accepts(model.forward, "logits_to_keep"), softcap=float(cap) if cap else None)
+                      keeps_logits=_accepts(model.forward, "logits_to_keep"), softcap=float(cap) if cap else None,
+                      cache_kwarg=_cache_kwarg(model.forward))
+
+
+def _cache_kwarg(fn: Any) -> str:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # pragma: no cover
+        return "past_key_values"
+    return "cache" if "cache" in params and "past_key_values" not in params else "past_key_values"
 
 
 def _output_width(model: Any, text_config: Any) -> int:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-__all__ = ["query_span", "query_tokens"]
+__all__ = ["query_span", "query_tokens", "ends_with_cue"]
 
 _BLANK = re.compile(rb"\n[ \t\r]*\n")
 _CUE = re.compile(rb"[^\s:\d][^:\n]{0,40}:[ \t\r]*")
@@ -40,6 +40,14 @@ _CUE = re.compile(rb"[^\s:\d][^:\n]{0,40}:[ \t\r]*")
 def _is_cue(line: bytes) -> bool:
     line = line.strip()
     return bool(_CUE.fullmatch(line)) and len(line[:-1].split()) <= 3
+
+
+def ends_with_cue(text: bytes) -> bool:
+    """Whether ``text``'s last line is a cue ("German:", "Answer:") after other text: the prompt
+    asks for a one-line answer, as the examples of a few-shot prompt have (``stop_at="auto"``)."""
+    body = text.rstrip()
+    last_nl = body.rfind(b"\n")
+    return last_nl >= 0 and _is_cue(body[last_nl + 1 :]) and bool(body[:last_nl].strip())
 
 
 def query_span(text: bytes) -> tuple[int, int]:
