@@ -96,8 +96,9 @@ def _constraints(args, decoder):
     from ..compiler.request import ConstraintRequest
 
     request = ConstraintRequest.from_args(args)
-    lead = decoder.continues_text if args.leading_space is None else args.leading_space
-    request = dataclasses.replace(request, leading_space=request.has_hard and lead)
+    if args.leading_space is None:  # not given: the prompt format's, as at every door
+        request = dataclasses.replace(request, leading_space="auto")
+    request = request.for_prompt_format(decoder.continues_text)
     return compiler_for(decoder.tokenizer if args.canonical else decoder.vocab).compile_request(request)
 
 
@@ -200,7 +201,7 @@ def _jsonl_inputs(path, prompts, cc, decoder):
     """(prompts, constraints, line numbers (None: a PROMPT argument), bad lines) for --file X.jsonl."""
     from .inputs import read_inputs
 
-    inp = read_inputs(path, cc, decoder.vocab)
+    inp = read_inputs(path, cc, decoder.vocab, decoder.continues_text)
     for msg in inp.errors:
         print(f"fstbeam generate: {msg}", file=sys.stderr)
     per = [cc] * len(prompts) + inp.constraints

@@ -39,9 +39,10 @@ class Inputs:
     error_lines: list[int] = field(default_factory=list)  # the line of each message in ``errors``
 
 
-def read_inputs(path: str, base, vocab) -> Inputs:
+def read_inputs(path: str, base, vocab, continues_text: bool = True) -> Inputs:
     """Read ``path`` and compile each line's constraints on top of ``base`` (a
-    ``CompiledConstraints`` or ``None``) for ``vocab``."""
+    ``CompiledConstraints`` or ``None``) for ``vocab``; ``continues_text``: the decoder's prompt
+    format continues text (a line's own word list then allows a leading space, unless it says)."""
     from ..files.textfile import read_utf8
 
     text = read_utf8(Path(path), SpecError, what="input file", expect="give a UTF-8 JSON Lines file")
@@ -52,7 +53,7 @@ def read_inputs(path: str, base, vocab) -> Inputs:
         where = f"{path}:{number}"
         try:
             prompt, request = _parse(line, where)
-            cc = _compile(request, base, vocab, where)
+            cc = _compile(request.for_prompt_format(continues_text), base, vocab, where)
         except (Error, ValueError) as exc:
             out.errors.append(str(exc) if str(exc).startswith(where) else f"{where}: {exc}")
             out.error_lines.append(number)

@@ -266,6 +266,7 @@ class ConstraintRequest:
         if unknown:
             raise SpecError(f"{where}: unknown key {unknown[0]!r}; the keys are {', '.join(sorted(set(JSON_KEYS) | set(extra)))}")
         kw = {k: v for k, v in obj.items() if k in JSON_KEYS and v is not None}
+        kw.setdefault("leading_space", "auto")  # the default of every JSON door: the prompt format's (for_prompt_format)
         if "grammar" in kw and not isinstance(kw["grammar"], str):
             raise SpecError(f"{where}: grammar must be a registered grammar's name (text)")
         if "words" in kw and isinstance(kw["words"], str) and not allow_paths:
@@ -302,6 +303,15 @@ class ConstraintRequest:
             if g(name) is not None:
                 kw[name] = g(name)
         return cls.from_kwargs(where=where, **kw)
+
+    def for_prompt_format(self, continues_text: bool) -> ConstraintRequest:
+        """``leading_space="auto"`` resolved by a door's prompt format (the one rule of every door
+        with a decoder: a JSONL line, a batch row, an HTTP body, ``fstbeam generate``'s flags): the
+        output may start with a space where the prompt is continued as text and the request has a
+        word list or grammar."""
+        if self.leading_space != "auto":
+            return self
+        return dataclasses.replace(self, leading_space=bool(continues_text) and self.has_hard)
 
     # ------------------------------------------------------------------ queries
     @property
@@ -354,7 +364,7 @@ class ConstraintRequest:
         for k in ("case_variants", "digits"):
             if not getattr(self, k):
                 out[k] = False
-        if self.leading_space:
+        if self.leading_space != "auto":  # (absent from a JSON request: "auto", the doors' default)
             out["leading_space"] = self.leading_space
         return out
 

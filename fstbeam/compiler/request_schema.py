@@ -35,7 +35,8 @@ def json_schema() -> dict[str, Any]:
             "sentence_case": dict(flag, description="phrases also match capitalized where a sentence starts"),
             "case_variants": dict(flag, description="also allow Title and UPPER forms of listed words (default true)"),
             "digits": dict(flag, description="also allow numbers in digits between the words (default true)"),
-            "leading_space": {"description": "the output may start with a space", "oneOf": [flag, {"const": "auto"}]},
+            "leading_space": {"description": "the output may start with a space before the word list's or grammar's text; "
+                              "absent or \"auto\": where the prompt format continues text", "oneOf": [flag, {"const": "auto"}]},
             "canonical": dict(flag, description="only tokens the tokenizer itself uses for the listed words"),
             "regex": dict(text, description="the whole output matches this regular expression (ECMA-262 syntax, "
                                             "docs/structured.md)"),

@@ -79,7 +79,7 @@ class DecodeWorker:
         if hit is not None:
             self._cache.move_to_end(key)
             return hit
-        request = req.request
+        request = req.request.for_prompt_format(self.decoder.continues_text)  # leading_space "auto"
         if request.has_hard:  # a row's own word list, where the job has none
             if self.shared is not None:
                 raise ValueError(f"{request.where}: the job's constraints already have a word list or grammar; "

@@ -100,8 +100,8 @@ def compile_request(body, store):
     if hit is not None:
         return hit
     if base is None and request.has_hard:
-        lead = store.continues_text if body.get("leading_space", "auto") == "auto" else request.leading_space
-        hard = dataclasses.replace(request, phrases=(), avoid=(), prefix=None, ordered=False, leading_space=lead)
+        hard = dataclasses.replace(request.for_prompt_format(store.continues_text), phrases=(), avoid=(), prefix=None,
+                                   ordered=False)
         base = store.base(canonical_key(hard.to_json()), lambda: _compile_hard(hard, store))
     light = dataclasses.replace(request, words=None, cefr=None, grammar=None, grammar_params=(), regex=None, choice=None,
                                 json_schema=None, leading_space=False)

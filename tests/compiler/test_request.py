@@ -69,7 +69,8 @@ def test_merge_rule():
     line = ConstraintRequest.from_json({"phrases": ["sunny", "warm", ["rain", "rains"]], "avoid": ["cold", "wet"]},
                                        where="f:1")
     m = base.merged(line)
-    assert m.to_json() == {"cefr": "A2", "phrases": ["warm", ["rain", "rains"], "sunny"], "avoid": ["cold", "wet"]}
+    assert m.to_json() == {"cefr": "A2", "phrases": ["warm", ["rain", "rains"], "sunny"], "avoid": ["cold", "wet"],
+                           "leading_space": False}
     assert m.where == "f:1"
     # one hard part, one prefix, one ordered list
     with pytest.raises(SpecError, match="already has a word list"):

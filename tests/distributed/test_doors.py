@@ -164,3 +164,35 @@ def test_generate_batch_and_serve_have_the_same_search_flags():
     # every flag's default is "not given" (the preset's or SearchConfig's value applies)
     assert all(default is None for default, _, _ in gen.values())
     assert f"(default: {SearchConfig().beam_size})" in gen[("--beam",)][1]
+
+
+@pytest.mark.parametrize("fmt", ["raw", "chat"])
+def test_a_request_that_leaves_leading_space_unset_is_one_automaton_at_every_door(fmt, model_dir, tmp_path):
+    """One default for every door (issue 38): a request with its own word list and no
+    ``leading_space`` compiles to the same automaton through a JSONL line, a batch row, the
+    server's compile and the API with ``leading_space="auto"``: the prompt format decides."""
+    from fstbeam.cli.inputs import read_inputs
+    from fstbeam.distributed.rows import parse_row
+    from fstbeam.distributed.worker import DecodeWorker
+    from fstbeam.serve.artifacts import ArtifactStore
+    from fstbeam.serve.config import Limits
+    from fstbeam.serve.constraints import compile_request as http_compile
+
+    from batch_helpers import WORDS
+
+    dec = fstbeam.Decoder(str(model_dir), device="cpu", prompt_format=fmt)
+    request = {"words": WORDS, "phrases": ["the cat"]}
+    line = tmp_path / "in.jsonl"
+    line.write_text(json.dumps({"prompt": "x", **request}) + "\n", encoding="utf-8")
+    via_jsonl = read_inputs(str(line), None, dec.vocab, dec.continues_text).constraints[0]
+    worker = DecodeWorker(model=str(model_dir), device="cpu", prompt_format=fmt)
+    via_row = worker.constraints_for(parse_row({"prompt": "x", **request}))
+    store = ArtifactStore(dec.vocab, continues_text=dec.continues_text, limits=Limits())
+    via_http = http_compile(dict(request), store)
+    api = fstbeam.compile_constraints(words=WORDS, phrases=["the cat"], tokenizer=dec, leading_space="auto")
+    fps = {"jsonl": via_jsonl.fingerprint, "row": via_row.fingerprint, "http": via_http.fingerprint,
+           "api": api.fingerprint}
+    assert len(set(fps.values())) == 1, fps
+    # and the format matters: raw continues text (a space may come first), chat does not
+    spaced = fstbeam.compile_constraints(words=WORDS, phrases=["the cat"], tokenizer=dec, leading_space=True)
+    assert (api.fingerprint == spaced.fingerprint) == dec.continues_text
