@@ -212,11 +212,12 @@ def main() -> int:
             raw_path.write_text(json.dumps({"schemas": [c.name for c in cases], "runs": runs}))  # each engine kept as it ends
     rows = [summarize(e, runs[e], [c for c in cases if c.name in runs[e]["schemas"]]) for e in ENGINES + OPTIONAL if e in runs]
     print(table(rows))
-    common = [c for c in cases if all(c.name in runs[e]["schemas"] for e in runs)]
+    whole = [e for e in runs if not runs[e].get("partial")] or list(runs)  # a run cut short does not shrink the common set
+    common = [c for c in cases if all(c.name in runs[e]["schemas"] for e in whole)]
     rows_common = []
     if runs and len(common) < len(cases):  # a subset engine: every engine again on the schemas all of them ran
-        rows_common = [summarize(e, runs[e], common) for e in ENGINES + OPTIONAL if e in runs]
-        print(f"\non the {len(common)} schemas every engine ran:")
+        rows_common = [summarize(e, runs[e], [c for c in common if c.name in runs[e]["schemas"]]) for e in ENGINES + OPTIONAL if e in runs]
+        print(f"\non the {len(common)} schemas every engine ran (a run cut short: those of them it reached):")
         print(table(rows_common))
     print("(times: wall; in parentheses the worker's CPU time, same units: the machine is shared)")
     for r in rows:

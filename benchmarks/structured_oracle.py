@@ -105,8 +105,11 @@ def _worker(conn: Any, mem_bytes: int, max_depth: int | None) -> None:
 
 
 def schema_coverage(paths: list[str], *, timeout_s: float = 60.0, mem_gb: float = 2.0,
-                    max_depth: int | None = None, log: Any = None) -> dict[str, Any]:
-    """Compile every schema (worker process, time and memory limit each) and sum up."""
+                    max_depth: int | None = None, log: Any = None,
+                    jsonl: str | None = None) -> dict[str, Any]:
+    """Compile every schema (worker process, time and memory limit each) and sum up.
+    ``jsonl``: also append each schema's result to this file as it ends (a run cut short
+    keeps what it measured; `summarize` reads the lines back)."""
     ctx = mp.get_context("fork")
     results = []
     proc = parent = None
@@ -133,6 +136,9 @@ def schema_coverage(paths: list[str], *, timeout_s: float = 60.0, mem_gb: float 
                 proc.join()
             proc = None
         results.append(res)
+        if jsonl is not None:
+            with open(jsonl, "a") as fh:
+                fh.write(json.dumps(res) + "\n")
         if log is not None:
             log(f"{n + 1}/{len(paths)} {res['file']} {res.get('reason', '')}"
                 f" {res.get('seconds', 0):.2f}s")
@@ -175,10 +181,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per schema")
     ap.add_argument("--max-depth", type=int, default=None)
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--jsonl", help="append each schema's result here as it ends")
+    ap.add_argument("--summarize", help="only summarize the results of an earlier --jsonl")
     args = ap.parse_args(argv)
-    paths = sorted(str(p) for p in Path(args.folder).glob("*.json"))[args.offset::args.every]
-    summary = schema_coverage(paths, timeout_s=args.timeout, max_depth=args.max_depth,
-                              log=lambda s: print(s, file=sys.stderr, flush=True))
+    if args.summarize:
+        lines = Path(args.summarize).read_text().splitlines()
+        summary = summarize([json.loads(line) for line in lines if line.strip()])
+    else:
+        paths = sorted(str(p) for p in Path(args.folder).glob("*.json"))
+        summary = schema_coverage(paths[args.offset::args.every], timeout_s=args.timeout,
+                                  max_depth=args.max_depth, jsonl=args.jsonl,
+                                  log=lambda s: print(s, file=sys.stderr, flush=True))
     for key in ("schemas", "compiled", "compiled_pct", "valid", "valid_accepted_pct", "invalid",
                 "invalid_rejected_pct", "compile_p50_s", "compile_p99_s"):
         v = summary[key]
