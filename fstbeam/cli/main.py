@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from types import ModuleType
 
 __all__ = ["COMMANDS", "build_parser", "main", "command"]
 
@@ -29,7 +30,7 @@ COMMANDS = {
 }
 
 
-def _module(name: str):
+def _module(name: str) -> ModuleType:
     return importlib.import_module(COMMANDS[name][0])
 
 
@@ -62,7 +63,8 @@ def main(argv: list[str] | None = None, *, process: bool = False) -> int:
     except SystemExit as exc:  # argparse: usage errors exit 2, --help 0
         return int(exc.code or 0)
     try:
-        return _module(args.command).run(args, process=process)
+        status: int = _module(args.command).run(args, process=process)
+        return status
     except KeyboardInterrupt:
         sys.stdout.flush()
         print(f"fstbeam {args.command}: interrupted (results printed so far are complete)", file=sys.stderr)

@@ -11,15 +11,19 @@ An empty output is never returned in silence: :func:`empty_reason` says why it i
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from ..errors import DecodeError
 from .search.length_target import ends_with_cue
 
+if TYPE_CHECKING:
+    from .config import SearchConfig, StopAt
+    from .decoder import Decoder
+
 __all__ = ["ends_at_line", "numbered", "runs_by_stop", "empty_reason"]
 
 
-def ends_at_line(decoder, prompt) -> bool:
+def ends_at_line(decoder: Decoder, prompt: Any) -> bool:
     """Whether ``stop_at="auto"`` ends this prompt's output at its line: the prompt as the model
     reads it (formatted) ends with a cue line after other text (`.length_target.ends_with_cue`)."""
     fmt = decoder.prompt_format
@@ -35,7 +39,7 @@ def ends_at_line(decoder, prompt) -> bool:
         return False
 
 
-def numbered(prompts: Iterable, constraints, shared: bool) -> Iterator[tuple[int, Any, Any]]:
+def numbered(prompts: Iterable[Any], constraints: Any, shared: bool) -> Iterator[tuple[int, Any, Any]]:
     """``(index, prompt, constraints)`` of each prompt, lazily: one constraint set for all
     (``shared``) or one per prompt."""
     cons_iter = None if shared else iter(constraints)
@@ -47,7 +51,8 @@ def numbered(prompts: Iterable, constraints, shared: bool) -> Iterator[tuple[int
         yield i, p, cc
 
 
-def runs_by_stop(items: Iterator[tuple[int, Any, Any]], config, decide: Callable[[Any], bool]):
+def runs_by_stop(items: Iterator[tuple[int, Any, Any]], config: SearchConfig, decide: Callable[[Any], bool]
+                 ) -> Iterator[tuple[SearchConfig, Iterator[tuple[int, Any, Any]]]]:
     """``(config, items)`` runs for ``stop_at="auto"``: consecutive items whose prompts end the
     same way share a run (``stop_at`` "line" where ``decide(prompt)``, else "eos"). Items are
     read as the runs are consumed (one at a time, in order), never all at once: a stream of
@@ -55,13 +60,13 @@ def runs_by_stop(items: Iterator[tuple[int, Any, Any]], config, decide: Callable
     it = iter(items)
     head = [next(it, None)]
 
-    def stop_of(item) -> str:
+    def stop_of(item: tuple[int, Any, Any]) -> StopAt:
         return "line" if decide(item[1]) else "eos"
 
     while head[0] is not None:
         stop = stop_of(head[0])
 
-        def run(stop: str = stop):
+        def run(stop: StopAt = stop) -> Iterator[tuple[int, Any, Any]]:
             while head[0] is not None and stop_of(head[0]) == stop:
                 item = head[0]
                 head[0] = None
@@ -71,7 +76,7 @@ def runs_by_stop(items: Iterator[tuple[int, Any, Any]], config, decide: Callable
         yield replace(config, stop_at=stop), run()
 
 
-def empty_reason(finish_reason: str, config=None) -> str:
+def empty_reason(finish_reason: str, config: SearchConfig | None = None) -> str:
     """Why the best output has no text (a warning on the result, shown by every door);
     ``config`` (the search's) names the way out where it is known."""
     if finish_reason == "incomplete":

@@ -16,7 +16,7 @@ from typing import Any
 __all__ = ["describe_structured", "json_problem", "check_result"]
 
 
-def describe_structured(spec: dict) -> list[str]:
+def describe_structured(spec: dict[str, Any]) -> list[str]:
     """The structured constraints of a spec, in words (for --explain and the text output)."""
     out = []
     if spec.get("regex") is not None:
@@ -34,7 +34,7 @@ def describe_structured(spec: dict) -> list[str]:
 @lru_cache(maxsize=64)
 def _validator(schema_text: str) -> Any:
     try:
-        import jsonschema
+        import jsonschema  # type: ignore[import-untyped, unused-ignore]  # no stubs unless types-jsonschema is installed
     except ImportError:  # pragma: no cover - jsonschema is in the structured/dev extras
         return None
     schema = json.loads(schema_text)

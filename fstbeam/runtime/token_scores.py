@@ -7,15 +7,18 @@ the hypothesis's ``logprob``. The server's ``logprobs``/``top_logprobs`` come fr
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
+
+if TYPE_CHECKING:
+    from .decoder import Decoder
 
 __all__ = ["token_logprobs"]
 
 
-@torch.inference_mode()
-def token_logprobs(decoder, prompt, ids: Sequence[int], top: int = 0) -> list[tuple[float, list[tuple[int, float]]]]:
+@torch.inference_mode()  # type: ignore[untyped-decorator]  # torch is Any here (pyproject); it keeps the signature
+def token_logprobs(decoder: Decoder, prompt: Any, ids: Sequence[int], top: int = 0) -> list[tuple[float, list[tuple[int, float]]]]:
     """For each of ``ids`` after ``prompt`` (text or ids, as for ``Decoder.encode``): (its
     log-probability, the ``top`` most likely tokens at that step with theirs, best first)."""
     ids = [int(t) for t in ids]

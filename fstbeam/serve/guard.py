@@ -31,8 +31,23 @@ import json
 import logging
 import time
 from collections import Counter
+from typing import TYPE_CHECKING, Any
 
 from .errors import error_body
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, MutableMapping
+
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    from .config import Limits
+
+    # the ASGI types (as starlette.types spells them)
+    Scope = MutableMapping[str, Any]
+    Message = MutableMapping[str, Any]
+    Receive = Callable[[], Awaitable[Message]]
+    Send = Callable[[Message], Awaitable[None]]
+    ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 __all__ = ["Guard", "MAX_DEPTH", "escape", "ConnectionLimits", "protocol_for"]
 
@@ -42,7 +57,7 @@ MAX_DEPTH = 64
 ROUTES = ("/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions", "/v1/constraints")
 
 
-def escape(value) -> str:
+def escape(value: object) -> str:
     """Client text for a log line: control characters (newlines included) as escapes, at most 200 characters."""
     text = str(value)
     out = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text[:200])
@@ -80,7 +95,7 @@ def check_json(raw: bytes) -> str | None:
     return None
 
 
-def _lone_surrogate(value):
+def _lone_surrogate(value: Any) -> str | None:
     stack = [value]
     while stack:
         v = stack.pop()
@@ -98,22 +113,22 @@ def _lone_surrogate(value):
 
 
 class _Refuse(Exception):
-    def __init__(self, status: int, message: str, param: str | None = "body"):
+    def __init__(self, status: int, message: str, param: str | None = "body") -> None:
         super().__init__(message)
         self.status, self.message, self.param = status, message, param
 
 
 class Guard:
-    def __init__(self, app, state):
+    def __init__(self, app: ASGIApp, state: Any) -> None:
         self.app, self.state = app, state  # state.http_in_flight: POSTs accepted, not answered (compiling included)
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         t0, path = time.monotonic(), scope.get("path", "")
         status = {"code": 500, "started": False}
 
-        async def send_wrapped(message):
+        async def send_wrapped(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status["code"], status["started"] = message["status"], True
             await send(message)
@@ -137,7 +152,7 @@ class Guard:
             self.state.http_in_flight -= counted
             self._log(scope, path, status["code"], time.monotonic() - t0)
 
-    def _refuse(self, scope) -> None:
+    def _refuse(self, scope: Scope) -> None:
         cfg = self.state.config
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         path = scope.get("path", "")
@@ -158,7 +173,7 @@ class Guard:
                 raise _Refuse(415, f"the body must be JSON sent as Content-Type: application/json (got "
                                    f"{escape(kind) or 'none'!r})", "content-type")
 
-    async def _body(self, scope, receive):
+    async def _body(self, scope: Scope, receive: Receive) -> Receive:
         """The whole body, checked; a receive that replays it (then waits for the disconnect)."""
         if scope.get("method") not in ("POST", "PUT", "PATCH"):
             return receive
@@ -184,7 +199,7 @@ class Guard:
             raise _Refuse(400, problem)
         sent = False
 
-        async def replay():
+        async def replay() -> Message:
             nonlocal sent
             if not sent:
                 sent = True
@@ -193,7 +208,7 @@ class Guard:
 
         return replay
 
-    def _log(self, scope, path, code, seconds):
+    def _log(self, scope: Scope, path: str, code: int, seconds: float) -> None:
         route = path if path in ROUTES else "other"
         self.state.metrics.requests.labels(route, str(code)).inc()
         if not self.state.config.log_requests:
@@ -204,7 +219,7 @@ class Guard:
         log.info("%s %s %s %d %.3fs %s", client[0], scope.get("method", "-"), escape(path), code, seconds, extra)
 
 
-async def send_json(send, status: int, message: str, param: str | None) -> None:
+async def send_json(send: Send, status: int, message: str, param: str | None) -> None:
     body = json.dumps(error_body(status, message, param)).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
@@ -218,10 +233,10 @@ _REASONS = {408: b"Request Timeout", 429: b"Too Many Requests", 503: b"Service U
 class ConnectionLimits:
     """Open connections, in total and per client address (one event loop: no locking)."""
 
-    def __init__(self, limits):
+    def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self.total = 0
-        self.per_client: Counter = Counter()
+        self.per_client: Counter[str] = Counter()
 
     def admit(self, client: str) -> tuple[int, str] | None:
         lim = self.limits
@@ -247,12 +262,14 @@ def _raw_json(status: int, message: str) -> bytes:
             % (status, _REASONS[status], len(body)) + body)
 
 
-def protocol_for(limits: ConnectionLimits):
+def protocol_for(limits: ConnectionLimits) -> type[H11Protocol]:
     """The protocol class uvicorn makes per connection, bound to ``limits``."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class GuardedH11(H11Protocol):
-        def connection_made(self, transport) -> None:  # type: ignore[override]
+        _fstbeam_timer: asyncio.TimerHandle | None  # set by connection_made
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # as uvicorn's own
             super().connection_made(transport)
             self._fstbeam_client = self.client[0] if self.client else "-"
             self._fstbeam_timer = None
@@ -289,9 +306,10 @@ def protocol_for(limits: ConnectionLimits):
             if not self.transport.is_closing():
                 self._fstbeam_arm()
 
-        def connection_lost(self, exc) -> None:
-            if getattr(self, "_fstbeam_timer", None) is not None:
-                self._fstbeam_timer.cancel()
+        def connection_lost(self, exc: Exception | None) -> None:
+            timer = getattr(self, "_fstbeam_timer", None)
+            if timer is not None:
+                timer.cancel()
             if getattr(self, "_fstbeam_admitted", False):
                 self._fstbeam_admitted = False
                 limits.release(self._fstbeam_client)

@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import DecodeError
 from .errors import RequestError
+
+if TYPE_CHECKING:
+    from ..runtime.config import SearchConfig
+    from .config import ServeConfig
 
 __all__ = ["SEARCH_FIELDS", "STRUCTURED_FIELDS", "OPENAI_OPTIONAL", "request_config", "constraints_with_structured",
            "refuse_unsupported"]
@@ -45,7 +49,7 @@ STRUCTURED_FIELDS = ("response_format", "structured_outputs", "guided_json", "gu
                      "guided_grammar", "guided_decoding_backend", "guided_whitespace_pattern")
 
 
-def request_config(body, config, decoder_preset: str):
+def request_config(body: Any, config: ServeConfig, decoder_preset: str) -> SearchConfig:
     """The `SearchConfig` of a request body: the preset (the body's ``preset``, else the server's
     ``--preset``, else the prompt format's), the server's search flags, then the body's fields."""
     from ..runtime.presets import search_config
@@ -96,7 +100,7 @@ def _param(message: str, spelt: dict[str, str]) -> str:
     return spelt.get(name, name)
 
 
-def constraints_with_structured(body) -> dict[str, Any] | None:
+def constraints_with_structured(body: Any) -> dict[str, Any] | None:
     """The body's ``constraints`` with its structured-output field turned into the same request
     keys (docs/serve.md, "Structured outputs"): OpenAI's ``response_format`` (``json_object``,
     ``json_schema``), vLLM's ``structured_outputs`` (``json``, ``regex``, ``choice``) and the older
@@ -118,14 +122,15 @@ def constraints_with_structured(body) -> dict[str, Any] | None:
         if constraints.get(key) is not None:
             raise RequestError(400, f"constraints.{key} and {given[0][0]} both set the output's form: give one", key)
     if not keys:
-        return body.constraints
+        unchanged: dict[str, Any] | None = body.constraints
+        return unchanged
     return {**constraints, **keys}
 
 
 def _structured_keys(name: str, value: Any) -> dict[str, Any]:
     """The constraint keys (``json_schema``, ``regex``, ``choice``, ``json_whitespace``) of one
     structured-output field."""
-    def need(kind, what):
+    def need(kind: type[Any], what: str) -> Any:
         if not isinstance(value, kind):
             raise RequestError(400, f"{name} must be {what}, not {type(value).__name__}", name)
         return value
@@ -171,7 +176,7 @@ def _structured_keys(name: str, value: Any) -> dict[str, Any]:
 
 
 # field -> (values that mean what beam search does anyway, what to use instead)
-_ACCEPTED_IF: dict[str, tuple[tuple, str]] = {
+_ACCEPTED_IF: dict[str, tuple[tuple[Any, ...], str]] = {
     "temperature": ((0, 0.0, 1, 1.0), "beam search is deterministic: leave temperature out (or 0 or 1)"),
     "top_p": ((1, 1.0), "beam search keeps the beam_size best hypotheses: set beam_size instead"),
     "presence_penalty": ((0, 0.0), "use no_repeat_ngram (no token n-gram twice) or constraints.avoid"),
@@ -198,7 +203,7 @@ _ACCEPTED_IF: dict[str, tuple[tuple, str]] = {
 OPENAI_OPTIONAL = tuple(_ACCEPTED_IF)
 
 
-def refuse_unsupported(body) -> None:
+def refuse_unsupported(body: Any) -> None:
     """A 400 for an OpenAI field set to a value beam search cannot honour, naming it and what to
     use instead (``seed`` is honoured: every seed gives the same, deterministic output)."""
     for name, (ok, instead) in _ACCEPTED_IF.items():
@@ -211,6 +216,6 @@ def refuse_unsupported(body) -> None:
                                 "returns the n best: set beam_size and n", "best_of")
 
 
-def _same_number(v, x) -> bool:
+def _same_number(v: Any, x: Any) -> bool:
     return (isinstance(v, (int, float)) and not isinstance(v, bool) and isinstance(x, (int, float))
             and not isinstance(x, bool) and v == x)

@@ -17,8 +17,19 @@ from __future__ import annotations
 import hashlib
 import weakref
 from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .token_trie import TokenTrie
+
+    #: a walk's result per first byte: (end node, end state, exit node, exit state)
+    Walk = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    #: `token_fsa._Arcs.plain`: (num_states, src, byte, dst) -> `_Arcs`
+    MakeArcs = Callable[[int, np.ndarray, np.ndarray, np.ndarray], Any]
+    #: `token_fsa._Stepper`: (arcs, trie) -> step(node, state) -> (source pair index, child node, next state)
+    StepperCls = Callable[[Any, TokenTrie], Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]]
 
 # A root keeps at least this many bytes inside its component: below it a walk is cheap anyway.
 MIN_INSIDE_BYTES = 32
@@ -29,7 +40,7 @@ MAX_EDGES = 100_000
 # Shapes remembered per trie (least recently used dropped first).
 MEMO_SHAPES = 64
 
-_MEMO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_MEMO: weakref.WeakKeyDictionary[TokenTrie, OrderedDict[str, dict[int, Walk]]] = weakref.WeakKeyDictionary()
 
 
 def components(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
@@ -89,10 +100,10 @@ def components(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray 
 class Shape:
     """The interior of ``root``'s component numbered from ``root`` (canonical id 0)."""
 
-    def __init__(self, arcs, comp: np.ndarray, root: int):
+    def __init__(self, arcs: Any, comp: np.ndarray, root: int) -> None:
         members = [root]
         canon = {root: 0}
-        rows = []
+        rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         i = 0
         while i < len(members):
             s = members[i]
@@ -116,10 +127,12 @@ class Shape:
                 h.update(b"|")
         self.key = h.hexdigest()
 
-    def arcs(self):
+    def arcs(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
         """The interior as `_Arcs`-like arrays: exits go to the sink state ``len(members)``."""
         n = len(self.rows)
-        src, byte, dst = [], [], []
+        src: list[np.ndarray] = []
+        byte: list[np.ndarray] = []
+        dst: list[np.ndarray] = []
         for q, (ib, it, eb) in enumerate(self.rows):
             b = np.concatenate([ib, eb])
             t = np.concatenate([it, np.full(len(eb), n, np.int64)])
@@ -130,7 +143,7 @@ class Shape:
         return n + 1, np.concatenate(src), np.concatenate(byte), np.concatenate(dst)
 
 
-def roots_worth_sharing(arcs, comp: np.ndarray, states: np.ndarray) -> np.ndarray:
+def roots_worth_sharing(arcs: Any, comp: np.ndarray, states: np.ndarray) -> np.ndarray:
     """bool per state in ``states``: a root whose component keeps many bytes inside."""
     lo, hi = arcs.ptr[states], arcs.ptr[states + 1]
     out = np.zeros(len(states), bool)
@@ -142,7 +155,8 @@ def roots_worth_sharing(arcs, comp: np.ndarray, states: np.ndarray) -> np.ndarra
     return out
 
 
-def interior_walk(shape: Shape, trie, first_bytes: np.ndarray, make_arcs, stepper_cls):
+def interior_walk(shape: Shape, trie: TokenTrie, first_bytes: np.ndarray, make_arcs: MakeArcs,
+                  stepper_cls: StepperCls) -> list[Walk]:
     """For each first byte ``b``: the walk of ``shape``'s interior from trie node ``depth1[b]``,
     remembered per (trie, shape, b). Returns per byte ``(end_node, end_state, exit_node,
     exit_state)``: token ends inside (canonical states) and the pairs that left the interior
@@ -176,7 +190,8 @@ def interior_walk(shape: Shape, trie, first_bytes: np.ndarray, make_arcs, steppe
     return [per_byte[int(b)] for b in first_bytes]
 
 
-def share(dfa, trie, blk_byte: np.ndarray, blk_state: np.ndarray, make_arcs, stepper_cls):
+def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray, make_arcs: MakeArcs,
+          stepper_cls: StepperCls) -> tuple[np.ndarray, tuple[np.ndarray, ...], tuple[np.ndarray, ...]] | None:
     """The blocks whose walk is taken from the memo: ``(handled [NB] bool, token ends (block, node,
     state), pairs to walk on from the exits (block, node, state))``, concrete states throughout;
     None where the DFA is too large to look for components."""
@@ -202,5 +217,8 @@ def share(dfa, trie, blk_byte: np.ndarray, blk_state: np.ndarray, make_arcs, ste
             conts.append((np.full(int(keep.sum()), blk, np.int64), x_n[keep], nxt[keep]))
         handled[blocks] = True
     empty = (np.zeros(0, np.int64),) * 3
-    cat = lambda parts: tuple(np.concatenate(x) for x in zip(*parts)) if parts else empty  # noqa: E731
+
+    def cat(parts: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
+        return tuple(np.concatenate(x) for x in zip(*parts)) if parts else empty
+
     return handled, cat(ends), cat(conts)

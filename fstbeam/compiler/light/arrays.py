@@ -1,6 +1,8 @@
 """Array helpers shared by the light pipeline's modules (DFA minimization, CSR walks, ramps)."""
 from __future__ import annotations
 
+from typing import Any, Iterable
+
 import numpy as np
 
 __all__ = ["read_only", "minimize", "renumber_rows", "renumber", "distinct_rows", "csr_entries", "ramp"]
@@ -12,7 +14,7 @@ def read_only(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def minimize(delta: np.ndarray, labels: list) -> tuple[np.ndarray, np.ndarray]:
+def minimize(delta: np.ndarray, labels: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     """Moore partition refinement starting from ``labels``; returns (new delta, old->new map).
     Blocks are numbered by their first state, so state 0 stays state 0."""
     if delta.size <= SMALL_ROWS:
@@ -27,10 +29,10 @@ def minimize(delta: np.ndarray, labels: list) -> tuple[np.ndarray, np.ndarray]:
     return block[delta[rep]].astype(np.int32), block
 
 
-def minimize_small(delta: np.ndarray, labels: list) -> tuple[np.ndarray, np.ndarray]:
+def minimize_small(delta: np.ndarray, labels: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     """`minimize` in plain Python: a phrase's few dozen states cost less than numpy's calls."""
     rows = delta.tolist()
-    seen: dict = {}
+    seen: dict[Any, int] = {}
     block = [seen.setdefault(k, len(seen)) for k in labels]
     count = len(seen)
     while True:
@@ -41,7 +43,7 @@ def minimize_small(delta: np.ndarray, labels: list) -> tuple[np.ndarray, np.ndar
         block, count = new, len(seen)
     if count == len(rows):  # already minimal (most phrases): every state is its own block, in order
         return delta.astype(np.int32), np.arange(count, dtype=np.int64)
-    rep: dict = {}
+    rep: dict[int, int] = {}
     for q, b in enumerate(block):
         rep.setdefault(b, q)  # first state of each block (blocks are numbered in that order)
     out = np.array([[block[t] for t in rows[q]] for q in rep.values()], dtype=np.int32).reshape(count, delta.shape[1])
@@ -61,8 +63,8 @@ def renumber_rows(rows: np.ndarray) -> np.ndarray:
 SMALL_ROWS = 1 << 16
 
 
-def renumber(keys) -> np.ndarray:
-    seen: dict = {}
+def renumber(keys: Iterable[Any]) -> np.ndarray:
+    seen: dict[Any, int] = {}
     return np.array([seen.setdefault(k, len(seen)) for k in keys], dtype=np.int64)
 
 
@@ -91,4 +93,5 @@ def ramp(sizes: np.ndarray) -> np.ndarray:
     if total == 0:
         return np.zeros(0, np.int64)
     starts = np.cumsum(sizes) - sizes
-    return np.arange(total) - np.repeat(starts, sizes)
+    out: np.ndarray = np.arange(total) - np.repeat(starts, sizes)
+    return out

@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import logging
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pynini
 
 from ...fst.optimize import optimize, sigma_star
 from .json_lexical import any_char, empty, free_string, lit, number_fst, string_of
 from .json_lexical import union as union_of
-from .json_location import Location
-
-if TYPE_CHECKING:
-    from .json_schema import SchemaCompiler
+from .json_location import Location, SchemaContext
 
 __all__ = ["object_value", "array_value", "any_value"]
 
@@ -38,7 +35,7 @@ def _mark(label: int = _MARK) -> pynini.Fst:
     a, b = f.add_state(), f.add_state()
     f.set_start(a)
     f.set_final(b)
-    f.add_arc(a, pynini.Arc(label, label, pynini.Weight.one(f.weight_type()), b))
+    f.add_arc(a, pynini.Arc(label, label, pynini.Weight.one(f.weight_type()), b))  # type: ignore[attr-defined]
     return f
 
 
@@ -48,15 +45,15 @@ def _commas() -> pynini.Fst:
     marker never follows a `{` or `[` inside a string: it follows a value's last byte, its
     whitespace, or the opening bracket of its own object or array.)"""
     f = pynini.Fst()
-    one = pynini.Weight.one(f.weight_type())
+    one = pynini.Weight.one(f.weight_type())  # type: ignore[attr-defined]
     other, opened = f.add_state(), f.add_state()
     f.set_start(other)
     f.set_final(other)
     f.set_final(opened)
     for src in (other, opened):
         for b in range(1, 256):
-            f.add_arc(src, pynini.Arc(b, b, one, opened if b in b"{[" else other))
-        f.add_arc(src, pynini.Arc(_MARK, 0 if src == opened else ord(","), one, other))
+            f.add_arc(src, pynini.Arc(b, b, one, opened if b in b"{[" else other))  # type: ignore[attr-defined]
+        f.add_arc(src, pynini.Arc(_MARK, 0 if src == opened else ord(","), one, other))  # type: ignore[attr-defined]
     f.arcsort("ilabel")
     return f
 
@@ -64,7 +61,8 @@ def _commas() -> pynini.Fst:
 def finish(doc: pynini.Fst) -> pynini.Fst:
     """The text of a marked document (markers resolved to commas)."""
     d = doc.copy().arcsort("olabel")
-    return pynini.compose(d, _commas()).project("output")
+    text: pynini.Fst = pynini.compose(d, _commas()).project("output")
+    return text
 
 
 def _labels(labels: set[int]) -> pynini.Fst:
@@ -73,9 +71,9 @@ def _labels(labels: set[int]) -> pynini.Fst:
     a, b = f.add_state(), f.add_state()
     f.set_start(a)
     f.set_final(b)
-    one = pynini.Weight.one(f.weight_type())
+    one = pynini.Weight.one(f.weight_type())  # type: ignore[attr-defined]
     for label in sorted(labels):
-        f.add_arc(a, pynini.Arc(label, label, one, b))
+        f.add_arc(a, pynini.Arc(label, label, one, b))  # type: ignore[attr-defined]
     return f
 
 
@@ -109,7 +107,7 @@ def _needs_count(lo: int, hi: int | None, forced: int, most: int | None) -> bool
     return lo > forced or (hi is not None and (most is None or most > hi))
 
 
-def _resolve(c: SchemaCompiler, members: pynini.Fst, lo: int, hi: int | None, counted: bool,
+def _resolve(c: SchemaContext, members: pynini.Fst, lo: int, hi: int | None, counted: bool,
              open_: str, close: str, path: str, own: set[int] | None = None,
              rules: list[pynini.Fst] | None = None) -> pynini.Fst:
     """Apply the count limits and dependency rules over the members' own markers (``own``;
@@ -138,7 +136,7 @@ def _key_cached(name: str) -> pynini.Fst:
     return string_of(lit(name), stage="json key")
 
 
-def _piece(c: SchemaCompiler, key: pynini.Fst, value: pynini.Fst,
+def _piece(c: SchemaContext, key: pynini.Fst, value: pynini.Fst,
            label: int = _MARK) -> pynini.Fst:
     out = _mark(label)
     for part in (c.ws, key, c.ws, lit(":"), c.ws, value, c.ws):
@@ -149,13 +147,14 @@ def _piece(c: SchemaCompiler, key: pynini.Fst, value: pynini.Fst,
 def _accepts(fst: pynini.Fst, text: str) -> bool:
     try:
         out = pynini.intersect(lit(text), fst)
-    except pynini.FstOpError:
+    except pynini.FstOpError:  # type: ignore[attr-defined]
         return False
     out.connect()
-    return out.num_states() > 0
+    nonempty: bool = out.num_states() > 0
+    return nonempty
 
 
-def object_value(c: SchemaCompiler, node: dict[str, Any], path: str, loc: Location,
+def object_value(c: SchemaContext, node: dict[str, Any], path: str, loc: Location,
                  rdepth: int) -> pynini.Fst:
     props = node.get("properties") or {}
     required = [r for r in node.get("required") or [] if isinstance(r, str)]
@@ -234,7 +233,7 @@ def _quoted(name: str) -> str:
     return json.dumps(name, ensure_ascii=False)
 
 
-def _extras(c: SchemaCompiler, node: dict[str, Any], path: str, loc: Location, rdepth: int,
+def _extras(c: SchemaContext, node: dict[str, Any], path: str, loc: Location, rdepth: int,
             slots: list[str], extra_schema: Any, pats: dict[str, pynini.Fst],
             patterns: dict[str, Any], names_ok: pynini.Fst | None,
             label: int) -> pynini.Fst | None:
@@ -296,7 +295,7 @@ def _other_keys_cached(slots: tuple[str, ...]) -> pynini.Fst:
                     stage="json keys")
 
 
-def array_value(c: SchemaCompiler, node: dict[str, Any], path: str, loc: Location,
+def array_value(c: SchemaContext, node: dict[str, Any], path: str, loc: Location,
                 rdepth: int) -> pynini.Fst:
     child = loc.items()
     items = node.get("items")
@@ -353,7 +352,7 @@ def array_value(c: SchemaCompiler, node: dict[str, Any], path: str, loc: Locatio
     return _resolve(c, tail, lo, hi, counted, "[", "]", path)
 
 
-def _piece_item(c: SchemaCompiler, value: pynini.Fst, label: int = _MARK) -> pynini.Fst:
+def _piece_item(c: SchemaContext, value: pynini.Fst, label: int = _MARK) -> pynini.Fst:
     out = _mark(label)
     for part in (c.ws, value, c.ws):
         out.concat(part)
@@ -373,7 +372,7 @@ def starts_with(first: str) -> pynini.Fst:
     return _starts_with(first).copy()
 
 
-def any_value(c: SchemaCompiler, loc: Location, depth: int,
+def any_value(c: SchemaContext, loc: Location, depth: int,
               only: str | None = None) -> pynini.Fst:
     """Every JSON value at ``loc`` nesting at most ``depth`` arrays/objects (keys in the
     location's order, then any others)."""

@@ -40,12 +40,12 @@ def lit(text: str | bytes) -> pynini.Fst:
     f = pynini.Fst()
     s = f.add_state()
     f.set_start(s)
-    one = pynini.Weight.one(f.weight_type())
+    one = pynini.Weight.one(f.weight_type())  # type: ignore[attr-defined]
     for b in data:
         if b == 0:
             raise SpecError("JSON text with a NUL byte cannot be compiled")
         t = f.add_state()
-        f.add_arc(s, pynini.Arc(b, b, one, t))
+        f.add_arc(s, pynini.Arc(b, b, one, t))  # type: ignore[attr-defined]
         s = t
     f.set_final(s)
     return f
@@ -85,7 +85,7 @@ def _forms(b: int) -> list[bytes]:
     out = [] if b < 0x20 or b in (0x22, 0x5C) else [bytes([b])]
     if b in _SHORT:
         out.append(_SHORT[b])
-    hi, lo = f"{b:02x}"
+    hi, lo = tuple(f"{b:02x}")
     for h in {hi, hi.upper()}:
         for low in {lo, lo.upper()}:
             out.append(f"\\u00{h}{low}".encode())
@@ -99,13 +99,13 @@ def _escaper() -> pynini.Fst:
     s = f.add_state()
     f.set_start(s)
     f.set_final(s)
-    one = pynini.Weight.one(f.weight_type())
+    one = pynini.Weight.one(f.weight_type())  # type: ignore[attr-defined]
     for b in range(1, 256):
         for form in _forms(b):
             src = s
             for k, out in enumerate(form):
                 dst = s if k == len(form) - 1 else f.add_state()
-                f.add_arc(src, pynini.Arc(b if k == 0 else 0, out, one, dst))
+                f.add_arc(src, pynini.Arc(b if k == 0 else 0, out, one, dst))  # type: ignore[attr-defined]
                 src = dst
     f.arcsort("ilabel")
     return f
@@ -271,35 +271,35 @@ def multiple_of_fst(m: Decimal, where: str) -> pynini.Fst:
         raise SpecError(f"{where}: multipleOf {m} needs {n_states:,} automaton states (more "
                         f"than {MAX_MULTIPLE_STATES:,}); this multipleOf cannot be compiled")
     f = pynini.Fst()
-    one = pynini.Weight.one(f.weight_type())
+    one = pynini.Weight.one(f.weight_type())  # type: ignore[attr-defined]
     start = f.add_state()
     f.set_start(start)
     # state ids: int part (r) -> start+1+r; fraction with j digits read (r, j) -> ...
     int_s = [f.add_state() for _ in range(big_m)]
     frac_s = [[f.add_state() for _ in range(big_m)] for _ in range(s + 1)]
     zeros = f.add_state()  # all s fraction digits read and a multiple: only zeros may follow
-    f.add_arc(start, pynini.Arc(0x2D, 0x2D, one, f.add_state()))
+    f.add_arc(start, pynini.Arc(0x2D, 0x2D, one, f.add_state()))  # type: ignore[attr-defined]
     minus = f.num_states() - 1
     for src in (start, minus):
         for d in range(10):
-            f.add_arc(src, pynini.Arc(0x30 + d, 0x30 + d, one, int_s[d % big_m]))
+            f.add_arc(src, pynini.Arc(0x30 + d, 0x30 + d, one, int_s[d % big_m]))  # type: ignore[attr-defined]
     for r in range(big_m):
         for d in range(10):
-            f.add_arc(int_s[r], pynini.Arc(0x30 + d, 0x30 + d, one, int_s[(r * 10 + d) % big_m]))
+            f.add_arc(int_s[r], pynini.Arc(0x30 + d, 0x30 + d, one, int_s[(r * 10 + d) % big_m]))  # type: ignore[attr-defined]
         if r * 10 ** s % big_m == 0:
             f.set_final(int_s[r])
-        f.add_arc(int_s[r], pynini.Arc(0x2E, 0x2E, one, frac_s[0][r]))
+        f.add_arc(int_s[r], pynini.Arc(0x2E, 0x2E, one, frac_s[0][r]))  # type: ignore[attr-defined]
         for j in range(s + 1):
             st = frac_s[j][r]
             if j > 0 and r * 10 ** (s - j) % big_m == 0:
                 f.set_final(st)
             if j < s:
                 for d in range(10):
-                    f.add_arc(st, pynini.Arc(0x30 + d, 0x30 + d, one,
+                    f.add_arc(st, pynini.Arc(0x30 + d, 0x30 + d, one,  # type: ignore[attr-defined]
                                              frac_s[j + 1][(r * 10 + d) % big_m]))
             elif r == 0:
-                f.add_arc(st, pynini.Arc(0x30, 0x30, one, zeros))
+                f.add_arc(st, pynini.Arc(0x30, 0x30, one, zeros))  # type: ignore[attr-defined]
     f.set_final(zeros)
-    f.add_arc(zeros, pynini.Arc(0x30, 0x30, one, zeros))
+    f.add_arc(zeros, pynini.Arc(0x30, 0x30, one, zeros))  # type: ignore[attr-defined]
     syntax = optimize(lit("-").ques + _mag(), stage="json multipleOf")
     return optimize(pynini.intersect(f, syntax), stage="json multipleOf")

@@ -12,10 +12,13 @@ serialization that the compiled automaton accepts (and that the benchmark feeds 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
 from ...errors import SpecError
+
+if TYPE_CHECKING:
+    import pynini
 
 __all__ = ["Resolver", "Location", "order_instance", "IN_PLACE_KEYWORDS"]
 
@@ -225,3 +228,21 @@ def _order(loc: Location, value: Any) -> Any:
         inner = loc.items()
         return [_order(inner, v) for v in value]
     return value
+
+
+class SchemaContext(Protocol):
+    """What the value builders (`json_values`, `json_containers`) use of the schema compiler
+    (`json_schema.SchemaCompiler`): declared here so they need not import it (one-way imports)."""
+
+    where: str
+    max_depth: int
+    draft4: bool
+    string_words: pynini.Fst | None
+    ws: pynini.Fst
+
+    def fail(self, keyword: str, path: str, why: str) -> SpecError: ...
+    def opt(self, fst: pynini.Fst, path: str) -> pynini.Fst: ...
+    def meet(self, a: pynini.Fst, b: pynini.Fst) -> pynini.Fst: ...
+    def synth(self, node: dict[str, Any]) -> dict[str, Any]: ...
+    def value(self, node: Any, path: str, loc: Location, rdepth: int) -> pynini.Fst: ...
+    def any_value(self, loc: Location, depth: int, only: str | None = None) -> pynini.Fst: ...

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from decimal import Decimal, InvalidOperation
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pynini
 
@@ -24,12 +24,10 @@ from .json_lexical import (
     number_fst,
     string_of,
 )
-from .json_location import Location
+from .json_location import Location, SchemaContext
 
 log = logging.getLogger("fstbeam")
 
-if TYPE_CHECKING:
-    from .json_schema import SchemaCompiler
 
 __all__ = ["number", "string", "literal", "ws_byte", "MAX_LENGTH"]
 
@@ -58,7 +56,7 @@ def ws_byte() -> pynini.Fst:
     return lit(" ") | lit("\t") | lit("\n") | lit("\r")
 
 
-def _decimal(c: SchemaCompiler, v: Any, kw: str, path: str) -> Decimal:
+def _decimal(c: SchemaContext, v: Any, kw: str, path: str) -> Decimal:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise c.fail(kw, f"{path}/{kw}", f"must be a number, got {v!r}")
     try:
@@ -67,7 +65,7 @@ def _decimal(c: SchemaCompiler, v: Any, kw: str, path: str) -> Decimal:
         raise c.fail(kw, f"{path}/{kw}", f"{v!r} is not a finite number") from err
 
 
-def number(c: SchemaCompiler, node: dict[str, Any], path: str, *, integer: bool) -> pynini.Fst:
+def number(c: SchemaContext, node: dict[str, Any], path: str, *, integer: bool) -> pynini.Fst:
     lower = upper = None
     for kw, is_lower in (("minimum", True), ("maximum", False)):
         if kw in node:
@@ -103,7 +101,7 @@ def number(c: SchemaCompiler, node: dict[str, Any], path: str, *, integer: bool)
     return c.opt(out, path)
 
 
-def _length(c: SchemaCompiler, node: dict[str, Any], kw: str, path: str) -> int | None:
+def _length(c: SchemaContext, node: dict[str, Any], kw: str, path: str) -> int | None:
     v = node.get(kw)
     if v is None:
         return None
@@ -116,7 +114,7 @@ def _length(c: SchemaCompiler, node: dict[str, Any], kw: str, path: str) -> int 
     return v
 
 
-def string(c: SchemaCompiler, node: dict[str, Any], path: str) -> pynini.Fst:
+def string(c: SchemaContext, node: dict[str, Any], path: str) -> pynini.Fst:
     """The JSON strings whose decoded text meets pattern, format and length."""
     lo = _length(c, node, "minLength", path) or 0
     hi = _length(c, node, "maxLength", path)
@@ -154,7 +152,7 @@ def string(c: SchemaCompiler, node: dict[str, Any], path: str) -> pynini.Fst:
     return string_of(c.opt(decoded, path), stage=f"{c.where} {path or '/'}")
 
 
-def literal(c: SchemaCompiler, value: Any, path: str, loc: Location) -> pynini.Fst:
+def literal(c: SchemaContext, value: Any, path: str, loc: Location) -> pynini.Fst:
     """The JSON spellings of ``value`` (numbers equal in value: 1 = 1.0)."""
     if value is None:
         return lit("null")

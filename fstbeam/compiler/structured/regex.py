@@ -139,8 +139,8 @@ class _Builder:
                 f"part in the pattern {self.pattern!r} passes the limit of {self.max_states:,} "
                 "automaton states; lower the count"
             )
-        zero = pynini.Weight.zero(unit.weight_type())
-        if unit.start() == pynini.NO_STATE_ID or unit.final(unit.start()) != zero:
+        zero = pynini.Weight.zero(unit.weight_type())  # type: ignore[attr-defined]
+        if unit.start() == pynini.NO_STATE_ID or unit.final(unit.start()) != zero:  # type: ignore[attr-defined]
             return _repeat_by_closure(unit, lo, hi)  # empty or accepts "": rare, small counts
         return _repeat_chain(unit, lo, hi)
 
@@ -166,7 +166,7 @@ def _repeat_chain(unit: pynini.Fst, lo: int, hi: int | None) -> pynini.Fst:
     if hi == 0:
         return pynini.accep("")
     n = unit.num_states()
-    zero = pynini.Weight.zero(unit.weight_type())
+    zero = pynini.Weight.zero(unit.weight_type())  # type: ignore[attr-defined]
     src, lab, dst, finals = [], [], [], []
     for s in unit.states():
         if unit.final(s) != zero:
@@ -215,7 +215,7 @@ def _marker(label: int) -> pynini.Fst:
     a, b = f.add_state(), f.add_state()
     f.set_start(a)
     f.set_final(b)
-    f.add_arc(a, pynini.Arc(label, label, pynini.Weight.one(f.weight_type()), b))
+    f.add_arc(a, pynini.Arc(label, label, pynini.Weight.one(f.weight_type()), b))  # type: ignore[attr-defined]
     return f
 
 

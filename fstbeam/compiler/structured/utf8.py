@@ -113,14 +113,14 @@ def codepoint_ranges_fst(ranges: Iterable[tuple[int, int]]) -> pynini.Fst:
     start, final = f.add_state(), f.add_state()
     f.set_start(start)
     f.set_final(final)
-    one = pynini.Weight.one(f.weight_type())
+    one = pynini.Weight.one(f.weight_type())  # type: ignore[attr-defined]
     for lo, hi in normalize_ranges(ranges):
         for seq in utf8_sequences(lo, hi):
             src = start
             for k, (a, b) in enumerate(seq):
                 dst = final if k == len(seq) - 1 else f.add_state()
                 for byte in range(a, b + 1):
-                    f.add_arc(src, pynini.Arc(byte, byte, one, dst))
+                    f.add_arc(src, pynini.Arc(byte, byte, one, dst))  # type: ignore[attr-defined]
                 src = dst
     f.connect()
     return optimize(f, stage="utf8 code points")
