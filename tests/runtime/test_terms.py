@@ -112,7 +112,8 @@ def test_compile_constraints_cli_matches_the_api(model_dir, tmp_path):  # noqa: 
     assert len(got.phrases) == 1 and got.phrases[0].items == want.phrases[0].items
     for x, y in zip(got.phrases[0].tables().values(), want.phrases[0].tables().values()):
         np.testing.assert_array_equal(x, y)
-    assert main(["compile", "--tokenizer", str(model_dir), "--any-of", "dog||cat", "-o", str(out)]) == 1  # empty alternative
+    # an empty alternative: the request's check, before anything loads (a usage error)
+    assert main(["compile", "--tokenizer", str(model_dir), "--any-of", "dog||cat", "-o", str(out)]) == 2
 
 
 # ---- fstbeam generate and JSONL --------------------------------------------------------------
