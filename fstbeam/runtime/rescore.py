@@ -1,22 +1,19 @@
 """``Decoder.score``: the log-probability of a given continuation, from one uncached forward pass."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import torch
 
 from ..errors import DecodeError
 
-if TYPE_CHECKING:
-    from .decoder import Decoder
-
 __all__ = ["score"]
 
 
 @torch.inference_mode()  # type: ignore[untyped-decorator]  # torch is Any here (pyproject); it keeps the signature
-def score(decoder: Decoder, prompt: Any, token_ids: Sequence[int], *, eos: bool = True) -> float:
+def score(decoder: Any, prompt: Any, token_ids: Sequence[int], *, eos: bool = True) -> float:
     """Log-probability of ``token_ids`` (then EOS, the first of ``eos_ids``, when ``eos``) after
-    ``prompt`` under ``decoder``'s model."""
+    ``prompt`` under ``decoder``'s model (a `Decoder`)."""
     ids = decoder.encode(prompt)
     cont = list(token_ids) + ([decoder.eos_ids[0]] if eos else [])
     model = decoder.model

@@ -18,12 +18,11 @@ from .search.length_target import ends_with_cue
 
 if TYPE_CHECKING:
     from .config import SearchConfig, StopAt
-    from .decoder import Decoder
 
 __all__ = ["ends_at_line", "numbered", "runs_by_stop", "empty_reason"]
 
 
-def ends_at_line(decoder: Decoder, prompt: Any) -> bool:
+def ends_at_line(decoder: Any, prompt: Any) -> bool:
     """Whether ``stop_at="auto"`` ends this prompt's output at its line: the prompt as the model
     reads it (formatted) ends with a cue line after other text (`.length_target.ends_with_cue`)."""
     fmt = decoder.prompt_format

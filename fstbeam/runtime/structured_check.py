@@ -61,7 +61,7 @@ def json_problem(schema_text: str, text: str) -> str | None:
 def check_result(result: Any, constraints: Any) -> Any:
     """``result`` (a GenerationResult) with each hypothesis's ``satisfied`` also requiring a
     JSON output to parse and validate; the best one's problem is added to the warnings."""
-    spec = getattr(constraints, "spec", None) or {}
+    spec = constraints.spec if constraints is not None else {}  # CompiledConstraints (checked by the decoder)
     schema = spec.get("json_schema")
     if schema is None or result.error is not None or not result.hypotheses:
         return result

@@ -31,7 +31,8 @@ __all__ = ["SEARCH_FIELDS", "STRUCTURED_FIELDS", "OPENAI_OPTIONAL", "request_con
 def _search_fields() -> tuple[str, ...]:
     from ..runtime.config import SearchConfig
 
-    return tuple(f.name for f in dataclasses.fields(SearchConfig))
+    # ``preset`` is a field too (which preset built a config): a request names one by it, read apart
+    return tuple(f.name for f in dataclasses.fields(SearchConfig) if f.name != "preset")
 
 
 #: every `SearchConfig` field: settable per request by this name

@@ -171,14 +171,14 @@ def test_a_request_that_leaves_leading_space_unset_is_one_automaton_at_every_doo
     """One default for every door (issue 38): a request with its own word list and no
     ``leading_space`` compiles to the same automaton through a JSONL line, a batch row, the
     server's compile and the API with ``leading_space="auto"``: the prompt format decides."""
+    from batch_helpers import WORDS
+
     from fstbeam.cli.inputs import read_inputs
     from fstbeam.distributed.rows import parse_row
     from fstbeam.distributed.worker import DecodeWorker
     from fstbeam.serve.artifacts import ArtifactStore
     from fstbeam.serve.config import Limits
     from fstbeam.serve.constraints import compile_request as http_compile
-
-    from batch_helpers import WORDS
 
     dec = fstbeam.Decoder(str(model_dir), device="cpu", prompt_format=fmt)
     request = {"words": WORDS, "phrases": ["the cat"]}
