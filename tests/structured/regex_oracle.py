@@ -7,8 +7,10 @@ re.ASCII. Patterns it cannot translate faithfully return None (the caller skips 
 """
 from __future__ import annotations
 
+import json
 import random
 import re
+from pathlib import Path
 
 ECMA_SPACE_CLASS = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
 NOT_LINE_TERMINATOR = "[^\\n\\r\\u2028\\u2029]"
@@ -104,3 +106,47 @@ def mutations(text: str, rng: random.Random, n: int, alphabet: str = ALPHABET) -
             s[pos:pos] = s[pos:pos + 2]
         out.append("".join(s).replace("\x00", ""))
     return out
+
+
+def dev_sample() -> Path:
+    """The JSONSchemaBench development sample: shared/data beside the repository (CI's layout)."""
+    repo = Path(__file__).resolve().parents[2]
+    for p in (repo.parent / "shared" / "data" / "jsonschemabench_dev", Path("/work/shared/data/jsonschemabench_dev")):
+        if p.is_dir():
+            return p
+    return repo.parent / "shared" / "data" / "jsonschemabench_dev"
+
+
+def dev_patterns() -> list[str]:
+    """Every distinct ``pattern`` of the development sample's schemas, sorted."""
+    found: set[str] = set()
+
+    def walk(x):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k == "pattern" and isinstance(v, str):
+                    found.add(v)
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    for f in sorted(dev_sample().glob("*.json")):
+        walk(json.loads(f.read_text(encoding="utf-8"))["schema"])
+    return sorted(found)
+
+
+def accepts(fst, text: str) -> bool:
+    """Whether the byte acceptor ``fst`` (deterministic) accepts ``text``'s UTF-8 bytes."""
+    state = fst.start()
+    if state < 0:
+        return False
+    import pynini
+
+    zero = pynini.Weight.zero(fst.weight_type())
+    for b in text.encode("utf-8"):
+        nxt = [a.nextstate for a in fst.arcs(state) if a.ilabel == b]
+        if not nxt:
+            return False
+        state = nxt[0]
+    return fst.final(state) != zero

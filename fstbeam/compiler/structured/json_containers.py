@@ -18,6 +18,7 @@ from ...fst.optimize import optimize, sigma_star
 from .json_lexical import any_char, empty, free_string, lit, number_fst, string_of
 from .json_lexical import union as union_of
 from .json_location import Location, SchemaContext
+from .regex import marker_fst
 
 __all__ = ["object_value", "array_value", "any_value"]
 
@@ -31,12 +32,7 @@ MAX_COUNT_STATES = 100_000
 
 
 def _mark(label: int = _MARK) -> pynini.Fst:
-    f = pynini.Fst()
-    a, b = f.add_state(), f.add_state()
-    f.set_start(a)
-    f.set_final(b)
-    f.add_arc(a, pynini.Arc(label, label, pynini.Weight.one(f.weight_type()), b))  # type: ignore[attr-defined]
-    return f
+    return marker_fst(label)
 
 
 @cache

@@ -91,7 +91,7 @@ def _has_anchor(tree: Node) -> bool:
 def _with_markers(body: pynini.Fst, *, search: bool, lead: bool, trail: bool) -> pynini.Fst:
     """Frame the text by BOL ... EOL, let the pattern consume the markers it asserts, then
     drop them: exact for anchors anywhere in the pattern."""
-    bol, eol = _marker(_BOL), _marker(_EOL)
+    bol, eol = marker_fst(_BOL), marker_fst(_EOL)
     if lead:
         body = bol.copy().concat(body)
     if trail:
@@ -116,9 +116,9 @@ class _Builder:
         if kind == "set":
             return _class_fst(tuple(node[1])).copy()
         if kind == "bol":
-            return _marker(_BOL)
+            return marker_fst(_BOL)
         if kind == "eol":
-            return _marker(_EOL)
+            return marker_fst(_EOL)
         if kind == "cat":
             out = pynini.accep("")
             for item in node[1]:
@@ -210,7 +210,8 @@ def _repeat_chain(unit: pynini.Fst, lo: int, hi: int | None) -> pynini.Fst:
     return out
 
 
-def _marker(label: int) -> pynini.Fst:
+def marker_fst(label: int) -> pynini.Fst:
+    """An acceptor of the one label ``label`` (markers outside the byte range, removed later)."""
     f = pynini.Fst()
     a, b = f.add_state(), f.add_state()
     f.set_start(a)
