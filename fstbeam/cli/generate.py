@@ -190,10 +190,10 @@ def _print_bad_lines(args, bad_lines: list, before: int | None) -> list:
         if before is not None and number > before:
             rest.append((number, msg))
             continue
-        if args.jsonl:
-            print(json.dumps({"index": None, "line": number, "text": "", "token_ids": [], "score": None, "logprob": None,
-                              "satisfied": False, "phrases": [], "phrases_met": [], "steps": 0, "finish_reason": "error",
-                              "hypotheses": [], "warnings": [], "error": msg, "prompt": None}, ensure_ascii=False))
+        if args.jsonl:  # the one error shape (GenerationResult.failed), with its line
+            from ..runtime.results import GenerationResult
+
+            print(json.dumps({**GenerationResult.failed(None, msg).to_dict(), "line": number}, ensure_ascii=False))
     return rest
 
 

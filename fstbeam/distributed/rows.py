@@ -93,8 +93,8 @@ def result_row(req: RowRequest, res) -> dict:
 
 
 def error_row(req: RowRequest, error: str) -> dict:
-    """The output row of an input that could not be decoded."""
-    return {
-        "id": req.id, "prompt": req.prompt, "text": "", "satisfied": False, "phrases_met": [], "score": None,
-        "logprob": None, "finish_reason": "error", "error": error, "nbest": [], "warnings": [],
-    }
+    """The output row of an input that could not be decoded (the one error shape,
+    `GenerationResult.failed`, as a row)."""
+    from ..runtime.results import GenerationResult
+
+    return result_row(req, GenerationResult.failed(None, error))

@@ -424,9 +424,8 @@ class Decoder:
         search's config (an empty output says why), ``constraints``: the input's compiled
         constraints (a JSON output's ``satisfied`` also means it parses and validates)."""
         if raw.error is not None:
-            return GenerationResult(raw.index, "", (), float("-inf"), float("-inf"), False, phrases,
-                                    tuple(False for _ in phrases), 0, "error", (), (f"input {raw.index}: {raw.error}",),
-                                    raw.error, prompt)
+            return GenerationResult.failed(raw.index, raw.error, prompt=prompt, phrases=phrases,
+                                           warnings=(f"input {raw.index}: {raw.error}",))
         hyps = tuple(
             Hypothesis(self.decode(h.tokens), tuple(h.tokens), h.score, h.logprob, h.satisfied, h.phrases_met, h.finish_reason)
             for h in raw.hypotheses
@@ -435,8 +434,10 @@ class Decoder:
         notes = tuple(raw.warnings)
         if not best.text.strip() and not notes:  # never an empty output without a word on why
             notes = (f"input {raw.index}: {empty_reason(best.finish_reason, cfg)}",)
-        res = GenerationResult(raw.index, best.text, best.token_ids, best.score, best.logprob, best.satisfied, phrases,
-                               best.phrases_met, raw.steps, best.finish_reason, hyps, notes, None, prompt)
+        res = GenerationResult(index=raw.index, text=best.text, token_ids=best.token_ids, score=best.score,
+                               logprob=best.logprob, satisfied=best.satisfied, phrases=phrases,
+                               phrases_met=best.phrases_met, steps=raw.steps, finish_reason=best.finish_reason,
+                               hypotheses=hyps, warnings=notes, prompt=prompt)
         return check_result(res, constraints)
 
     # ---- re-scoring -----------------------------------------------------------------------------

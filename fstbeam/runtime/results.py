@@ -1,6 +1,7 @@
 """What :meth:`fstbeam.Decoder.generate` returns for each input."""
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -70,11 +71,24 @@ class GenerationResult:
                 f"score={self.score:.3f}, finish_reason={self.finish_reason!r}, {len(self.token_ids)} tokens, "
                 f"{len(self.hypotheses)} hypothesis(es){extra})")
 
+    @classmethod
+    def failed(cls, index: int | None, error: str, *, prompt: str | None = None, phrases: tuple[str, ...] = (),
+               warnings: tuple[str, ...] = ()) -> GenerationResult:
+        """The result of an input that could not be decoded: the one shape of an error record at
+        every door (the API, a JSONL output line, a batch row)."""
+        return cls(index=index, text="", token_ids=(), score=float("-inf"), logprob=float("-inf"), satisfied=False,
+                   phrases=phrases, phrases_met=tuple(False for _ in phrases), steps=0, finish_reason="error",
+                   warnings=warnings, error=error, prompt=prompt)
+
     def to_dict(self) -> dict:
+        """A JSON-ready dict (a score that is not finite, as an error's, is None)."""
         d = {k: v for k, v in vars(self).items() if k != "_context"}
         d["token_ids"] = list(self.token_ids)
         d["phrases"], d["phrases_met"], d["warnings"] = list(self.phrases), list(self.phrases_met), list(self.warnings)
         d["hypotheses"] = [dict(asdict(h), token_ids=list(h.token_ids)) for h in self.hypotheses]
+        for rec in (d, *d["hypotheses"]):
+            for k in ("score", "logprob"):
+                rec[k] = rec[k] if math.isfinite(rec[k]) else None
         return d
 
     def explain(self, *, unconstrained: bool = True):

@@ -133,7 +133,7 @@ def test_bad_jobs_are_usage_errors(model_dir, words_artifact, tmp_path, capsys):
                  str(tmp_path / "nope.fstbeam")]) == 2
     assert "no artifact" in capsys.readouterr().err
     assert run("in.jsonl", "o7", "--shortlist", "on") == 2  # the full softmax needs every logit
-    assert "--shortlist on needs --renormalize" in capsys.readouterr().err
+    assert "shortlist='on' needs renormalize=True" in capsys.readouterr().err  # SearchConfig's message
 
 
 def test_renormalize_and_shortlist_reach_the_workers(model_dir, words_artifact, tmp_path):
