@@ -122,7 +122,8 @@ def test_http_with_nothing_set_gives_generates_text(fmt, words_artifact, tmp_pat
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "serve"))
     from serve_helpers import Server
 
-    prompts = ["the cat", "a dog"]
+    # the last ends with a cue line: stop_at="auto" ends its answer at the line at both doors
+    prompts = ["the cat", "a dog", "the dog sat on a mat.\nthe cat:"]
     rows = [{"prompt": p, "phrases": ["mat"]} for p in prompts]
     (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     assert main(["generate", "--model", str(model_dir), "--device", "cpu", "--format", fmt, "--constraints",
