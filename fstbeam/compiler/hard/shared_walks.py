@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import weakref
-from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Callable
+from collections import Counter, OrderedDict
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 # A root keeps at least this many bytes inside its component: below it a walk is cheap anyway.
 MIN_INSIDE_BYTES = 32
 # Components larger than this (states) are walked as usual: their numbering would cost more.
-MAX_COMPONENT = 512
+MAX_COMPONENT = 64
 # Distinct (state, next state) edges above which no components are computed (a big grammar).
 MAX_EDGES = 100_000
 # Shapes remembered per trie (least recently used dropped first).
@@ -206,9 +206,14 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
     handled = np.zeros(len(blk_byte), bool)
     ends: list[tuple[np.ndarray, ...]] = []
     conts: list[tuple[np.ndarray, ...]] = []
-    for r in roots.tolist():
+    shapes = {r: Shape(dfa, comp, r) for r in roots.tolist()}
+    count = Counter(shape.key for shape in shapes.values())
+    known: Mapping[str, object] = _MEMO.get(trie, {})
+    for r, shape in shapes.items():
+        # a shape met once, and not walked before, is cheaper walked as usual (no memo, no exits)
+        if count[shape.key] < 2 and shape.key not in known:
+            continue
         blocks = np.flatnonzero(blk_state == r)
-        shape = Shape(dfa, comp, r)
         walks = interior_walk(shape, trie, blk_byte[blocks], make_arcs, stepper_cls)
         for blk, (e_n, e_s, x_n, x_s) in zip(blocks.tolist(), walks):
             ends.append((np.full(len(e_n), blk, np.int64), e_n, shape.members[e_s]))
