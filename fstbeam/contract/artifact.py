@@ -249,7 +249,8 @@ def read_artifact(path: str | os.PathLike[str], tokenizer: Any = None) -> dict[s
         vocab = _vocab_for(tokenizer, tok, path)
         hard = None
         if manifest["hard"] is not None:
-            arrays = {n: array(f"hard/{n}.npy") for n in HardTables.ARRAYS}
+            arrays = {n: array(f"hard/{n}.npy") for n in HardTables.ARRAYS + HardTables.OPTIONAL
+                      if f"hard/{n}.npy" in members}
             hard = HardTables(start=manifest["hard"]["start"], width=manifest["hard"]["width"], **arrays)
             check_hard(hard, width, tok["eos_ids"], path)
             check_against_vocab(hard, vocab, path)

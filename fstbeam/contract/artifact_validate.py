@@ -24,16 +24,15 @@ import os
 import stat
 import struct
 import zipfile
-from typing import TYPE_CHECKING, Any, BinaryIO, Iterable, TypeAlias
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeAlias
 
 import numpy as np
 
 from ..errors import ArtifactCorruptError, ArtifactError
+from .table_checks import check_against_vocab, check_hard, check_light, corrupt  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
-    from .hard import HardTables
-    from .light import LightAutomaton
-    from .vocab import Vocab
+    pass
 
 PathArg: TypeAlias = "str | os.PathLike[str]"  # where the artifact is (for messages)
 
@@ -42,11 +41,6 @@ MAX_ARTIFACT_BYTES = int(os.environ.get("FSTBEAM_MAX_ARTIFACT_BYTES", 8 << 30))
 MAX_MANIFEST_BYTES = 16 << 20
 MAX_MEMBERS = 10_000  # zip members of one artifact
 _NPY_HEADER_MAX = 1 << 16  # a .npy header (magic, version, dict) is at most this long
-_FIX = "the artifact is damaged or was edited: recompile it with compile-constraints"
-
-
-def corrupt(path: PathArg, what: str) -> ArtifactCorruptError:
-    return ArtifactCorruptError(f"{path}: {what}; {_FIX}")
 
 
 # ---- 1. the file and the zip ---------------------------------------------------------------------
@@ -194,7 +188,10 @@ HARD_DTYPES = {
     "state_block_ptr": "int64", "block_key": "int64", "block_next": "int32", "block_ptr": "int64",
     "state_block_dense": "bool", "dense_masks": "int32", "state_dense_row": "int32", "state_sparse_ptr": "int64",
     "state_sparse_tokens": "int32", "token_first_byte": "int16", "eos_ids": "int32",
+    "state_block_offset": "int64", "state_block_exit": "int32",  # optional (HardTables.OPTIONAL)
 }
+#: Hard members stored only by automata with shared interiors: both or neither.
+HARD_OPTIONAL = ("state_block_offset", "state_block_exit")
 LIGHT_DTYPES = {
     "final": "bool", "progress": "int32", "default_next": "int32", "exc_key": "int64", "exc_next": "int32",
     "adv_ptr": "int64", "adv_tokens": "int32", "token_class": "int8", "fallback": "int32",
@@ -204,7 +201,11 @@ ROOT_DTYPES = {"char_state": "int32"}
 
 def expected_members(manifest: dict[str, Any]) -> set[str]:
     """Every member an artifact with this manifest must have (no more, no fewer)."""
-    names = {f"hard/{n}.npy" for n in HARD_DTYPES} if manifest["hard"] is not None else set()
+    names = set()
+    if manifest["hard"] is not None:
+        names = {f"hard/{n}.npy" for n in HARD_DTYPES if n not in HARD_OPTIONAL}
+        if any(f"hard/{n}.npy" in manifest.get("members", {}) for n in HARD_OPTIONAL):
+            names |= {f"hard/{n}.npy" for n in HARD_OPTIONAL}
     since = {"fallback": 3}  # light members added in a later format
     light = [n for n in LIGHT_DTYPES if manifest.get("format_version", 0) >= since.get(n, 0)]
     for i in range(len(manifest["light"])):
@@ -314,111 +315,4 @@ def check_char_fst(data: bytes, path: PathArg, *, hard_states: int, char_state: 
     return fixed
 
 
-# ---- 5. table cross-checks -----------------------------------------------------------------------
-def _need(ok: object, path: PathArg, what: str) -> None:
-    if not bool(ok):
-        raise corrupt(path, what)
-
-
-def _ptr(p: np.ndarray, n: int, total: int, name: str, path: PathArg) -> None:
-    _need(p.shape == (n + 1,), path, f"{name} must have {n + 1} entries")
-    _need(p[0] == 0 and p[-1] == total and (np.diff(p) >= 0).all(), path,
-          f"{name} must rise from 0 to {total} (offsets into an array of that length)")
-
-
-def _range(a: np.ndarray, lo: int, hi: int, name: str, path: PathArg) -> None:
-    _need(a.size == 0 or (int(a.min()) >= lo and int(a.max()) < hi), path, f"{name} must lie in [{lo}, {hi})")
-
-
-def _keys(keys: np.ndarray, ptr: np.ndarray, radix: int, name: str, path: PathArg) -> None:
-    """Sorted keys ``owner * radix + x`` whose owner matches the CSR row they sit in."""
-    owner = np.repeat(np.arange(len(ptr) - 1, dtype=np.int64), np.diff(ptr))
-    _need(keys.size == 0 or (int(keys.min()) >= 0 and (keys // radix == owner).all()), path,
-          f"{name} must hold (row * {radix} + value) for the row each entry belongs to")
-    _need(keys.size == 0 or (np.diff(keys) > 0).all(), path, f"{name} must be strictly increasing")
-
-
-def check_hard(h: HardTables, width: int, eos_ids: Iterable[int], path: PathArg) -> None:
-    """Every array of :class:`HardTables` against the others (docs/tables.md)."""
-    from .bitmask import bitmask_width
-
-    S, V = len(h.final), width
-    E, K = len(h.state_block_key), len(h.block_key)
-    NB = len(h.block_ptr) - 1
-    _need(S >= 1 and 0 <= h.start < S, path, f"hard start state {h.start} must be one of the {S} states")
-    _need(h.width == V, path, f"hard tables are {h.width} ids wide, the tokenizer {V}")
-    for n in ("dist_to_final", "state_dense_row"):
-        _need(getattr(h, n).shape == (S,), path, f"hard/{n} must have one entry per state ({S})")
-    _need(int(h.dist_to_final.min()) >= 0, path, "hard/dist_to_final must be non-negative")
-    _ptr(h.state_block_ptr, S, E, "hard/state_block_ptr", path)
-    _keys(h.state_block_key, h.state_block_ptr, 256, "hard/state_block_key", path)
-    _need(h.state_block_id.shape == (E,) and h.state_block_dense.shape == (E,), path,
-          "hard/state_block_id and state_block_dense must match state_block_key")
-    _need(NB >= 0, path, "hard/block_ptr is empty")
-    _ptr(h.block_ptr, NB, K, "hard/block_ptr", path)
-    _range(h.state_block_id, 0, NB, "hard/state_block_id", path)
-    _keys(h.block_key, h.block_ptr, V, "hard/block_key", path)
-    _need(h.block_next.shape == (K,), path, "hard/block_next must match hard/block_key")
-    _range(h.block_next, 0, S, "hard/block_next", path)
-    W = bitmask_width(V)
-    _need(h.dense_masks.ndim == 2 and h.dense_masks.shape[1] == W and h.dense_masks.shape[0] >= 1, path,
-          f"hard/dense_masks must be [rows, {W}]")
-    if V % 32:
-        pad = np.int32(np.uint32(~((1 << (V % 32)) - 1) & 0xFFFFFFFF).view(np.int32))
-        _need(not (h.dense_masks[:, -1] & pad).any(), path, "hard/dense_masks sets bits past the last token id")
-    _range(h.state_dense_row, 0, h.dense_masks.shape[0], "hard/state_dense_row", path)
-    _ptr(h.state_sparse_ptr, S, len(h.state_sparse_tokens), "hard/state_sparse_ptr", path)
-    _range(h.state_sparse_tokens, 0, V, "hard/state_sparse_tokens", path)
-    _need(h.token_first_byte.shape == (V,), path, f"hard/token_first_byte must have {V} entries")
-    _range(h.token_first_byte, -1, 256, "hard/token_first_byte", path)
-    _need(sorted(h.eos_ids.tolist()) == sorted(eos_ids), path, "hard/eos_ids disagrees with the tokenizer's EOS ids")
-
-
-def check_light(a: LightAutomaton, width: int, path: PathArg, where: str) -> None:
-    """A light automaton's tables (docs/tables.md, "Light automata") against each other."""
-    n, V = len(a.final), width
-    _need(n >= 1 and 0 <= a.start < n, path, f"{where}: start {a.start} must be one of its {n} states")
-    _need(a.width == V and len(a.literal) >= 1 and 0 not in a.literal, path, f"{where}: width or literal is wrong")
-    _need(a.progress.shape == (n,), path, f"{where}: progress must have one entry per state")
-    _range(a.progress, 0, a.length + 1, f"{where}/progress", path)  # length: max_progress for AnyOf / ordered
-    _need(a.default_next.shape == (n, 4), path, f"{where}: default_next must be [{n}, 4]")
-    _range(a.default_next, -1, n, f"{where}/default_next", path)
-    X = len(a.exc_key)
-    _need(a.exc_next.shape == (X,), path, f"{where}: exc_next must match exc_key")
-    _range(a.exc_key, 0, n * V, f"{where}/exc_key", path)  # first: np.diff below must not overflow
-    _need(X == 0 or (np.diff(a.exc_key) > 0).all(), path, f"{where}: exc_key must be strictly increasing")
-    _range(a.exc_next, -1, n, f"{where}/exc_next", path)
-    _ptr(a.adv_ptr, n, len(a.adv_tokens), f"{where}/adv_ptr", path)
-    _range(a.adv_tokens, 0, V, f"{where}/adv_tokens", path)
-    fb = a.fallback
-    _need(fb.shape == (n,), path, f"{where}: fallback must have one entry per state")
-    _range(fb, -1, n, f"{where}/fallback", path)
-    has = np.flatnonzero(fb >= 0)
-    if len(has):  # docs/tables.md, "Fallback states"
-        f = fb[has]
-        _need(a.kind == "phrase" and bool((a.default_next >= 0).all()) and bool((a.exc_next >= 0).all()), path,
-              f"{where}: only a must-include automaton that disallows no token may have fallback states")
-        _need(bool((fb[f] < 0).all()), path, f"{where}: a fallback state must have no fallback of its own")
-        _need(bool((a.default_next[f] == a.default_next[has]).all()), path,
-              f"{where}: a state and its fallback must have the same class defaults")
-    tc = a.token_class
-    _need(tc is not None and tc.shape == (V,), path, f"{where}: token_class must have {V} entries")
-    _range(tc, 0, 5, f"{where}/token_class", path)
-
-
-def check_against_vocab(h: HardTables, vocab: Vocab, path: PathArg) -> None:
-    """The hard tables' first-byte table is the tokenizer's (lookups key on it)."""
-    first = np.array([b[0] if b else -1 for b in vocab.token_bytes], dtype=np.int16)
-    _need(np.array_equal(first, h.token_first_byte), path, "hard/token_first_byte disagrees with the tokenizer's tokens")
-    # Each block holds tokens of one first byte, and is linked from states under that byte: what
-    # the lookups (state, first byte) -> block -> token rely on.
-    V = len(first)
-    sizes = np.diff(h.block_ptr)
-    tok_first = first[h.block_key % V].astype(np.int64)
-    block_byte = np.full(len(sizes), -1, np.int64)
-    block_byte[np.repeat(np.arange(len(sizes)), sizes)] = tok_first
-    _need((tok_first >= 0).all() and (np.repeat(block_byte, sizes) == tok_first).all(), path,
-          "hard/block_key mixes tokens of different first bytes (or tokens without text) in one block")
-    linked = block_byte[h.state_block_id]
-    _need(((linked < 0) | (linked == h.state_block_key % 256)).all(), path,
-          "hard/state_block_key links a block under a byte its tokens do not start with")
+# ---- 5. table cross-checks: contract/table_checks.py (check_hard, check_light, check_against_vocab)

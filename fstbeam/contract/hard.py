@@ -4,7 +4,7 @@ Written by `fstbeam.compiler.hard.tables.build_tables`, read by the runtime and 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -34,12 +34,30 @@ class HardTables:
     state_sparse_tokens: np.ndarray
     token_first_byte: np.ndarray
     eos_ids: np.ndarray
+    # Shared interiors (docs/tables.md): per link, the offset added to its block's next states
+    # and its exit block (-1: none). Absent (older artifacts, word lists): zeros and -1.
+    state_block_offset: np.ndarray = field(default=None)  # type: ignore[assignment]
+    state_block_exit: np.ndarray = field(default=None)  # type: ignore[assignment]
 
     ARRAYS = (
         "final", "dist_to_final", "state_block_key", "state_block_id", "state_block_ptr", "block_key",
         "block_next", "block_ptr", "state_block_dense", "dense_masks", "state_dense_row", "state_sparse_ptr",
         "state_sparse_tokens", "token_first_byte", "eos_ids",
     )
+    #: Stored only where some link uses them (`arrays`); read as zeros / -1 where absent.
+    OPTIONAL = ("state_block_offset", "state_block_exit")
+
+    def __post_init__(self) -> None:
+        n = len(self.state_block_id)
+        if self.state_block_offset is None:
+            object.__setattr__(self, "state_block_offset", np.zeros(n, np.int64))
+        if self.state_block_exit is None:
+            object.__setattr__(self, "state_block_exit", np.full(n, -1, np.int32))
+
+    @property
+    def shared(self) -> bool:
+        """Some link reads a shared interior (an offset) or an exit block."""
+        return bool(self.state_block_offset.any() or (self.state_block_exit >= 0).any())
 
     @property
     def num_states(self) -> int:
@@ -47,10 +65,14 @@ class HardTables:
 
     @property
     def nbytes(self) -> int:
-        return sum(getattr(self, n).nbytes for n in self.ARRAYS)
+        return sum(a.nbytes for a in self.arrays().values())
 
     def arrays(self) -> dict[str, np.ndarray]:
-        return {n: getattr(self, n) for n in self.ARRAYS}
+        """The arrays to store: the optional ones only where some link uses them."""
+        out = {n: getattr(self, n) for n in self.ARRAYS}
+        if self.shared:
+            out.update((n, getattr(self, n)) for n in self.OPTIONAL)
+        return out
 
     # ---- host-side lookups (tests, matcher, debugging) ----------------------------------------
     def next_state(self, state: int, token: int) -> int:
@@ -61,17 +83,25 @@ class HardTables:
         i = int(np.searchsorted(self.state_block_key, key))
         if i >= len(self.state_block_key) or self.state_block_key[i] != key:
             return -1
-        bkey = int(self.state_block_id[i]) * self.width + token
+        exit_block = int(self.state_block_exit[i])
+        if exit_block >= 0:  # a token that leaves a shared interior: absolute next state
+            j = self._find(exit_block, token)
+            if j >= 0:
+                return int(self.block_next[j])
+        j = self._find(int(self.state_block_id[i]), token)
+        return -1 if j < 0 else int(self.block_next[j]) + int(self.state_block_offset[i])
+
+    def _find(self, block: int, token: int) -> int:
+        bkey = block * self.width + token
         j = int(np.searchsorted(self.block_key, bkey))
-        if j >= len(self.block_key) or self.block_key[j] != bkey:
-            return -1
-        return int(self.block_next[j])
+        return j if j < len(self.block_key) and self.block_key[j] == bkey else -1
 
     def allowed_text_tokens(self, state: int) -> np.ndarray:
         """Sorted ids of the text tokens allowed in ``state`` (EOS excluded)."""
         lo, hi = self.state_block_ptr[state], self.state_block_ptr[state + 1]
         parts = []
-        for b in self.state_block_id[lo:hi]:
+        blocks = np.concatenate([self.state_block_id[lo:hi], self.state_block_exit[lo:hi]])
+        for b in blocks[blocks >= 0]:
             parts.append(self.block_key[self.block_ptr[b]:self.block_ptr[b + 1]] % self.width)
         return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
 
@@ -84,14 +114,46 @@ class HardTables:
 
     def token_fst(self) -> bytes:
         """The factored token automaton as an OpenFst acceptor (the artifact's ``token.fst``):
-        state q --eps--> block state S + b, block state --(token id + 1)--> next state. Its
-        language is exactly the tables'. Written on demand (saving an artifact): building the
-        42 MB of bytes for a CEFR C2 compile cost 0.2 s of every compile."""
-        S, NB = self.num_states, len(self.block_ptr) - 1
-        sizes = np.diff(self.block_ptr)
-        tokens = self.block_key - np.repeat(np.arange(NB, dtype=np.int64), sizes) * self.width
-        counts = np.concatenate([np.diff(self.state_block_ptr), sizes])
-        final = np.concatenate([np.asarray(self.final, bool), np.zeros(NB, bool)])
+        state q --eps--> block state, block state --(token id + 1)--> next state. Its language
+        is exactly the tables'. Written on demand (saving an artifact): building the 42 MB of
+        bytes for a CEFR C2 compile cost 0.2 s of every compile."""
+        NB = len(self.block_ptr) - 1
+        tokens = self.block_key - np.repeat(np.arange(NB, dtype=np.int64), np.diff(self.block_ptr)) * self.width
+        return factored_fst_bytes(
+            int(self.start), np.asarray(self.final, bool), self.state_block_ptr, self.state_block_id,
+            self.state_block_offset, self.state_block_exit, self.block_ptr, tokens, self.block_next,
+        )
+
+
+def factored_fst_bytes(start: int, final: np.ndarray, sb_ptr: np.ndarray, sb_id: np.ndarray, sb_off: np.ndarray,
+                       sb_exit: np.ndarray, block_ptr: np.ndarray, tokens: np.ndarray, nexts: np.ndarray) -> bytes:
+    """OpenFst bytes of a factored token automaton. Without shared interiors each block is one
+    block state; with them, one block state per distinct (block, offset) a link reads (a shared
+    interior's next states are relative), plus the exit blocks, and a link with an exit has a
+    second epsilon arc to it (the two blocks' tokens are disjoint: still deterministic)."""
+    S = len(final)
+    sizes = np.diff(block_ptr)
+    sb_off, sb_exit = np.asarray(sb_off, np.int64), np.asarray(sb_exit, np.int64)
+    if not (sb_off.any() or (sb_exit >= 0).any()):
+        counts = np.concatenate([np.diff(sb_ptr), sizes])
+        fin = np.concatenate([final, np.zeros(len(sizes), bool)])
         # Arcs in state order: every state's eps links (to S + block), then every block's tokens.
-        parts = [(0, S + self.state_block_id.astype(np.int64)), (tokens + TOKEN_LABEL_OFFSET, self.block_next)]
-        return vector_fst_bytes_by_count(S + NB, int(self.start), final, counts, parts)
+        parts = [(0, S + np.asarray(sb_id, np.int64)), (tokens + TOKEN_LABEL_OFFSET, nexts)]
+        return vector_fst_bytes_by_count(S + len(sizes), start, fin, counts, parts)
+    link_state = np.repeat(np.arange(S, dtype=np.int64), np.diff(sb_ptr))
+    has = sb_exit >= 0
+    # eps arcs per state: its main links and its exits, grouped by state
+    e_state = np.concatenate([link_state, link_state[has]])
+    e_block = np.concatenate([np.asarray(sb_id, np.int64), sb_exit[has]])
+    e_off = np.concatenate([sb_off, np.zeros(int(has.sum()), np.int64)])
+    key = e_block * (S + 1) + e_off
+    uniq, bstate = np.unique(key, return_inverse=True)
+    ublock, uoff = uniq // (S + 1), uniq % (S + 1)
+    o = np.argsort(e_state, kind="stable")
+    counts = np.concatenate([np.bincount(e_state, minlength=S), sizes[ublock]])
+    fin = np.concatenate([final, np.zeros(len(uniq), bool)])
+    pos = np.arange(int(sizes[ublock].sum()), dtype=np.int64)
+    pos += np.repeat(np.asarray(block_ptr, np.int64)[ublock] - (np.cumsum(sizes[ublock]) - sizes[ublock]), sizes[ublock])
+    arc_next = np.asarray(nexts, np.int64)[pos] + np.repeat(uoff, sizes[ublock])
+    parts = [(0, S + bstate[o]), (np.asarray(tokens, np.int64)[pos] + TOKEN_LABEL_OFFSET, arc_next)]
+    return vector_fst_bytes_by_count(S + len(uniq), start, fin, counts, parts)

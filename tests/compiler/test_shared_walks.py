@@ -1,6 +1,6 @@
 """Walks shared between lift blocks (`compiler/hard/shared_walks.py`): the lift with shared walks
-gives exactly the token automaton of the plain lift, field by field of a JSON-like language, and
-when the memo was filled by another automaton of the same interior shape.
+gives exactly the token language of the plain lift (walked in lockstep: `shared_oracle`), for a
+JSON-like language, and when the memo was filled by another automaton of the same interior shape.
 
 Oracle: the plain lift (`share_walks=False`), itself checked against regular expressions in
 test_lift_exact.py; and Tarjan's components against a brute-force reachability closure.
@@ -12,15 +12,15 @@ import pynini
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from shared_oracle import assert_same_language
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
 from fstbeam.compiler.hard import shared_walks
+from fstbeam.compiler.hard.tables import build_tables
 from fstbeam.compiler.hard.token_fsa import lift
 from fstbeam.compiler.hard.token_trie import token_trie
 from fstbeam.contract.vocab import Vocab
 
-FIELDS = ("TokenFSA", "final", "dist_to_final", "state_block_ptr", "state_block_byte", "state_block_id", "block_ptr",
-          "block_tokens", "block_next", "char_state")
 ALPHABET = 'ab"\\{},:'
 
 
@@ -50,9 +50,8 @@ def vocab_of(tokens: list[str]) -> Vocab:
     return Vocab.from_dict({i: p.encode() for i, p in enumerate(pieces)}, eos_ids=[len(pieces)])
 
 
-def assert_same(a, b) -> None:
-    for f in FIELDS[1:]:
-        assert np.array_equal(getattr(a, f), getattr(b, f)), f
+def assert_same(a, b, vocab) -> None:
+    assert_same_language(build_tables(a, vocab, dense_min=3, sparse_max=4), build_tables(b, vocab, dense_min=3, sparse_max=4))
 
 
 @pytest.fixture
@@ -72,8 +71,8 @@ def test_shared_walks_give_the_plain_lift(share_small_interiors, tokens, n):
     trie = token_trie(vocab)
     dfa = dfa_of(record(n))
     plain = lift(dfa, trie, vocab.width, share_walks=False)
-    assert_same(lift(dfa, trie, vocab.width, share_walks=True), plain)
-    assert_same(lift(dfa, trie, vocab.width, share_walks=True), plain)  # now from the memo
+    assert_same(lift(dfa, trie, vocab.width, share_walks=True), plain, vocab)
+    assert_same(lift(dfa, trie, vocab.width, share_walks=True), plain, vocab)  # now from the memo
 
 
 def test_the_memo_serves_another_automaton_of_the_same_shape(share_small_interiors):
@@ -85,7 +84,7 @@ def test_the_memo_serves_another_automaton_of_the_same_shape(share_small_interio
     assert shapes > 0
     got = lift(other, trie, vocab.width, share_walks=True)
     assert len(shared_walks._MEMO[trie]) == shapes  # the string interior's shape was there
-    assert_same(got, lift(other, trie, vocab.width, share_walks=False))
+    assert_same(got, lift(other, trie, vocab.width, share_walks=False), vocab)
     assert got.final.any()
 
 

@@ -131,7 +131,8 @@ def compile_hard(stages, comp, wl: WordList | None, g_lang, g_desc, opts: dict) 
 def unpack_hard(a: dict[str, np.ndarray]):
     """(tables, char fst bytes, char_state, char-DFA arcs) from `compile_hard`."""
     hard = HardTables(
-        start=int(a["t_start"]), width=int(a["t_width"]), **{k: a[f"t_{k}"] for k in HardTables.ARRAYS}
+        start=int(a["t_start"]), width=int(a["t_width"]),
+        **{k: a[f"t_{k}"] for k in HardTables.ARRAYS + HardTables.OPTIONAL if f"t_{k}" in a}
     )
     arcs = (a["c_final"], a["c_src"], a["c_byte"], a["c_dst"], int(a["c_start"]))
     return hard, a["char_fst"].tobytes(), a["char_state"], arcs

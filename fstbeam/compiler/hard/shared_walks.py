@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import weakref
 from collections import Counter, OrderedDict
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
@@ -40,7 +41,7 @@ MAX_EDGES = 100_000
 # Shapes remembered per trie (least recently used dropped first).
 MEMO_SHAPES = 64
 
-_MEMO: weakref.WeakKeyDictionary[TokenTrie, OrderedDict[str, dict[int, Walk]]] = weakref.WeakKeyDictionary()
+_MEMO: weakref.WeakKeyDictionary[TokenTrie, OrderedDict[str, dict[tuple[int, int], Walk]]] = weakref.WeakKeyDictionary()
 
 
 def components(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
@@ -95,6 +96,28 @@ def components(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray 
                         break
                 n_comp += 1
     return np.asarray(comp, np.int64)
+
+
+def regions(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
+    """Region id of every state: its SCC, or, inside an SCC of more than `MAX_COMPONENT` states,
+    its SCC once the single-byte ASCII arcs are cut (a JSON string inside an array or an object
+    with free properties: the loop ``"`` -> value -> ``,`` -> ``"`` joins every string interior
+    to the container; cut at the quotes, each interior is a region of its own again). Any
+    partition is exact for the walks (an arc to another region is an exit); this one finds the
+    interiors that recur. None where `components` gives up."""
+    comp = components(num_states, src, dst)
+    if comp is None:
+        return None
+    big = np.bincount(comp)[comp] > MAX_COMPONENT
+    if not big.any():
+        return comp
+    pair = src.astype(np.int64) * num_states + dst
+    _, inv, cnt = np.unique(pair, return_inverse=True, return_counts=True)
+    keep = ~((cnt[inv] == 1) & (byte < 0x80)) & big[src] & big[dst]
+    fine = components(num_states, src[keep], dst[keep])
+    if fine is None:
+        return comp
+    return np.where(big, int(comp.max()) + 1 + fine, comp)
 
 
 class Shape:
@@ -155,25 +178,40 @@ def roots_worth_sharing(arcs: Any, comp: np.ndarray, states: np.ndarray) -> np.n
     return out
 
 
-def interior_walk(shape: Shape, trie: TokenTrie, first_bytes: np.ndarray, make_arcs: MakeArcs,
+def canonical_shape(arcs: Any, comp: np.ndarray, members: np.ndarray) -> Shape:
+    """The component's shape numbered from its canonical root: the member whose shape key is
+    smallest, so every copy of the component is numbered alike whatever block meets it first.
+    Only the members whose own row (inside and exit bytes) has the smallest hash are tried."""
+    c = comp[members[0]]
+    sig = []
+    for s in members.tolist():
+        lo, hi = int(arcs.ptr[s]), int(arcs.ptr[s + 1])
+        b, inside = arcs.byte[lo:hi], comp[arcs.dst[lo:hi]] == c
+        sig.append(hashlib.sha1(b[inside].tobytes() + b"|" + b[~inside].tobytes()).hexdigest())
+    low = min(sig)
+    return min((Shape(arcs, comp, s) for s, g in zip(members.tolist(), sig) if g == low), key=lambda sh: sh.key)
+
+
+def interior_walk(shape: Shape, trie: TokenTrie, starts: list[tuple[int, int]], make_arcs: MakeArcs,
                   stepper_cls: StepperCls) -> list[Walk]:
-    """For each first byte ``b``: the walk of ``shape``'s interior from trie node ``depth1[b]``,
-    remembered per (trie, shape, b). Returns per byte ``(end_node, end_state, exit_node,
-    exit_state)``: token ends inside (canonical states) and the pairs that left the interior
-    (the child node read on the exit byte, the canonical state it was read from)."""
+    """For each (canonical state ``c``, first byte ``b``): the walk of ``shape``'s interior from
+    trie node ``depth1[b]`` in state ``c``, remembered per (trie, shape, c, b). Returns per
+    start ``(end_node, end_state, exit_node, exit_state)``: token ends inside (canonical
+    states) and the pairs that left the interior (the child node read on the exit byte, the
+    canonical state it was read from)."""
     memo = _MEMO.setdefault(trie, OrderedDict())
-    per_byte = memo.setdefault(shape.key, {})
+    walks = memo.setdefault(shape.key, {})
     memo.move_to_end(shape.key)
     while len(memo) > MEMO_SHAPES:
         memo.popitem(last=False)
-    todo = [int(b) for b in first_bytes if int(b) not in per_byte]
+    todo = sorted({cb for cb in starts if cb not in walks})
     if todo:
         n_states, src, byte, dst = shape.arcs()
         sink = n_states - 1
         step = stepper_cls(make_arcs(n_states, src, byte, dst), trie)
         bidx = np.arange(len(todo), dtype=np.int64)
-        node = trie.depth1[np.asarray(todo, np.int64)]
-        state = np.zeros(len(todo), np.int64)
+        node = trie.depth1[np.asarray([b for _, b in todo], np.int64)]
+        state = np.asarray([c for c, _ in todo], np.int64)
         ends, exits = [], []
         while len(node):
             has = trie.tok_ptr[node + 1] > trie.tok_ptr[node]
@@ -184,46 +222,79 @@ def interior_walk(shape: Shape, trie: TokenTrie, first_bytes: np.ndarray, make_a
             bidx, node, state = bidx[s][~out], node[~out], nxt[~out]
         e_b, e_n, e_s = (np.concatenate(x) for x in zip(*ends))
         x_b, x_n, x_s = (np.concatenate(x) for x in zip(*exits)) if exits else (np.zeros(0, np.int64),) * 3
-        for i, b in enumerate(todo):
+        for i, cb in enumerate(todo):
             a, x = e_b == i, x_b == i
-            per_byte[b] = (e_n[a], e_s[a], x_n[x], x_s[x])
-    return [per_byte[int(b)] for b in first_bytes]
+            walks[cb] = (e_n[a], e_s[a], x_n[x], x_s[x])
+    return [walks[cb] for cb in starts]
+
+
+@dataclass(frozen=True, eq=False)
+class Shared:
+    """What `share` hands the lift: blocks it walked, their interiors, the exits to walk on."""
+
+    handled: np.ndarray  # bool [NB]: blocks whose walk came from the memo
+    conts: tuple[np.ndarray, ...]  # (block, node, concrete state): pairs to walk on from the exits
+    blk_inner: np.ndarray  # int64 [NB]: interior id of each block (-1: none)
+    blk_copy: np.ndarray  # int64 [NB]: copy id of the block's state (-1: none)
+    copies: list[np.ndarray]  # per copy: members, concrete states in canonical order
+    ends: tuple[np.ndarray, ...]  # (interior id, node, canonical state): token ends inside
 
 
 def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray, make_arcs: MakeArcs,
-          stepper_cls: StepperCls) -> tuple[np.ndarray, tuple[np.ndarray, ...], tuple[np.ndarray, ...]] | None:
-    """The blocks whose walk is taken from the memo: ``(handled [NB] bool, token ends (block, node,
-    state), pairs to walk on from the exits (block, node, state))``, concrete states throughout;
-    None where the DFA is too large to look for components."""
+          stepper_cls: StepperCls) -> Shared | None:
+    """The blocks whose walk is taken from the memo, their interiors (token ends inside the
+    component, once per (shape, canonical state, first byte), in canonical states) and the
+    pairs to walk on from their exits (concrete states); None where there is nothing to share
+    or the DFA is too large to look for components."""
     roots = np.unique(blk_state)
     roots = roots[dfa.ptr[roots + 1] - dfa.ptr[roots] >= MIN_INSIDE_BYTES]  # (before the components)
     if not len(roots):
         return None
-    comp = components(dfa.num_states, dfa.src, dfa.dst)
+    comp = regions(dfa.num_states, dfa.src, dfa.byte, dfa.dst)
     if comp is None:
         return None
     roots = roots[roots_worth_sharing(dfa, comp, roots)]
-    handled = np.zeros(len(blk_byte), bool)
-    ends: list[tuple[np.ndarray, ...]] = []
-    conts: list[tuple[np.ndarray, ...]] = []
-    shapes = {r: Shape(dfa, comp, r) for r in roots.tolist()}
+    if not len(roots):
+        return None
+    by_comp: dict[int, list[int]] = {}
+    for r in roots.tolist():
+        by_comp.setdefault(int(comp[r]), []).append(r)
+    order = np.argsort(comp, kind="stable")
+    bounds = np.searchsorted(comp[order], np.arange(int(comp.max()) + 2))
+    shapes = {c: canonical_shape(dfa, comp, order[bounds[c]:bounds[c + 1]]) for c in by_comp}
     count = Counter(shape.key for shape in shapes.values())
     known: Mapping[str, object] = _MEMO.get(trie, {})
-    for r, shape in shapes.items():
+    nb = len(blk_byte)
+    handled = np.zeros(nb, bool)
+    blk_inner, blk_copy = np.full(nb, -1, np.int64), np.full(nb, -1, np.int64)
+    copies: list[np.ndarray] = []
+    inner_id: dict[tuple[str, int, int], int] = {}
+    ends: list[tuple[np.ndarray, ...]] = []
+    conts: list[tuple[np.ndarray, ...]] = []
+    for c, shape in shapes.items():
         # a shape met once, and not walked before, is cheaper walked as usual (no memo, no exits)
         if count[shape.key] < 2 and shape.key not in known:
             continue
-        blocks = np.flatnonzero(blk_state == r)
-        walks = interior_walk(shape, trie, blk_byte[blocks], make_arcs, stepper_cls)
-        for blk, (e_n, e_s, x_n, x_s) in zip(blocks.tolist(), walks):
-            ends.append((np.full(len(e_n), blk, np.int64), e_n, shape.members[e_s]))
+        canon = {s: i for i, s in enumerate(shape.members.tolist())}
+        blocks = np.flatnonzero(np.isin(blk_state, by_comp[c]))
+        starts = [(canon[int(blk_state[k])], int(blk_byte[k])) for k in blocks.tolist()]
+        walks = interior_walk(shape, trie, starts, make_arcs, stepper_cls)
+        for blk, cb, (e_n, e_s, x_n, x_s) in zip(blocks.tolist(), starts, walks):
+            key = (shape.key, *cb)
+            if key not in inner_id:
+                inner_id[key] = len(inner_id)
+                ends.append((np.full(len(e_n), inner_id[key], np.int64), e_n, e_s))
+            blk_inner[blk], blk_copy[blk] = inner_id[key], len(copies)
             nxt = dfa.step(shape.members[x_s], trie.node_byte[x_n].astype(np.int64))
             keep = nxt >= 0
             conts.append((np.full(int(keep.sum()), blk, np.int64), x_n[keep], nxt[keep]))
         handled[blocks] = True
+        copies.append(shape.members)
+    if not copies:
+        return None
     empty = (np.zeros(0, np.int64),) * 3
 
     def cat(parts: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
         return tuple(np.concatenate(x) for x in zip(*parts)) if parts else empty
 
-    return handled, cat(ends), cat(conts)
+    return Shared(handled, cat(conts), blk_inner, blk_copy, copies, cat(ends))

@@ -38,8 +38,20 @@ def build_tables(
 ) -> HardTables:
     V, S = vocab.width, fsa.num_states
     sizes = np.diff(fsa.block_ptr)
-    sb_state = np.repeat(np.arange(S), np.diff(fsa.state_block_ptr))
-    pair_size = sizes[fsa.state_block_id]
+    NB = fsa.num_blocks
+    link_state = np.repeat(np.arange(S), np.diff(fsa.state_block_ptr))
+    # (state, block) pairs: each link's block, then the exit blocks of links into shared
+    # interiors (a state's tokens are the union of both; its pairs stay contiguous).
+    has_exit = fsa.state_block_exit >= 0
+    n_links = len(link_state)
+    sb_state = np.concatenate([link_state, link_state[has_exit]])
+    sb_block = np.concatenate([fsa.state_block_id, fsa.state_block_exit[has_exit]]).astype(np.int64)
+    if has_exit.any():
+        o = np.argsort(sb_state, kind="stable")
+        sb_state, sb_block, is_link = sb_state[o], sb_block[o], o < n_links
+    else:
+        is_link = np.ones(n_links, bool)
+    pair_size = sizes[sb_block]
     dense_pairs = pair_size >= dense_min
     sparse_total = np.bincount(sb_state, weights=np.where(dense_pairs, 0, pair_size), minlength=S)
     dense_pairs |= sparse_total[sb_state] > sparse_max
@@ -47,23 +59,23 @@ def build_tables(
     # each word end) joins that row: those states keep sharing one row instead of each repeating
     # the block in its sparse list (C2: 10.3M sparse ids -> 1.7M). A row splits only where a
     # few states lack the block, so the number of rows barely grows.
-    row0, _ = _dense_combinations(sb_state[dense_pairs], fsa.state_block_id[dense_pairs], S)
+    row0, _ = _dense_combinations(sb_state[dense_pairs], sb_block[dense_pairs], S)
     row_size = np.bincount(row0, minlength=int(row0.max()) + 1)
-    key = row0[sb_state].astype(np.int64) * (fsa.num_blocks + 1) + fsa.state_block_id
+    key = row0[sb_state].astype(np.int64) * (NB + 1) + sb_block
     cand = ~dense_pairs & (row0[sb_state] > 0)
     uniq, inv, cnt = np.unique(key[cand], return_inverse=True, return_counts=True)
-    size = row_size[uniq // (fsa.num_blocks + 1)]
+    size = row_size[uniq // (NB + 1)]
     in_all = (cnt >= SHARED_FRACTION * size) & (size >= SHARED_MIN_STATES)
     dense_pairs[np.flatnonzero(cand)[in_all[inv]]] = True
 
     # Dense rows: distinct combinations of dense blocks per state (row 0 = none).
-    dstate, dblock = sb_state[dense_pairs], fsa.state_block_id[dense_pairs]
+    dstate, dblock = sb_state[dense_pairs], sb_block[dense_pairs]
     state_row, combo_blocks = _dense_combinations(dstate, dblock, S)
     dense_masks = _dense_rows(combo_blocks, fsa, V)
 
     # Sparse lists: tokens of each state's small blocks, sorted.
     sp = ~dense_pairs
-    sp_state, sp_block = sb_state[sp], fsa.state_block_id[sp]
+    sp_state, sp_block = sb_state[sp], sb_block[sp]
     lo, hi = fsa.block_ptr[sp_block], fsa.block_ptr[sp_block + 1]
     counts = hi - lo
     pos = concat_ranges(lo, hi)
@@ -80,19 +92,21 @@ def build_tables(
         width=V,
         final=fsa.final.copy(),
         dist_to_final=fsa.dist_to_final.copy(),
-        state_block_key=sb_state.astype(np.int64) * BYTE_KEYS + fsa.state_block_byte,
+        state_block_key=link_state.astype(np.int64) * BYTE_KEYS + fsa.state_block_byte,
         state_block_id=fsa.state_block_id.copy(),
         state_block_ptr=fsa.state_block_ptr.copy(),
         block_key=blk_of_entry.astype(np.int64) * V + fsa.block_tokens,
         block_next=fsa.block_next.copy(),
         block_ptr=fsa.block_ptr.copy(),
-        state_block_dense=dense_pairs,
+        state_block_dense=dense_pairs[is_link],  # the link's own block is in the state's dense row
         dense_masks=dense_masks,
         state_dense_row=state_row,
         state_sparse_ptr=sparse_ptr,
         state_sparse_tokens=toks[order].astype(np.int32),
         token_first_byte=first,
         eos_ids=np.asarray(vocab.eos_ids, dtype=np.int32),
+        state_block_offset=fsa.state_block_offset.astype(np.int64),
+        state_block_exit=fsa.state_block_exit.astype(np.int32),
     )
 
 

@@ -16,14 +16,14 @@ from functools import cached_property
 
 import numpy as np
 
-from ...fst.labels import token_to_label
-from ...fst.vector_fst import vector_fst_bytes_by_count
+from ...contract.hard import factored_fst_bytes
 from ..char_dfa import CharDFA
 from . import shared_walks
+from .array_ops import concat_ranges, csr, grouped, order_by, sorted_triples  # noqa: F401  (re-exported)
+from .assemble import Interiors, assemble
 from .token_trie import TokenTrie
 
 log = logging.getLogger(__name__)
-UNREACHABLE = np.iinfo(np.int32).max
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,6 +36,8 @@ class TokenFSA:
     state_block_ptr: np.ndarray  # int64 [S+1]
     state_block_byte: np.ndarray  # uint8 [NSB]
     state_block_id: np.ndarray  # int32 [NSB]
+    state_block_offset: np.ndarray  # int64 [NSB]: added to block_next of the link's block (a shared interior)
+    state_block_exit: np.ndarray  # int32 [NSB]: the link's exit block (absolute next states), -1 for none
     block_ptr: np.ndarray  # int64 [NB+1]
     block_tokens: np.ndarray  # int32 [NT] sorted within each block
     block_next: np.ndarray  # int32 [NT]
@@ -52,12 +54,13 @@ class TokenFSA:
     @property
     def num_arcs(self) -> int:
         """Token arcs stored (blocks counted once) plus state->block links."""
-        return len(self.block_tokens) + len(self.state_block_id)
+        return len(self.block_tokens) + len(self.state_block_id) + int((self.state_block_exit >= 0).sum())
 
     def expanded_arcs(self) -> int:
         """Arcs a flat (unfactored) token automaton would need."""
         sizes = np.diff(self.block_ptr)
-        return int(sizes[self.state_block_id].sum())
+        ex = self.state_block_exit[self.state_block_exit >= 0]
+        return int(sizes[self.state_block_id].sum() + sizes[ex].sum())
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,7 +90,7 @@ class _Arcs:
 
     @cached_property
     def ptr(self) -> np.ndarray:
-        return _csr(self.src, self.num_states)
+        return csr(self.src, self.num_states)
 
     @cached_property
     def key(self) -> np.ndarray:
@@ -129,16 +132,12 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     empty = np.zeros(0, np.int64)
     out_block, out_node, out_state = [empty], [empty], [empty]
     step = _Stepper(dfa, trie)
-    if share_walks:  # interiors of large components from the memo; the BFS goes on from their exits
-        shared = shared_walks.share(dfa, trie, blk_byte, blk_state, _Arcs.plain, _Stepper)
-        if shared is not None:
-            handled, (e_b, e_n, e_s), (c_b, c_n, c_s) = shared
-            out_block.append(e_b)
-            out_node.append(e_n)
-            out_state.append(e_s)
-            node = np.concatenate([node[~handled], c_n])
-            state = np.concatenate([state[~handled], c_s])
-            block = np.concatenate([block[~handled], c_b])
+    shared = shared_walks.share(dfa, trie, blk_byte, blk_state, _Arcs.plain, _Stepper) if share_walks else None
+    if shared is not None:  # interiors of large components from the memo; the BFS goes on from their exits
+        c_b, c_n, c_s = shared.conts
+        node = np.concatenate([node[~shared.handled], c_n])
+        state = np.concatenate([state[~shared.handled], c_s])
+        block = np.concatenate([block[~shared.handled], c_b])
     while len(node):
         has = trie.tok_ptr[node + 1] > trie.tok_ptr[node]
         out_block.append(block[has])
@@ -146,33 +145,44 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         out_state.append(state[has])
         src, node, state = step(node, state)
         block = block[src]
-    e_block = np.concatenate(out_block)
-    e_node = np.concatenate(out_node)
-    e_state = np.concatenate(out_state)
-    # Expand nodes into their token ids. Nearly every node spells one token: those are a gather;
-    # only the few with several ids (bytes shared by two ids) are expanded. The order does not
-    # matter: `_assemble` sorts the arcs.
-    first = trie.tok_ptr[e_node]
-    n_tok = trie.tok_ptr[e_node + 1] - first
-    multi = np.flatnonzero(n_tok > 1)
-    more = concat_ranges(first[multi] + 1, first[multi] + n_tok[multi])  # the ids after each first
-    tokens = np.concatenate([trie.tok_ids[first], trie.tok_ids[more]]).astype(np.int64)
-    extra = np.repeat(multi, n_tok[multi] - 1)
-    tblock = np.concatenate([e_block, e_block[extra]])
-    tnext = np.concatenate([e_state, e_state[extra]])
+    ok = None
     if allowed_tokens is not None:
         ok = np.zeros(width, bool)
         ok[allowed_tokens] = True
-        sel = ok[tokens]
-        tokens, tblock, tnext = tokens[sel], tblock[sel], tnext[sel]
+    tblock, tokens, tnext = _expand(trie, np.concatenate(out_block), np.concatenate(out_node),
+                                    np.concatenate(out_state), ok)
+    inner = None
+    if shared is not None:  # the interiors' token arcs, once per (shape, canonical state, first byte)
+        i_k, i_tok, i_rel = sorted_triples(*_expand(trie, *shared.ends, ok))
+        inner = Interiors(shared.blk_inner, shared.blk_copy, shared.copies, csr(i_k, int(shared.blk_inner.max()) + 1),
+                          i_tok, i_rel)
 
     # 3. Keep what is reachable from the start at token boundaries and can still finish.
-    fsa = _assemble(dfa, width, q_idx, b_idx, pair_block, tblock, tokens, tnext)
+    fsa = TokenFSA(**assemble(dfa, width, q_idx, b_idx, pair_block, tblock, tokens, tnext, inner))
     log.info(
         "lift: %d char states -> %d token states, %d blocks, %d token arcs stored (%d unfactored) in %.3f s",
         S, fsa.num_states, fsa.num_blocks, len(fsa.block_tokens), fsa.expanded_arcs(), time.perf_counter() - t0,
     )
     return fsa
+
+
+def _expand(trie: TokenTrie, group: np.ndarray, node: np.ndarray, state: np.ndarray,
+            ok: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(group, token id, state) of every token spelled by the trie nodes (only tokens ``ok``).
+    Nearly every node spells one token: those are a gather; only the few with several ids (bytes
+    shared by two ids) are expanded. The order does not matter: `assemble` sorts the arcs."""
+    first = trie.tok_ptr[node]
+    n_tok = trie.tok_ptr[node + 1] - first
+    multi = np.flatnonzero(n_tok > 1)
+    more = concat_ranges(first[multi] + 1, first[multi] + n_tok[multi])  # the ids after each first
+    tokens = np.concatenate([trie.tok_ids[first], trie.tok_ids[more]]).astype(np.int64)
+    extra = np.repeat(multi, n_tok[multi] - 1)
+    group = np.concatenate([group, group[extra]])
+    state = np.concatenate([state, state[extra]])
+    if ok is not None:
+        sel = ok[tokens]
+        group, tokens, state = group[sel], tokens[sel], state[sel]
+    return group, tokens, state
 
 
 class _Stepper:
@@ -216,168 +226,8 @@ class _Stepper:
         )
 
 
-def _csr(keys: np.ndarray, n: int) -> np.ndarray:
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
-    return ptr
-
-
-def _distances(final, sb_state, sb_block, e_block, e_next, nb, S) -> np.ndarray:
-    """Fewest tokens from each state to a final state (UNREACHABLE if none): a breadth-first
-    search backwards from the final states, each arc and state-block link visited once."""
-    dist = np.full(S, UNREACHABLE, np.int64)
-    seen = np.asarray(final, bool).copy()
-    dist[seen] = 0
-    blocks_by_next, next_ptr = grouped(e_next, e_block, S)
-    states_by_block, block_ptr = grouped(sb_block, sb_state, nb)
-    block_seen = np.zeros(nb, bool)
-    b_stamp, s_stamp = np.zeros(nb, np.int64), np.zeros(S, np.int64)
-    frontier, d = np.flatnonzero(seen), 0
-    while len(frontier):
-        d += 1
-        blocks = _first_seen(blocks_by_next[_ranges(next_ptr, frontier)], block_seen, b_stamp)
-        frontier = _first_seen(states_by_block[_ranges(block_ptr, blocks)], seen, s_stamp)
-        dist[frontier] = d
-    return dist
-
-
-def _reachable(start, sb_state, sb_block, e_block, e_next, nb, S) -> np.ndarray:
-    seen = np.zeros(S, bool)
-    seen[start] = True
-    blocks_by_state, sb_ptr = grouped(sb_state, sb_block, S)
-    next_by_block, e_ptr = grouped(e_block, e_next, nb)
-    frontier = np.array([start])
-    block_seen = np.zeros(nb, bool)
-    b_stamp, s_stamp = np.zeros(nb, np.int64), np.zeros(S, np.int64)
-    while len(frontier):
-        blocks = _first_seen(blocks_by_state[_ranges(sb_ptr, frontier)], block_seen, b_stamp)
-        frontier = _first_seen(next_by_block[_ranges(e_ptr, blocks)], seen, s_stamp)
-    return seen
-
-
-def _first_seen(ids: np.ndarray, seen: np.ndarray, stamp: np.ndarray) -> np.ndarray:
-    """The ids not yet ``seen``, each once (marked seen); O(len(ids)), no sort."""
-    ids = ids[~seen[ids]]
-    pos = np.arange(len(ids))
-    stamp[ids] = pos  # the last write wins: keep one occurrence of each id
-    ids = ids[stamp[ids] == pos]
-    seen[ids] = True
-    return ids
-
-
-def order_by(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
-    """``np.lexsort((minor, major))`` for non-negative ints; one argsort of a packed key when
-    both fit in 63 bits (a third of lexsort's time on millions of arcs), none when the pairs
-    are already in order."""
-    if not len(major):
-        return np.zeros(0, np.int64)
-    shift = int(minor.max()).bit_length()
-    if shift + int(major.max()).bit_length() > 63:
-        return np.lexsort((minor, major))
-    key = (major.astype(np.int64) << shift) | minor
-    if not (key[1:] < key[:-1]).any():
-        return np.arange(len(key))
-    return np.argsort(key, kind="stable")
-
-
-def grouped(keys: np.ndarray, values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(``values`` ordered by ``keys``, ties by value; CSR pointers over keys ``0..n-1``), for
-    non-negative ints. One unstable sort of packed (key, value) words where they fit in 63 bits:
-    5x faster than a stable argsort plus a gather at ten million entries."""
-    ptr = _csr(keys, n)
-    if not len(keys):
-        return np.zeros(0, np.int64), ptr
-    shift = int(values.max()).bit_length()
-    if shift + int(n).bit_length() > 63:
-        return values[np.lexsort((values, keys))].astype(np.int64), ptr
-    packed = np.sort((keys.astype(np.int64) << shift) | values)
-    return packed & ((1 << shift) - 1), ptr
-
-
-def sorted_triples(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(a, b, c)`` reordered by ``(a, b)`` (non-negative ints, pairs distinct); one sort of a
-    packed word when all three fit in 63 bits, else a lexsort."""
-    if not len(a):
-        return a, b, c
-    sb, sc = int(b.max()).bit_length(), int(c.max()).bit_length()
-    if sb + sc + int(a.max()).bit_length() > 63:
-        o = np.lexsort((b, a))
-        return a[o], b[o], c[o]
-    packed = np.sort((((a.astype(np.int64) << sb) | b) << sc) | c)
-    return packed >> (sb + sc), (packed >> sc) & ((1 << sb) - 1), packed & ((1 << sc) - 1)
-
-
-def concat_ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(lo[i], hi[i])`` for every i, without a Python loop."""
-    counts = hi - lo
-    out = np.arange(int(counts.sum()), dtype=np.int64)
-    out += np.repeat(lo - (np.cumsum(counts) - counts), counts)  # one repeat, added in place
-    return out
-
-
-def _ranges(ptr: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Positions of CSR rows ``ids`` in ``ptr``'s value arrays, concatenated."""
-    return concat_ranges(ptr[ids], ptr[ids + 1])
-
-
-def _assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next) -> TokenFSA:
-    S, nb = dfa.num_states, int(pair_block.max()) + 1 if len(pair_block) else 0
-    final = dfa.final
-    dist = _distances(final, q_idx, pair_block, e_block, e_next, nb, S)
-    alive_arc = dist[e_next] < UNREACHABLE
-    if not alive_arc.all():  # (a word list: every arc is alive; skip copying ten million arcs)
-        e_block, e_tok, e_next = e_block[alive_arc], e_tok[alive_arc], e_next[alive_arc]
-    blk_nonempty = np.bincount(e_block, minlength=nb) > 0
-    sb_keep = blk_nonempty[pair_block]
-    q_idx, b_idx, pair_block = q_idx[sb_keep], b_idx[sb_keep], pair_block[sb_keep]
-    reach = _reachable(dfa.start, q_idx, pair_block, e_block, e_next, nb, S)
-    keep_state = reach & (dist < UNREACHABLE)
-    if not keep_state[dfa.start]:
-        keep_state[:] = False
-        keep_state[dfa.start] = True  # an empty language: just the start, no arcs, not final
-    # Renumber states (start first) and blocks.
-    order = np.concatenate([[dfa.start], np.nonzero(keep_state & (np.arange(S) != dfa.start))[0]])
-    new_id = np.full(S, -1, np.int64)
-    new_id[order] = np.arange(len(order))
-    sb_keep = keep_state[q_idx]
-    q_idx, b_idx, pair_block = new_id[q_idx[sb_keep]], b_idx[sb_keep], pair_block[sb_keep]
-    used = np.zeros(nb, bool)
-    used[pair_block] = True
-    blk_new = np.full(nb, -1, np.int64)
-    blk_new[used] = np.arange(int(used.sum()))
-    pair_block = blk_new[pair_block]
-    e_keep = used[e_block]
-    if not e_keep.all():
-        e_block, e_tok, e_next = e_block[e_keep], e_tok[e_keep], e_next[e_keep]
-    e_block, e_next = blk_new[e_block], new_id[e_next]
-    nbn, Sn = int(used.sum()), len(order)
-
-    sb_order = order_by(q_idx, b_idx)
-    e_block, e_tok, e_next = sorted_triples(e_block, e_tok, e_next)
-    fin = final[order].copy()
-    d = dist[order].astype(np.int32)
-    if not (dist[dfa.start] < UNREACHABLE):
-        fin[:] = False
-    return TokenFSA(
-        width=width,
-        final=fin,
-        dist_to_final=d,
-        state_block_ptr=_csr(q_idx, Sn),
-        state_block_byte=b_idx[sb_order].astype(np.uint8),
-        state_block_id=pair_block[sb_order].astype(np.int32),
-        block_ptr=_csr(e_block, nbn),
-        block_tokens=e_tok.astype(np.int32),
-        block_next=e_next.astype(np.int32),
-        char_state=order.astype(np.int32),
-    )
-
-
 def token_fst_bytes(fsa: TokenFSA) -> bytes:
     """The factored token automaton as an OpenFst acceptor: state q --eps--> block state, and
     block state --(token id + 1)--> next state. Its language is exactly the token language."""
-    S, NB = fsa.num_states, fsa.num_blocks
-    counts = np.concatenate([np.diff(fsa.state_block_ptr), np.diff(fsa.block_ptr)])
-    final = np.concatenate([fsa.final, np.zeros(NB, bool)])
-    # Arcs in state order: every state's eps links (to S + block), then every block's tokens.
-    parts = [(0, S + fsa.state_block_id.astype(np.int64)), (token_to_label(fsa.block_tokens), fsa.block_next)]
-    return vector_fst_bytes_by_count(S + NB, 0, final, counts, parts)
+    return factored_fst_bytes(0, fsa.final, fsa.state_block_ptr, fsa.state_block_id, fsa.state_block_offset,
+                              fsa.state_block_exit, fsa.block_ptr, fsa.block_tokens.astype(np.int64), fsa.block_next)

@@ -37,6 +37,7 @@ from ...contract.progress import bank_progress, completing_first, word_progress
 from ...kernels.bitmask import or_bits_torch
 from ..identity import IdentityCache, identity_key
 from .advance import FallbackPool, advance_sets
+from .hard_lookup import hard_next
 
 __all__ = ["INF_DIST", "InputConstraints", "Tables", "light_distances", "pack_ids", "bitmask_width"]
 
@@ -157,7 +158,7 @@ class Tables:
             text_ids = next((np.flatnonzero(np.asarray(h.token_first_byte) >= 0) for h in hards), np.zeros(0, np.int64))
         text = pack_ids(text_ids, V)
         final, dist, trivial = [np.array([True, True])], [np.array([0, 0])], [np.array([True, True])]
-        sb_key, sb_id, blk_key, blk_next = [], [], [], []
+        sb_key, sb_id, blk_key, blk_next, sb_off, sb_exit = [], [], [], [], [], []
         dense, dense_row = [np.stack([free, text])], [np.array([0, 1])]
         sp_ptr, sp_tok = [np.zeros(3, dtype=np.int64)], []
         s_off, b_off, d_off, t_off = 2, 0, 2, 0
@@ -175,6 +176,10 @@ class Tables:
             trivial.append(np.zeros(S, bool))
             sb_key.append(np.asarray(h.state_block_key, np.int64) + s_off * BYTE_KEYS)
             sb_id.append(np.asarray(h.state_block_id, np.int64) + b_off)
+            # shared interiors: next = (block_next + s_off) + offset; exit blocks shift like blocks
+            sb_off.append(np.asarray(h.state_block_offset, np.int64))
+            ex = np.asarray(h.state_block_exit, np.int64)
+            sb_exit.append(np.where(ex >= 0, ex + b_off, -1))
             blk_key.append(np.asarray(h.block_key, np.int64) + b_off * V)
             blk_next.append(np.asarray(h.block_next, np.int64) + s_off)
             dm = np.asarray(h.dense_masks, np.int32)
@@ -195,6 +200,11 @@ class Tables:
         self.h_sb_id = _t(np.concatenate([cat(sb_id, np.int64), [0]]), dev)
         self.h_blk_key = _t(_sentinel(cat(blk_key, np.int64)), dev)
         self.h_blk_next = _t(np.concatenate([cat(blk_next, np.int64), [-1]]), dev)
+        off_all, exit_all = cat(sb_off, np.int64), cat(sb_exit, np.int64)
+        self.h_shared = bool(off_all.any() or (exit_all >= 0).any())  # else two searchsorted per lookup
+        if self.h_shared:
+            self.h_sb_off = _t(np.concatenate([off_all, [0]]), dev)
+            self.h_sb_exit = _t(np.concatenate([exit_all, [-1]]), dev)
         self.h_dense = _t(np.concatenate(dense, axis=0).astype(np.int32), dev)
         self.h_dense_row = _t(cat(dense_row, np.int64), dev)
         self.h_sp_ptr = _t(cat(sp_ptr, np.int64), dev)
@@ -318,17 +328,7 @@ class Tables:
     # ---- lookups -----------------------------------------------------------------------------
     def hard_next(self, h: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         """Next hard state for text tokens ``t`` in states ``h`` (same shape); -1 = disallowed."""
-        if not self.has_hard:
-            return h.clone()
-        fb = self.h_first_byte[t.clamp(min=0)]
-        key = h * BYTE_KEYS + fb
-        i = torch.searchsorted(self.h_sb_key, key)
-        hit = (self.h_sb_key[i] == key) & (fb >= 0)
-        key2 = self.h_sb_id[i] * self.V + t
-        j = torch.searchsorted(self.h_blk_key, key2)
-        hit2 = self.h_blk_key[j] == key2
-        nxt = torch.where(hit & hit2, self.h_blk_next[j], torch.full_like(h, -1))
-        return torch.where(self.h_trivial[h], h, nxt)
+        return hard_next(self, h, t) if self.has_hard else h.clone()
 
     def light_next(self, s: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         """Next light states ``[..., P]`` for tokens ``t [...]`` from states ``s [..., P]``."""

@@ -1,0 +1,212 @@
+"""The lift's last step: token arcs -> the fields of a `TokenFSA` (distances, pruning, numbering).
+
+Arcs come in two forms. **Absolute** arcs ``(block, token, next state)``, one per token per lift
+block. **Interiors** (`shared_walks`): the tokens that end inside a strongly connected component
+of the character DFA (a JSON string's interior), stored once per (component shape, canonical
+state, first byte) with the next state as a *canonical index* into the component; every copy of
+the shape lays its members out contiguously in canonical order, so a link to a shared interior
+carries the copy's first state as an offset (docs/tables.md, "Shared interiors"). The exits of
+such a block (tokens that leave the component) stay absolute, in an exit block of the link.
+
+Distances and reachability run on the distinct (block, next state) pairs: an interior adds one
+pair per distinct canonical next state, not one per token. A copy is shared only where that is
+exact: every member can still finish (else its arcs are made absolute and pruned as usual), and
+the start state is not a member. Members of a kept copy that are unreachable at token boundaries
+are kept too (no token leads to them; they only keep the copy contiguous).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .array_ops import concat_ranges, csr, grouped, order_by, ranges, sorted_triples
+
+UNREACHABLE = np.iinfo(np.int32).max
+
+
+@dataclass(frozen=True, eq=False)
+class Interiors:
+    """Token arcs of shared component interiors (see the module docstring)."""
+
+    blk_inner: np.ndarray  # int64 [NB]: the interior of each lift block, -1 for none
+    blk_copy: np.ndarray  # int64 [NB]: the copy (component) holding the block's state, -1 for none
+    copies: list[np.ndarray]  # per copy: its members (concrete states) in canonical order
+    ptr: np.ndarray  # int64 [NI+1]: CSR over the interiors' arcs
+    tok: np.ndarray  # int64: token ids, ascending within each interior
+    rel: np.ndarray  # int64: canonical index of the next state
+
+    @staticmethod
+    def none(nb: int) -> "Interiors":
+        e = np.zeros(0, np.int64)
+        return Interiors(np.full(nb, -1, np.int64), np.full(nb, -1, np.int64), [], np.zeros(1, np.int64), e, e)
+
+
+def assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next, inner: Interiors | None) -> dict:
+    """`TokenFSA` fields of the lifted arcs: keep what is reachable from the start at token
+    boundaries and can still finish; states renumbered (start = 0, each shared copy contiguous)."""
+    S, nb = dfa.num_states, int(pair_block.max()) + 1 if len(pair_block) else 0
+    final, start = dfa.final, dfa.start
+    if inner is None:
+        inner = Interiors.none(nb)
+    blk_inner, blk_copy = inner.blk_inner[:nb].copy(), inner.blk_copy[:nb]
+    sizes = np.asarray([len(m) for m in inner.copies], np.int64)
+    members = np.concatenate(inner.copies) if inner.copies else np.zeros(0, np.int64)
+    copy_off = np.cumsum(sizes) - sizes
+    copy_of = np.full(S, -1, np.int64)
+    copy_of[members] = np.repeat(np.arange(len(sizes)), sizes)
+    n_inner = len(inner.ptr) - 1
+    if n_inner:
+        blk_inner[np.diff(inner.ptr)[np.maximum(blk_inner, 0)] == 0] = -1  # an empty interior: nothing to share
+    # distinct canonical next states of each interior (the pairs the searches below walk)
+    owner = np.repeat(np.arange(n_inner), np.diff(inner.ptr))
+    width_rel = int(inner.rel.max()) + 1 if len(inner.rel) else 1
+    ukey = np.unique(owner * width_rel + inner.rel)
+    u_ptr, u_rel = csr(ukey // width_rel, n_inner), ukey % width_rel
+
+    def pseudo(bi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        h = np.flatnonzero(bi >= 0)
+        k = bi[h]
+        pos = concat_ranges(u_ptr[k], u_ptr[k + 1])
+        pb = np.repeat(h, u_ptr[k + 1] - u_ptr[k])
+        return pb, members[copy_off[blk_copy[pb]] + u_rel[pos]]
+
+    pb, pn = pseudo(blk_inner)
+    dist = _distances(final, q_idx, pair_block, np.concatenate([e_block, pb]), np.concatenate([e_next, pn]), nb, S)
+    # Copies shared exactly: every member can finish, the start is not a member. Others: absolute.
+    ok = np.ones(len(sizes), bool)
+    if len(sizes):
+        ok = np.minimum.reduceat((dist[members] < UNREACHABLE).astype(np.int8), copy_off).astype(bool)
+        if copy_of[start] >= 0:
+            ok[copy_of[start]] = False
+    undo = np.flatnonzero((blk_inner >= 0) & ~ok[np.maximum(blk_copy, 0)]) if len(sizes) else blk_inner[:0]
+    if len(undo):
+        k = blk_inner[undo]
+        pos = concat_ranges(inner.ptr[k], inner.ptr[k + 1])
+        ub = np.repeat(undo, inner.ptr[k + 1] - inner.ptr[k])
+        e_block = np.concatenate([e_block, ub])
+        e_tok = np.concatenate([e_tok, inner.tok[pos]])
+        e_next = np.concatenate([e_next, members[copy_off[blk_copy[ub]] + inner.rel[pos]]])
+        blk_inner[undo] = -1
+    alive_arc = dist[e_next] < UNREACHABLE
+    if not alive_arc.all():  # (a word list: every arc is alive; skip copying ten million arcs)
+        e_block, e_tok, e_next = e_block[alive_arc], e_tok[alive_arc], e_next[alive_arc]
+    abs_size = np.bincount(e_block, minlength=nb)
+    sb_keep = ((abs_size > 0) | (blk_inner >= 0))[pair_block]
+    q_idx, b_idx, pair_block = q_idx[sb_keep], b_idx[sb_keep], pair_block[sb_keep]
+    pb, pn = pseudo(blk_inner)
+    a_block, a_next = np.concatenate([e_block, pb]), np.concatenate([e_next, pn])
+    shared = ok.copy()  # copies still shared: kept whole once one member is reachable
+    reach = _reachable(np.array([start]), q_idx, pair_block, a_block, a_next, nb, S)
+    while len(sizes):
+        hit = np.maximum.reduceat(reach[members].astype(np.int8), copy_off).astype(bool)
+        full = np.minimum.reduceat(reach[members].astype(np.int8), copy_off).astype(bool)
+        grow = np.flatnonzero(shared & hit & ~full)
+        if not len(grow):
+            break
+        seeds = concat_ranges(copy_off[grow], copy_off[grow] + sizes[grow])
+        reach = _reachable(members[seeds], q_idx, pair_block, a_block, a_next, nb, S, seen=reach)
+    keep_state = reach & (dist < UNREACHABLE)
+    if not keep_state[start]:
+        keep_state[:] = False
+        keep_state[start] = True  # an empty language: just the start, no arcs, not final
+    kept_copy = np.zeros(len(sizes), bool)
+    if len(sizes):
+        kept_copy = shared & np.maximum.reduceat(keep_state[members].astype(np.int8), copy_off).astype(bool)
+    in_kept = np.zeros(S, bool)
+    in_kept[members[np.repeat(kept_copy, sizes)]] = True
+    # Renumber states: start first, then the other states, then each kept copy in canonical order.
+    plain = np.nonzero(keep_state & ~in_kept & (np.arange(S) != start))[0]
+    order = np.concatenate([[start], plain, members[np.repeat(kept_copy, sizes)]]).astype(np.int64)
+    new_id = np.full(S, -1, np.int64)
+    new_id[order] = np.arange(len(order))
+    base = new_id[members[copy_off]] if len(sizes) else np.zeros(1, np.int64)  # each copy's first state
+    sb_keep = keep_state[q_idx]
+    q_idx, b_idx, pair_block = new_id[q_idx[sb_keep]], b_idx[sb_keep], pair_block[sb_keep]
+    # Blocks: the absolute parts first (in lift order), then the shared interiors.
+    is_sh = blk_inner[pair_block] >= 0
+    abs_used = np.zeros(nb, bool)
+    abs_used[pair_block[abs_size[pair_block] > 0]] = True
+    blk_new = np.full(nb, -1, np.int64)
+    nabs = int(abs_used.sum())
+    blk_new[abs_used] = np.arange(nabs)
+    inner_used = np.zeros(n_inner, bool)
+    inner_used[blk_inner[pair_block[is_sh]]] = True
+    inner_new = np.full(n_inner + 1, -1, np.int64)  # (index -1: no interior)
+    inner_new[:n_inner][inner_used] = nabs + np.arange(int(inner_used.sum()))
+    sb_id = np.where(is_sh, inner_new[blk_inner[pair_block]], blk_new[pair_block])
+    sb_off = np.where(is_sh, base[np.maximum(blk_copy[pair_block], 0)], 0)
+    sb_exit = np.where(is_sh & (abs_size[pair_block] > 0), blk_new[pair_block], -1)
+    e_keep = abs_used[e_block]
+    if not e_keep.all():
+        e_block, e_tok, e_next = e_block[e_keep], e_tok[e_keep], e_next[e_keep]
+    e_block, e_next = blk_new[e_block], new_id[e_next]
+    e_block, e_tok, e_next = sorted_triples(e_block, e_tok, e_next)
+    used_k = np.flatnonzero(inner_used)
+    pos = concat_ranges(inner.ptr[used_k], inner.ptr[used_k + 1])
+    block_ptr = csr(e_block, nabs)
+    block_ptr = np.concatenate([block_ptr, len(e_tok) + np.cumsum(np.diff(inner.ptr)[used_k])])
+
+    Sn = len(order)
+    sb_order = order_by(q_idx, b_idx)
+    fin = final[order].copy()
+    if not (dist[start] < UNREACHABLE):
+        fin[:] = False
+    return dict(
+        width=width,
+        final=fin,
+        dist_to_final=dist[order].astype(np.int32),
+        state_block_ptr=csr(q_idx, Sn),
+        state_block_byte=b_idx[sb_order].astype(np.uint8),
+        state_block_id=sb_id[sb_order].astype(np.int32),
+        state_block_offset=sb_off[sb_order].astype(np.int64),
+        state_block_exit=sb_exit[sb_order].astype(np.int32),
+        block_ptr=block_ptr.astype(np.int64),
+        block_tokens=np.concatenate([e_tok, inner.tok[pos]]).astype(np.int32),
+        block_next=np.concatenate([e_next, inner.rel[pos]]).astype(np.int32),
+        char_state=order.astype(np.int32),
+    )
+
+
+def _distances(final, sb_state, sb_block, e_block, e_next, nb, S) -> np.ndarray:
+    """Fewest tokens from each state to a final state (UNREACHABLE if none): a breadth-first
+    search backwards from the final states, each arc and state-block link visited once."""
+    dist = np.full(S, UNREACHABLE, np.int64)
+    seen = np.asarray(final, bool).copy()
+    dist[seen] = 0
+    blocks_by_next, next_ptr = grouped(e_next, e_block, S)
+    states_by_block, block_ptr = grouped(sb_block, sb_state, nb)
+    block_seen = np.zeros(nb, bool)
+    b_stamp, s_stamp = np.zeros(nb, np.int64), np.zeros(S, np.int64)
+    frontier, d = np.flatnonzero(seen), 0
+    while len(frontier):
+        d += 1
+        blocks = _first_seen(blocks_by_next[ranges(next_ptr, frontier)], block_seen, b_stamp)
+        frontier = _first_seen(states_by_block[ranges(block_ptr, blocks)], seen, s_stamp)
+        dist[frontier] = d
+    return dist
+
+
+def _reachable(seeds, sb_state, sb_block, e_block, e_next, nb, S, seen: np.ndarray | None = None) -> np.ndarray:
+    """States reachable from ``seeds`` (added to ``seen``, whose states count as walked)."""
+    seen = np.zeros(S, bool) if seen is None else seen.copy()
+    seen[seeds] = True
+    blocks_by_state, sb_ptr = grouped(sb_state, sb_block, S)
+    next_by_block, e_ptr = grouped(e_block, e_next, nb)
+    frontier = np.asarray(seeds, np.int64)
+    block_seen = np.zeros(nb, bool)
+    b_stamp, s_stamp = np.zeros(nb, np.int64), np.zeros(S, np.int64)
+    while len(frontier):
+        blocks = _first_seen(blocks_by_state[ranges(sb_ptr, frontier)], block_seen, b_stamp)
+        frontier = _first_seen(next_by_block[ranges(e_ptr, blocks)], seen, s_stamp)
+    return seen
+
+
+def _first_seen(ids: np.ndarray, seen: np.ndarray, stamp: np.ndarray) -> np.ndarray:
+    """The ids not yet ``seen``, each once (marked seen); O(len(ids)), no sort."""
+    ids = ids[~seen[ids]]
+    pos = np.arange(len(ids))
+    stamp[ids] = pos  # the last write wins: keep one occurrence of each id
+    ids = ids[stamp[ids] == pos]
+    seen[ids] = True
+    return ids

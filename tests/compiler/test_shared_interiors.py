@@ -1,0 +1,114 @@
+"""Shared interiors (docs/tables.md): the token arcs of a recurring component (a JSON string's
+interior) are stored once with relative next states, and each copy's links carry an offset and
+an exit block. The token language must be exactly the plain lift's.
+
+Oracle: the plain lift (`share_walks=False`, itself checked against regular expressions in
+test_lift_exact.py), walked in lockstep with the shared one (`shared_oracle`): the same
+finality, distances, allowed tokens and mask rows along every token path; pynini's
+equivalence of the two OpenFst exports; an artifact round trip.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pynini
+import pytest
+from shared_oracle import assert_same_language
+
+import fstbeam
+from fstbeam.compiler.char_dfa import fst_to_dfa
+from fstbeam.compiler.hard import shared_walks
+from fstbeam.compiler.hard.tables import build_tables
+from fstbeam.compiler.hard.token_fsa import lift
+from fstbeam.compiler.hard.token_trie import token_trie
+from fstbeam.compiler.structured.json_schema import json_schema_fst
+from fstbeam.compiler.structured.regex import regex_fst
+from fstbeam.contract.compiled import load_constraints
+from fstbeam.contract.vocab import Vocab
+
+PIECES = [chr(c) for c in range(32, 127)] + [
+    '"a', "ab", '",', '":"', "é", "\\n", '"}', 'a"', "b\\", '{"', ' "x', '"]', "é\"", "\\u00", "bb", '"b":',
+]
+SCHEMAS = [
+    {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+     "required": ["a", "b"], "additionalProperties": False},
+    {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+    {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string"}},
+                                      "b": {"type": "array", "items": {"type": "string"}}, "c": {"type": "string"}},
+     "required": ["a"], "additionalProperties": False},
+    {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},  # free properties, any JSON
+]
+
+
+def vocab_of(byte_fallback: bool) -> Vocab:
+    """Printable ASCII plus multi-character tokens; with ``byte_fallback`` every byte >= 0x80
+    too (else the UTF-8 continuation states are dead at token level: no token starts there)."""
+    raw = [p.encode() for p in PIECES] + ([bytes([c]) for c in range(128, 256)] if byte_fallback else [])
+    return Vocab.from_dict(dict(enumerate(raw)), eos_ids=[len(raw)], name=f"interiors-{byte_fallback}")
+
+
+@pytest.fixture(autouse=True)
+def fresh_memo(monkeypatch):
+    monkeypatch.setattr(shared_walks, "_MEMO", shared_walks.weakref.WeakKeyDictionary())
+
+
+def both(dfa, vocab):
+    trie = token_trie(vocab)
+    plain = lift(dfa, trie, vocab.width, share_walks=False)
+    shared = lift(dfa, trie, vocab.width, share_walks=True)
+    tables = [build_tables(f, vocab, dense_min=3, sparse_max=4) for f in (plain, shared)]
+    return plain, shared, tables
+
+
+def schema_dfa(schema):
+    return fst_to_dfa(pynini.connect(json_schema_fst(schema, max_depth=2)))
+
+
+@pytest.mark.parametrize("byte_fallback", [True, False])
+@pytest.mark.parametrize("schema", SCHEMAS, ids=["two-strings", "array", "nested", "free"])
+def test_schema_languages_are_the_plain_lift(schema, byte_fallback):
+    vocab = vocab_of(byte_fallback)
+    plain, shared, (tp, ts) = both(schema_dfa(schema), vocab)
+    assert_same_language(tp, ts, max_pairs=20_000)
+    if byte_fallback:  # each schema has two string interiors or more: they are shared
+        assert ts.shared
+        assert len(shared.block_tokens) < len(plain.block_tokens)
+    else:  # continuation members cannot finish: those copies fall back to absolute blocks
+        assert not ts.shared
+
+
+def test_regex_and_grammar_languages_are_the_plain_lift():
+    vocab = vocab_of(True)
+    rx = fst_to_dfa(pynini.connect(regex_fst('"[^"]*"(,"[^"]*")*')))
+    inner = pynini.union(*(pynini.accep(c, token_type="byte") for c in "ab\"é"))
+    field = pynini.accep("<", token_type="byte") + pynini.closure(inner) + pynini.accep(">", token_type="byte")
+    grammar = fst_to_dfa(pynini.connect(pynini.determinize((field + field + field).optimize()).minimize()))
+    for dfa in (rx, grammar):
+        _, _, (tp, ts) = both(dfa, vocab)
+        assert_same_language(tp, ts)
+
+
+def test_the_openfst_export_is_equivalent():
+    vocab = vocab_of(True)
+    _, shared, (tp, ts) = both(schema_dfa(SCHEMAS[0]), vocab)
+    assert ts.shared and (shared.state_block_exit >= 0).any()  # tokens that close a string: exits
+
+    def dfa(data: bytes) -> pynini.Fst:
+        f = pynini.Fst.read_from_string(data)
+        assert f.verify()
+        return pynini.determinize(f.rmepsilon()).minimize()
+
+    assert pynini.equivalent(dfa(tp.token_fst()), dfa(ts.token_fst()))
+
+
+def test_artifact_round_trip_keeps_shared_tables(tmp_path):
+    vocab = vocab_of(True)
+    cc = fstbeam.compile_constraints(json_schema=SCHEMAS[0], tokenizer=vocab)
+    assert cc.hard.shared
+    path = tmp_path / "s.fstbeam"
+    cc.save(path)
+    back = load_constraints(path, tokenizer=vocab)
+    for name, arr in cc.hard.arrays().items():
+        assert np.array_equal(arr, back.hard.arrays()[name]), name
+    assert_same_language(cc.hard, back.hard)
+    plain = build_tables(lift(schema_dfa(SCHEMAS[0]), token_trie(vocab), vocab.width, share_walks=False), vocab)
+    assert_same_language(plain, back.hard)
