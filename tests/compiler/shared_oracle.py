@@ -40,3 +40,44 @@ def assert_same_language(a: HardTables, b: HardTables, *, max_pairs: int = 200_0
                 todo.append((na, nb))
         assert len(seen) <= max_pairs
     return len(seen)
+
+
+def transitions(h: HardTables, q: int) -> tuple[np.ndarray, np.ndarray]:
+    """(allowed text tokens ascending, their next states) of ``q``, vectorised: each link's exit
+    block (absolute), then its block's tokens not in the exit (next + the link's offset)."""
+    V = h.width
+    lo, hi = int(h.state_block_ptr[q]), int(h.state_block_ptr[q + 1])
+    toks, nxt = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for i in range(lo, hi):
+        b, e, off = int(h.state_block_id[i]), int(h.state_block_exit[i]), int(h.state_block_offset[i])
+        bt = h.block_key[h.block_ptr[b]:h.block_ptr[b + 1]] % V
+        bn = h.block_next[h.block_ptr[b]:h.block_ptr[b + 1]].astype(np.int64) + off
+        if e >= 0:
+            et = h.block_key[h.block_ptr[e]:h.block_ptr[e + 1]] % V
+            keep = ~np.isin(bt, et)
+            bt, bn = np.concatenate([bt[keep], et]), np.concatenate([bn[keep], h.block_next[h.block_ptr[e]:h.block_ptr[e + 1]]])
+        toks.append(bt)
+        nxt.append(bn)
+    t, n = np.concatenate(toks), np.concatenate(nxt)
+    o = np.argsort(t, kind="stable")
+    return t[o], n[o]
+
+
+def assert_same_language_fast(a: HardTables, b: HardTables) -> int:
+    """`assert_same_language` for large vocabularies: whole transition rows per state pair (no
+    per-token lookups); mask rows are compared with the allowed tokens too."""
+    seen = {(a.start, b.start)}
+    todo = [(a.start, b.start)]
+    while todo:
+        qa, qb = todo.pop()
+        assert bool(a.final[qa]) == bool(b.final[qb]), (qa, qb)
+        assert int(a.dist_to_final[qa]) == int(b.dist_to_final[qb]), (qa, qb)
+        ta, na = transitions(a, qa)
+        tb, nb = transitions(b, qb)
+        assert np.array_equal(ta, tb), (qa, qb)
+        assert np.array_equal(mask_tokens(b, qb), tb), qb
+        for pair in set(zip(na.tolist(), nb.tolist())) - seen:
+            seen.add(pair)
+            todo.append(pair)
+    assert len({p[0] for p in seen}) == len(seen) == len({p[1] for p in seen})  # a bijection
+    return len(seen)

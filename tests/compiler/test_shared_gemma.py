@@ -1,0 +1,45 @@
+"""Shared interiors on the real Gemma 3 tokenizer (262,144 ids): development-sample schemas with
+free properties (strings at every depth) lift to exactly the plain lift's token language, with
+far fewer stored arcs. Oracle: the plain lift, walked in lockstep (`shared_oracle`)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pynini
+import pytest
+
+from fstbeam.compiler.char_dfa import fst_to_dfa
+from fstbeam.compiler.hard import shared_walks
+from fstbeam.compiler.hard.tables import build_tables
+from fstbeam.compiler.hard.token_fsa import lift
+from fstbeam.compiler.structured.json_schema import json_schema_fst
+from shared_oracle import assert_same_language_fast
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "data" / "jsonschemabench_dev"
+NAMES = ["Glaiveai2K---calculate_area_d97996ce", "Github_easy---o21083"]
+
+
+@pytest.fixture(scope="module")
+def gemma():
+    import fstbeam
+
+    cc = fstbeam.compile_constraints(words=["warm"], tokenizer="default")
+    from fstbeam.compiler.hard.token_trie import token_trie
+
+    return cc.vocab, token_trie(cc.vocab)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_gemma_schema_lifts_to_the_plain_language(gemma, name, monkeypatch):
+    path = SAMPLE / f"{name}.json"
+    if not path.exists():
+        pytest.skip(f"the development sample is not at {SAMPLE}")
+    monkeypatch.setattr(shared_walks, "_MEMO", shared_walks.weakref.WeakKeyDictionary())
+    vocab, trie = gemma
+    dfa = fst_to_dfa(pynini.connect(json_schema_fst(json.loads(path.read_text())["schema"])))
+    plain = lift(dfa, trie, vocab.width, share_walks=False)
+    shared = lift(dfa, trie, vocab.width, share_walks=True)
+    assert len(shared.block_tokens) * 5 < len(plain.block_tokens)
+    assert_same_language_fast(build_tables(plain, vocab), build_tables(shared, vocab))
