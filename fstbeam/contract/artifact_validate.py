@@ -29,7 +29,10 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TypeAlias
 import numpy as np
 
 from ..errors import ArtifactCorruptError, ArtifactError
-from .table_checks import check_against_vocab, check_hard, check_light, corrupt  # noqa: F401  (re-exported)
+from .table_checks import check_against_vocab as check_against_vocab  # re-exported: step 5 (docstring)
+from .table_checks import check_hard as check_hard
+from .table_checks import check_light as check_light
+from .table_checks import corrupt as corrupt
 
 if TYPE_CHECKING:
     pass

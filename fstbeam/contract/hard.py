@@ -36,8 +36,8 @@ class HardTables:
     eos_ids: np.ndarray
     # Shared interiors (docs/tables.md): per link, the offset added to its block's next states
     # and its exit block (-1: none). Absent (older artifacts, word lists): zeros and -1.
-    state_block_offset: np.ndarray = field(default=None)  # type: ignore[assignment]
-    state_block_exit: np.ndarray = field(default=None)  # type: ignore[assignment]
+    state_block_offset: np.ndarray = field(default=None)  # type: ignore[arg-type]
+    state_block_exit: np.ndarray = field(default=None)  # type: ignore[arg-type]
 
     ARRAYS = (
         "final", "dist_to_final", "state_block_key", "state_block_id", "state_block_ptr", "block_key",

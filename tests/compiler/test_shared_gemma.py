@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pynini
 import pytest
+from shared_oracle import assert_same_language_fast
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
 from fstbeam.compiler.hard import shared_walks
 from fstbeam.compiler.hard.tables import build_tables
 from fstbeam.compiler.hard.token_fsa import lift
 from fstbeam.compiler.structured.json_schema import json_schema_fst
-from shared_oracle import assert_same_language_fast
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "data" / "jsonschemabench_dev"

@@ -9,6 +9,8 @@ equivalence of the two OpenFst exports; an artifact round trip.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pynini
 import pytest
@@ -23,7 +25,9 @@ from fstbeam.compiler.hard.token_trie import token_trie
 from fstbeam.compiler.structured.json_schema import json_schema_fst
 from fstbeam.compiler.structured.regex import regex_fst
 from fstbeam.contract.compiled import load_constraints
+from fstbeam.contract.table_checks import check_hard
 from fstbeam.contract.vocab import Vocab
+from fstbeam.errors import ArtifactCorruptError
 
 PIECES = [chr(c) for c in range(32, 127)] + [
     '"a', "ab", '",', '":"', "é", "\\n", '"}', 'a"', "b\\", '{"', ' "x', '"]', "é\"", "\\u00", "bb", '"b":',
@@ -112,3 +116,21 @@ def test_artifact_round_trip_keeps_shared_tables(tmp_path):
     assert_same_language(cc.hard, back.hard)
     plain = build_tables(lift(schema_dfa(SCHEMAS[0]), token_trie(vocab), vocab.width, share_walks=False), vocab)
     assert_same_language(plain, back.hard)
+
+
+def test_the_loader_refuses_broken_shared_links():
+    vocab = vocab_of(True)
+    _, _, (_, ts) = both(schema_dfa(SCHEMAS[0]), vocab)
+    V, S, NB = vocab.width, ts.num_states, len(ts.block_ptr) - 1
+    check_hard(ts, V, vocab.eos_ids, "t.fstbeam")  # as built: accepted
+    i = int(np.flatnonzero(ts.state_block_exit >= 0)[0])
+    cases = {
+        "offset takes": ("state_block_offset", S - 1),
+        r"state_block_exit must lie in \[-1": ("state_block_exit", NB),
+        "shares tokens": ("state_block_exit", int(ts.state_block_id[i])),
+    }
+    for message, (name, value) in cases.items():
+        arr = getattr(ts, name).copy()
+        arr[i] = value
+        with pytest.raises(ArtifactCorruptError, match=message):
+            check_hard(dataclasses.replace(ts, **{name: arr}), V, vocab.eos_ids, "t.fstbeam")

@@ -1,16 +1,19 @@
-"""Trie walks shared between the lift's blocks (`token_fsa.lift`).
+"""Trie walks and token arcs shared between the lift's blocks (`token_fsa.lift`).
 
 The lift walks the tokenizer's byte trie from each block's state ``r``. Until the walk leaves the
-strongly connected component (SCC) of ``r`` in the character DFA, what it meets depends only on
-the component's shape as seen from ``r``, not on where its exits lead. A JSON string's interior
-(any character, the escapes, UTF-8 continuations) has the same shape in every string field of
-every schema, and its walk over a large vocabulary visits nearly the whole trie: it is walked once
-per tokenizer and shape (kept with the trie for the process), and each field then costs only the
-tokens that leave the interior (those with a closing quote), walked on from the concrete exit.
+*region* of ``r`` in the character DFA (its strongly connected component, cut finer inside large
+components: `regions`), what it meets depends only on the region's shape, not on where its exits
+lead. A JSON string's interior (any character, UTF-8 continuations) has the same shape in every
+string field of every schema, and its walk over a large vocabulary visits nearly the whole trie:
+it is walked once per tokenizer and shape (kept with the trie for the process), and each field
+then costs only the tokens that leave the interior (those with a closing quote), walked on from
+the concrete exit.
 
-A shape is the component's arcs numbered canonically from ``r`` (breadth first, bytes in order),
-exits marked by byte only; two roots with the same shape have isomorphic interiors, so the memo's
-end states map back to concrete states through each root's own numbering.
+A shape is the region's arcs numbered canonically (breadth first from the member whose own shape
+hashes smallest, bytes in order), exits marked by byte only; two copies with the same shape are
+isomorphic with the same numbering, so the tokens that end inside are kept once per (shape,
+canonical state, first byte) with canonical next states (`assemble.Interiors`), and each copy's
+states are laid out contiguously in that order (docs/tables.md, "Shared interiors").
 """
 from __future__ import annotations
 
