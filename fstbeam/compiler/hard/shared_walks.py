@@ -225,8 +225,12 @@ def interior_walk(shape: Shape, trie: TokenTrie, starts: list[tuple[int, int]], 
             bidx, node, state = bidx[s][~out], node[~out], nxt[~out]
         e_b, e_n, e_s = (np.concatenate(x) for x in zip(*ends))
         x_b, x_n, x_s = (np.concatenate(x) for x in zip(*exits)) if exits else (np.zeros(0, np.int64),) * 3
+        eo, xo = np.argsort(e_b, kind="stable"), np.argsort(x_b, kind="stable")
+        ecut = np.searchsorted(e_b[eo], np.arange(len(todo) + 1))
+        xcut = np.searchsorted(x_b[xo], np.arange(len(todo) + 1))
+        e_n, e_s, x_n, x_s = e_n[eo], e_s[eo], x_n[xo], x_s[xo]
         for i, cb in enumerate(todo):
-            a, x = e_b == i, x_b == i
+            a, x = slice(ecut[i], ecut[i + 1]), slice(xcut[i], xcut[i + 1])
             walks[cb] = (e_n[a], e_s[a], x_n[x], x_s[x])
     return [walks[cb] for cb in starts]
 
@@ -273,7 +277,11 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
     copies: list[np.ndarray] = []
     inner_id: dict[tuple[str, int, int], int] = {}
     ends: list[tuple[np.ndarray, ...]] = []
-    conts: list[tuple[np.ndarray, ...]] = []
+    x_nodes: list[np.ndarray] = []  # exits of every block, walked on below in one step
+    x_canon: list[np.ndarray] = []
+    x_len: list[int] = []
+    x_blocks: list[int] = []
+    member_off = 0
     for c, shape in shapes.items():
         # a shape met once, and not walked before, is cheaper walked as usual (no memo, no exits)
         if count[shape.key] < 2 and shape.key not in known:
@@ -288,11 +296,13 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
                 inner_id[key] = len(inner_id)
                 ends.append((np.full(len(e_n), inner_id[key], np.int64), e_n, e_s))
             blk_inner[blk], blk_copy[blk] = inner_id[key], len(copies)
-            nxt = dfa.step(shape.members[x_s], trie.node_byte[x_n].astype(np.int64))
-            keep = nxt >= 0
-            conts.append((np.full(int(keep.sum()), blk, np.int64), x_n[keep], nxt[keep]))
+            x_nodes.append(x_n)
+            x_canon.append(x_s + member_off)
+            x_len.append(len(x_n))
+            x_blocks.append(blk)
         handled[blocks] = True
         copies.append(shape.members)
+        member_off += len(shape.members)
     if not copies:
         return None
     empty = (np.zeros(0, np.int64),) * 3
@@ -300,4 +310,10 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
     def cat(parts: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
         return tuple(np.concatenate(x) for x in zip(*parts)) if parts else empty
 
-    return Shared(handled, cat(conts), blk_inner, blk_copy, copies, cat(ends))
+    # the exits: the child node read on the exit byte from the concrete state, walked on as usual
+    x_n = np.concatenate(x_nodes).astype(np.int64)
+    nxt = dfa.step(np.concatenate(copies)[np.concatenate(x_canon)], trie.node_byte[x_n].astype(np.int64))
+    keep = nxt >= 0
+    x_b = np.repeat(np.asarray(x_blocks, np.int64), np.asarray(x_len, np.int64))
+    conts = (x_b[keep], x_n[keep], nxt[keep])
+    return Shared(handled, conts, blk_inner, blk_copy, copies, cat(ends))

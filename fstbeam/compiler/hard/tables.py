@@ -136,18 +136,33 @@ def _dense_combinations(dstate: np.ndarray, dblock: np.ndarray, S: int) -> tuple
 def _dense_rows(combo_blocks: list[np.ndarray], fsa: TokenFSA, V: int) -> np.ndarray:
     """Bit rows: the OR of each combination's blocks. Each row's tokens are marked in one reused
     bool row and packed once (packing every block into its own 32 KiB row first cost a gigabyte
-    of zeroed rows at a million words)."""
+    of zeroed rows at a million words). The shared-interior blocks of a row (a string's ~250k
+    tokens, the same in every copy) are packed once per distinct set and OR-ed in."""
     width = bitmask_width(V)
     masks = np.zeros((len(combo_blocks), width), dtype=np.int32)
     marks = np.zeros(width * 32, dtype=bool)  # packs to exactly ``width`` words
     ptr, toks = fsa.block_ptr, fsa.block_tokens
+    shared_blocks = set(fsa.state_block_id[fsa.state_block_offset > 0].tolist())
+    packed: dict[tuple[int, ...], np.ndarray] = {}
+
+    def pack(blocks: list[int]) -> np.ndarray:
+        marks[:] = False
+        for b in blocks:
+            marks[toks[ptr[b]:ptr[b + 1]]] = True
+        return pack_bool_mask(marks)
+
     for row, blocks in enumerate(combo_blocks):
         if not len(blocks):
             continue
-        marks[:] = False
-        for b in blocks.tolist():
-            marks[toks[ptr[b]:ptr[b + 1]]] = True
-        masks[row] = pack_bool_mask(marks)
+        ids = blocks.tolist()
+        inner = tuple(sorted(b for b in ids if b in shared_blocks))
+        rest = [b for b in ids if b not in shared_blocks]
+        if len(inner) > 1:
+            if inner not in packed:
+                packed[inner] = pack(list(inner))
+            masks[row] = packed[inner] | pack(rest) if rest else packed[inner]
+        else:
+            masks[row] = pack(ids)
     return masks
 
 
