@@ -141,6 +141,8 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next, inner
     if not e_keep.all():
         e_block, e_tok, e_next = e_block[e_keep], e_tok[e_keep], e_next[e_keep]
     e_block, e_next = blk_new[e_block], new_id[e_next]
+    if len(e_next) and int(e_next.min()) < 0:  # every kept arc leads to a kept state (see above)
+        raise AssertionError("lift: a kept token arc leads to a dropped state")
     e_block, e_tok, e_next = sorted_triples(e_block, e_tok, e_next)
     used_k = np.flatnonzero(inner_used)
     pos = concat_ranges(inner.ptr[used_k], inner.ptr[used_k + 1])
