@@ -37,10 +37,10 @@ from .model.packed_model import check_mode as check_packed_mode
 from .presets import config_overrides, preset_for_format, search_config
 from .results import GenerationResult
 from .search.engine import RawResult, Request, SearchEngine
-from .search.stops import StopRule
 from .search.length_target import query_tokens
+from .search.stops import StopRule
 from .search.tables import InputConstraints
-from .stop_rules import empty_reason, hypotheses, ends_at_line, numbered, runs_by_stop
+from .stop_rules import empty_reason, ends_at_line, hypotheses, numbered, runs_by_stop
 from .structured_check import check_result
 from .templates import check_format
 from .templates import prompt_format as expand_format
