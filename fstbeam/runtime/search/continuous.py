@@ -112,7 +112,7 @@ class ContinuousEngine(SearchEngine):
 
     on_step: Callable[[int], None] | None = None
 
-    def __init__(self, adapter, config, *, eos_ids, device, lock: threading.Lock | None = None):
+    def __init__(self, adapter, config, *, eos_ids, device, lock: contextlib.AbstractContextManager | None = None):
         # Several engines (one per search setting) may share one model: the model calls and the
         # search step take ``lock`` (the adapter routes packed weights by patching the model's
         # layers, and the output head reuses one logits buffer).
