@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from ..runtime.config import SearchConfig
 from ..runtime.search.continuous import ContinuousEngine, RequestSource, Ticket
+from .cancel import Cancellable, CompileCancelled
 from .errors import RequestError
 
 __all__ = ["ServeEngine", "Job"]
@@ -188,28 +189,41 @@ class ServeEngine:
         def run():
             t0 = time.perf_counter()
             hit = self.store.cached(_key(body))
-            cc = compile_request(body, self.store)
+            try:
+                cc = compile_request(body, self.store)
+            except CompileCancelled:
+                log.info("compile stopped after %.2f s: its request ran out of time", time.perf_counter() - t0)
+                raise
             if hit is None:
                 self.metrics.compile_s.observe(time.perf_counter() - t0)
             return cc
 
         lane = self._quick if self.store.cached(_key(body)) is not None or _small(body) else self._compiler
-        return await self._await(loop.run_in_executor(lane, run), self.config.limits.compile_timeout_s,
+        task = Cancellable(run)  # stopped part-way when its request gives up on it (cancel.py)
+        return await self._await(loop.run_in_executor(lane, task), self.config.limits.compile_timeout_s,
                                  "compiling the constraints took longer than this server's compile budget "
                                  f"({self.config.limits.compile_timeout_s:g} s): use fewer or shorter phrases, or store "
-                                 "them once with POST /v1/constraints and refer to the artifact")
+                                 "them once with POST /v1/constraints and refer to the artifact", task.cancel)
 
-    async def _await(self, fut, budget: float, too_slow: str):
-        """``fut``'s result; 504 after ``budget`` seconds, 503 once the server stops (the work
-        itself finishes in its thread, and its result is cached)."""
+    async def _await(self, fut, budget: float, too_slow: str, give_up=None):
+        """``fut``'s result; 504 after ``budget`` seconds, 503 once the server stops; ``give_up``
+        is called then (and when the caller is cancelled: its request's own time limit), to stop
+        the work in its thread (:mod:`.cancel`); without it the work finishes there."""
         if self._stop is None:
             self._stop = asyncio.get_running_loop().create_future()
             if self.stopped:
                 self._stop.set_result(None)
         fut.add_done_callback(lambda f: f.cancelled() or f.exception())  # an abandoned one's error is not "unretrieved"
-        done, _ = await asyncio.wait({fut, self._stop}, timeout=budget, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            done, _ = await asyncio.wait({fut, self._stop}, timeout=budget, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            if give_up is not None:
+                give_up()
+            raise
         if fut in done:
             return fut.result()
+        if give_up is not None:
+            give_up()
         if self._stop in done:
             raise RequestError(503, "the server shut down before this request finished: retry it")
         raise RequestError(504, too_slow, "constraints")
