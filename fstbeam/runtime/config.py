@@ -62,7 +62,7 @@ def _stop_strings(value: object) -> tuple[str, ...]:
     if isinstance(value, (bytes, dict)) or not hasattr(value, "__iter__"):
         raise DecodeError(f"stop must be a list of strings (got {value!r:.60})")
     out: list[str] = []
-    for s in value:  # type: ignore[union-attr]
+    for s in value:
         if not isinstance(s, str) or not s:
             raise DecodeError(f"stop must be a list of non-empty strings, not {s!r:.60}: leave out the empty ones")
         try:
