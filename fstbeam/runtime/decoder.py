@@ -369,8 +369,7 @@ class Decoder:
                 texts[i] = p if isinstance(p, str) else None
                 yield self.request(i, p, inp, max_new_tokens, want_query=cfg.length_ratio is not None, stop=cfg.stop)
 
-        # stop strings: the pool keeps the beam's outputs, for the n best *distinct* texts (stop_rules.hypotheses)
-        search = replace(cfg, nbest=cfg.beam_size) if cfg.stop else cfg
+        search = replace(cfg, nbest=cfg.beam_size) if cfg.stop else cfg  # stop: n distinct of the beam's outputs
         engine = SearchEngine(self.adapter, search, eos_ids=eos_ids, device=self.device)
         self.last_stats = engine.stats
         with torch.inference_mode():

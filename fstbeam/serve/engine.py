@@ -11,6 +11,7 @@ decoding.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import dataclasses
 import itertools
 import logging
@@ -18,13 +19,13 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Callable, Generic, TypeVar
 
 from ..runtime.config import SearchConfig
 from ..runtime.search.continuous import ContinuousEngine, RequestSource, Ticket
-from .cancel import Cancellable, CompileCancelled
 from .errors import RequestError
 
-__all__ = ["ServeEngine", "Job"]
+__all__ = ["ServeEngine", "Job", "FairLock", "Cancellable", "CompileCancelled"]
 
 log = logging.getLogger("fstbeam.serve")
 
@@ -130,6 +131,58 @@ class Worker:
             job.post("error", RequestError(500, why))
 
 
+# ---- compiles that can be stopped part-way ------------------------------------------------------
+# A Python thread cannot be killed, but it can be sent an exception: ``Cancellable.cancel`` raises
+# :class:`CompileCancelled` in the thread running the work, at its next Python step (between the
+# compiler's stages and inside its loops; a single long call into OpenFst finishes first). The
+# work then unwinds like any failing compile (``with`` blocks release their locks, caches are
+# filled only by finished work), and the pool thread is free for the next request instead of
+# finishing a result nobody waits for.
+
+T = TypeVar("T")
+
+
+class CompileCancelled(Exception):
+    """Raised in a pool thread whose work was cancelled (its request got its 504 or 503)."""
+
+
+def _raise_in(thread_id: int, exc: type[BaseException] | None) -> None:
+    """Schedule ``exc`` in thread ``thread_id`` (None: clear one scheduled there)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id),
+                                               ctypes.py_object(exc) if exc is not None else None)
+
+
+class Cancellable(Generic[T]):
+    """``fn`` as a callable for a pool; :meth:`cancel` stops it (or keeps it from starting)."""
+
+    def __init__(self, fn: Callable[[], T]):
+        self.fn = fn
+        self.cancelled = False
+        self._lock = threading.Lock()
+        self._thread: int | None = None
+
+    def __call__(self) -> T:
+        with self._lock:
+            if self.cancelled:
+                raise CompileCancelled("cancelled before it started")
+            self._thread = threading.get_ident()
+        try:
+            return self.fn()
+        finally:
+            with self._lock:
+                if self.cancelled and self._thread is not None:
+                    _raise_in(self._thread, None)  # one sent as fn returned must not fire in the pool's own code
+                self._thread = None
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self.cancelled:
+                return
+            self.cancelled = True
+            if self._thread is not None:
+                _raise_in(self._thread, CompileCancelled)
+
+
 #: more phrase and avoid automata than this: the request decodes in a batch of its own (a step over
 #: 32 phrase automata takes about 0.4 s on the tiny test model, a one-phrase request's 0.02 s)
 HEAVY_LIGHTS = 4
@@ -199,7 +252,7 @@ class ServeEngine:
             return cc
 
         lane = self._quick if self.store.cached(_key(body)) is not None or _small(body) else self._compiler
-        task = Cancellable(run)  # stopped part-way when its request gives up on it (cancel.py)
+        task = Cancellable(run)  # stopped part-way when its request gives up on it
         return await self._await(loop.run_in_executor(lane, task), self.config.limits.compile_timeout_s,
                                  "compiling the constraints took longer than this server's compile budget "
                                  f"({self.config.limits.compile_timeout_s:g} s): use fewer or shorter phrases, or store "

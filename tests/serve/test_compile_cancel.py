@@ -1,5 +1,5 @@
 """A compile whose request gave up (504 over the compile budget, or the request's time limit) is
-stopped part-way, so its pool thread is free for the next request (`fstbeam.serve.cancel`)."""
+stopped part-way, so its pool thread is free for the next request (`fstbeam.serve.engine.Cancellable`)."""
 from __future__ import annotations
 
 import os
@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from fstbeam.serve.cancel import Cancellable, CompileCancelled
+from fstbeam.serve.engine import Cancellable, CompileCancelled
 
 sys.path.insert(0, os.path.dirname(__file__))
 from serve_helpers import Server  # noqa: E402

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["BeamState", "Rows", "Scored", "Candidates", "NEG_INF", "PROMPT_TAIL", "pad_last", "prompt_tails"]
+__all__ = ["BeamState", "Rows", "Scored", "Candidates", "NEG_INF", "STOP_EOS", "PROMPT_TAIL", "pad_last", "prompt_tails"]
 
 NEG_INF = float("-inf")
+STOP_EOS = -2  # ``fin_eos`` of a hypothesis that a stop string ended (-1: the length limit; :mod:`.stops`)
 PROMPT_TAIL = 64  # prompt tokens the n-gram guard may look back on (``no_repeat_prompt``)
 
 

@@ -29,8 +29,8 @@ from typing import Callable, Iterator
 
 import torch
 
+from .beam import STOP_EOS
 from .engine import RawResult, Request, SearchEngine
-from .stops import STOP_EOS
 
 __all__ = ["ContinuousEngine", "RequestSource", "Ticket", "shared_prefix"]
 

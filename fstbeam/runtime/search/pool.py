@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .beam import NEG_INF, BeamState
-from .stops import STOP_EOS
+from .beam import NEG_INF, STOP_EOS, BeamState
 
 __all__ = ["RawHypothesis", "RawResult", "merge_finished", "record_partial", "done_slots", "host_rows", "raw_result"]
 

@@ -26,11 +26,10 @@ from typing import Sequence
 
 import torch
 
-from .beam import NEG_INF
+from .beam import NEG_INF, STOP_EOS
+from .pool import merge_finished
 
 __all__ = ["StopRule", "STOP_EOS", "pool_stops", "kept_output"]
-
-STOP_EOS = -2  # ``fin_eos`` of a hypothesis that a stop string ended (-1: the length limit)
 
 
 class StopRule:
@@ -126,8 +125,6 @@ def _constrained(c) -> bool:
 
 def _merge(beam, hits: dict[int, list[tuple[int, int]]], adv, tables, scoring) -> None:
     """The stop hits ``hits`` (slot -> [(candidate, cut bytes)]) enter the pools."""
-    from .pool import merge_finished
-
     scores, cand_t, parent, _, _, _ = adv
     n, k = beam.alive.shape
     L = beam.hist.shape[2]
