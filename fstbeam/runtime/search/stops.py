@@ -71,31 +71,30 @@ def pool_stops(beam, slots, adv, tables, scoring, min_new_tokens: int = 0) -> to
     n, k = beam.alive.shape
     L = beam.hist.shape[2]
     dev = cand_s.device
-    back = max(slots[i].stop.back for i in which)
-    lo = max(0, min(slots[i].steps for i in which) - back)
-    w = max(slots[i].steps for i in which) - lo  # history columns read: every parent's last tokens
+    B = max(1, max(slots[i].stop.back for i in which))  # tokens each parent's tail is read from
+    m, C = len(which), cand_s.shape[1]
     idx = torch.tensor(which, dtype=torch.long, device=dev)
     sub_parent = parent.index_select(0, idx)  # [m, C] flat beam entries
     flat = sub_parent.reshape(-1)
-    ok_end = tables.accepting(beam.hstate.view(-1)[flat], beam.flat_lstate()[flat]).view(sub_parent.shape)
-    tails = beam.hist.view(n * k, L)[:, lo:lo + w].index_select(0, flat).view(len(which), -1)
-    sub_s = cand_s.index_select(0, idx)
+    ok_end = tables.accepting(beam.hstate.view(-1)[flat], beam.flat_lstate()[flat]).view(m, C)
+    want = [[slots[i].steps - B + j for j in range(B)] for i in which]  # the parents' last B output positions
+    pos = torch.tensor(want, dtype=torch.long, device=dev)
+    tails = beam.hist.view(n * k, L).index_select(0, flat).view(m, C, L).gather(2, pos.clamp(min=0)[:, None, :].expand(m, C, B))
+    tails = torch.where((pos >= 0)[:, None, :], tails, torch.full_like(tails, -1)).view(m, C * B)  # -1: before the output
     # one read from the device: scores, tokens, parents, acceptance, the parents' last tokens
-    C = cand_s.shape[1]
-    host = torch.cat([sub_s.double(), cand_t.index_select(0, idx).double(), sub_parent.double(), ok_end.double(),
-                      tails.double()], 1).tolist()
+    host = torch.cat([cand_s.index_select(0, idx).double(), cand_t.index_select(0, idx).double(), sub_parent.double(),
+                      ok_end.double(), tails.double()], 1).tolist()
     kill: list[tuple[int, int]] = []
     hits: dict[int, list[tuple[int, int]]] = {}  # slot -> [(candidate, bytes cut)]
     for row, i in zip(host, which):
         sl, rule = slots[i], slots[i].stop
         sc, tok, par, acc, tl = row[:C], row[C:2 * C], row[2 * C:3 * C], row[3 * C:4 * C], row[4 * C:]
-        a, b = max(0, sl.steps - rule.back) - lo, sl.steps - lo
         best: dict[tuple, tuple[int, int]] = {}
         for c in range(C):
             if sc[c] == NEG_INF:
                 continue
             t = int(tok[c])
-            cut = rule.cut(rule.tail([int(x) for x in tl[c * w + a:c * w + b]]), t)
+            cut = rule.cut(rule.tail([int(x) for x in tl[c * B:(c + 1) * B]]), t)
             if cut is None:
                 continue
             kill.append((i, c))  # holds a stop string: never lives on
