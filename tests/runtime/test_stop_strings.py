@@ -213,3 +213,22 @@ def test_decoder_stop_with_the_tiny_model(tmp_path):
         [r] = dec.generate([prompt], cc, min_new_tokens=1, stop=stop, **kw)
     _check_outputs(dec, prompt, r, stop, 4)
     assert all(h.satisfied for h in r.hypotheses)
+
+
+def test_an_inputs_stop_strings_leave_the_others_in_its_batch_alone(vocab):
+    """Inputs with and without stop strings (and with other ones) in one batch decode as alone."""
+    lm = StubLM(vocab.width, eos=[0], eos_bias=-1.0)
+    cfg = SearchConfig(beam_size=4, max_new_tokens=5, nbest=4, batch_size=4)
+    stops = [["b"], None, ["a b", "."], None]
+
+    def run(items):
+        eng = SearchEngine(lm, cfg, eos_ids=[0], device="cpu")
+        reqs = [Request(i, PROMPTS[i], InputConstraints.from_compiled(None),
+                        stop=StopRule(s, vocab.token_bytes) if s else None) for i, s in items]
+        return {r.index: [(h.tokens, h.cut, round(h.logprob, 5), h.finish_reason) for h in r.hypotheses]
+                for r in eng.run(reqs)}
+
+    together = run(list(enumerate(stops)))
+    alone = {i: run([(i, s)])[i] for i, s in enumerate(stops)}
+    assert together == alone
+    assert any(h[3] == "stop" for i in (0, 2) for h in together[i])
