@@ -93,7 +93,10 @@ def add_search_flags(group) -> None:
         kind = hint
         if typing.get_origin(hint) in (typing.Union, types.UnionType):  # X | None
             kind = next(a for a in get_args(hint) if a is not type(None))
-        if kind is bool:
+        if kind == tuple[str, ...]:  # a repeatable text flag (--stop)
+            group.add_argument(flag, dest=f.name, action="append", type=utf8_text, default=None,  # "\n" is a stop
+                               metavar=f.metadata["metavar"] or "TEXT", help=f"{f.metadata['help']} (default: none)")
+        elif kind is bool:
             group.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=help_)
         elif typing.get_origin(kind) is typing.Literal:
             group.add_argument(flag, dest=f.name, choices=get_args(kind), default=None, help=help_)

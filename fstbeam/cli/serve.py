@@ -81,8 +81,9 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     lim.add_argument("--grace", type=_seconds, default=30.0, help="seconds accepted requests get after SIGTERM (default 30)")
     lim.add_argument("--compile-timeout", type=_seconds, default=30.0,
                      help="a request whose constraints take longer to compile gets 504 (default 30 s)")
-    lim.add_argument("--compile-threads", type=_int_in(1), default=4,
-                     help="threads that compile constraints and tokenize prompts (default 4)")
+    lim.add_argument("--compile-threads", type=_int_in(1), default=2,
+                     help="threads that compile large constraints (default 2; small ones, cache hits and "
+                          "tokenizing have a quick lane of their own)")
     lim.add_argument("--max-artifacts", type=_int_in(1), default=256,
                      help="POSTed artifacts kept, least recently used dropped first (default 256)")
     lim.add_argument("--header-timeout", type=_seconds, default=10.0,

@@ -55,6 +55,25 @@ def _opt(default: Any, help: str, *, flag: str | None = None, metavar: str | Non
     return field(default=default, metadata={"help": help, "flag": flag, "metavar": metavar})
 
 
+def _stop_strings(value: object) -> tuple[str, ...]:
+    """``stop`` as a tuple of non-empty strings, in their order, each once (a string alone is one)."""
+    if isinstance(value, str):
+        value = (value,)
+    if isinstance(value, (bytes, dict)) or not hasattr(value, "__iter__"):
+        raise DecodeError(f"stop must be a list of strings (got {value!r:.60})")
+    out: list[str] = []
+    for s in value:
+        if not isinstance(s, str) or not s:
+            raise DecodeError(f"stop must be a list of non-empty strings, not {s!r:.60}: leave out the empty ones")
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError:
+            raise DecodeError(f"stop string {s!r:.60} is not valid UTF-8 text (a lone surrogate)") from None
+        if s not in out:
+            out.append(s)
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class SearchConfig:
     """How the beam search runs (see docs/decoding.md for each setting).
@@ -63,7 +82,10 @@ class SearchConfig:
     made only of newlines: a base model answering a question stops at the end of its line) or
     ``"auto"`` (``"line"`` for a prompt whose last line is a cue such as "German:" after other
     text, as a few-shot prompt ends, else ``"eos"``; `Decoder.stream` decides per prompt).
-    ``eos_ids``, when given, replaces the ids ``stop_at`` names. ``min_new_tokens`` and
+    ``eos_ids``, when given, replaces the ids ``stop_at`` names. ``stop``: texts that end an
+    output inside the search (:mod:`.search.stops`): a hypothesis whose text reaches one finishes
+    there, cut right before it (``finish_reason="stop"``), and competes with the other finished
+    ones; the outputs returned are distinct texts. ``min_new_tokens`` and
     ``no_repeat_ngram`` only remove options (:mod:`.guards`); ``allow_control_tokens=False`` keeps
     special and control tokens (``<start_of_image>``) out of unconstrained outputs too.
     ``shortlist`` (with ``renormalize=True`` only): compute the logits of the live rows' allowed
@@ -98,6 +120,8 @@ class SearchConfig:
                                   "constraints allow ending); auto: line where the prompt's last line is a cue "
                                   "('German:', 'Answer:') after other text, else eos")
     eos_ids: tuple[int, ...] | None = None
+    stop: tuple[str, ...] = _opt((), "end an output before its first occurrence of this text, inside the search "
+                                     "(repeatable; OpenAI's stop)", metavar="TEXT")
     shortlist: ShortlistMode = _opt("auto", "with renormalize: compute the logits of the allowed tokens only "
                                             "(auto: where it pays; on: always; off: never)")
     # output guards (runtime/search/guards.py; runtime/presets.py sets them per task)
@@ -157,6 +181,7 @@ class SearchConfig:
             if not ids:
                 raise DecodeError("eos_ids must name at least one token id (or be None for the model's)")
             object.__setattr__(self, "eos_ids", ids)
+        object.__setattr__(self, "stop", _stop_strings(self.stop))
         if self.target_length is not None:
             _positive_int("target_length", self.target_length)
         if self.length_reward is not None and self.length_normalization is not None:

@@ -35,11 +35,12 @@ from .model.adapters import adapter_for
 from .model.hf_model import is_encoder_decoder, load_tokenizer
 from .model.packed_model import check_mode as check_packed_mode
 from .presets import config_overrides, preset_for_format, search_config
-from .results import GenerationResult, Hypothesis
+from .results import GenerationResult
 from .search.engine import RawResult, Request, SearchEngine
 from .search.length_target import query_tokens
+from .search.stops import StopRule
 from .search.tables import InputConstraints
-from .stop_rules import empty_reason, ends_at_line, numbered, runs_by_stop
+from .stop_rules import empty_reason, ends_at_line, hypotheses, numbered, runs_by_stop
 from .structured_check import check_result
 from .templates import check_format
 from .templates import prompt_format as expand_format
@@ -366,9 +367,10 @@ class Decoder:
                 phrase_texts[i] = inp.phrase_texts
                 context[i] = ExplainContext(self, p, cc, cfg)
                 texts[i] = p if isinstance(p, str) else None
-                yield self.request(i, p, inp, max_new_tokens, want_query=cfg.length_ratio is not None)
+                yield self.request(i, p, inp, max_new_tokens, want_query=cfg.length_ratio is not None, stop=cfg.stop)
 
-        engine = SearchEngine(self.adapter, cfg, eos_ids=eos_ids, device=self.device)
+        search = replace(cfg, nbest=cfg.beam_size) if cfg.stop else cfg  # stop: n distinct of the beam's outputs
+        engine = SearchEngine(self.adapter, search, eos_ids=eos_ids, device=self.device)
         self.last_stats = engine.stats
         with torch.inference_mode():
             for raw in engine.run(requests()):
@@ -381,10 +383,10 @@ class Decoder:
                 yield res
 
     def request(self, index: int, prompt, inp: InputConstraints, max_new_tokens: int, *,
-                want_query: bool = False) -> Request:
-        """The search request of one prompt (string or ids); a prompt the model cannot take (empty,
-        ids outside the vocabulary, longer than its context) gets ``error`` set instead.
-        ``want_query``: count the tokens of the prompt's query (the length target's base)."""
+                want_query: bool = False, stop: Sequence[str] = ()) -> Request:
+        """The search request of one prompt (string or ids); a prompt the model cannot take (empty, ids
+        outside the vocabulary, longer than its context) gets ``error`` set instead. ``want_query``:
+        count the prompt's query tokens (the length target's base); ``stop``: ``SearchConfig.stop``."""
         p, error = prompt, None
         try:
             ids = self.encode(p, where=f"prompt {index}")
@@ -404,7 +406,8 @@ class Decoder:
         if error is None and maxpos and self.adapter.kind == "seq2seq" and len(ids) > maxpos:
             error = f"source of {len(ids)} tokens exceeds the model's {maxpos} positions"
         q = self.query_tokens(p, ids) if error is None and want_query else None
-        return Request(index, ids, inp, error, q)
+        rule = StopRule(stop, self.vocab.token_bytes) if stop else None
+        return Request(index, ids, inp, error, q, rule)
 
     def _config(self, config: SearchConfig | None, overrides: dict) -> SearchConfig:
         # the preset (default: the prompt format's, as every door applies it), then the settings of
@@ -426,10 +429,7 @@ class Decoder:
         if raw.error is not None:
             return GenerationResult.failed(raw.index, raw.error, prompt=prompt, phrases=phrases,
                                            warnings=(f"input {raw.index}: {raw.error}",))
-        hyps = tuple(
-            Hypothesis(self.decode(h.tokens), tuple(h.tokens), h.score, h.logprob, h.satisfied, h.phrases_met, h.finish_reason)
-            for h in raw.hypotheses
-        )
+        hyps = hypotheses(raw.hypotheses, self.vocab.token_bytes, cfg)
         best = hyps[0]
         notes = tuple(raw.warnings)
         if not best.text.strip() and not notes:  # never an empty output without a word on why

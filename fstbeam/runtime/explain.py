@@ -222,7 +222,7 @@ def explain(decoder, prompt, constraints, config, result, *, unconstrained: bool
     lps = _token_logprobs(decoder, prompt, ids, allowed if renorm and constraints is not None else None)
     tokens = tuple(TokenStep(t, (vocab.token_bytes[t] or b"").decode("utf-8", "replace"), lp, notes)
                    for t, lp, notes in zip(ids, lps, steps))
-    end = result.logprob - sum(lps) if result.finish_reason == "eos" else 0.0
+    end = result.logprob - sum(lps) if result.finish_reason in ("eos", "stop") else 0.0  # EOS, or a stop string
     mode = config.scoring.mode
     notes = []
     if renorm:

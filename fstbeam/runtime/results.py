@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 __all__ = ["Hypothesis", "GenerationResult"]
 
-FinishReason = Literal["eos", "length", "incomplete", "error"]
+FinishReason = Literal["eos", "length", "stop", "incomplete", "error"]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ An empty output is never returned in silence: :func:`empty_reason` says why it i
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from ..errors import DecodeError
 from .search.length_target import ends_with_cue
@@ -19,7 +19,7 @@ from .search.length_target import ends_with_cue
 if TYPE_CHECKING:
     from .config import SearchConfig, StopAt
 
-__all__ = ["ends_at_line", "numbered", "runs_by_stop", "empty_reason"]
+__all__ = ["ends_at_line", "numbered", "runs_by_stop", "empty_reason", "distinct", "hypotheses"]
 
 
 def ends_at_line(decoder: Any, prompt: Any) -> bool:
@@ -93,3 +93,35 @@ def empty_reason(finish_reason: str, config: SearchConfig | None = None) -> str:
     else:
         hint = "its tokens have no text"
     return f"the output is empty: the model ranked {what} first; {hint}"
+
+
+def distinct(hyps: Sequence[Any], n: int) -> tuple[Any, ...]:
+    """The first ``n`` of ``hyps`` (best first) whose texts differ: with ``stop`` strings two
+    outputs may keep the same text (" it" + "." and " it" + ".\n" both keep " it")."""
+    out: list[Any] = []
+    seen: set[str] = set()
+    for h in hyps:
+        if h.text not in seen:
+            seen.add(h.text)
+            out.append(h)
+    return tuple(out[:n])
+
+
+def hypotheses(raw: Sequence[Any], token_bytes: Sequence[bytes | None], cfg: SearchConfig | None) -> tuple[Any, ...]:
+    """The :class:`~.results.Hypothesis` of each raw one, a stop string's cut applied (its kept
+    tokens and text); with ``cfg.stop`` the ``nbest`` best distinct texts (the search kept the
+    whole beam's outputs to choose from)."""
+    from .results import Hypothesis
+    from .search.stops import kept_output
+
+    tb = token_bytes
+    out = []
+    for h in raw:
+        tokens = list(h.tokens)
+        if h.cut:
+            tokens, text = kept_output(tokens, h.cut, tb)
+        else:
+            text = b"".join(tb[t] or b"" for t in tokens if 0 <= t < len(tb))
+        out.append(Hypothesis(text.decode("utf-8", "replace"), tuple(tokens), h.score, h.logprob, h.satisfied,
+                              h.phrases_met, h.finish_reason))
+    return distinct(out, cfg.nbest) if cfg is not None and cfg.stop else tuple(out)

@@ -160,8 +160,8 @@ async def _decode(state, request: Request, body, prompts, *, chat: bool):
     wanted = _search_config(state, body)
     top = logprobs_wanted(body, chat)
     include_usage = _include_usage(body)
-    # with stop strings, n distinct cut texts are chosen from the whole beam's outputs
-    search = dataclasses.replace(wanted, nbest=wanted.beam_size) if body.stop else wanted
+    # with stop strings (ended in the search), the n best distinct texts of the whole beam's outputs
+    search = dataclasses.replace(wanted, nbest=wanted.beam_size) if wanted.stop else wanted
     t0 = time.monotonic()
     deadline = t0 + state.config.limits.timeout_s
     try:  # the compile counts against the request's time limit too
@@ -182,7 +182,7 @@ async def _decode(state, request: Request, body, prompts, *, chat: bool):
         raise
     request.state.info = {"prompts": len(prompts), "beam": search.beam_size, "user": body.user,
                           "constrained": cc is not None}
-    answer = Answer(chat, state.config.model_name, wanted.nbest, body.stop,
+    answer = Answer(chat, state.config.model_name, wanted.nbest, wanted.stop,
                     prompts if (not chat and getattr(body, "echo", False)) else None, state.decoder.vocab.token_bytes,
                     wanted.max_new_tokens)
     if body.stream:

@@ -24,8 +24,9 @@ class Limits:
     one is dropped past either). Connections: a request's headers must arrive within
     ``header_timeout_s``, its body within ``body_timeout_s``; an idle keep-alive connection closes
     after ``idle_timeout_s``; at most ``max_connections`` open connections (503 beyond) and
-    ``max_connections_per_client`` from one address (429 beyond). Compiles run in
-    ``compile_threads`` threads; one that outlasts ``compile_timeout_s`` gets a 504.
+    ``max_connections_per_client`` from one address (429 beyond). Large compiles run in
+    ``compile_threads`` threads (small ones, cache hits and tokenizing in a quick lane of two);
+    one that outlasts ``compile_timeout_s`` gets a 504.
     """
 
     max_body_bytes: int = 1 << 20
@@ -45,7 +46,7 @@ class Limits:
     max_connections: int = 1024
     max_connections_per_client: int = 128
     compile_timeout_s: float = 30.0
-    compile_threads: int = 4
+    compile_threads: int = 2
 
     def __post_init__(self):
         for name in ("max_body_bytes", "max_queue", "max_phrases", "max_phrase_chars", "max_words", "max_tokens",

@@ -11,6 +11,7 @@ decoding.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import dataclasses
 import itertools
 import logging
@@ -18,12 +19,13 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Callable, Generic, TypeVar
 
 from ..runtime.config import SearchConfig
 from ..runtime.search.continuous import ContinuousEngine, RequestSource, Ticket
 from .errors import RequestError
 
-__all__ = ["ServeEngine", "Job"]
+__all__ = ["ServeEngine", "Job", "FairLock", "Cancellable", "CompileCancelled"]
 
 log = logging.getLogger("fstbeam.serve")
 
@@ -129,20 +131,104 @@ class Worker:
             job.post("error", RequestError(500, why))
 
 
+# ---- compiles that can be stopped part-way ------------------------------------------------------
+# A Python thread cannot be killed, but it can be sent an exception: ``Cancellable.cancel`` raises
+# :class:`CompileCancelled` in the thread running the work, at its next Python step (between the
+# compiler's stages and inside its loops; a single long call into OpenFst finishes first). The
+# work then unwinds like any failing compile (``with`` blocks release their locks, caches are
+# filled only by finished work), and the pool thread is free for the next request instead of
+# finishing a result nobody waits for.
+
+T = TypeVar("T")
+
+
+class CompileCancelled(Exception):
+    """Raised in a pool thread whose work was cancelled (its request got its 504 or 503)."""
+
+
+def _raise_in(thread_id: int, exc: type[BaseException] | None) -> None:
+    """Schedule ``exc`` in thread ``thread_id`` (None: clear one scheduled there)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id),
+                                               ctypes.py_object(exc) if exc is not None else None)
+
+
+class Cancellable(Generic[T]):
+    """``fn`` as a callable for a pool; :meth:`cancel` stops it (or keeps it from starting)."""
+
+    def __init__(self, fn: Callable[[], T]):
+        self.fn = fn
+        self.cancelled = False
+        self._lock = threading.Lock()
+        self._thread: int | None = None
+
+    def __call__(self) -> T:
+        with self._lock:
+            if self.cancelled:
+                raise CompileCancelled("cancelled before it started")
+            self._thread = threading.get_ident()
+        try:
+            return self.fn()
+        finally:
+            with self._lock:
+                if self.cancelled and self._thread is not None:
+                    _raise_in(self._thread, None)  # one sent as fn returned must not fire in the pool's own code
+                self._thread = None
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self.cancelled:
+                return
+            self.cancelled = True
+            if self._thread is not None:
+                _raise_in(self._thread, CompileCancelled)
+
+
+#: more phrase and avoid automata than this: the request decodes in a batch of its own (a step over
+#: 32 phrase automata takes about 0.4 s on the tiny test model, a one-phrase request's 0.02 s)
+HEAVY_LIGHTS = 4
+
+
+class FairLock:
+    """A lock whose waiters get it in the order they asked (a ticket lock)."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition(threading.Lock())
+        self._next = 0
+        self._serving = 0
+
+    def __enter__(self) -> "FairLock":
+        with self._cv:
+            ticket = self._next
+            self._next += 1
+            while ticket != self._serving:
+                self._cv.wait()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with self._cv:
+            self._serving += 1
+            self._cv.notify_all()
+
+
 class ServeEngine:
     """Submits requests to the worker of their settings; compiles constraints; shuts down."""
 
     def __init__(self, decoder, config, metrics, store):
         self.decoder, self.config, self.metrics, self.store = decoder, config, metrics, store
-        self.workers: dict[SearchConfig, Worker] = {}
-        self.model_lock = threading.Lock()  # one model, several batches: one step at a time
+        self.workers: dict[tuple[SearchConfig, bool], Worker] = {}
+        # one model, several batches: one step at a time, taken in turn (a FIFO lock: a batch of
+        # slow steps cannot take the model twice while another batch waits)
+        self.model_lock = FairLock()
         self.accepting = True  # False after SIGTERM: new requests get 503 (the guard), accepted ones go on
         self.stopped = False  # True once the grace period is over: whatever is left gets 503
         self._stop: asyncio.Future | None = None  # done when stopped (wakes requests waiting on a compile)
         self._index = itertools.count()
-        # compiles and tokenizing, off the event loop; several threads, so one slow compile does
-        # not hold back another client's request
+        # compiles and tokenizing, off the event loop, in two lanes: constraints that may compile
+        # for long (a word list, a grammar, a schema, many or long phrases) in ``compile_threads``
+        # threads; cache hits, small phrase sets and tokenizing in a quick lane of their own, so
+        # they never queue behind another client's large compiles (tests/serve/test_fairness.py)
         self._compiler = ThreadPoolExecutor(max_workers=config.limits.compile_threads, thread_name_prefix="fstbeam-compile")
+        self._quick = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fstbeam-quick")
 
     # ---- constraints -------------------------------------------------------------------------
     async def compile(self, body):
@@ -156,27 +242,41 @@ class ServeEngine:
         def run():
             t0 = time.perf_counter()
             hit = self.store.cached(_key(body))
-            cc = compile_request(body, self.store)
+            try:
+                cc = compile_request(body, self.store)
+            except CompileCancelled:
+                log.info("compile stopped after %.2f s: its request ran out of time", time.perf_counter() - t0)
+                raise
             if hit is None:
                 self.metrics.compile_s.observe(time.perf_counter() - t0)
             return cc
 
-        return await self._await(loop.run_in_executor(self._compiler, run), self.config.limits.compile_timeout_s,
+        lane = self._quick if self.store.cached(_key(body)) is not None or _small(body) else self._compiler
+        task = Cancellable(run)  # stopped part-way when its request gives up on it
+        return await self._await(loop.run_in_executor(lane, task), self.config.limits.compile_timeout_s,
                                  "compiling the constraints took longer than this server's compile budget "
                                  f"({self.config.limits.compile_timeout_s:g} s): use fewer or shorter phrases, or store "
-                                 "them once with POST /v1/constraints and refer to the artifact")
+                                 "them once with POST /v1/constraints and refer to the artifact", task.cancel)
 
-    async def _await(self, fut, budget: float, too_slow: str):
-        """``fut``'s result; 504 after ``budget`` seconds, 503 once the server stops (the work
-        itself finishes in its thread, and its result is cached)."""
+    async def _await(self, fut, budget: float, too_slow: str, give_up=None):
+        """``fut``'s result; 504 after ``budget`` seconds, 503 once the server stops; ``give_up``
+        is called then (and when the caller is cancelled: its request's own time limit), to stop
+        the work in its thread (:mod:`.cancel`); without it the work finishes there."""
         if self._stop is None:
             self._stop = asyncio.get_running_loop().create_future()
             if self.stopped:
                 self._stop.set_result(None)
         fut.add_done_callback(lambda f: f.cancelled() or f.exception())  # an abandoned one's error is not "unretrieved"
-        done, _ = await asyncio.wait({fut, self._stop}, timeout=budget, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            done, _ = await asyncio.wait({fut, self._stop}, timeout=budget, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            if give_up is not None:
+                give_up()
+            raise
         if fut in done:
             return fut.result()
+        if give_up is not None:
+            give_up()
         if self._stop in done:
             raise RequestError(503, "the server shut down before this request finished: retry it")
         raise RequestError(504, too_slow, "constraints")
@@ -218,12 +318,15 @@ class ServeEngine:
             raise RequestError(429, f"too many requests in flight (limit {self.config.limits.max_queue}): retry later")
         if cfg.stop_at == "auto" and cfg.eos_ids is None:  # as Decoder.stream: a cue-line prompt ends at its line
             cfg = dataclasses.replace(cfg, stop_at="line" if self.decoder.ends_at_line(prompt) else "eos")
-        worker = self._worker(cfg)
         inp = self.decoder.input_constraints(cc, allow_control_tokens=cfg.allow_control_tokens)
+        # stop strings ride on the request (not the batch's setting): requests that differ only in
+        # them share a batch; requests with many phrase automata (whose steps cost many times a
+        # small one's) decode in a batch of their own, so a small request never waits on their steps
+        worker = self._worker(dataclasses.replace(cfg, stop=()), len(inp.lights) > HEAVY_LIGHTS)
         index = next(self._index)
         loop = asyncio.get_running_loop()
-        req = await self._await(loop.run_in_executor(self._compiler, lambda: self.decoder.request(
-            index, prompt, inp, cfg.max_new_tokens, want_query=cfg.length_ratio is not None)),
+        req = await self._await(loop.run_in_executor(self._quick, lambda: self.decoder.request(
+            index, prompt, inp, cfg.max_new_tokens, want_query=cfg.length_ratio is not None, stop=cfg.stop)),
             self.config.limits.timeout_s, "tokenizing the prompt took longer than the time limit")
         if req.error is not None:
             raise RequestError(400, req.error, "prompt")
@@ -236,19 +339,22 @@ class ServeEngine:
         self.update_gauges()
         return job
 
-    def _worker(self, cfg: SearchConfig) -> Worker:
-        w = self.workers.get(cfg)
+    def _worker(self, cfg: SearchConfig, heavy: bool = False) -> Worker:
+        """The batch of ``cfg`` (of requests with many phrase automata when ``heavy``); at most
+        ``max_engines`` settings of each kind decode at once."""
+        w = self.workers.get((cfg, heavy))
         if w is not None and w.alive and not w.source.closed:
             return w
-        if len(self.workers) >= self.config.max_engines:
-            idle = sorted((x for x in self.workers.values() if not x.busy), key=lambda x: x.last_used)
+        same = [x for k, x in self.workers.items() if k[1] == heavy]
+        if len(same) >= self.config.max_engines:
+            idle = sorted((x for x in same if not x.busy), key=lambda x: x.last_used)
             if not idle:
                 raise RequestError(429, f"{len(self.workers)} different search settings (beam_size, max_tokens, n, "
                                         "...) are decoding: retry later, or use the settings of the running requests")
             victim = idle[0]
             victim.source.close()
             self.workers = {k: v for k, v in self.workers.items() if v is not victim}
-        w = self.workers[cfg] = Worker(self, cfg, self.decoder.stop_ids(cfg))
+        w = self.workers[(cfg, heavy)] = Worker(self, cfg, self.decoder.stop_ids(cfg))
         return w
 
     def update_gauges(self) -> None:
@@ -292,6 +398,7 @@ class ServeEngine:
         for w in self.workers.values():
             w.thread.join(timeout=5)
         self._compiler.shutdown(wait=False, cancel_futures=True)
+        self._quick.shutdown(wait=False, cancel_futures=True)
 
 
 def _warm_kernels(device) -> None:
@@ -310,6 +417,21 @@ def _warm_kernels(device) -> None:
         log.exception("warming the decoding kernels failed")
         return
     log.info("start: kernels %.2f s (cpu %.2f s, after ready)", time.perf_counter() - t0, time.process_time() - c0)
+
+
+#: a constraints object this small, with no hard part of its own, compiles in milliseconds
+#: (phrases over a stored or no base): the quick lane
+_QUICK_CHARS = 400
+_HARD_KEYS = ("words", "cefr", "grammar", "grammar_params", "json_schema", "regex", "choice")
+
+
+def _small(body) -> bool:
+    if not isinstance(body, dict) or any(body.get(k) is not None for k in _HARD_KEYS):
+        return False
+    try:
+        return len(_key(body)) <= _QUICK_CHARS
+    except Exception:  # noqa: BLE001 - a malformed body: its compile reports it, in either lane
+        return False
 
 
 def _key(body) -> str:

@@ -10,12 +10,12 @@ import time
 import uuid
 
 from .errors import RequestError
-from .streaming import TextStream, cut_at_stop, sse
+from .streaming import TextStream, sse
 
 __all__ = ["Answer", "ClientGone", "logprobs_wanted", "fill_logprobs", "client_gone", "next_event", "stop_watching",
            "wait_result", "stream_events"]
 
-_FINISH = {"eos": "stop", "length": "length", "incomplete": "length", "error": "stop"}
+_FINISH = {"eos": "stop", "stop": "stop", "length": "length", "incomplete": "length", "error": "stop"}
 
 
 class ClientGone(Exception):
@@ -87,10 +87,11 @@ async def wait_result(job, request, deadline: float):
 class Answer:
     """Builds the response objects of one request (``chat`` or completion).
 
-    ``n`` choices per prompt: the search's n best outputs; with ``stop`` strings each output is
-    cut at the first one and the n best *distinct* texts are returned (the search then keeps its
-    whole beam's outputs to choose from: ``search_nbest``), and usage counts only the tokens the
-    kept text needed. ``token_bytes``: the vocabulary's (kept tokens of a cut text)."""
+    ``n`` choices per prompt: the search's n best outputs; with ``stop`` strings (which end
+    hypotheses inside the search, `fstbeam.runtime.search.stops`) the n best *distinct* texts
+    (the search then keeps its whole beam's outputs to choose from), and usage counts only the
+    tokens a kept text needed (the outputs' token ids are those). ``token_bytes``: the
+    vocabulary's."""
 
     def __init__(self, chat: bool, model: str, n: int, stop, echo_prompts=None, token_bytes=None,
                  max_tokens: int | None = None):
@@ -103,18 +104,18 @@ class Answer:
         self.logprobs: dict = {}  # (prompt, choice) -> the choice's logprobs object (when asked for)
 
     def pick(self, res) -> list[tuple[object, str, str, int]]:
-        """(hypothesis, text, OpenAI finish_reason, tokens kept) of a result's choices."""
+        """(hypothesis, text, OpenAI finish_reason, tokens kept) of a result's choices: the n best
+        distinct texts (a stop string ended some in the search, cut before it: their tokens are
+        the kept ones)."""
         out, seen = [], set()
         for hyp in res.hypotheses:
-            text, cut = cut_at_stop(hyp.text, self.stop)
-            if self.stop and text in seen:
+            if self.stop and hyp.text in seen:
                 continue
-            seen.add(text)
-            kept = _tokens_for(text, hyp.token_ids, self.token_bytes) if cut else len(hyp.token_ids)
+            seen.add(hyp.text)
             # an output that used every token it may have was cut by the limit, even where the
             # search ranks it as ended (end_in_top_k: an ending among the next best tokens)
-            full = self.max_tokens is not None and len(hyp.token_ids) >= self.max_tokens
-            out.append((hyp, text, "stop" if cut else "length" if full else _FINISH.get(hyp.finish_reason, "stop"), kept))
+            full = self.max_tokens is not None and len(hyp.token_ids) >= self.max_tokens and hyp.finish_reason != "stop"
+            out.append((hyp, hyp.text, "length" if full else _FINISH.get(hyp.finish_reason, "stop"), len(hyp.token_ids)))
             if len(out) == self.n:
                 break
         return out
@@ -162,18 +163,6 @@ class Answer:
         """``stream_options.include_usage``: the last chunk, with no choices and the usage."""
         return sse({"id": self.id, "object": "chat.completion.chunk" if self.chat else "text_completion",
                     "created": self.created, "model": self.model, "choices": [], "usage": usage})
-
-
-def _tokens_for(text: str, token_ids, token_bytes) -> int:
-    """How many of ``token_ids`` it took to produce ``text`` (a prefix of their text)."""
-    if token_bytes is None:
-        return len(token_ids)
-    need, have = len(text.encode("utf-8")), 0
-    for k, t in enumerate(token_ids):
-        if have >= need:
-            return k
-        have += len(token_bytes[t] or b"") if 0 <= t < len(token_bytes) else 0
-    return len(token_ids)
 
 
 async def stream_events(answer: Answer, jobs, token_bytes, request, deadline: float, include_usage: bool = False,

@@ -310,3 +310,25 @@ def test_generate_timings_prints_each_stage(model_dir, capsys):
         wall, cpu = float(ln.split()[3]), float(ln.split("(cpu ")[1].split()[0])
         assert wall >= 0 and cpu >= 0
     assert cap.out.strip() and code in (0, 1)  # the output itself is unchanged by --timings
+
+
+def test_stop_flag_ends_outputs_in_the_search(model_dir, capsys):
+    """``--stop TEXT`` (repeatable) is ``SearchConfig.stop``: the same outputs as the API's."""
+    import warnings
+
+    from fstbeam.runtime.decoder import Decoder
+
+    dec = Decoder(str(model_dir), device="cpu")
+    opts = dict(beam_size=3, max_new_tokens=8, min_new_tokens=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        [free] = dec.generate(["the dog"], **opts)
+        # text the model writes without the flag (an ASCII character: a random model writes broken UTF-8 too,
+        # shown as U+FFFD, which is not its bytes)
+        stop = [next(ch for ch in free.text[1:] if ch.isascii() and ch.isprintable()), "\n"]
+        [want] = dec.generate(["the dog"], stop=stop, **opts)
+    code = main(["generate", "--model", str(model_dir), "--device", "cpu", "--beam", "3", "--max-new-tokens", "8",
+                 "--min-new-tokens", "6", "--stop", stop[0], "--stop", "\n", "--jsonl", "the dog"])
+    [out] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert code == 0 and out["text"] == want.text and out["finish_reason"] == want.finish_reason
+    assert stop[0] not in out["text"] and want.text != free.text

@@ -17,7 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 SETTINGS = dict(beam_size=3, max_tokens=8)
 
 
-def offline_result(dec, prompt: str, constraints: dict | None, *, beam_size=3, max_tokens=8, n=1, artifact=None):
+def offline_result(dec, prompt: str, constraints: dict | None, *, beam_size=3, max_tokens=8, n=1, artifact=None,
+                   stop=()):
     """``Decoder.generate`` with the settings ``fstbeam generate`` uses, and the constraints built
     with ``compile_constraints`` / ``with_request`` (phrases on top of a word list or artifact)."""
     from fstbeam import AnyOf, Phrase, compile_constraints, load_constraints, with_request
@@ -41,7 +42,7 @@ def offline_result(dec, prompt: str, constraints: dict | None, *, beam_size=3, m
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         [r] = dec.generate([prompt], cc, beam_size=beam_size, max_new_tokens=max_tokens, nbest=n, batch_size=4,
-                           **generate_defaults())
+                           stop=tuple(stop), **generate_defaults())
     return r
 
 

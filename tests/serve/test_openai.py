@@ -80,25 +80,29 @@ def test_stream_usage_chunk(server):
 
 
 def test_stop_gives_n_distinct_choices_and_counts_kept_tokens(server, offline, words_artifact):
+    """Chat ``n=2, stop=["."]``: the stop string ends hypotheses inside the search, so the two
+    choices are distinct outputs that end right before a ".", as the offline API returns them
+    (``Decoder.generate(stop=...)``, tested against a brute force in tests/runtime), and usage
+    counts the kept tokens only."""
     c = _client(server)
-    cons = {"artifact": "animals", "phrases": ["dog", "cat"]}
-    base = offline_result(offline, "a cat", cons, beam_size=4, max_tokens=10, n=4, artifact=words_artifact)
-    cut_at = [h.text.find("dog") for h in base.hypotheses]
-    assert max(cut_at) > 0  # the outputs hold "dog" after some text: the stop string cuts them
-    out = c.completions.create(model="tiny", prompt="a cat", max_tokens=10, n=3, stop=["dog"], logprobs=0,
-                               extra_body={"beam_size": 4, "constraints": cons})
-    texts = [ch.text for ch in out.choices]
-    assert len(set(texts)) == len(texts) >= 1
-    assert all("dog" not in t for t in texts) and any(ch.finish_reason == "stop" for ch in out.choices)
-    kept = 0
-    for ch in out.choices:  # the tokens that made the kept text, no more
-        toks = ch.logprobs.tokens
-        assert not toks or ("".join(toks).startswith(ch.text) and len("".join(toks[:-1])) < len(ch.text))
-        kept += len(toks)
-    assert out.usage.completion_tokens == kept
-    full = c.completions.create(model="tiny", prompt="a cat", max_tokens=10, n=3,
-                                extra_body={"beam_size": 4, "constraints": cons})
-    assert out.usage.completion_tokens < full.usage.completion_tokens
+    cons = {"artifact": "animals"}  # the word list lets the random model write punctuation between words
+    prompt = "the dog"
+    want = offline_result(offline, prompt, cons, beam_size=4, max_tokens=10, n=2, artifact=words_artifact, stop=["."])
+    out = c.chat.completions.create(model="tiny", messages=[{"role": "user", "content": prompt}], max_tokens=10, n=2,
+                                    stop=["."], logprobs=True, extra_body={"beam_size": 4, "constraints": cons})
+    texts = [ch.message.content for ch in out.choices]
+    assert texts == [h.text for h in want.hypotheses] and len(set(texts)) == 2
+    assert all("." not in t for t in texts)
+    assert [ch.finish_reason for ch in out.choices] == ["stop", "stop"]
+    assert [ch.model_extra["fstbeam_finish_reason"] for ch in out.choices] == [h.finish_reason for h in want.hypotheses]
+    assert "stop" in [h.finish_reason for h in want.hypotheses]  # (the search ended some at the stop string)
+    for ch, h in zip(out.choices, want.hypotheses):  # the tokens that made the kept text, no more
+        items = ch.logprobs.content
+        assert "".join(i.token for i in items) == ch.message.content and len(items) == len(h.token_ids)
+    assert out.usage.completion_tokens == sum(len(h.token_ids) for h in want.hypotheses)
+    # without the stop string the search runs on past the "."
+    full = offline_result(offline, prompt, cons, beam_size=4, max_tokens=10, n=2, artifact=words_artifact)
+    assert any("." in h.text for h in full.hypotheses) or [h.text for h in full.hypotheses] != texts
 
 
 def test_every_search_setting_per_request_equals_offline(server, offline):

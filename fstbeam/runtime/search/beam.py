@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["BeamState", "Rows", "Scored", "Candidates", "NEG_INF", "PROMPT_TAIL", "pad_last", "prompt_tails"]
+__all__ = ["BeamState", "Rows", "Scored", "Candidates", "NEG_INF", "STOP_EOS", "PROMPT_TAIL", "pad_last", "prompt_tails"]
 
 NEG_INF = float("-inf")
+STOP_EOS = -2  # ``fin_eos`` of a hypothesis that a stop string ended (-1: the length limit; :mod:`.stops`)
 PROMPT_TAIL = 64  # prompt tokens the n-gram guard may look back on (``no_repeat_prompt``)
 
 
@@ -58,7 +59,8 @@ class BeamState:
     fin_logp: torch.Tensor  # [n, nb]
     fin_len: torch.Tensor  # [n, nb] length, EOS included
     fin_hist: torch.Tensor  # [n, nb, L]
-    fin_eos: torch.Tensor  # [n, nb] EOS id (-1: finished at the length limit)
+    fin_eos: torch.Tensor  # [n, nb] EOS id (-1: finished at the length limit; -2: at a stop string)
+    fin_cut: torch.Tensor  # [n, nb] bytes a stop string takes from the end of the text (:mod:`.stops`)
     fin_met: torch.Tensor  # [n, nb, P] phrases met
     fin_tier: torch.Tensor  # [n, nb] 0; with end_in_top_k 1 for an ending below the top tokens, 2 for a cut output
     # best partial (unsatisfied) output, returned when nothing finishes
@@ -93,7 +95,7 @@ class BeamState:
             over=torch.zeros_like(alive), length=z(n), target=target, nbanks=nbanks, hoff=hoff, loff=loff,
             ptail=ptail,
             fin_rank=torch.full((n, nb), NEG_INF, device=dev), fin_logp=torch.full((n, nb), NEG_INF, device=dev),
-            fin_len=z(n, nb), fin_hist=z(n, nb, L), fin_eos=torch.full((n, nb), -1, dtype=torch.long, device=dev),
+            fin_len=z(n, nb), fin_hist=z(n, nb, L), fin_eos=torch.full((n, nb), -1, dtype=torch.long, device=dev), fin_cut=z(n, nb),
             fin_met=z(n, nb, P, dtype=torch.bool), part_logp=torch.full((n,), NEG_INF, device=dev), part_len=z(n),
             part_hist=z(n, L), part_met=z(n, P, dtype=torch.bool), pl_best=torch.full((n,), NEG_INF, device=dev),
             fin_tier=z(n, nb),

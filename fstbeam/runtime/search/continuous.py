@@ -29,6 +29,7 @@ from typing import Callable, Iterator
 
 import torch
 
+from .beam import STOP_EOS
 from .engine import RawResult, Request, SearchEngine
 
 __all__ = ["ContinuousEngine", "RequestSource", "Ticket", "shared_prefix"]
@@ -111,7 +112,7 @@ class ContinuousEngine(SearchEngine):
 
     on_step: Callable[[int], None] | None = None
 
-    def __init__(self, adapter, config, *, eos_ids, device, lock: threading.Lock | None = None):
+    def __init__(self, adapter, config, *, eos_ids, device, lock: contextlib.AbstractContextManager | None = None):
         # Several engines (one per search setting) may share one model: the model calls and the
         # search step take ``lock`` (the adapter routes packed weights by patching the model's
         # layers, and the output head reuses one logits buffer).
@@ -217,7 +218,8 @@ def shared_prefix(alive, hist, length, fin_rank, fin_len, fin_eos, fin_hist, par
     seqs = [h[:length] for a, h in zip(alive, hist) if a]
     for r, n, e, h in zip(fin_rank, fin_len, fin_eos, fin_hist):
         if r != float("-inf"):
-            seqs.append(h[: n - (1 if e >= 0 else 0)])
+            seqs.append(h[: n - (1 if e >= 0 or e == STOP_EOS else 0)])  # (a stop string spanning tokens: the
+            # text stream holds back what may begin one, serve/streaming.py)
     if part_logp != float("-inf"):
         seqs.append(part_hist[:part_len])
     if not seqs:

@@ -25,7 +25,8 @@ for every live hypothesis at once:
 6. finished hypotheses enter a per-input n-best pool (with ``end_in_top_k`` in tiers: endings
    whose stop id ranks among the row's top tokens, other endings, cut outputs; :mod:`.pool`); an
    input stops when its n-th best finished score reaches the upper bound of its live hypotheses
-   (:mod:`.scoring`), or at the length limit.
+   (:mod:`.scoring`), or at the length limit. A candidate whose text reaches one of its input's
+   ``stop`` strings finishes too, cut before it, into the same pool (:mod:`.stops`, after stage 4).
 
 Streaming (Yang et al. 2020): when the live inputs drop to ``refill * batch_size``, new inputs are
 prefilled and join the batch; a finished input leaves it. With ``expand="least_advanced"``
@@ -49,6 +50,7 @@ from . import dba, pool, step, tracks
 from .beam import BeamState, Rows, prompt_tails
 from .pool import RawHypothesis, RawResult
 from .schedule import LeastAdvancedSchedule, Parked
+from .stops import StopRule, pool_stops
 from .tables import INF_DIST, InputConstraints, Tables
 
 __all__ = ["SearchConfig", "Request", "RawHypothesis", "RawResult", "SearchEngine", "SearchStats"]
@@ -61,6 +63,7 @@ class Request:
     constraints: InputConstraints
     error: str | None = None
     query_tokens: int | None = None  # tokens of the prompt's query (length_target.py); None: all of ids
+    stop: StopRule | None = None  # stop strings that end its hypotheses (:mod:`.stops`)
 
 
 @dataclass
@@ -87,6 +90,10 @@ class _Slot:
     target: float
     warnings: list[str]
     steps: int = 0  # tokens generated so far (= the beam's ``length`` of the slot, kept on the host)
+
+    @property
+    def stop(self) -> StopRule | None:
+        return self.req.stop
 
 
 @dataclass(frozen=True)
@@ -282,6 +289,8 @@ class SearchEngine(LeastAdvancedSchedule):
         self.stats.logits_elements += st.R * int(out.logits.shape[1])
         cand, tracks_in, over = self._stage_candidates(st, scored, out, ok_eos, ok_plain)   # 3.
         adv = step.advance(cand, self.beam, self.tables, self.cfg.max_new_tokens)           # 4.
+        if any(sl.stop is not None for sl in self.slots):  # stop strings end hypotheses (:mod:`.stops`)
+            adv = (pool_stops(self.beam, self.slots, adv, self.tables, self.cfg.scoring, self.cfg.min_new_tokens), *adv[1:])
         chosen = self._stage_select(st, cand, adv, tracks_in, over)                         # 5.
         return self._stage_commit(st, scored, ok_plain, adv, chosen, over)                  # 6.
 

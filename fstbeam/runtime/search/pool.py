@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .beam import NEG_INF, BeamState
+from .beam import NEG_INF, STOP_EOS, BeamState
 
 __all__ = ["RawHypothesis", "RawResult", "merge_finished", "record_partial", "done_slots", "host_rows", "raw_result"]
 
@@ -20,7 +20,8 @@ class RawHypothesis:
     logprob: float
     satisfied: bool
     phrases_met: tuple[bool, ...]
-    finish_reason: str  # "eos" | "length" | "incomplete"
+    finish_reason: str  # "eos" | "length" | "incomplete" | "stop"
+    cut: int = 0  # bytes a stop string took from the end of the tokens' text (:mod:`.stops`)
 
 
 @dataclass
@@ -32,10 +33,11 @@ class RawResult:
     error: str | None = None
 
 
-def merge_finished(beam: BeamState, ok, raw, length, eos_tok, hist, met, scoring, tier: int = 0) -> None:
-    """Candidates ``ok [n, k]`` (log-prob ``raw``, ``length`` with EOS, EOS id ``eos_tok`` or -1,
-    tokens ``hist [n, k, L]``, phrases ``met [n, k, P]`` or None) enter each slot's n-best pool,
-    ordered by tier (lower first: ``end_in_top_k``), then by rank."""
+def merge_finished(beam: BeamState, ok, raw, length, eos_tok, hist, met, scoring, tier: int = 0, cut=None) -> None:
+    """Candidates ``ok [n, k]`` (log-prob ``raw``, ``length`` with EOS, EOS id ``eos_tok`` or -1
+    (-2: a stop string, with ``cut [n, k]`` bytes to drop), tokens ``hist [n, k, L]``, phrases
+    ``met [n, k, P]`` or None) enter each slot's n-best pool, ordered by tier (lower first:
+    ``end_in_top_k``), then by rank."""
     n, k = raw.shape
     nb, L = beam.fin_rank.shape[1], beam.fin_hist.shape[2]
     rank = scoring.rank(raw, length, beam.target[:, None].expand(n, k))
@@ -52,6 +54,8 @@ def merge_finished(beam: BeamState, ok, raw, length, eos_tok, hist, met, scoring
     beam.fin_logp = torch.where(from_pool, beam.fin_logp.gather(1, pi), raw.gather(1, ci))
     beam.fin_len = torch.where(from_pool, beam.fin_len.gather(1, pi), length.gather(1, ci))
     beam.fin_eos = torch.where(from_pool, beam.fin_eos.gather(1, pi), eos_tok.gather(1, ci))
+    new_cut = torch.zeros_like(eos_tok) if cut is None else cut
+    beam.fin_cut = torch.where(from_pool, beam.fin_cut.gather(1, pi), new_cut.gather(1, ci))
     beam.fin_hist = torch.where(from_pool[:, :, None], beam.fin_hist.gather(1, pi[:, :, None].expand(n, nb, L)),
                                 hist.gather(1, ci[:, :, None].expand(n, nb, L)))
     if met is not None:
@@ -156,7 +160,7 @@ def host_rows(beam: BeamState, idx: list[int]) -> list[dict]:
     return out
 
 
-_RESULT_FIELDS = ("fin_rank", "fin_logp", "fin_len", "fin_eos", "fin_hist", "fin_met", "part_logp", "part_len", "part_hist",
+_RESULT_FIELDS = ("fin_rank", "fin_logp", "fin_len", "fin_eos", "fin_cut", "fin_hist", "fin_met", "part_logp", "part_len", "part_hist",
                   "part_met")
 
 
@@ -184,8 +188,9 @@ def raw_result(h: dict, slot, steps: int, max_new_tokens: int) -> RawResult:
         e = eos[j]
         ntext = lens[j] - (1 if e >= 0 else 0)
         met = tuple(bool(x) for x in h["fin_met"][j][:np_]) if np_ else ()
-        hyps.append(RawHypothesis(h["fin_hist"][j][:ntext], e if e >= 0 else None, rank[j], logp[j], True, met,
-                                  "eos" if e >= 0 else "length"))
+        why = "eos" if e >= 0 else "stop" if e == STOP_EOS else "length"
+        hyps.append(RawHypothesis(h["fin_hist"][j][:ntext], e if e >= 0 else None, rank[j], logp[j], True, met, why,
+                                  h["fin_cut"][j]))
     warn = list(slot.warnings)
     if not hyps:
         plen = h["part_len"]

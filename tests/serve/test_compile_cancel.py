@@ -1,0 +1,89 @@
+"""A compile whose request gave up (504 over the compile budget, or the request's time limit) is
+stopped part-way, so its pool thread is free for the next request (`fstbeam.serve.engine.Cancellable`)."""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from fstbeam.serve.engine import Cancellable, CompileCancelled
+
+sys.path.insert(0, os.path.dirname(__file__))
+from serve_helpers import Server  # noqa: E402
+from test_fairness import _heavy_body  # noqa: E402
+
+
+def _busy(started: threading.Event, seconds: float = 30.0):
+    def work():
+        started.set()
+        end = time.monotonic() + seconds
+        n = 0
+        while time.monotonic() < end:  # Python steps, as the compiler's stages and loops are
+            n += 1
+        return n
+    return work
+
+
+def test_cancel_stops_running_work_and_frees_the_thread():
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        started = threading.Event()
+        task = Cancellable(_busy(started))
+        fut = pool.submit(task)
+        assert started.wait(10)
+        t0 = time.monotonic()
+        task.cancel()
+        with pytest.raises(CompileCancelled):
+            fut.result(10)
+        assert time.monotonic() - t0 < 5  # stopped, not run to its 30 s
+        assert pool.submit(lambda: 42).result(5) == 42  # the thread is free
+    finally:
+        pool.shutdown(wait=False)
+
+
+def test_cancel_before_start_and_after_the_end():
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        early = Cancellable(lambda: 1)
+        early.cancel()
+        with pytest.raises(CompileCancelled):
+            pool.submit(early).result(5)
+        done = Cancellable(lambda: 2)
+        assert pool.submit(done).result(5) == 2
+        done.cancel()  # too late: nothing is raised in the thread's next work
+        started = threading.Event()
+        assert pool.submit(_busy(started, 0.3)).result(10) > 0
+    finally:
+        pool.shutdown(wait=False)
+
+
+def test_an_over_budget_compile_is_stopped_in_the_server(model_dir):
+    s = Server(["--model", model_dir, "--device", "cpu", "--model-name", "tiny", "--compile-timeout", "0.05",
+                "--compile-threads", "1"])
+    try:
+        end = time.monotonic() + 60  # the phrase index is built in the compile thread after ready: let it finish
+        while not any("phrase index" in line for line in s.lines) and time.monotonic() < end:
+            time.sleep(0.05)
+        r = httpx.post(s.url + "/v1/completions", json=_heavy_body(99), timeout=60)
+        assert r.status_code == 504, r.text
+        assert "compile budget" in r.json()["error"]["message"]
+        end = time.monotonic() + 30
+        while not any("compile stopped after" in line for line in s.lines) and time.monotonic() < end:
+            time.sleep(0.05)
+        # logged only where the exception reached the compile itself (not one that had finished)
+        assert any("compile stopped after" in line for line in s.lines), s.lines[-5:]
+        # the same constraints again: nothing was cached by the stopped compile, which is stopped again
+        assert httpx.post(s.url + "/v1/completions", json=_heavy_body(99), timeout=60).status_code == 504
+        end = time.monotonic() + 30
+        while sum("compile stopped after" in line for line in s.lines) < 2 and time.monotonic() < end:
+            time.sleep(0.05)
+        assert sum("compile stopped after" in line for line in s.lines) == 2
+        small = {"model": "tiny", "prompt": "a dog", "max_tokens": 4}
+        assert httpx.post(s.url + "/v1/completions", json=small, timeout=60).status_code == 200
+    finally:
+        assert s.stop() == 0

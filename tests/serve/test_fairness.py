@@ -1,0 +1,74 @@
+"""One client's requests at the documented per-request limits do not hold back another client's
+small request: 16 concurrent requests, each with 16 must-include phrases and 16 avoid phrases of
+200 characters (``Limits.max_phrases`` texts of ``Limits.max_phrase_chars``, docs/serve.md), and
+a one-phrase request sent while they compile and decode is answered within 2 s of the time it
+takes alone (measured first, in the same test, on the same server). Bounded: every request has a
+client timeout, and the heavy ones are awaited before the test ends."""
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import httpx
+
+from fstbeam.serve.config import Limits
+
+WORDS = ["a", "cat", "dog", "the", "sat", "on", "mat", "ran", "and"]
+
+
+def _text(rng: random.Random, chars: int) -> str:
+    """A phrase of exactly ``chars`` characters from the tokenizer's words (each request's own)."""
+    out = ""
+    while len(out) < chars:
+        out += ("" if not out else " ") + rng.choice(WORDS)
+    text = out[:chars]
+    return text if not text.endswith(" ") else text[:-1] + "a"
+
+
+def _heavy_body(seed: int) -> dict:
+    lim = Limits()
+    rng = random.Random(seed)
+    half = lim.max_phrases // 2
+    return {"model": "tiny", "prompt": "the cat", "max_tokens": 8,
+            "constraints": {"phrases": [_text(rng, lim.max_phrase_chars) for _ in range(half)],
+                            "avoid": [_text(rng, lim.max_phrase_chars) for _ in range(lim.max_phrases - half)]}}
+
+
+def _timed_post(url: str, body: dict, timeout: float) -> tuple[float, httpx.Response]:
+    t0 = time.monotonic()
+    r = httpx.post(url + "/v1/completions", json=body, timeout=timeout)
+    return time.monotonic() - t0, r
+
+
+def test_requests_at_the_limits_leave_a_small_request_answered(server):
+    small = {"model": "tiny", "prompt": "a dog", "max_tokens": 8, "constraints": {"phrases": ["mat"]}}
+    _timed_post(server.url, small, 60)  # warm: the phrase index, the kernels, the worker of these settings
+    alone, r = _timed_post(server.url, dict(small, constraints={"phrases": ["cat"]}), 60)
+    assert r.status_code == 200, r.text
+    results: list = []
+
+    def heavy(seed: int) -> None:
+        results.append(_timed_post(server.url, _heavy_body(seed), 120))
+
+    threads = [threading.Thread(target=heavy, args=(s,), daemon=True) for s in range(16)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)  # the heavy requests are compiling (or decoding) now
+    busy, r = _timed_post(server.url, dict(small, constraints={"phrases": ["ran"]}), 60)  # while they compile
+    still = sum(t.is_alive() for t in threads)
+    t_end = time.monotonic() + 150
+    while not results and time.monotonic() < t_end:  # the first heavy ones are answered: the rest decode now
+        time.sleep(0.05)
+    busy2, r2 = _timed_post(server.url, dict(small, constraints={"phrases": ["sat"]}), 60)
+    still2 = sum(t.is_alive() for t in threads)
+    print(f"small request: {alone:.2f} s alone, {busy:.2f} s among 16 at the limits ({still} still running), "
+          f"{busy2:.2f} s once they decode ({still2} still running)")
+    for t in threads:
+        t.join(max(1.0, t_end - time.monotonic()))
+    assert r.status_code == 200 and r2.status_code == 200, (r.text, r2.text)
+    assert still > 0 and still2 > 0  # the small requests were answered while heavy ones were in the server
+    for took in (busy, busy2):
+        assert took <= alone + 2.0, f"the small request took {took:.2f} s among 16 at the limits, {alone:.2f} s alone"
+    assert len(results) == 16 and all(resp.status_code == 200 for _, resp in results), \
+        [resp.text[:200] for _, resp in results if resp.status_code != 200]
