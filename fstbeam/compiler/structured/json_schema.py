@@ -102,7 +102,12 @@ class SchemaCompiler:
                    if whitespace == "flexible" else lit(""))
         self._cache: dict[tuple[Any, ...], pynini.Fst] = {}
         self._keep: list[Any] = []  # synthesized nodes, kept alive so their ids stay unique
-        self._recursive = _recursive_targets(schema, self.resolver)
+        self._recursive, targets = _recursive_targets(schema, self.resolver)
+        # nodes that may be compiled more than once: only their automata are cached (caching
+        # every node kept 78 million arcs alive on kb_145, most of them used once and already
+        # copied into their parent)
+        self._shared = {t for t, n in targets.items() if n > 1} | self._recursive \
+            | _repeated_nodes(schema)
         # free values accept every key order: the location's order matters only in complements
         self.plain = Location([], self.resolver)
 
@@ -134,7 +139,25 @@ class SchemaCompiler:
     def document(self) -> pynini.Fst:
         loc = Location([self.root], self.resolver)
         body = self.value(self.root, "", loc, self.max_depth)
-        return self.opt(json_containers.finish(self.ws + body + self.ws), "")
+        self._cache.clear()  # the parts are copied into the body: free them before the largest step
+        if self.ws.num_states() > 1:
+            body = self.ws + body + self.ws
+        return self._final(json_containers.finish(body))
+
+    def _final(self, doc: pynini.Fst) -> pynini.Fst:
+        """`opt` of the whole document, in place where it can be: the document is the
+        largest automaton of the compile (kb_145: 280,000 states and 6 million arcs), so each
+        copy that `optimize` would keep beside it is a few hundred megabytes."""
+        doc.rmepsilon()
+        if doc.properties(pynini.I_DETERMINISTIC, True) != pynini.I_DETERMINISTIC:
+            doc = pynini.determinize(doc, nstate=self.max_states + 1)
+        if doc.num_states() > self.max_states:
+            raise SpecError(f"{self.where}: the automaton of the whole document needs more "
+                            f"than {self.max_states:,} states; lower max_depth or simplify "
+                            "the schema")
+        doc.minimize(allow_nondet=False)
+        doc.connect()
+        return doc.arcsort("ilabel")
 
     # -- values ------------------------------------------------------------------------------
     def value(self, node: Any, path: str, loc: Location, rdepth: int) -> pynini.Fst:
@@ -145,6 +168,8 @@ class SchemaCompiler:
         if not isinstance(node, dict):
             raise SpecError(f"{self.where}: the schema at {path or '/'} is a "
                             f"{type(node).__name__}, not an object or a boolean")
+        if id(node) not in self._shared:
+            return self._node(node, path, loc, rdepth)
         key = (id(node), loc.key, rdepth)
         if key not in self._cache:
             self._cache[key] = self._node(node, path, loc, rdepth)
@@ -352,10 +377,38 @@ def _has_type_keywords(node: dict[str, Any]) -> bool:
     return any(k in node for k in _TYPE_KEYWORDS)
 
 
-def _recursive_targets(root: Any, resolver: Resolver) -> set[int]:
-    """The ids of $ref targets that can reach a $ref to themselves (recursion to unroll)."""
+def _repeated_nodes(root: Any) -> set[int]:
+    """The ids of subschemas that one object or array may compile several times (the value of
+    `additionalProperties`, `patternProperties`, `items`, ...: once per member or slot)."""
+    out: set[int] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, list):
+            for v in node:
+                walk(v)
+            return
+        if not isinstance(node, dict):
+            return
+        for k, v in node.items():
+            if k in ("enum", "const", "default", "examples"):
+                continue
+            if k in ("additionalProperties", "items", "additionalItems", "contains",
+                     "propertyNames"):
+                out.add(id(v))
+            elif k == "patternProperties" and isinstance(v, dict):
+                out.update(id(x) for x in v.values())
+            walk(v)
+
+    walk(root)
+    return out
+
+
+def _recursive_targets(root: Any, resolver: Resolver) -> tuple[set[int], dict[int, int]]:
+    """The ids of $ref targets that can reach a $ref to themselves (recursion to unroll), and
+    the number of $refs to each target."""
     edges: dict[int, set[int]] = {}
     targets: dict[int, Any] = {}
+    count: dict[int, int] = {}
 
     def refs_in(node: Any, acc: set[int]) -> None:
         if isinstance(node, dict):
@@ -368,6 +421,8 @@ def _recursive_targets(root: Any, resolver: Resolver) -> set[int]:
                 if t is not None:
                     acc.add(id(t))
                     targets[id(t)] = t
+                    if counting:  # the walk of the whole document counts each $ref once
+                        count[id(t)] = count.get(id(t), 0) + 1
             for k, v in node.items():
                 if k not in ("enum", "const", "default", "examples"):
                     refs_in(v, acc)
@@ -375,7 +430,9 @@ def _recursive_targets(root: Any, resolver: Resolver) -> set[int]:
             for v in node:
                 refs_in(v, acc)
 
+    counting = True
     refs_in(root, set())
+    counting = False
     todo = list(targets)
     while todo:
         t = todo.pop()
@@ -396,4 +453,4 @@ def _recursive_targets(root: Any, resolver: Resolver) -> set[int]:
             if x not in seen:
                 seen.add(x)
                 stack.extend(edges.get(x, ()))
-    return recursive
+    return recursive, count
