@@ -22,6 +22,7 @@ from . import json_containers, json_values
 from .json_disjoint import disjoint
 from .json_lexical import empty, lit, union
 from .json_location import Location, Resolver
+from .json_refs import recursive_targets, repeated_nodes
 
 __all__ = ["json_schema_fst", "JSON_SCHEMA_DEFAULTS", "UnsupportedSchema"]
 
@@ -102,12 +103,12 @@ class SchemaCompiler:
                    if whitespace == "flexible" else lit(""))
         self._cache: dict[tuple[Any, ...], pynini.Fst] = {}
         self._keep: list[Any] = []  # synthesized nodes, kept alive so their ids stay unique
-        self._recursive, targets = _recursive_targets(schema, self.resolver)
+        self._recursive, targets = recursive_targets(schema, self.resolver)
         # nodes that may be compiled more than once: only their automata are cached (caching
         # every node kept 78 million arcs alive on kb_145, most of them used once and already
         # copied into their parent)
         self._shared = {t for t, n in targets.items() if n > 1} | self._recursive \
-            | _repeated_nodes(schema)
+            | repeated_nodes(schema)
         # free values accept every key order: the location's order matters only in complements
         self.plain = Location([], self.resolver)
 
@@ -149,7 +150,8 @@ class SchemaCompiler:
         largest automaton of the compile (kb_145: 280,000 states and 6 million arcs), so each
         copy that `optimize` would keep beside it is a few hundred megabytes."""
         doc.rmepsilon()
-        if doc.properties(pynini.I_DETERMINISTIC, True) != pynini.I_DETERMINISTIC:
+        det = pynini.I_DETERMINISTIC  # type: ignore[attr-defined]
+        if doc.properties(det, True) != det:
             doc = pynini.determinize(doc, nstate=self.max_states + 1)
         if doc.num_states() > self.max_states:
             raise SpecError(f"{self.where}: the automaton of the whole document needs more "
@@ -157,7 +159,8 @@ class SchemaCompiler:
                             "the schema")
         doc.minimize(allow_nondet=False)
         doc.connect()
-        return doc.arcsort("ilabel")
+        doc.arcsort("ilabel")
+        return doc
 
     # -- values ------------------------------------------------------------------------------
     def value(self, node: Any, path: str, loc: Location, rdepth: int) -> pynini.Fst:
@@ -332,7 +335,7 @@ class SchemaCompiler:
 def _context(node: dict[str, Any]) -> dict[str, Any] | None:
     """What ``node``'s own keywords ensure beside its combinators (for `disjoint`): its types
     and, for objects, its required keys."""
-    ctx = {k: node[k] for k in ("type", "required") if k in node}
+    ctx: dict[str, Any] = {k: node[k] for k in ("type", "required") if k in node}
     return ctx or None
 
 
@@ -375,82 +378,3 @@ def _is_free(node: dict[str, Any]) -> bool:
 
 def _has_type_keywords(node: dict[str, Any]) -> bool:
     return any(k in node for k in _TYPE_KEYWORDS)
-
-
-def _repeated_nodes(root: Any) -> set[int]:
-    """The ids of subschemas that one object or array may compile several times (the value of
-    `additionalProperties`, `patternProperties`, `items`, ...: once per member or slot)."""
-    out: set[int] = set()
-
-    def walk(node: Any) -> None:
-        if isinstance(node, list):
-            for v in node:
-                walk(v)
-            return
-        if not isinstance(node, dict):
-            return
-        for k, v in node.items():
-            if k in ("enum", "const", "default", "examples"):
-                continue
-            if k in ("additionalProperties", "items", "additionalItems", "contains",
-                     "propertyNames"):
-                out.add(id(v))
-            elif k == "patternProperties" and isinstance(v, dict):
-                out.update(id(x) for x in v.values())
-            walk(v)
-
-    walk(root)
-    return out
-
-
-def _recursive_targets(root: Any, resolver: Resolver) -> tuple[set[int], dict[int, int]]:
-    """The ids of $ref targets that can reach a $ref to themselves (recursion to unroll), and
-    the number of $refs to each target."""
-    edges: dict[int, set[int]] = {}
-    targets: dict[int, Any] = {}
-    count: dict[int, int] = {}
-
-    def refs_in(node: Any, acc: set[int]) -> None:
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str):
-                try:
-                    t = resolver.resolve(ref, "")[0]
-                except SpecError:
-                    t = None
-                if t is not None:
-                    acc.add(id(t))
-                    targets[id(t)] = t
-                    if counting:  # the walk of the whole document counts each $ref once
-                        count[id(t)] = count.get(id(t), 0) + 1
-            for k, v in node.items():
-                if k not in ("enum", "const", "default", "examples"):
-                    refs_in(v, acc)
-        elif isinstance(node, list):
-            for v in node:
-                refs_in(v, acc)
-
-    counting = True
-    refs_in(root, set())
-    counting = False
-    todo = list(targets)
-    while todo:
-        t = todo.pop()
-        if t in edges:
-            continue
-        edges[t] = set()
-        refs_in(targets[t], edges[t])
-        todo.extend(x for x in edges[t] if x not in edges)
-    recursive = set()
-    for start in edges:
-        seen: set[int] = set()
-        stack = list(edges[start])
-        while stack:
-            x = stack.pop()
-            if x == start:
-                recursive.add(start)
-                break
-            if x not in seen:
-                seen.add(x)
-                stack.extend(edges.get(x, ()))
-    return recursive, count
