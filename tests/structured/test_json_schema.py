@@ -104,6 +104,13 @@ SCHEMAS = [
                {"if": {"properties": {"k": {"const": "b"}}}, "then": {"required": ["v"]}},
                {"if": {"properties": {"k": {"const": "c"}}},
                 "else": {"not": {"required": ["c"]}}}]},
+    # draft-7 "a excludes b" dependencies: a rule over the members (declared), else if/then
+    {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+     "properties": {"a": {}, "b": {}, "c": {}},
+     "dependencies": {"a": {"not": {"required": ["b"]}},
+                      "c": {"description": "x", "not": {"required": ["a", "b"]}}}},
+    {"$schema": "http://json-schema.org/draft-07/schema#", "properties": {"a": {"type": "integer"}},
+     "dependencies": {"a": {"not": {"required": ["b"]}}, "b": {"not": {"required": ["c"]}}}},
     # an enum's strings escaped together, beside other values
     {"enum": ["a", "ab", "abc", "é", 'q"x', "a\nb", 1, None, [1, 2]]},
     True,

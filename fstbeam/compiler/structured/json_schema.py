@@ -315,12 +315,15 @@ class SchemaCompiler:
         """`dependentRequired`/`dependentSchemas`/`dependencies`: when property a is present,
         the object must also have the listed properties / match the schema."""
         out = []
+        # "a excludes b" between declared members: a rule in the object's own members
+        excl = json_containers.member_exclusions(
+            node, json_containers.object_slots(node, loc)) if "dependencies" in node else {}
         for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
             deps = node.get(kw)
             if not isinstance(deps, dict):
                 continue
             for name, need in deps.items():
-                if isinstance(need, list):
+                if isinstance(need, list) or (kw == "dependencies" and name in excl):
                     continue  # in the object's own members (json_containers)
                 has = self.synth({"type": "object", "required": [name]})
                 if isinstance(need, list):
