@@ -45,7 +45,10 @@ def optimize(fst: pynini.Fst, *, stage: str, max_states: int | None = None) -> p
             f"optimize({stage!r}) needs an acceptor, got a transducer; "
             "project it first (fst.project('output'))"
         )
-    n_in, a_in = fst.num_states(), _num_arcs(fst)
+    # counting arcs walks every state: only when the log or an error shows the count
+    n_in = fst.num_states()
+    verbose = log.isEnabledFor(logging.INFO)
+    a_in = _num_arcs(fst) if verbose else -1
     timings: list[str] = []
     t_all = time.perf_counter()
 
@@ -53,7 +56,7 @@ def optimize(fst: pynini.Fst, *, stage: str, max_states: int | None = None) -> p
         if max_states is not None and result.num_states() > max_states:
             raise FstSizeError(
                 f"{stage}: {step} produced more than {max_states:,} states "
-                f"(input had {n_in:,} states, {a_in:,} arcs); simplify the constraint or raise "
+                f"(input had {n_in:,} states, {_num_arcs(fst):,} arcs); simplify the constraint or raise "
                 "max_states",
                 stage=stage,
                 states=result.num_states(),
@@ -84,6 +87,8 @@ def optimize(fst: pynini.Fst, *, stage: str, max_states: int | None = None) -> p
     out.arcsort("ilabel")
     timings.append(f"minimize {time.perf_counter() - t:.3f}s")
 
+    if not verbose:
+        return out
     log.info(
         "%s: %d -> %d states, %d -> %d arcs in %.3fs (%s)",
         stage,

@@ -83,6 +83,36 @@ SCHEMAS = [
     {"type": "object", "properties": {"a": {"type": "integer", "nullable": True}}},
     {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
      "dependencies": {"a": {"required": ["c"]}}},
+    # oneOf branches told apart within the parent's type and required keys (json_disjoint)
+    {"type": "object", "required": ["k"],
+     "oneOf": [{"properties": {"k": {"const": "a"}}}, {"properties": {"k": {"const": "b"}}},
+               {"properties": {"k": {"enum": ["a", "c"]}}}]},
+    {"required": ["k"],  # no type: non-objects match both branches, so none is valid
+     "oneOf": [{"properties": {"k": {"const": "a"}}}, {"properties": {"k": {"const": "b"}}}]},
+    {"type": "object", "required": ["b"],
+     "oneOf": [{"properties": {"a": {}}, "additionalProperties": False},
+               {"properties": {"b": {"type": "integer"}}}]},
+    # one definition behind several $ref wrappers (one location, compiled once)
+    {"$defs": {"o": {"type": "object", "properties": {"a": {"type": "integer"},
+                                                      "b": {"type": "string"}}}},
+     "type": "object", "properties": {"a": {"$ref": "#/$defs/o"},
+                                      "b": {"$ref": "#/$defs/o", "description": "x"}},
+     "additionalProperties": {"$ref": "#/$defs/o"}},
+    # allOf of if/then: a product minimized as it grows
+    {"allOf": [{"if": {"properties": {"k": {"const": "a"}}},
+                "then": {"properties": {"v": {"type": "integer"}}}},
+               {"if": {"properties": {"k": {"const": "b"}}}, "then": {"required": ["v"]}},
+               {"if": {"properties": {"k": {"const": "c"}}},
+                "else": {"not": {"required": ["c"]}}}]},
+    # draft-7 "a excludes b" dependencies: a rule over the members (declared), else if/then
+    {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+     "properties": {"a": {}, "b": {}, "c": {}},
+     "dependencies": {"a": {"not": {"required": ["b"]}},
+                      "c": {"description": "x", "not": {"required": ["a", "b"]}}}},
+    {"$schema": "http://json-schema.org/draft-07/schema#", "properties": {"a": {"type": "integer"}},
+     "dependencies": {"a": {"not": {"required": ["b"]}}, "b": {"not": {"required": ["c"]}}}},
+    # an enum's strings escaped together, beside other values
+    {"enum": ["a", "ab", "abc", "é", 'q"x', "a\nb", 1, None, [1, 2]]},
     True,
     False,
     {},

@@ -20,7 +20,7 @@ from .json_lexical import union as union_of
 from .json_location import Location, SchemaContext
 from .regex import marker_fst
 
-__all__ = ["object_value", "array_value", "any_value"]
+__all__ = ["object_value", "array_value", "any_value", "object_slots", "member_exclusions"]
 
 log = logging.getLogger("fstbeam")
 _MARK = 256  # before every member and item; a comma, or nothing right after { or [
@@ -55,9 +55,9 @@ def _commas() -> pynini.Fst:
 
 
 def finish(doc: pynini.Fst) -> pynini.Fst:
-    """The text of a marked document (markers resolved to commas)."""
-    d = doc.copy().arcsort("olabel")
-    text: pynini.Fst = pynini.compose(d, _commas()).project("output")
+    """The text of a marked document (markers resolved to commas); ``doc`` is arc-sorted in
+    place (not copied: it is the largest automaton of a compile)."""
+    text: pynini.Fst = pynini.compose(doc.arcsort("olabel"), _commas()).project("output")
     return text
 
 
@@ -166,15 +166,15 @@ def object_value(c: SchemaContext, node: dict[str, Any], path: str, loc: Locatio
     names_ok = None
     if "propertyNames" in node:
         names_ok = c.value(node["propertyNames"], f"{path}/propertyNames", loc.extra(), rdepth)
-    slots = list(loc.keys) + [k for k in props if k not in loc.keys]
-    slots += [k for k in dict.fromkeys(required) if k not in slots]
+    slots = object_slots(node, loc)
     lo = int(node.get("minProperties", 0))
     hi = None if node.get("maxProperties") is None else int(node["maxProperties"])
     may_extra = extra_schema is not False or bool(patterns)
     counted = _needs_count(lo, hi, len(set(required)), None if may_extra else len(slots))
     deps = _list_dependencies(node)
+    excl = member_exclusions(node, slots)
     # own markers: one label per slot where dependencies must see which member is which
-    unique = bool(deps)
+    unique = bool(deps) or bool(excl)
     label = _COUNTED if counted or unique else _MARK
     slot_label: dict[str, int] = {}
     members = lit("")
@@ -209,7 +209,56 @@ def object_value(c: SchemaContext, node: dict[str, Any], path: str, loc: Locatio
     own = {label, *slot_label.values()}
     rules = [_requires(own, slot_label[a], [slot_label.get(b) for b in bs])
              for a, bs in deps if a in slot_label]
+    rules += [_excludes(own, slot_label[a], [slot_label[b] for b in bs])
+              for a, bs in excl.items() if a in slot_label and all(b in slot_label for b in bs)]
     return _resolve(c, members, lo, hi, counted, "{", "}", path, own=own, rules=rules)
+
+
+def object_slots(node: dict[str, Any], loc: Location) -> list[str]:
+    """The declared members of an object at ``loc``, in order: the location's keys, then the
+    node's other properties and required names."""
+    props = node.get("properties") or {}
+    required = [r for r in node.get("required") or [] if isinstance(r, str)]
+    slots = list(loc.keys) + [k for k in props if k not in loc.keys]
+    return slots + [k for k in dict.fromkeys(required) if k not in slots]
+
+
+_NOTES = {"description", "title", "$comment"}
+
+
+def member_exclusions(node: dict[str, Any], slots: list[str]) -> dict[str, list[str]]:
+    """Draft-7 `dependencies` of the form ``a: {"not": {"required": [b, ...]}}`` ("a excludes
+    b"), between declared members: a rule over the members' markers, where the general form (an
+    `if`/`then` over the whole object) takes complements of the object (28 s on the Chrome
+    manifest schema). `json_schema` leaves these to `object_value`."""
+    deps = node.get("dependencies")
+    out: dict[str, list[str]] = {}
+    if not isinstance(deps, dict):
+        return out
+    for a, sub in deps.items():
+        if not (isinstance(sub, dict) and set(sub) - _NOTES == {"not"}):
+            continue
+        inner = sub["not"]
+        if not (isinstance(inner, dict) and set(inner) - _NOTES == {"required"}):
+            continue
+        names = inner["required"]
+        if (isinstance(names, list) and names and all(isinstance(b, str) for b in names)
+                and a in slots and all(b in slots for b in names)):
+            out[a] = list(names)
+    return out
+
+
+def _excludes(own: set[int], if_label: int, then_labels: list[int]) -> pynini.Fst:
+    """Marked sequences in which ``if_label`` appears only without some of ``then_labels``."""
+    everything = _labels(set(range(1, 257)) | own).closure()
+    without = _labels(set(range(1, 257)) | (own - {if_label})).closure()
+    has_all = None
+    for t in then_labels:
+        has = optimize(everything + _labels({t}) + everything, stage="json deps")
+        has_all = has if has_all is None else optimize(pynini.intersect(has_all, has),
+                                                       stage="json deps")
+    assert has_all is not None
+    return without | pynini.difference(optimize(everything, stage="json deps"), has_all)
 
 
 def _list_dependencies(node: dict[str, Any]) -> list[tuple[str, list[str]]]:

@@ -54,31 +54,34 @@ def _values(node: dict[str, Any]) -> set[str] | None:
     return out
 
 
-def disjoint(a: Any, b: Any, resolver: Resolver, depth: int = 3) -> bool:
-    """True only when no value can be valid against both ``a`` and ``b``."""
+def disjoint(a: Any, b: Any, resolver: Resolver, depth: int = 3,
+             within: dict[str, Any] | None = None) -> bool:
+    """True only when no value can be valid against both ``a`` and ``b``, among the values
+    valid against ``within`` (the parent's own `type` and `required`, which hold anyway)."""
     a, b = _deref(a, resolver), _deref(b, resolver)
     if a is False or b is False:
         return True
     if not isinstance(a, dict) or not isinstance(b, dict) or depth == 0:
         return False
-    if not _types(a) & _types(b):
+    outer = _types(within) if within is not None else set(_ALL)
+    ta, tb = _types(a) & outer, _types(b) & outer
+    if not ta & tb:
         return True
     va, vb = _values(a), _values(b)
     if va is not None and vb is not None and not va & vb:
         return True
-    if _types(a) | _types(b) <= {"object"} or (_types(a) == {"object"} or
-                                                _types(b) == {"object"}):
-        if not (_types(a) & _types(b)) <= {"object"}:
-            return False
-        return _objects_disjoint(a, b, resolver, depth)
+    if (ta & tb) <= {"object"}:
+        # parent's required keys apply to objects
+        extra = {r for r in (within or {}).get("required") or [] if isinstance(r, str)}
+        return _objects_disjoint(a, b, resolver, depth, extra)
     return False
 
 
 def _objects_disjoint(a: dict[str, Any], b: dict[str, Any], resolver: Resolver,
-                      depth: int) -> bool:
+                      depth: int, extra: set[str]) -> bool:
     pa, pb = a.get("properties") or {}, b.get("properties") or {}
-    ra = {r for r in a.get("required") or [] if isinstance(r, str)}
-    rb = {r for r in b.get("required") or [] if isinstance(r, str)}
+    ra = {r for r in a.get("required") or [] if isinstance(r, str)} | extra
+    rb = {r for r in b.get("required") or [] if isinstance(r, str)} | extra
     for p in ra & rb:
         if p in pa and p in pb and disjoint(pa[p], pb[p], resolver, depth - 1):
             return True

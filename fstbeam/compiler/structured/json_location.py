@@ -126,7 +126,9 @@ class Location:
     def __init__(self, nodes: list[Any], resolver: Resolver):
         self.resolver = resolver
         self.group = expand(nodes, resolver)
-        self.key = tuple(id(n) for n in self.group)
+        # only the nodes that give keys or children tell locations apart: a definition met
+        # through many `{"$ref": ...}` wrappers is one location (compiled once)
+        self.key = tuple(id(n) for n in self.group if _SHAPING & n.keys())
         keys: dict[str, None] = {}
         later: dict[str, None] = {}
         # object and array values of const/enum here: their keys order objects too
@@ -204,6 +206,12 @@ class Location:
             if inner:
                 yield {"enum": inner}
         return self._child("i", nodes())
+
+
+# the keywords that `Location` reads: keys, their order and the child locations
+_SHAPING = {"const", "enum", "properties", "required", "dependentRequired", "dependentSchemas",
+            "dependencies", "additionalProperties", "patternProperties", "prefixItems", "items",
+            "additionalItems", "contains"}
 
 
 def _dict_values(v: Any) -> list[Any]:

@@ -22,6 +22,7 @@ from . import json_containers, json_values
 from .json_disjoint import disjoint
 from .json_lexical import empty, lit, union
 from .json_location import Location, Resolver
+from .json_refs import recursive_targets, repeated_nodes
 
 __all__ = ["json_schema_fst", "JSON_SCHEMA_DEFAULTS", "UnsupportedSchema"]
 
@@ -102,7 +103,12 @@ class SchemaCompiler:
                    if whitespace == "flexible" else lit(""))
         self._cache: dict[tuple[Any, ...], pynini.Fst] = {}
         self._keep: list[Any] = []  # synthesized nodes, kept alive so their ids stay unique
-        self._recursive = _recursive_targets(schema, self.resolver)
+        self._recursive, targets = recursive_targets(schema, self.resolver)
+        # nodes that may be compiled more than once: only their automata are cached (caching
+        # every node kept 78 million arcs alive on kb_145, most of them used once and already
+        # copied into their parent)
+        self._shared = {t for t, n in targets.items() if n > 1} | self._recursive \
+            | repeated_nodes(schema)
         # free values accept every key order: the location's order matters only in complements
         self.plain = Location([], self.resolver)
 
@@ -134,7 +140,27 @@ class SchemaCompiler:
     def document(self) -> pynini.Fst:
         loc = Location([self.root], self.resolver)
         body = self.value(self.root, "", loc, self.max_depth)
-        return self.opt(json_containers.finish(self.ws + body + self.ws), "")
+        self._cache.clear()  # the parts are copied into the body: free them before the largest step
+        if self.ws.num_states() > 1:
+            body = self.ws + body + self.ws
+        return self._final(json_containers.finish(body))
+
+    def _final(self, doc: pynini.Fst) -> pynini.Fst:
+        """`opt` of the whole document, in place where it can be: the document is the
+        largest automaton of the compile (kb_145: 280,000 states and 6 million arcs), so each
+        copy that `optimize` would keep beside it is a few hundred megabytes."""
+        doc.rmepsilon()
+        det = pynini.I_DETERMINISTIC  # type: ignore[attr-defined]
+        if doc.properties(det, True) != det:
+            doc = pynini.determinize(doc, nstate=self.max_states + 1)
+        if doc.num_states() > self.max_states:
+            raise SpecError(f"{self.where}: the automaton of the whole document needs more "
+                            f"than {self.max_states:,} states; lower max_depth or simplify "
+                            "the schema")
+        doc.minimize(allow_nondet=False)
+        doc.connect()
+        doc.arcsort("ilabel")
+        return doc
 
     # -- values ------------------------------------------------------------------------------
     def value(self, node: Any, path: str, loc: Location, rdepth: int) -> pynini.Fst:
@@ -145,6 +171,8 @@ class SchemaCompiler:
         if not isinstance(node, dict):
             raise SpecError(f"{self.where}: the schema at {path or '/'} is a "
                             f"{type(node).__name__}, not an object or a boolean")
+        if id(node) not in self._shared:
+            return self._node(node, path, loc, rdepth)
         key = (id(node), loc.key, rdepth)
         if key not in self._cache:
             self._cache[key] = self._node(node, path, loc, rdepth)
@@ -177,7 +205,7 @@ class SchemaCompiler:
             parts.append(union([self.value(s, f"{path}/anyOf/{i}", loc, rdepth)
                                 for i, s in enumerate(node["anyOf"])]))
         if node.get("oneOf"):
-            parts.append(self._one_of(node["oneOf"], f"{path}/oneOf", loc, rdepth))
+            parts.append(self._one_of(node, f"{path}/oneOf", loc, rdepth))
         if "not" in node:
             banned = self.value(node["not"], f"{path}/not", loc, rdepth)
             parts.append(pynini.difference(self.any_value(loc, self.max_depth),
@@ -189,8 +217,16 @@ class SchemaCompiler:
         # depth) instead of the depth-limited free value, which would cut the parts' nesting.
         own = self._typed(node, path, loc, rdepth, types, as_filter=bool(parts))
         out = own if own is not None else parts.pop(0)
+        if not parts:
+            return out
+        # A product that outgrows its operands is minimized at once: eight if/then branches
+        # over one document grew 12k -> 1.7M states as unminimized products, ~35k minimized.
+        # (Minimizing every product instead costs a determinization per level above it.)
         for p in parts:
+            size = out.num_states() + p.num_states()
             out = self.meet(out, p)
+            if out.num_states() > size:
+                out = self.opt(out, path)
         return out
 
     def _types(self, node: dict[str, Any], path: str) -> tuple[str, ...]:
@@ -214,7 +250,7 @@ class SchemaCompiler:
                 raise self.fail("enum", f"{path}/enum", "enum must be an array")
             keep = [v for v in values if _type_of(v, self.draft4) in types
                     or (_type_of(v, self.draft4) == "integer" and "number" in types)]
-            lang = union([json_values.literal(self, v, f"{path}/enum", loc) for v in keep])
+            lang = union(json_values.literals(self, keep, f"{path}/enum", loc))
             if not _has_type_keywords(node):
                 return lang
             typed = self._typed({k: v for k, v in node.items() if k not in ("enum", "const")},
@@ -245,12 +281,18 @@ class SchemaCompiler:
                 parts.append(json_containers.array_value(self, node, path, loc, rdepth))
         return union(parts)
 
-    def _one_of(self, subs: list[Any], path: str, loc: Location, rdepth: int) -> pynini.Fst:
+    def _one_of(self, node: dict[str, Any], path: str, loc: Location,
+                rdepth: int) -> pynini.Fst:
+        subs = node["oneOf"]
         langs = [self.value(s, f"{path}/{i}", loc, rdepth) for i, s in enumerate(subs)]
+        # the node's own type and required keys hold beside the oneOf (its result is met with
+        # them), so two branches may be told apart within those alone
+        parent = _context(node)
         pairs = [(i, j) for i in range(len(subs)) for j in range(i + 1, len(subs))
-                 if not disjoint(subs[i], subs[j], self.resolver)]
+                 if not disjoint(subs[i], subs[j], self.resolver, within=parent)]
         # deterministic operands: a product of NFAs can blow up where one of DFAs dies early
-        dfa = {i: self.opt(langs[i], f"{path}/{i}") for pair in pairs for i in pair}
+        # (each branch determinized once, not once per pair it is in)
+        dfa = {i: self.opt(langs[i], f"{path}/{i}") for i in sorted({i for p in pairs for i in p})}
         overlaps = []
         for i, j in pairs:
             both = self.meet(dfa[i], dfa[j])
@@ -273,12 +315,15 @@ class SchemaCompiler:
         """`dependentRequired`/`dependentSchemas`/`dependencies`: when property a is present,
         the object must also have the listed properties / match the schema."""
         out = []
+        # "a excludes b" between declared members: a rule in the object's own members
+        excl = json_containers.member_exclusions(
+            node, json_containers.object_slots(node, loc)) if "dependencies" in node else {}
         for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
             deps = node.get(kw)
             if not isinstance(deps, dict):
                 continue
             for name, need in deps.items():
-                if isinstance(need, list):
+                if isinstance(need, list) or (kw == "dependencies" and name in excl):
                     continue  # in the object's own members (json_containers)
                 has = self.synth({"type": "object", "required": [name]})
                 if isinstance(need, list):
@@ -288,6 +333,13 @@ class SchemaCompiler:
                 cond = self.synth({"if": has, "then": then})
                 out.append(self.value(cond, f"{path}/{kw}/{name}", loc, rdepth))
         return out
+
+
+def _context(node: dict[str, Any]) -> dict[str, Any] | None:
+    """What ``node``'s own keywords ensure beside its combinators (for `disjoint`): its types
+    and, for objects, its required keys."""
+    ctx: dict[str, Any] = {k: node[k] for k in ("type", "required") if k in node}
+    return ctx or None
 
 
 def _type_of(v: Any, draft4: bool) -> str:
@@ -329,50 +381,3 @@ def _is_free(node: dict[str, Any]) -> bool:
 
 def _has_type_keywords(node: dict[str, Any]) -> bool:
     return any(k in node for k in _TYPE_KEYWORDS)
-
-
-def _recursive_targets(root: Any, resolver: Resolver) -> set[int]:
-    """The ids of $ref targets that can reach a $ref to themselves (recursion to unroll)."""
-    edges: dict[int, set[int]] = {}
-    targets: dict[int, Any] = {}
-
-    def refs_in(node: Any, acc: set[int]) -> None:
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str):
-                try:
-                    t = resolver.resolve(ref, "")[0]
-                except SpecError:
-                    t = None
-                if t is not None:
-                    acc.add(id(t))
-                    targets[id(t)] = t
-            for k, v in node.items():
-                if k not in ("enum", "const", "default", "examples"):
-                    refs_in(v, acc)
-        elif isinstance(node, list):
-            for v in node:
-                refs_in(v, acc)
-
-    refs_in(root, set())
-    todo = list(targets)
-    while todo:
-        t = todo.pop()
-        if t in edges:
-            continue
-        edges[t] = set()
-        refs_in(targets[t], edges[t])
-        todo.extend(x for x in edges[t] if x not in edges)
-    recursive = set()
-    for start in edges:
-        seen: set[int] = set()
-        stack = list(edges[start])
-        while stack:
-            x = stack.pop()
-            if x == start:
-                recursive.add(start)
-                break
-            if x not in seen:
-                seen.add(x)
-                stack.extend(edges.get(x, ()))
-    return recursive

@@ -24,12 +24,13 @@ from .json_lexical import (
     number_fst,
     string_of,
 )
+from .json_lexical import union as union_of
 from .json_location import Location, SchemaContext
 
 log = logging.getLogger("fstbeam")
 
 
-__all__ = ["number", "string", "literal", "ws_byte", "MAX_LENGTH"]
+__all__ = ["number", "string", "literal", "literals", "ws_byte", "MAX_LENGTH"]
 
 MAX_LENGTH = 5_000  # a minLength above this is refused (a chain of that many states)
 # A maxLength above this is not enforced (a WARNING names it): each unit of length costs about
@@ -150,6 +151,20 @@ def string(c: SchemaContext, node: dict[str, Any], path: str) -> pynini.Fst:
     if decoded is None:
         return free_string()
     return string_of(c.opt(decoded, path), stage=f"{c.where} {path or '/'}")
+
+
+def literals(c: SchemaContext, values: list[Any], path: str, loc: Location) -> list[pynini.Fst]:
+    """The JSON spellings of each of ``values`` (an enum), the strings escaped together: one
+    trie and one escaping instead of one per string (an enum of 3,500 strings took 16 s)."""
+    texts = [v for v in values if isinstance(v, str)]
+    out = [literal(c, v, path, loc) for v in values if not isinstance(v, str)]
+    if len(texts) < 2:
+        return out + [literal(c, v, path, loc) for v in texts]
+    for v in texts:
+        if "\x00" in v:
+            raise c.fail("enum", path, "a string with U+0000 cannot be compiled")
+    trie = optimize(union_of([lit(v) for v in dict.fromkeys(texts)]), stage=f"{c.where} {path}")
+    return [*out, string_of(trie, stage=f"{c.where} {path} literal")]
 
 
 def literal(c: SchemaContext, value: Any, path: str, loc: Location) -> pynini.Fst:

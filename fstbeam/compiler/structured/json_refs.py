@@ -1,0 +1,92 @@
+"""Which subschemas a JSON Schema compile meets more than once: `$ref` targets (how many
+`$ref`s point at each, and which recurse) and the values of keywords that an object or array
+applies once per member (`additionalProperties`, `items`, ...). `SchemaCompiler` caches the
+automata of those nodes only, and unrolls the recursive ones.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import SpecError
+from .json_location import Resolver
+
+__all__ = ["recursive_targets", "repeated_nodes"]
+
+
+def repeated_nodes(root: Any) -> set[int]:
+    """The ids of subschemas that one object or array may compile several times (the value of
+    `additionalProperties`, `patternProperties`, `items`, ...: once per member or slot)."""
+    out: set[int] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, list):
+            for v in node:
+                walk(v)
+            return
+        if not isinstance(node, dict):
+            return
+        for k, v in node.items():
+            if k in ("enum", "const", "default", "examples"):
+                continue
+            if k in ("additionalProperties", "items", "additionalItems", "contains",
+                     "propertyNames"):
+                out.add(id(v))
+            elif k == "patternProperties" and isinstance(v, dict):
+                out.update(id(x) for x in v.values())
+            walk(v)
+
+    walk(root)
+    return out
+
+
+def recursive_targets(root: Any, resolver: Resolver) -> tuple[set[int], dict[int, int]]:
+    """The ids of $ref targets that can reach a $ref to themselves (recursion to unroll), and
+    the number of $refs to each target."""
+    edges: dict[int, set[int]] = {}
+    targets: dict[int, Any] = {}
+    count: dict[int, int] = {}
+
+    def refs_in(node: Any, acc: set[int]) -> None:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                try:
+                    t = resolver.resolve(ref, "")[0]
+                except SpecError:
+                    t = None
+                if t is not None:
+                    acc.add(id(t))
+                    targets[id(t)] = t
+                    if counting:  # the walk of the whole document counts each $ref once
+                        count[id(t)] = count.get(id(t), 0) + 1
+            for k, v in node.items():
+                if k not in ("enum", "const", "default", "examples"):
+                    refs_in(v, acc)
+        elif isinstance(node, list):
+            for v in node:
+                refs_in(v, acc)
+
+    counting = True
+    refs_in(root, set())
+    counting = False
+    todo = list(targets)
+    while todo:
+        t = todo.pop()
+        if t in edges:
+            continue
+        edges[t] = set()
+        refs_in(targets[t], edges[t])
+        todo.extend(x for x in edges[t] if x not in edges)
+    recursive = set()
+    for start in edges:
+        seen: set[int] = set()
+        stack = list(edges[start])
+        while stack:
+            x = stack.pop()
+            if x == start:
+                recursive.add(start)
+                break
+            if x not in seen:
+                seen.add(x)
+                stack.extend(edges.get(x, ()))
+    return recursive, count
