@@ -36,8 +36,7 @@ from ...contract.light import light_distances  # noqa: F401  re-exported (distan
 from ...contract.progress import bank_progress, completing_first, word_progress
 from ...kernels.bitmask import or_bits_torch
 from ..identity import IdentityCache, identity_key
-from .advance import FallbackPool, advance_sets
-from .hard_lookup import hard_next
+from .table_lookups import FallbackPool, advance_sets, hard_next
 
 __all__ = ["INF_DIST", "InputConstraints", "Tables", "light_distances", "pack_ids", "bitmask_width"]
 

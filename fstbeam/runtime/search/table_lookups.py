@@ -1,21 +1,24 @@
-"""DBA's advance sets from the pooled light tables, and the fallback states of the pooled
-automata (docs/tables.md, "Fallback states").
+"""Lookups on the pooled tables kept out of `tables.py`: the hard automaton's next state
+(with shared interiors, docs/tables.md) and DBA's advance sets with fallback states.
 
-A must-include AnyOf / ordered automaton stores, for a state with partial matches, only the
-transitions that differ from its *fallback*; `Tables.light_next` looks the fallback's exception
-up where the state's own misses, and `Tables.advance_sets` adds the advancing tokens a state
-takes from its fallback: ranges of the fallback's lists (`contract.progress.fallback_sets`),
-skipping the tokens the state overrides. Such automata disallow no token, so the mask needs
-only the states' own exceptions.
+Fallback states (docs/tables.md, "Fallback states"): a must-include AnyOf / ordered automaton
+stores, for a state with partial matches, only the transitions that differ from its *fallback*;
+`Tables.light_next` looks the fallback's exception up where the state's own misses, and
+`Tables.advance_sets` adds the advancing tokens a state takes from its fallback: ranges of the
+fallback's lists (`contract.progress.fallback_sets`), skipping the tokens the state overrides.
+Such automata disallow no token, so the mask needs only the states' own exceptions.
 """
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import torch
 
+from ...contract.layout import BYTE_KEYS
 from ...contract.progress import fallback_sets
 
-__all__ = ["FallbackPool", "advance_sets"]
+__all__ = ["FallbackPool", "advance_sets", "hard_next"]
 
 
 def advance_sets(tb, s: torch.Tensor) -> torch.Tensor:
@@ -100,3 +103,28 @@ class FallbackPool:
         key = torch.cat([s, s], 1).unsqueeze(-1) * V + ft
         k = torch.searchsorted(exc_key, key.reshape(-1)).reshape(key.shape)
         return torch.where(on & (exc_key[k] != key), ft, toks)
+
+
+def hard_next(T: Any, h: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """Next hard state for text tokens ``t`` in states ``h`` of the pool ``T`` (a `Tables`);
+    -1 = disallowed. Two ``searchsorted``: the (state, first byte) link, then the token in the
+    link's block; with shared interiors a third, the token in the link's exit block."""
+    fb = T.h_first_byte[t.clamp(min=0)]
+    key = h * BYTE_KEYS + fb
+    i = torch.searchsorted(T.h_sb_key, key)
+    hit = (T.h_sb_key[i] == key) & (fb >= 0)
+    key2 = T.h_sb_id[i] * T.V + t
+    j = torch.searchsorted(T.h_blk_key, key2)
+    hit2 = T.h_blk_key[j] == key2
+    none = torch.full_like(h, -1)
+    if not T.h_shared:
+        return torch.where(T.h_trivial[h], h, torch.where(hit & hit2, T.h_blk_next[j], none))
+    # A link into a shared interior: its exit block (absolute next states) first, else the
+    # interior block's relative next plus the link's offset (docs/tables.md, "Shared interiors").
+    ex = T.h_sb_exit[i]
+    key3 = torch.where(ex >= 0, ex * T.V + t, none)  # -1 matches no key
+    k = torch.searchsorted(T.h_blk_key, key3)
+    hit3 = T.h_blk_key[k] == key3
+    nxt = torch.where(hit2, T.h_blk_next[j] + T.h_sb_off[i], none)
+    nxt = torch.where(hit3, T.h_blk_next[k], nxt)
+    return torch.where(T.h_trivial[h], h, torch.where(hit, nxt, none))
