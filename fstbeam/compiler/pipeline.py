@@ -354,7 +354,7 @@ def extend_with(comp, cc: CompiledConstraints, *, phrases=(), avoid=(), prefix=N
     ``ordered``: the NEW phrases must occur in the given order (as in ``compile_with``)."""
     phr, avd = tuple(phrases), tuple(avoid)  # a ConstraintRequest's: checked, limits included
     n_ordered = _ordered_count(ordered, phr)
-    if prefix is not None and cc.prefix is not None and prefix != cc.prefix.text:  # (`new_items` says why first)
+    if prefix is not None and cc.prefix is not None and prefix != cc.prefix.text:  # (`ConstraintRequest.added_to` says why first)
         raise SpecError(
             f"these constraints already have the prefix {cc.prefix.text!r}: an output has one prefix; "
             "compile the base without a prefix to give one per request"
