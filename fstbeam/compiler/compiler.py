@@ -95,14 +95,12 @@ class Compiler:
             if not request.has_hard:
                 if not request.has_light:
                     return base
-                return extend_with(self, base, phrases=request.phrases, avoid=request.avoid, prefix=request.prefix,
-                                   ordered=request.ordered, check=check)
-        kw = request.compile_kwargs()
+                return extend_with(self, base, request, check=check)
         # "auto" without a word list or grammar has nothing to do: phrases, avoid and prefix
         # alone allow any text, a leading space included (True names the user's choice, not this)
-        auto_idle = kw["leading_space"] == "auto" and not request.has_hard
-        kw["leading_space"] = False if auto_idle else self._leading_space(kw["leading_space"])
-        return compile_with(self, progress=progress, **kw)
+        auto_idle = request.leading_space == "auto" and not request.has_hard
+        leading_space = False if auto_idle else self._leading_space(request.leading_space)
+        return compile_with(self, request, leading_space=leading_space, progress=progress)
 
     # ---- the hard character automaton, kept so extend() never re-parses char_fst ---------
     # A compile whose request needs no check keeps only the DFA's arcs (a few bytes per arc):

@@ -404,14 +404,6 @@ class ConstraintRequest:
         return dataclasses.replace(self, phrases=phrases, avoid=avoid, prefix=prefix if base_prefix is None else None,
                                    ordered=own_order)
 
-    def compile_kwargs(self) -> dict[str, Any]:
-        """The keywords of `Compiler.compile` for this request."""
-        return dict(words=self.words, cefr=self.cefr, grammar=self.grammar,
-                    grammar_params=dict(self.grammar_params) or None, phrases=self.phrases, avoid=self.avoid,
-                    prefix=self.prefix, ordered=self.ordered, case_variants=self.case_variants, digits=self.digits,
-                    leading_space=self.leading_space, canonical=self.canonical, regex=self.regex, choice=self.choice,
-                    json_schema=self.json_schema, json_max_depth=self.json_max_depth, json_whitespace=self.json_whitespace)
-
 
 def _is_empty(base: Any) -> bool:
     """Compiled constraints that constrain nothing (a job's stand-in where it has no shared set)."""
