@@ -386,7 +386,7 @@ class ConstraintRequest:
         is the request itself, its word list or grammar included."""
         if base is None or _is_empty(base):
             return self
-        at = _at(self.where, "request")
+        at = self.where or "request"  # (a door's place: "in.jsonl:3", "row 7", "constraints")
         if self.has_hard:
             what = "with their word list or grammar" if base.hard is not None else "with their phrases"
             raise SpecError(f"{at}: the base constraints are compiled already ({what}); a per-input request adds "
