@@ -28,7 +28,6 @@ from .light.satisfy import avoidable, jointly_possible, phrases_possible, reacha
 from .limits import check_grammar_phrases
 from .request import ConstraintRequest
 from .spec import ConstraintSpec, Phrase, WordList, as_phrases, read_word_file
-from .structured.language import StructuredSpec
 
 log = logging.getLogger(__name__)
 
@@ -231,7 +230,11 @@ def compile_with(comp, request: ConstraintRequest, *, leading_space: bool, progr
             wl = _words_spec(words, cefr)
         g_lang, g_phr, g_avoid, g_desc, g_hash = _grammar_language(grammar, grammar_params)
         spec_grammar, spec_grammar_hash = g_desc, g_hash  # the grammar alone (the structured part is its own)
-        structured = StructuredSpec.of(r.regex, r.choice, r.json_schema, r.json_max_depth, r.json_whitespace)
+        structured = None
+        if r.has_structured:  # (imported here: a word list's compile does not pay for the structured compiler)
+            from .structured.language import StructuredSpec
+
+            structured = StructuredSpec.of(r.regex, r.choice, r.json_schema, r.json_max_depth, r.json_whitespace)
         if structured:  # the whole output matches the regex, choice or schema: no space before it
             leading_space = False
         hard_wl = wl
