@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import TextIO, TypeVar
 
 from ..files.status import PREFIX, status
 
@@ -31,7 +31,7 @@ def _quiet() -> bool:
 
 
 def counted(items: Iterable[T], total: int | None, what: str = "decoding", *, after: float | None = None,
-            every: float | None = None, stream=None, bar: bool | None = None) -> Iterator[T]:
+            every: float | None = None, stream: TextIO | None = None, bar: bool | None = None) -> Iterator[T]:
     """Yield ``items`` (results as they finish) while reporting how many are done."""
     out = stream if stream is not None else sys.stderr
     after = AFTER if after is None else after
@@ -41,7 +41,7 @@ def counted(items: Iterable[T], total: int | None, what: str = "decoding", *, af
         return
     use_bar = bar if bar is not None else bool(getattr(out, "isatty", lambda: False)())
     if use_bar:
-        from tqdm import tqdm
+        from tqdm import tqdm  # type: ignore[import-untyped]
 
         with tqdm(total=total, unit="input", desc=what, file=out, dynamic_ncols=True, delay=after) as b:
             for x in items:
@@ -77,7 +77,7 @@ def counted(items: Iterable[T], total: int | None, what: str = "decoding", *, af
 
 
 @contextmanager
-def explaining(index: int, *, after: float | None = None, every: float | None = None):
+def explaining(index: int, *, after: float | None = None, every: float | None = None) -> Iterator[None]:
     """A status line while one output is explained (a second, unconstrained search)."""
     after = AFTER if after is None else after
     every = EVERY if every is None else every

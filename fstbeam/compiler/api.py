@@ -7,11 +7,12 @@ its vocabulary, trie, index and automata.
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from typing import Any, Iterable, Mapping
 
 from ..contract.compiled import CompiledConstraints
 from ..errors import warn_deprecated
 from .compiler import Compiler, compiler_for
+from .light.alternatives import AnyOf
 from .request import ConstraintRequest
 from .spec import Phrase
 
@@ -20,14 +21,14 @@ __all__ = ["Compiler", "compile_constraints", "compile_request", "with_request"]
 
 def compile_constraints(
     *,
-    words: str | os.PathLike | Iterable[str] | None = None,
+    words: str | os.PathLike[str] | Iterable[str] | None = None,
     cefr: str | None = None,
-    phrases: Iterable[str | Phrase] = (),
+    phrases: Iterable[str | Phrase | AnyOf | Iterable[str]] = (),
     avoid: Iterable[str | Phrase] = (),
     prefix: str | None = None,
-    grammar=None,
-    grammar_params: dict | None = None,
-    tokenizer="default",
+    grammar: Any = None,
+    grammar_params: Mapping[str, Any] | None = None,
+    tokenizer: Any = "default",
     canonical: bool = False,
     case_variants: bool = True,
     digits: bool = True,
@@ -37,7 +38,7 @@ def compile_constraints(
     progress: bool = False,
     regex: str | None = None,
     choice: Iterable[str] | None = None,
-    json_schema=None,
+    json_schema: Any = None,
     json_max_depth: int | None = None,
     json_whitespace: str | None = None,
 ) -> CompiledConstraints:
@@ -76,7 +77,8 @@ def compile_constraints(
 
 
 def with_request(
-    cc: CompiledConstraints, *, phrases=(), avoid=(), prefix: str | None = None, ordered: bool = False,
+    cc: CompiledConstraints, *, phrases: Iterable[str | Phrase | AnyOf | Iterable[str]] = (),
+    avoid: Iterable[str | Phrase] = (), prefix: str | None = None, ordered: bool = False,
     check: bool = True,
 ) -> CompiledConstraints:
     """Per-request constraints on top of ``cc`` by the merge rule of `ConstraintRequest`: the
@@ -91,7 +93,7 @@ def with_request(
     return compiler_for(cc.vocab).compile_request(request, base=cc, check=check)
 
 
-def compile_request(request: ConstraintRequest, tokenizer="default", *, base: CompiledConstraints | None = None,
+def compile_request(request: ConstraintRequest, tokenizer: Any = "default", *, base: CompiledConstraints | None = None,
                     progress: bool = False, check: bool = True) -> CompiledConstraints:
     """Compile a `ConstraintRequest` for ``tokenizer`` (or, with ``base``, for ``base``'s
     tokenizer: the request's phrases, avoid phrases and prefix are added to ``base`` by the merge

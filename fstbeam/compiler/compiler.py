@@ -20,7 +20,7 @@ from .char_dfa import CharDFA, arcs_to_dfa
 from .hard.token_trie import TokenTrie, token_trie
 from .light.token_index import TokenIndex
 from .pipeline import compile_with, extend_with, hard_dfa_from_bytes
-from .request import ConstraintRequest, new_items
+from .request import ConstraintRequest
 
 __all__ = ["Compiler", "compiler_for"]
 
@@ -85,21 +85,22 @@ class Compiler:
 
     def compile_request(self, request: ConstraintRequest, *, base: CompiledConstraints | None = None,
                         progress: bool = False, check: bool = True) -> CompiledConstraints:
-        """Compile a `ConstraintRequest`; with ``base``, add its light part to ``base`` by the
-        request's merge rule (only the new small automata are compiled). Every door ends here."""
-        if base is None:
-            kw = request.compile_kwargs()
-            # "auto" without a word list or grammar has nothing to do: phrases, avoid and prefix
-            # alone allow any text, a leading space included (True names the user's choice, not this)
-            auto_idle = kw["leading_space"] == "auto" and not request.has_hard
-            kw["leading_space"] = False if auto_idle else self._leading_space(kw["leading_space"])
-            return compile_with(self, progress=progress, **kw)
-        if not isinstance(base, CompiledConstraints):
-            raise SpecError(f"base= takes compiled constraints, not {type(base).__name__}")
-        phrases, avoid, prefix = new_items(request, base)
-        if not phrases and not avoid and prefix is None:
-            return base
-        return extend_with(self, base, phrases=phrases, avoid=avoid, prefix=prefix, ordered=request.ordered, check=check)
+        """Compile a `ConstraintRequest`; with ``base``, add to ``base`` what the request adds
+        by the one merge rule (`ConstraintRequest.added_to`: only the new small automata are
+        compiled). Every door ends here."""
+        if base is not None:
+            if not isinstance(base, CompiledConstraints):
+                raise SpecError(f"base= takes compiled constraints, not {type(base).__name__}")
+            request = request.added_to(base)
+            if not request.has_hard:
+                if not request.has_light:
+                    return base
+                return extend_with(self, base, request, check=check)
+        # "auto" without a word list or grammar has nothing to do: phrases, avoid and prefix
+        # alone allow any text, a leading space included (True names the user's choice, not this)
+        auto_idle = request.leading_space == "auto" and not request.has_hard
+        leading_space = False if auto_idle else self._leading_space(request.leading_space)
+        return compile_with(self, request, leading_space=leading_space, progress=progress)
 
     # ---- the hard character automaton, kept so extend() never re-parses char_fst ---------
     # A compile whose request needs no check keeps only the DFA's arcs (a few bytes per arc):

@@ -1,4 +1,4 @@
-"""What `Compiler.compile` and `Compiler.extend` do: spec -> character automaton -> token
+"""What `Compiler.compile_request` does: spec -> character automaton -> token
 automaton -> tables, and per-request automata on top of a compiled base.
 
 Word lists and grammars form the *hard* automaton (compiled ahead of time, once per word list).
@@ -14,7 +14,6 @@ import os
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, fields, replace
-from typing import Iterable
 
 import numpy as np
 import pynini
@@ -27,8 +26,8 @@ from .hard.cefr import cefr_words
 from .light.phrase_dfa import phrase_char_dfa
 from .light.satisfy import avoidable, jointly_possible, phrases_possible, reachable_pair
 from .limits import check_grammar_phrases
+from .request import ConstraintRequest
 from .spec import ConstraintSpec, Phrase, WordList, as_phrases, read_word_file
-from .structured.language import StructuredSpec
 
 log = logging.getLogger(__name__)
 
@@ -212,46 +211,18 @@ def _local_checks(hard: CharDFA, phrases) -> dict[int, bool]:
     return out
 
 
-def compile_with(
-    comp,
-    *,
-    words: str | os.PathLike | Iterable[str] | None = None,
-    cefr: str | None = None,
-    phrases: Iterable[str | Phrase] = (),
-    avoid: Iterable[str | Phrase] = (),
-    prefix: str | None = None,
-    grammar=None,
-    grammar_params: dict | None = None,
-    canonical: bool = False,
-    case_variants: bool = True,
-    digits: bool = True,
-    leading_space: bool = False,
-    ordered: bool = False,
-    progress: bool = False,
-    regex: str | None = None,
-    choice: Iterable[str] | None = None,
-    json_schema=None,
-    json_max_depth: int | None = None,
-    json_whitespace: str | None = None,
-) -> CompiledConstraints:
-    """Compile constraints with ``comp`` (a `fstbeam.Compiler`: vocabulary, trie, index, caches).
+def compile_with(comp, request: ConstraintRequest, *, leading_space: bool, progress: bool = False) -> CompiledConstraints:
+    """Compile a checked ``request`` (its fields: `fstbeam.compile_constraints`) with ``comp``
+    (a `fstbeam.Compiler`: vocabulary, trie, index, caches); ``leading_space``: the request's,
+    resolved by the Compiler (``"auto"``: the prompt format's).
 
-    ``words``: a file (one entry per line) or an iterable of words; ``cefr``: a level such as
-    ``"A1"`` (every word at or below it); ``phrases``: must appear; ``avoid``: must never appear;
-    ``prefix``: the output must start with it (it may end inside a token); ``grammar``: a
-    registered grammar name (with ``grammar_params``), a pynini acceptor over bytes, a built grammar
-    or a list of them (combined: languages intersected, phrases and avoid lists joined).
-    ``canonical=True`` keeps only tokens the tokenizer itself uses to spell the listed words.
-    ``case_variants``: also allow Title and UPPER forms of listed words; ``digits``: also allow
-    numbers written in digits between the words. ``leading_space``: the output may start with one
-    space before the word list's or grammar's text (as a continuation of "Answer:" naturally does).
-    A ``phrases`` item may be an ``AnyOf`` (or a nested list): met when any alternative occurs.
-    ``ordered=True``: the ``phrases`` items (not a grammar's) must occur in the given order,
-    without overlapping (docs/terminology.md). ``regex``, ``choice``, ``json_schema`` (with
-    ``json_max_depth``, ``json_whitespace``): a structured hard language (docs/structured.md),
-    intersected with a grammar or word list; a word list beside a JSON Schema applies to the
-    schema's free string values instead of the whole text.
-    """
+    A word list (``words`` / ``cefr``), a grammar and a structured language (``regex``,
+    ``choice``, ``json_schema``) form the hard automaton; beside a JSON Schema a word list applies
+    to its free string values. A grammar's own phrases and avoid list join the request's; with
+    ``ordered`` the request's items (not a grammar's) must occur in the given order."""
+    r = request
+    words, cefr, phrases, avoid, prefix, grammar = r.words, r.cefr, r.phrases, r.avoid, r.prefix, r.grammar
+    grammar_params, canonical, case_variants, digits = dict(r.grammar_params) or None, r.canonical, r.case_variants, r.digits
     stages = _Stages(progress)
     try:
         vocab = comp.vocab
@@ -259,7 +230,11 @@ def compile_with(
             wl = _words_spec(words, cefr)
         g_lang, g_phr, g_avoid, g_desc, g_hash = _grammar_language(grammar, grammar_params)
         spec_grammar, spec_grammar_hash = g_desc, g_hash  # the grammar alone (the structured part is its own)
-        structured = StructuredSpec.of(regex, choice, json_schema, json_max_depth, json_whitespace)
+        structured = None
+        if r.has_structured:  # (imported here: a word list's compile does not pay for the structured compiler)
+            from .structured.language import StructuredSpec
+
+            structured = StructuredSpec.of(r.regex, r.choice, r.json_schema, r.json_max_depth, r.json_whitespace)
         if structured:  # the whole output matches the regex, choice or schema: no space before it
             leading_space = False
         hard_wl = wl
@@ -268,7 +243,7 @@ def compile_with(
                 hard_wl, g_lang, g_desc, g_hash = structured.join(wl, g_lang, g_desc, g_hash,
                                                                   case_variants=case_variants, digits=digits)
         user, user_avoid = tuple(phrases), tuple(avoid)  # a ConstraintRequest's: checked, limits included
-        n_ordered = _ordered_count(ordered, user)
+        n_ordered = _ordered_count(r.ordered, user)
         g_name = grammar if isinstance(grammar, str) else g_desc  # a built grammar's repr is its data
         g_phr = as_phrases(g_phr, f"grammar {g_name}")
         g_avoid = as_phrases(g_avoid, f"grammar {g_name}", flatten=True)
@@ -316,8 +291,6 @@ def compile_with(
 
 def _ordered_count(ordered, user) -> int:
     """How many leading phrases are ordered: all the user's with ``ordered=True``, else none."""
-    if not isinstance(ordered, bool):
-        raise SpecError(f"ordered= must be True or False, not {ordered!r}")
     return len(user) if ordered and len(user) > 1 else 0
 
 
@@ -345,23 +318,18 @@ def _as_phrase(a) -> Phrase:
     return Phrase(a.text, word_boundary=a.word_boundary, case_sensitive=a.case_sensitive, source=a.source or "base")
 
 
-def extend_with(comp, cc: CompiledConstraints, *, phrases=(), avoid=(), prefix=None, ordered: bool = False,
-                check=True) -> CompiledConstraints:
-    """``cc`` plus more phrases, avoid phrases and (if it has none) a prefix; shares its tables.
+def extend_with(comp, cc: CompiledConstraints, request: ConstraintRequest, *, check: bool = True) -> CompiledConstraints:
+    """``cc`` plus what ``request`` adds (`ConstraintRequest.added_to`: its new phrases and avoid
+    phrases, and a prefix where ``cc`` has none); shares ``cc``'s tables.
 
     What ``cc`` already requires stays: its phrases and avoid list (also those a grammar
     supplied) and its prefix. The whole request is checked against the hard automaton.
-    ``ordered``: the NEW phrases must occur in the given order (as in ``compile_with``)."""
-    phr, avd = tuple(phrases), tuple(avoid)  # a ConstraintRequest's: checked, limits included
-    n_ordered = _ordered_count(ordered, phr)
-    if prefix is not None and cc.prefix is not None and prefix != cc.prefix.text:  # (`new_items` says why first)
-        raise SpecError(
-            f"these constraints already have the prefix {cc.prefix.text!r}: an output has one prefix; "
-            "compile the base without a prefix to give one per request"
-        )
+    ``request.ordered``: ITS phrases must occur in the given order (as in ``compile_with``)."""
+    phr, avd, prefix = request.phrases, request.avoid, request.prefix  # checked, limits included
+    n_ordered = _ordered_count(request.ordered, phr)
     if cc.vocab.fingerprint != comp.vocab.fingerprint:
         raise SpecError("extend(): the constraints were compiled for another tokenizer than this Compiler's")
-    new_prefix = prefix if cc.prefix is None else None
+    new_prefix = prefix  # (`added_to` gives one only where ``cc`` has none)
     all_prefix = prefix if prefix is not None else (cc.prefix.text if cc.prefix is not None else None)
     if check:
         # AnyOf / ordered automata of the base (``items``) were checked when they were compiled.

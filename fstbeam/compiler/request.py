@@ -1,20 +1,26 @@
 """One constraint request for every door: API keywords, command-line flags, a JSONL line, a batch
 row, an HTTP body.
 
+    comp = fstbeam.Compiler(tokenizer)
     req = ConstraintRequest.from_json({"cefr": "A2", "phrases": ["the weather", ["rain", "rains"]]})
-    cc = fstbeam.compile_request(req, tokenizer)      # or, on a compiled base:
-    cc = fstbeam.compile_request(ConstraintRequest.from_json(line), base=base_cc)
+    cc = comp.compile_request(req)                                           # or, on a compiled base:
+    cc = comp.compile_request(ConstraintRequest.from_json(line), base=base_cc)
 
-A request has a *hard* part (a word list, a CEFR level or a grammar, with their options) and a
-*light* part (must-include items, avoid phrases, a prefix). The one merge rule
-(:meth:`ConstraintRequest.merged`, and `Compiler.compile_request` with ``base=``) joins a base (the command
-line, an artifact) and a per-input request:
+A request has a *hard* part (a word list, a CEFR level, a grammar or a structured language, with
+their options) and a *light* part (must-include items, avoid phrases, a prefix). The one merge
+rule (:meth:`ConstraintRequest.added_to`, which `Compiler.compile_request` applies with ``base=``
+at every door) joins a compiled base (a command's flags, an artifact, a job's shared set) and a
+per-input request:
 
-- the hard part comes from the base; a per-input request may give one only when the base has none;
+- the hard part comes from the base; a per-input request may give one only when there is no
+  base or the base constrains nothing (its automata are built for their own hard part);
 - must-include items and avoid phrases: the base's, then the input's; an item equal to one
   already there (same text or alternatives, same options) is kept once;
 - at most one prefix (the same text twice is one);
-- ``ordered`` applies to one list of items: give the ordered items in one place.
+- ``ordered`` applies to the items of the request that says it: the base's ordered items stay in
+  their order, the input's in theirs (kept whole, even where the base has some of them); two
+  ordered lists, one in the base and one in the input, are an error (their relative order is
+  not said).
 
 The JSON form (``docs/request.schema.json``) has the field names as keys; a nested list in
 ``phrases`` is an ``AnyOf``. Every text is checked by `fstbeam.validate` before any compile.
@@ -33,7 +39,7 @@ from .limits import check_request_limits
 from .request_schema import json_schema
 from .spec import Phrase
 
-__all__ = ["ConstraintRequest", "HARD_KEYS", "STRUCTURED_KEYS", "LIGHT_KEYS", "OPTION_KEYS", "JSON_KEYS", "json_schema", "new_items"]
+__all__ = ["ConstraintRequest", "HARD_KEYS", "STRUCTURED_KEYS", "LIGHT_KEYS", "OPTION_KEYS", "JSON_KEYS", "json_schema"]
 
 HARD_KEYS = ("words", "cefr", "grammar", "grammar_params", "regex", "choice", "json_schema")
 STRUCTURED_KEYS = ("regex", "choice", "json_schema")  # docs/structured.md
@@ -369,45 +375,39 @@ class ConstraintRequest:
         return out
 
     # ------------------------------------------------------------------ the merge rule
-    def merged(self, other: ConstraintRequest) -> ConstraintRequest:
-        """``self`` (the base) joined with ``other`` (a per-input request): the module's rule."""
-        if other.has_hard and self.has_hard:
-            raise SpecError(f"{_at(other.where, 'request')}: the base already has a word list or grammar; a per-input request "
-                            "adds phrases, avoid phrases and a prefix (or give the word list only per input)")
-        if self.ordered and other.phrases and self.phrases or other.ordered and self.phrases and other.phrases:
-            raise SpecError(f"{_at(other.where, 'request')}: ordered applies to one list of phrases: give the ordered phrases in one place")
-        prefix = _one_prefix(self.prefix, other.prefix, other.where)
-        hard = other if other.has_hard else self
-        return dataclasses.replace(
-            hard,
-            phrases=_unique(self.phrases + other.phrases), avoid=_unique(self.avoid + other.avoid), prefix=prefix,
-            ordered=self.ordered or other.ordered, sentence_case=self.sentence_case or other.sentence_case,
-            where=other.where,
-        )
+    def added_to(self, base: Any) -> ConstraintRequest:
+        """The one merge rule of every door (the module's docstring; docs/api.md): what this
+        per-input request adds to ``base``, constraints compiled already (a command's flags, an
+        artifact, a job's shared set; ``None``: none).
 
-    def compile_kwargs(self) -> dict[str, Any]:
-        """The keywords of `Compiler.compile` for this request."""
-        return dict(words=self.words, cefr=self.cefr, grammar=self.grammar,
-                    grammar_params=dict(self.grammar_params) or None, phrases=self.phrases, avoid=self.avoid,
-                    prefix=self.prefix, ordered=self.ordered, case_variants=self.case_variants, digits=self.digits,
-                    leading_space=self.leading_space, canonical=self.canonical, regex=self.regex, choice=self.choice,
-                    json_schema=self.json_schema, json_max_depth=self.json_max_depth, json_whitespace=self.json_whitespace)
+        The result holds what is new: the request's items and avoid phrases that ``base`` has not
+        got (an ordered list is kept whole: its order is the new constraint), its prefix where
+        ``base`` has none, and ``ordered`` for its own items. With no base, or an empty one, it
+        is the request itself, its word list or grammar included."""
+        if base is None or _is_empty(base):
+            return self
+        at = self.where or "request"  # (a door's place: "in.jsonl:3", "row 7", "constraints")
+        if self.has_hard:
+            what = "with their word list or grammar" if base.hard is not None else "with their phrases"
+            raise SpecError(f"{at}: the base constraints are compiled already ({what}); a per-input request adds "
+                            "phrases, avoid phrases and a prefix: give the word list, CEFR level or grammar with the "
+                            "base, or give every constraint per input")
+        spec = base.spec or {}
+        own_order = self.ordered and len(self.phrases) > 1
+        if own_order and spec.get("ordered"):
+            raise SpecError(f"{at}: ordered applies to one list of phrases, and the base has its own ordered phrases: "
+                            "give the ordered phrases in one place")
+        phrases = self.phrases if own_order else _unique(self.phrases, {_spec_key(d) for d in spec.get("phrases", [])})
+        avoid = _unique(self.avoid, {_spec_key(d) for d in spec.get("avoid", [])})
+        base_prefix = base.prefix.text if base.prefix is not None else None
+        prefix = _one_prefix(base_prefix, self.prefix, self.where)
+        return dataclasses.replace(self, phrases=phrases, avoid=avoid, prefix=prefix if base_prefix is None else None,
+                                   ordered=own_order)
 
 
-def new_items(request: ConstraintRequest, base: Any) -> tuple[tuple[Item, ...], tuple[Phrase, ...], str | None]:
-    """The merge rule against a compiled base (``CompiledConstraints``): the request's phrases and
-    avoid phrases that the base does not already have, and the prefix to add (``None``: none or
-    the base's own)."""
-    if request.has_hard:
-        raise SpecError(f"{_at(request.where, 'request')}: the base is already compiled with its word list or grammar; "
-                        "a per-input request adds phrases, avoid phrases and a prefix")
-    phrases = _unique(request.phrases, {_spec_key(d) for d in base.spec.get("phrases", [])})
-    avoid = _unique(request.avoid, {_spec_key(d) for d in base.spec.get("avoid", [])})
-    old_prefix = base.prefix.text if base.prefix is not None else None
-    prefix = _one_prefix(old_prefix, request.prefix, request.where)
-    if request.ordered and base.spec.get("ordered") and phrases:
-        raise SpecError(f"{_at(request.where, 'request')}: ordered applies to one list of phrases: give the ordered phrases in one place")
-    return phrases, avoid, prefix if old_prefix is None else None
+def _is_empty(base: Any) -> bool:
+    """Compiled constraints that constrain nothing (a job's stand-in where it has no shared set)."""
+    return base.hard is None and not base.phrases and not base.avoid and base.prefix is None
 
 
 def _one_prefix(a: str | None, b: str | None, where: str) -> str | None:

@@ -80,14 +80,8 @@ class DecodeWorker:
             self._cache.move_to_end(key)
             return hit
         request = req.request.for_prompt_format(self.decoder.continues_text)  # leading_space "auto"
-        if request.has_hard:  # a row's own word list, where the job has none
-            if self.shared is not None:
-                raise ValueError(f"{request.where}: the job's constraints already have a word list or grammar; "
-                                 "a row adds phrases, avoid phrases and a prefix")
-            cc = compiler_for(self.decoder.vocab).compile_request(request)
-        else:
-            base = self._base()
-            cc = compiler_for(base.vocab).compile_request(request, base=base)
+        base = self._base()  # a row's own word list is compiled alone where the job has no shared set
+        cc = compiler_for(base.vocab).compile_request(request, base=base)
         self._cache[key] = cc
         if len(self._cache) > _CACHE_SIZE:
             self._cache.popitem(last=False)

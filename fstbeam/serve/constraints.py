@@ -45,8 +45,6 @@ def parse_request(body, limits) -> tuple[ConstraintRequest, str | None]:
         raise RequestError(400, str(exc), _field_of(str(exc))) from None
     _check_sizes(request, limits)
     _check_hard(request, limits)
-    if artifact is not None and request.has_hard:
-        raise RequestError(400, f"{FIELD}: give either an artifact or words/cefr/grammar, not both", f"{FIELD}.artifact")
     return request, artifact
 
 
@@ -99,12 +97,13 @@ def compile_request(body, store):
     hit = store.cached(key)
     if hit is not None:
         return hit
-    if base is None and request.has_hard:
+    light = request  # on an artifact: the merge rule (`ConstraintRequest.added_to`) decides, as at every door
+    if base is None and request.has_hard:  # the request's own hard part: a base cached by content
         hard = dataclasses.replace(request.for_prompt_format(store.continues_text), phrases=(), avoid=(), prefix=None,
                                    ordered=False)
         base = store.base(canonical_key(hard.to_json()), lambda: _compile_hard(hard, store))
-    light = dataclasses.replace(request, words=None, cefr=None, grammar=None, grammar_params=(), regex=None, choice=None,
-                                json_schema=None, leading_space=False)
+        light = dataclasses.replace(request, words=None, cefr=None, grammar=None, grammar_params=(), regex=None,
+                                    choice=None, json_schema=None, leading_space=False)
     try:
         cc = base if light.is_empty else compiler_for(base.vocab if base is not None else store.vocab).compile_request(
             light, base=base)

@@ -98,6 +98,47 @@ def test_extend_refuses_a_second_prefix_and_checks_the_whole_request(vocab):
         comp.compile_request(R(phrases=["c"]), base=base)  # "c" is not in the word list
 
 
+def test_the_merge_rule_is_the_conjunction_of_base_and_request(vocab):
+    """The one merge rule (`ConstraintRequest.added_to`, every door): the merged constraints
+    accept exactly what the base and the request compiled alone both accept -- an ordered request
+    keeps its order even where the base has some of its items (the old rule dropped them, and the
+    order with them); each item and avoid phrase is compiled once."""
+    comp = Compiler(vocab)
+
+    def both(cc, a, b):
+        for n in range(5):
+            for ids in itertools.product(TOKENS, repeat=n):
+                assert accepts(cc, ids) == (accepts(a, ids) and accepts(b, ids)), [TOKENS[i] for i in ids]
+
+    cases = [(R(phrases=["a", ["b", "c"]], avoid=["ab"]), R(phrases=["c", ["b", "c"], "a"], avoid=["ab", " b"])),
+             (R(phrases=["a"]), R(phrases=["b", "a"], ordered=True)),  # b before a, and a anywhere
+             (R(phrases=["a", "b"], ordered=True), R(phrases=["c", "a"])),
+             (R(words=["a", "b", "c"], prefix="a"), R(phrases=["c", "b"], ordered=True, prefix="a"))]
+    for base_req, req in cases:
+        base = comp.compile_request(base_req)
+        merged = comp.compile_request(req, base=base)
+        alone = comp.compile_request(req)
+        both(merged, base, alone)
+        keys = [tuple(p.get("alternatives") or [p["text"]]) for p in merged.spec["phrases"]]
+        assert len({p["text"] for p in merged.spec["avoid"]}) == len(merged.avoid) == len(merged.spec["avoid"])
+        if not req.ordered and not base_req.ordered:  # each item once, an automaton each (an ordered list is one)
+            assert len(set(keys)) == len(keys) == len(merged.phrases)
+    # a request that adds nothing is the base itself
+    base = comp.compile_request(R(phrases=["a"], prefix="b"))
+    assert comp.compile_request(R(phrases=["a"], prefix="b"), base=base) is base
+    # two ordered lists: their relative order is not said
+    with pytest.raises(SpecError, match="ordered applies to one list of phrases, and the base has its own"):
+        comp.compile_request(R(phrases=["c", "a"], ordered=True), base=comp.compile_request(R(phrases=["a", "b"], ordered=True)))
+    # a hard part only where the base constrains nothing
+    with pytest.raises(SpecError, match="compiled already .with their word list"):
+        comp.compile_request(R(words=["a"]), base=comp.compile_request(R(words=["a", "b"])))
+    with pytest.raises(SpecError, match="compiled already .with their phrases"):
+        comp.compile_request(R(words=["a"]), base=comp.compile_request(R(phrases=["a"])))
+    empty = comp.compile_request(R())
+    assert comp.compile_request(R(words=["a", "b"], phrases=["b"]), base=empty).fingerprint == \
+        comp.compile_request(R(words=["a", "b"], phrases=["b"])).fingerprint
+
+
 def test_grammar_accepts_a_build_a_combination_and_a_list(vocab):
     g1 = GrammarBuild(name="g1", params={}, source_hash="1", language=None, phrases=("a",))
     g2 = GrammarBuild(name="g2", params={}, source_hash="2", language=None, avoid=("c",))

@@ -64,24 +64,11 @@ def test_a_server_never_reads_a_file_named_by_a_client():
         ConstraintRequest.from_json({"words": "/etc/passwd"}, allow_paths=False)
 
 
-def test_merge_rule():
-    base = ConstraintRequest.from_kwargs(cefr="A2", phrases=["warm", ["rain", "rains"]], avoid=["cold"])
-    line = ConstraintRequest.from_json({"phrases": ["sunny", "warm", ["rain", "rains"]], "avoid": ["cold", "wet"]},
-                                       where="f:1")
-    m = base.merged(line)
-    assert m.to_json() == {"cefr": "A2", "phrases": ["warm", ["rain", "rains"], "sunny"], "avoid": ["cold", "wet"],
-                           "leading_space": False}
-    assert m.where == "f:1"
-    # one hard part, one prefix, one ordered list
-    with pytest.raises(SpecError, match="already has a word list"):
-        base.merged(ConstraintRequest.from_json({"cefr": "B1"}))
-    with pytest.raises(SpecError, match="one prefix"):
-        ConstraintRequest.from_json({"prefix": "A"}).merged(ConstraintRequest.from_json({"prefix": "B"}))
-    assert ConstraintRequest.from_json({"prefix": "A"}).merged(ConstraintRequest.from_json({"prefix": "A"})).prefix == "A"
-    with pytest.raises(SpecError, match="ordered applies to one list"):
-        ConstraintRequest.from_json({"phrases": ["a", "b"], "ordered": True}).merged(ConstraintRequest.from_json({"phrases": ["c"]}))
-    # a per-input word list where the base has none
-    assert ConstraintRequest.from_json({"phrases": ["a"]}).merged(ConstraintRequest.from_json({"cefr": "a1"})).cefr == "A1"
+def test_with_no_base_a_request_is_compiled_whole():
+    """The merge rule against a compiled base is tested in test_compiler.py (brute force); with
+    no base the request is itself, its hard part included."""
+    req = ConstraintRequest.from_json({"cefr": "a1", "phrases": ["a"]}, where="f:1")
+    assert req.added_to(None) is req and req.cefr == "A1"
 
 
 def test_items_are_phrases_and_anyofs_with_their_options():

@@ -91,3 +91,58 @@ def test_a_jsonl_line_a_batch_row_and_http_give_the_apis_message(model_dir, toke
         assert server.stop() == 0
     for want, got_jsonl, got_batch, got_http in zip(expected, jsonl, batch, http):
         assert want in got_jsonl and want in got_batch and want in got_http, (want, got_jsonl, got_batch, got_http)
+
+
+# Requests that the merge rule refuses on a base (words, the ordered phrases "the cat" then "dog",
+# the prefix "the"): a second hard part, a second ordered list, a second prefix.
+ON_BASE = [{"cefr": "A1"}, {"phrases": ["a", "mat"], "ordered": True}, {"prefix": "a"}]
+
+
+def test_the_merge_rules_refusals_are_one_message_at_every_door(model_dir, tokenizer, tmp_path, capsys):
+    """`ConstraintRequest.added_to` is the one check: the API (a service's Compiler), a JSONL line
+    of ``fstbeam generate --constraints``, a batch row on the job's artifact and an HTTP body on a
+    stored artifact give its message (after the door's own place)."""
+    from batch_helpers import WORDS
+
+    from fstbeam import ConstraintRequest
+    from fstbeam.compiler.compiler import compiler_for
+    from fstbeam.errors import SpecError
+
+    base = fstbeam.compile_constraints(tokenizer=tokenizer, words=WORDS, phrases=["the cat", "dog"], ordered=True,
+                                       prefix="the")
+    path = tmp_path / "base.fstbeam"
+    base.save(path)
+    expected = []
+    for r in ON_BASE:
+        with pytest.raises(SpecError) as exc:
+            compiler_for(tokenizer).compile_request(ConstraintRequest.from_kwargs(**r), base=base)
+        expected.append(str(exc.value).split(": ", 1)[1])  # after the place ("request", "prefix")
+    rows = [{"prompt": "the cat", **r} for r in ON_BASE]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    common = ["--model", str(model_dir), "--device", "cpu", "--format", "raw", "--max-new-tokens", "4", "--beam", "2",
+              "--constraints", str(path)]
+    assert main(["generate", *common, "--file", str(tmp_path / "in.jsonl"), "--jsonl"]) in (1, 2)
+    jsonl = [json.loads(x)["error"] for x in capsys.readouterr().out.splitlines()]
+    main(["batch", "--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out"), "-q", *common])
+    batch = [r["error"] for r in sorted(read_shards(tmp_path / "out"), key=lambda r: r["id"])]
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "serve"))
+    import urllib.error
+    import urllib.request
+
+    from serve_helpers import Server
+
+    server = Server(["--model", model_dir, "--device", "cpu", "--format", "raw", "--constraints", f"base={path}"])
+    http = []
+    try:
+        for r in ON_BASE:
+            body = json.dumps({"prompt": "the cat", "max_tokens": 4, "constraints": {"artifact": "base", **r}}).encode()
+            req = urllib.request.Request(server.url + "/v1/completions", body, {"Content-Type": "application/json"})
+            with pytest.raises(urllib.error.HTTPError) as exc:
+                urllib.request.urlopen(req, timeout=120)
+            assert exc.value.code == 400
+            http.append(json.loads(exc.value.read())["error"]["message"])
+    finally:
+        assert server.stop() == 0
+    assert len(jsonl) == len(batch) == len(http) == len(ON_BASE)
+    for want, got_jsonl, got_batch, got_http in zip(expected, jsonl, batch, http):
+        assert want in got_jsonl and want in got_batch and want in got_http, (want, got_jsonl, got_batch, got_http)

@@ -68,6 +68,76 @@ def test_every_door_compiles_the_same_artifact(setup, model_dir):
     assert other.fingerprint != api.fingerprint
 
 
+#: per-input requests on a base with the phrase "the cat" (defaults left unset): an ordered list
+#: that repeats a base phrase (kept whole: its order is the constraint), and an AnyOf, a repeated
+#: phrase (kept once), an avoid phrase and a prefix
+EXTENSIONS = [{"phrases": ["dog", "the cat"], "ordered": True, "avoid": ["mat"]},
+              {"phrases": [["dog", "dogs"], "the cat"], "avoid": ["ran"], "prefix": "the"}]
+
+
+@pytest.mark.parametrize("ext", EXTENSIONS, ids=["ordered", "anyof-prefix"])
+def test_one_merge_rule_at_every_door(ext, setup, model_dir):
+    """The same base and the same per-input request give one fingerprint through every door
+    that extends a base: the API (with_request), a JSONL line of ``fstbeam generate`` on its
+    flags, a batch row on the job's artifact (from ``compile-constraints``) and an HTTP body on a
+    stored artifact -- all by `ConstraintRequest.added_to`. The merged automata accept exactly what
+    the base and the request alone both accept (checked on sampled texts)."""
+    from fstbeam.cli.generate import _constraints
+    from fstbeam.cli.inputs import read_inputs
+    from fstbeam.cli.main import build_parser
+    from fstbeam.distributed.rows import parse_row
+    from fstbeam.distributed.worker import DecodeWorker
+    from fstbeam.serve.artifacts import ArtifactStore
+    from fstbeam.serve.config import Limits
+    from fstbeam.serve.constraints import compile_request as http_compile
+
+    d, words, dec = setup
+    flags = ["--words", str(words), "--phrase", "the cat"]
+    api_base = fstbeam.compile_constraints(words=str(words), phrases=["the cat"], tokenizer=dec, leading_space="auto")
+    base_path = d / "merge-base.fstbeam"
+    assert compile_main(["compile", *flags, "--leading-space", "--tokenizer", str(model_dir), "-o", str(base_path),
+                         "--no-progress"]) == 0
+    flag_base = _constraints(build_parser().parse_args(["generate", *flags, "x"]), dec)
+    file_base = fstbeam.load_constraints(base_path, tokenizer=dec.tokenizer)
+    assert api_base.fingerprint == flag_base.fingerprint == file_base.fingerprint
+
+    kw = {k: v for k, v in ext.items()}
+    via_api = fstbeam.with_request(api_base, **kw)
+    line = d / "merge.jsonl"
+    line.write_text(json.dumps({"prompt": "x", **ext}) + "\n", encoding="utf-8")
+    via_jsonl = read_inputs(str(line), flag_base, dec.vocab, dec.continues_text).constraints[0]
+    worker = DecodeWorker(model=str(model_dir), constraints=str(base_path), device="cpu", prompt_format="raw")
+    via_row = worker.constraints_for(parse_row({"prompt": "x", **ext}))
+    store = ArtifactStore(dec.vocab, continues_text=dec.continues_text, limits=Limits())
+    store.add("base", file_base)
+    via_http = http_compile({"artifact": "base", **ext}, store)
+    fps = {"api": via_api.fingerprint, "jsonl": via_jsonl.fingerprint, "row": via_row.fingerprint,
+           "http": via_http.fingerprint}
+    assert len(set(fps.values())) == 1, fps
+    assert via_api.fingerprint != api_base.fingerprint
+
+    # what it means: the base's constraints and the request's, both (texts of the word list)
+    alone = fstbeam.compile_constraints(words=str(words), tokenizer=dec, leading_space="auto", **kw)
+    import random
+
+    rng = random.Random(0)
+    texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 6))) for _ in range(400)]
+    texts += ["the dog and the cat", "dog the cat", "the cat and dog", "the dogs sat on the cat"]
+
+    def ok(cc, text):
+        m = cc.matcher()
+        try:
+            for t in dec.tokenizer(text, add_special_tokens=False)["input_ids"]:
+                m.advance(t)
+        except fstbeam.errors.DisallowedTokenError:
+            return False
+        return m.is_final()
+
+    for t in texts:
+        assert ok(via_api, t) == (ok(api_base, t) and ok(alone, t)), t
+    assert any(ok(via_api, t) for t in texts)
+
+
 def test_a_phrase_given_twice_is_one_constraint(setup, model_dir, capsys):
     """--phrase cat with a JSONL line {"phrases": ["dog", "cat"]}: cat and dog, once each."""
     d, words, dec = setup
