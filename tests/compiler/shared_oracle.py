@@ -16,30 +16,42 @@ def mask_tokens(h: HardTables, q: int) -> np.ndarray:
     return np.sort(np.concatenate([bits, sparse]))
 
 
-def assert_same_language(a: HardTables, b: HardTables, *, max_pairs: int = 200_000) -> int:
-    """BFS over pairs of states; returns the number of pairs visited."""
-    V = a.width
+def _lockstep(a: HardTables, b: HardTables, successors, max_pairs: int) -> set:
+    """BFS over pairs of states from the two starts: both states of a pair agree on finality
+    and distance, and ``successors(qa, qb)`` checks the pair's rows and gives its next pairs."""
     seen = {(a.start, b.start)}
     todo = [(a.start, b.start)]
     while todo:
         qa, qb = todo.pop()
         assert bool(a.final[qa]) == bool(b.final[qb]), (qa, qb)
         assert int(a.dist_to_final[qa]) == int(b.dist_to_final[qb]), (qa, qb)
+        for pair in set(successors(qa, qb)) - seen:
+            seen.add(pair)
+            todo.append(pair)
+        assert len(seen) <= max_pairs
+    return seen
+
+
+def assert_same_language(a: HardTables, b: HardTables, *, max_pairs: int = 200_000) -> int:
+    """Lockstep over pairs of states, one token lookup at a time; returns the pairs visited."""
+    V = a.width
+
+    def successors(qa: int, qb: int) -> list:
         ta, tb = a.allowed_text_tokens(qa), b.allowed_text_tokens(qb)
         assert np.array_equal(ta, tb), (qa, qb, ta, tb)
         assert np.array_equal(mask_tokens(a, qa), ta) and np.array_equal(mask_tokens(b, qb), tb)
         allowed = set(ta.tolist())
+        out = []
         for t in range(V):
             na, nb = a.next_state(qa, t), b.next_state(qb, t)
             if t not in allowed:
                 assert na < 0 and nb < 0, (qa, qb, t)
                 continue
             assert na >= 0 and nb >= 0, (qa, qb, t)
-            if (na, nb) not in seen:
-                seen.add((na, nb))
-                todo.append((na, nb))
-        assert len(seen) <= max_pairs
-    return len(seen)
+            out.append((na, nb))
+        return out
+
+    return len(_lockstep(a, b, successors, max_pairs))
 
 
 def transitions(h: HardTables, q: int) -> tuple[np.ndarray, np.ndarray]:
@@ -66,18 +78,14 @@ def transitions(h: HardTables, q: int) -> tuple[np.ndarray, np.ndarray]:
 def assert_same_language_fast(a: HardTables, b: HardTables) -> int:
     """`assert_same_language` for large vocabularies: whole transition rows per state pair (no
     per-token lookups); mask rows are compared with the allowed tokens too."""
-    seen = {(a.start, b.start)}
-    todo = [(a.start, b.start)]
-    while todo:
-        qa, qb = todo.pop()
-        assert bool(a.final[qa]) == bool(b.final[qb]), (qa, qb)
-        assert int(a.dist_to_final[qa]) == int(b.dist_to_final[qb]), (qa, qb)
+
+    def successors(qa: int, qb: int):
         ta, na = transitions(a, qa)
         tb, nb = transitions(b, qb)
         assert np.array_equal(ta, tb), (qa, qb)
         assert np.array_equal(mask_tokens(b, qb), tb), qb
-        for pair in set(zip(na.tolist(), nb.tolist())) - seen:
-            seen.add(pair)
-            todo.append(pair)
+        return zip(na.tolist(), nb.tolist())
+
+    seen = _lockstep(a, b, successors, max_pairs=10**9)
     assert len({p[0] for p in seen}) == len(seen) == len({p[1] for p in seen})  # a bijection
     return len(seen)

@@ -40,6 +40,30 @@ def api_message(request: dict, tokenizer) -> str:
     return str(exc.value)
 
 
+def http_400_messages(server_args: list, constraints: list) -> list:
+    """The error message of a 400 answer to a completion with each of ``constraints``, from a
+    real server started with ``server_args`` (stopped after, exit 0)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "serve"))
+    import urllib.error
+    import urllib.request
+
+    from serve_helpers import Server
+
+    server = Server(server_args)
+    out = []
+    try:
+        for r in constraints:
+            body = json.dumps({"prompt": "the cat", "max_tokens": 4, "constraints": r}).encode()
+            req = urllib.request.Request(server.url + "/v1/completions", body, {"Content-Type": "application/json"})
+            with pytest.raises(urllib.error.HTTPError) as exc:
+                urllib.request.urlopen(req, timeout=120)
+            assert exc.value.code == 400
+            out.append(json.loads(exc.value.read())["error"]["message"])
+    finally:
+        assert server.stop() == 0
+    return out
+
+
 @pytest.fixture(scope="module")
 def tokenizer(model_dir):
     from transformers import AutoTokenizer
@@ -71,24 +95,7 @@ def test_a_jsonl_line_a_batch_row_and_http_give_the_apis_message(model_dir, toke
     main(["batch", "--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out"), "-q", *common])
     batch = [r["error"] for r in sorted(read_shards(tmp_path / "out"), key=lambda r: r["id"])]
     # HTTP: the 400's message
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "serve"))
-    import urllib.error
-    import urllib.request
-
-    from serve_helpers import Server
-
-    server = Server(["--model", model_dir, "--device", "cpu", "--format", "raw"])
-    http = []
-    try:
-        for r, _ in CASES:
-            body = json.dumps({"prompt": "the cat", "max_tokens": 4, "constraints": r}).encode()
-            req = urllib.request.Request(server.url + "/v1/completions", body, {"Content-Type": "application/json"})
-            with pytest.raises(urllib.error.HTTPError) as exc:
-                urllib.request.urlopen(req, timeout=120)
-            assert exc.value.code == 400
-            http.append(json.loads(exc.value.read())["error"]["message"])
-    finally:
-        assert server.stop() == 0
+    http = http_400_messages(["--model", model_dir, "--device", "cpu", "--format", "raw"], [r for r, _ in CASES])
     for want, got_jsonl, got_batch, got_http in zip(expected, jsonl, batch, http):
         assert want in got_jsonl and want in got_batch and want in got_http, (want, got_jsonl, got_batch, got_http)
 
@@ -125,24 +132,8 @@ def test_the_merge_rules_refusals_are_one_message_at_every_door(model_dir, token
     jsonl = [json.loads(x)["error"] for x in capsys.readouterr().out.splitlines()]
     main(["batch", "--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out"), "-q", *common])
     batch = [r["error"] for r in sorted(read_shards(tmp_path / "out"), key=lambda r: r["id"])]
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "serve"))
-    import urllib.error
-    import urllib.request
-
-    from serve_helpers import Server
-
-    server = Server(["--model", model_dir, "--device", "cpu", "--format", "raw", "--constraints", f"base={path}"])
-    http = []
-    try:
-        for r in ON_BASE:
-            body = json.dumps({"prompt": "the cat", "max_tokens": 4, "constraints": {"artifact": "base", **r}}).encode()
-            req = urllib.request.Request(server.url + "/v1/completions", body, {"Content-Type": "application/json"})
-            with pytest.raises(urllib.error.HTTPError) as exc:
-                urllib.request.urlopen(req, timeout=120)
-            assert exc.value.code == 400
-            http.append(json.loads(exc.value.read())["error"]["message"])
-    finally:
-        assert server.stop() == 0
+    http = http_400_messages(["--model", model_dir, "--device", "cpu", "--format", "raw", "--constraints", f"base={path}"],
+                             [{"artifact": "base", **r} for r in ON_BASE])
     assert len(jsonl) == len(batch) == len(http) == len(ON_BASE)
     for want, got_jsonl, got_batch, got_http in zip(expected, jsonl, batch, http):
         assert want in got_jsonl and want in got_batch and want in got_http, (want, got_jsonl, got_batch, got_http)
