@@ -59,7 +59,7 @@ def _stop_strings(value: object) -> tuple[str, ...]:
     """``stop`` as a tuple of non-empty strings, in their order, each once (a string alone is one)."""
     if isinstance(value, str):
         value = (value,)
-    if isinstance(value, (bytes, dict)) or not hasattr(value, "__iter__"):
+    if isinstance(value, (bytes, dict)) or not isinstance(value, Iterable):
         raise DecodeError(f"stop must be a list of strings (got {value!r:.60})")
     out: list[str] = []
     for s in value:

@@ -93,6 +93,7 @@ def hard_from_dfa(delta: dict[int, dict[int, int]], final: set[int], token_bytes
     return SimpleNamespace(
         start=start, width=V, final=fin, dist_to_final=_dist(S, edges, fin),
         state_block_key=np.array(sb_key, np.int64), state_block_id=np.array(sb_id, np.int32),
+        state_block_offset=np.zeros(len(sb_id), np.int64), state_block_exit=np.full(len(sb_id), -1, np.int32),
         state_block_ptr=state_block_ptr, block_key=np.array(blk_key, np.int64),
         block_next=np.array(blk_next, np.int32), block_ptr=np.array(blk_ptr, np.int64),
         dense_masks=np.stack(dense_rows), state_dense_row=state_row,

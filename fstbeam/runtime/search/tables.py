@@ -175,9 +175,9 @@ class Tables:
             trivial.append(np.zeros(S, bool))
             sb_key.append(np.asarray(h.state_block_key, np.int64) + s_off * BYTE_KEYS)
             sb_id.append(np.asarray(h.state_block_id, np.int64) + b_off)
-            n_links = len(h.state_block_id)  # shared interiors: next = (block_next + s_off) + offset
-            sb_off.append(np.asarray(getattr(h, "state_block_offset", np.zeros(n_links)), np.int64))
-            ex = np.asarray(getattr(h, "state_block_exit", np.full(n_links, -1)), np.int64)
+            # shared interiors: next = (block_next + s_off) + offset
+            sb_off.append(np.asarray(h.state_block_offset, np.int64))
+            ex = np.asarray(h.state_block_exit, np.int64)
             sb_exit.append(np.where(ex >= 0, ex + b_off, -1))
             blk_key.append(np.asarray(h.block_key, np.int64) + b_off * V)
             blk_next.append(np.asarray(h.block_next, np.int64) + s_off)
