@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from fstbeam.compiler.light.alternatives import AnyOf, items_char_dfa, stages_of
-from fstbeam.compiler.light.lift import _exceptions_dense, _exceptions_trie, prefix_exceptions, token_exceptions
+from fstbeam.compiler.light.lift import _exceptions_dense, prefix_exceptions, token_exceptions, trie_exceptions
 from fstbeam.compiler.light.phrase_dfa import phrase_char_dfa, prefix_char_dfa
 from fstbeam.fst.text import IS_WORD_BYTE
 
@@ -99,7 +99,7 @@ def _random_case(rng):
 @pytest.mark.parametrize("seed", range(40))
 def test_trie_walk_equals_running_every_candidate_from_every_state(seed):
     case = _random_case(np.random.default_rng(seed))
-    for a, b in zip(_exceptions_dense(*case), _exceptions_trie(*case)):
+    for a, b in zip(_exceptions_dense(*case), trie_exceptions(*case)):
         np.testing.assert_array_equal(a, b)
 
 

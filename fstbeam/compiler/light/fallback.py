@@ -12,7 +12,7 @@ state's partial matches acts exactly as from the fallback (its partial matches d
 byte they cannot take, and none of them completes), so the state stores only the tokens whose
 result differs from its fallback's, and a lookup that misses its own exceptions tries the
 fallback's before the class default (docs/tables.md, "Fallback states"). The trie walk of
-`lift.token_exceptions` runs each state beside its fallback and stops a branch as soon as the
+`lift.trie_exceptions` runs each state beside its fallback and stops a branch as soon as the
 two coincide, so the work follows the partial matches, not states x start tokens.
 """
 from __future__ import annotations
@@ -24,82 +24,12 @@ import numpy as np
 from ...contract.layout import INF_DIST
 from ...contract.light import LightAutomaton, light_distances
 from ...errors import UnsatisfiableConstraintError
-from .arrays import csr_entries, distinct_rows, ramp, read_only
-from .lift import token_trie_csr
+from .arrays import read_only
+from .lift import trie_exceptions
 from .phrase_dfa import PhraseDFA
 from .token_index import TokenIndex
 
-__all__ = ["fallback_exceptions", "lift_with_fallback"]
-
-
-def fallback_exceptions(delta: np.ndarray, sym_of_byte: np.ndarray, padded: np.ndarray, lengths: np.ndarray,
-                        cls: np.ndarray, default: np.ndarray, fallback: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(state, candidate index, next state) wherever a candidate's next state differs from its
-    reference: the fallback's next state (``fallback[state] >= 0``) or the class default
-    ``default[state, cls[candidate]]``; sorted by state, then candidate.
-
-    The candidates' trie is walked one symbol at a time over distinct (trie node, state,
-    reference) triples, where the reference is a default row or the fallback's current state; a
-    triple whose state equals its fallback's is dropped (they agree on every longer token)."""
-    lengths = np.asarray(lengths, np.int64)
-    z = np.zeros(0, np.int64)
-    nq, nsym = delta.shape
-    if not len(lengths):
-        return z, z, z.astype(np.int32)
-    _, ptr, child_node, child_sym, tptr, tok_at = token_trie_csr(sym_of_byte, padded, lengths)
-    drows, drow_of_q = distinct_rows(default)
-    nd = len(drows)
-    nr = nd + nq  # reference r < nd: default row r; r >= nd: the fallback is in char state r - nd
-    flat = delta.astype(np.int64).ravel()
-    fb = np.asarray(fallback, np.int64)
-    p_node, p_state = np.zeros(nq, np.int64), np.arange(nq, dtype=np.int64)
-    p_ref = np.where(fb >= 0, nd + fb, drow_of_q)
-    parents: list = []
-    exc: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
-    level = 0
-    while len(p_node):
-        e_parent, e = csr_entries(ptr, p_node)  # every child edge of these nodes
-        sym = child_sym[e]
-        nxt = flat[p_state[e_parent] * nsym + sym]
-        ref = p_ref[e_parent]
-        on_fb = ref >= nd
-        ref = np.where(on_fb, nd + flat[np.where(on_fb, ref - nd, 0) * nsym + sym], ref)
-        keep = ~on_fb | (nxt != ref - nd)  # beside its fallback again: no longer token differs
-        e_parent, nxt, ref, e = e_parent[keep], nxt[keep], ref[keep], e[keep]
-        key = (child_node[e] * nq + nxt) * nr + ref
-        uniq, e_child = np.unique(key, return_inverse=True)
-        level += 1
-        parents.append((e_child.reshape(-1), e_parent, len(uniq)))
-        p_node, p_state, p_ref = uniq // (nq * nr), (uniq // nr) % nq, uniq % nr
-        t_pair, t_slot = csr_entries(tptr, p_node)
-        if len(t_pair):
-            t_tok = tok_at[t_slot]
-            r = p_ref[t_pair]
-            want = np.where(r >= nd, r - nd, drows[np.minimum(r, nd - 1), cls[t_tok]])
-            differs = p_state[t_pair] != want
-            if differs.any():
-                t_pair, t_tok = t_pair[differs], t_tok[differs]
-                exc.append((level, t_pair, t_tok, p_state[t_pair]))
-    if not exc:
-        return z, z, z.astype(np.int32)
-    ids_tok = np.concatenate([t for _, _, t, _ in exc])
-    ids_next = np.concatenate([n for _, _, _, n in exc])
-    first = np.cumsum([0] + [len(t) for _, _, t, _ in exc])
-    cur_id, cur_pair = np.zeros(0, np.int64), np.zeros(0, np.int64)
-    by_level = {lv: (np.arange(first[i], first[i + 1]), pr) for i, (lv, pr, _, _) in enumerate(exc)}
-    for lv in range(level, 0, -1):  # trace every exception back to its start states
-        if lv in by_level:
-            ids, pr = by_level[lv]
-            cur_id, cur_pair = np.concatenate([cur_id, ids]), np.concatenate([cur_pair, pr])
-        e_child, e_parent, n_pairs = parents[lv - 1]
-        order = np.argsort(e_child, kind="stable")
-        cptr = np.searchsorted(e_child[order], np.arange(n_pairs + 1))
-        cnt = cptr[cur_pair + 1] - cptr[cur_pair]
-        cur_id = np.repeat(cur_id, cnt)
-        cur_pair = e_parent[order[np.repeat(cptr[cur_pair], cnt) + ramp(cnt)]]
-    q, k, n = cur_pair, ids_tok[cur_id], ids_next[cur_id]
-    order = np.lexsort((k, q))
-    return q[order].astype(np.int64), k[order].astype(np.int64), n[order].astype(np.int32)
+__all__ = ["lift_with_fallback"]
 
 
 def _usable(fallback: np.ndarray, default: np.ndarray) -> np.ndarray:
@@ -122,7 +52,7 @@ def lift_with_fallback(text: str, literal: bytes, dfa: PhraseDFA, fallback: np.n
     default = dfa.class_defaults().astype(np.int64)
     fb = _usable(fallback, default)
     cls = index.token_class[cands].astype(np.int64)
-    eq, ek, en = fallback_exceptions(dfa.delta, dfa.sym_of_byte, index.padded[cands], index.lengths[cands], cls,
+    eq, ek, en = trie_exceptions(dfa.delta, dfa.sym_of_byte, index.padded[cands], index.lengths[cands], cls,
                                      default, fb)
     exc_key = eq * V + cands[ek]
     exc_next = en.astype(np.int32)

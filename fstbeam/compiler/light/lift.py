@@ -17,7 +17,7 @@ import numpy as np
 
 from .arrays import csr_entries, distinct_rows, ramp
 
-__all__ = ["token_exceptions", "reach"]
+__all__ = ["token_exceptions", "trie_exceptions", "reach"]
 
 
 def token_exceptions(delta: np.ndarray, sym_of_byte: np.ndarray, padded: np.ndarray, lengths: np.ndarray,
@@ -40,7 +40,7 @@ def token_exceptions(delta: np.ndarray, sym_of_byte: np.ndarray, padded: np.ndar
     nq = delta.shape[0]
     if nq * len(lengths) <= DENSE_ENTRIES:
         return _exceptions_dense(delta, sym_of_byte, padded, lengths, cls, default)
-    return _exceptions_trie(delta, sym_of_byte, padded, lengths, cls, default)
+    return trie_exceptions(delta, sym_of_byte, padded, lengths, cls, default)
 
 
 def _trie(syms: list[list[int]]):
@@ -79,53 +79,72 @@ def token_trie_csr(sym_of_byte, padded, lengths):
     return depth_of, ptr, child_node, child_sym, tptr, tok_at
 
 
-def _exceptions_trie(delta, sym_of_byte, padded, lengths, cls, default):
+def trie_exceptions(delta: np.ndarray, sym_of_byte: np.ndarray, padded: np.ndarray, lengths: np.ndarray,
+                    cls: np.ndarray, default: np.ndarray,
+                    fallback: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(state, candidate index, next state) wherever a candidate's next state differs from its
+    reference: the fallback's next state (``fallback[state] >= 0``, `fallback.py`) or the class
+    default ``default[state, cls[candidate]]``; sorted by state, then candidate.
+
+    The candidates' trie is walked one symbol at a time over distinct (trie node, state,
+    reference) triples, where the reference is a default row or the fallback's current state; a
+    triple whose state equals its fallback's is dropped (they agree on every longer token)."""
+    lengths = np.asarray(lengths, np.int64)
+    z = np.zeros(0, np.int64)
     nq, nsym = delta.shape
-    depth_of, ptr, child_node, child_sym, tptr, tok_at = token_trie_csr(sym_of_byte, padded, lengths)
+    if not len(lengths):
+        return z, z, z.astype(np.int32)
+    _, ptr, child_node, child_sym, tptr, tok_at = token_trie_csr(sym_of_byte, padded, lengths)
     drows, drow_of_q = distinct_rows(default)
     nd = len(drows)
+    nr = nd + nq  # reference r < nd: default row r; r >= nd: the fallback is in char state r - nd
     flat = delta.astype(np.int64).ravel()
-    # Level 0: one pair per state (node = root). Pairs are (node, state, default row).
-    p_node, p_state, p_drow = np.zeros(nq, np.int64), np.arange(nq, dtype=np.int64), drow_of_q.astype(np.int64)
-    parents: list = []  # per level d >= 1: (child pair of each edge, its parent pair, pairs at d)
-    exc: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []  # (level, pair, token, next state)
+    fb = np.full(nq, -1, np.int64) if fallback is None else np.asarray(fallback, np.int64)
+    p_node, p_state = np.zeros(nq, np.int64), np.arange(nq, dtype=np.int64)
+    p_ref = np.where(fb >= 0, nd + fb, drow_of_q)
+    parents: list = []
+    exc: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []
     level = 0
     while len(p_node):
         e_parent, e = csr_entries(ptr, p_node)  # every child edge of these nodes
-        nxt = flat[p_state[e_parent] * nsym + child_sym[e]]
-        key = (child_node[e] * nq + nxt) * nd + p_drow[e_parent]
+        sym = child_sym[e]
+        nxt = flat[p_state[e_parent] * nsym + sym]
+        ref = p_ref[e_parent]
+        on_fb = ref >= nd
+        ref = np.where(on_fb, nd + flat[np.where(on_fb, ref - nd, 0) * nsym + sym], ref)
+        keep = ~on_fb | (nxt != ref - nd)  # beside its fallback again: no longer token differs
+        e_parent, nxt, ref, e = e_parent[keep], nxt[keep], ref[keep], e[keep]
+        key = (child_node[e] * nq + nxt) * nr + ref
         uniq, e_child = np.unique(key, return_inverse=True)
         level += 1
         parents.append((e_child.reshape(-1), e_parent, len(uniq)))
-        p_node, p_state, p_drow = uniq // (nq * nd), (uniq // nd) % nq, uniq % nd
-        # Tokens ending at these nodes: an exception where the state is not the class default.
+        p_node, p_state, p_ref = uniq // (nq * nr), (uniq // nr) % nq, uniq % nr
         t_pair, t_slot = csr_entries(tptr, p_node)
         if len(t_pair):
             t_tok = tok_at[t_slot]
-            differs = p_state[t_pair] != drows[p_drow[t_pair], cls[t_tok]]
+            r = p_ref[t_pair]
+            want = np.where(r >= nd, r - nd, drows[np.minimum(r, nd - 1), cls[t_tok]])
+            differs = p_state[t_pair] != want
             if differs.any():
                 t_pair, t_tok = t_pair[differs], t_tok[differs]
                 exc.append((level, t_pair, t_tok, p_state[t_pair]))
     if not exc:
-        z = np.zeros(0, np.int64)
         return z, z, z.astype(np.int32)
-    # Trace every exception back to its start states, one level at a time (deepest first).
     ids_tok = np.concatenate([t for _, _, t, _ in exc])
     ids_next = np.concatenate([n for _, _, _, n in exc])
     first = np.cumsum([0] + [len(t) for _, _, t, _ in exc])
     cur_id, cur_pair = np.zeros(0, np.int64), np.zeros(0, np.int64)
     by_level = {lv: (np.arange(first[i], first[i + 1]), pr) for i, (lv, pr, _, _) in enumerate(exc)}
-    for lv in range(level, 0, -1):
+    for lv in range(level, 0, -1):  # trace every exception back to its start states
         if lv in by_level:
             ids, pr = by_level[lv]
             cur_id, cur_pair = np.concatenate([cur_id, ids]), np.concatenate([cur_pair, pr])
         e_child, e_parent, n_pairs = parents[lv - 1]
-        order = np.argsort(e_child, kind="stable")  # the edges into each pair, as CSR
+        order = np.argsort(e_child, kind="stable")
         cptr = np.searchsorted(e_child[order], np.arange(n_pairs + 1))
         cnt = cptr[cur_pair + 1] - cptr[cur_pair]
-        starts = cptr[cur_pair]
         cur_id = np.repeat(cur_id, cnt)
-        cur_pair = e_parent[order[np.repeat(starts, cnt) + ramp(cnt)]]
+        cur_pair = e_parent[order[np.repeat(cptr[cur_pair], cnt) + ramp(cnt)]]
     q, k, n = cur_pair, ids_tok[cur_id], ids_next[cur_id]
     order = np.lexsort((k, q))
     return q[order].astype(np.int64), k[order].astype(np.int64), n[order].astype(np.int32)
