@@ -261,7 +261,7 @@ class ServeEngine:
     async def _await(self, fut, budget: float, too_slow: str, give_up=None):
         """``fut``'s result; 504 after ``budget`` seconds, 503 once the server stops; ``give_up``
         is called then (and when the caller is cancelled: its request's own time limit), to stop
-        the work in its thread (:mod:`.cancel`); without it the work finishes there."""
+        the work in its thread (`Cancellable`); without it the work finishes there."""
         if self._stop is None:
             self._stop = asyncio.get_running_loop().create_future()
             if self.stopped:
