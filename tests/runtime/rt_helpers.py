@@ -138,10 +138,7 @@ def brute_force(logprobs: Callable[[list[int]], torch.Tensor], prompt: list[int]
         for v in allowed:
             if v in eos:
                 continue
-            m2 = None
-            if m is not None:
-                m2 = _copy_matcher(m, matcher_factory)
-                m2.advance(v)
+            m2 = advanced_copy(m, v, matcher_factory)
             if len(seq) + 1 == L:
                 if m2 is None or m2.is_final():
                     total = lp_sum + lp[v].item()
@@ -152,6 +149,15 @@ def brute_force(logprobs: Callable[[list[int]], torch.Tensor], prompt: list[int]
     rec([], 0.0, matcher_factory() if matcher_factory else None)
     found.sort(key=lambda x: -x[0])
     return found[:nbest]
+
+
+def advanced_copy(m, token: int, factory):
+    """A copy of matcher ``m`` (None: unconstrained) that has also taken ``token``."""
+    if m is None:
+        return None
+    m2 = _copy_matcher(m, factory)
+    m2.advance(token)
+    return m2
 
 
 def _copy_matcher(m, factory):

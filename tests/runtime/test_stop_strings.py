@@ -20,7 +20,7 @@ from fstbeam.runtime.search.stops import StopRule, kept_output
 from fstbeam.runtime.search.tables import InputConstraints
 from fstbeam.runtime.stop_rules import hypotheses
 
-from rt_helpers import StubLM, _copy_matcher, tiny_vocab
+from rt_helpers import StubLM, advanced_copy, tiny_vocab
 
 # TINY_TOKENS: "<eos>", "a", "b", " ", "ab", " a", " b", "c", ".", " c", "ba", "a ", "<x>"
 STOPS = {
@@ -64,10 +64,7 @@ def brute_force_stop(lm, prompt, *, V, L, tb, stops, matcher_factory=None):
                 if m is None or (cut == len(before) and m.is_final()):
                     add(total, text[:cut], "stop")
                 continue
-            m2 = None
-            if m is not None:
-                m2 = _copy_matcher(m, matcher_factory)
-                m2.advance(v)
+            m2 = advanced_copy(m, v, matcher_factory)
             if len(seq) + 1 == L:
                 if m2 is None or m2.is_final():
                     add(total, text, "length")
