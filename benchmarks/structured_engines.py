@@ -9,6 +9,7 @@ gets the same tokenizer: the default Gemma 3 270M tokenizer (262,144 ids).
 """
 from __future__ import annotations
 
+import functools
 import json
 import time
 from typing import Any, Callable, Sequence
@@ -66,9 +67,17 @@ def fstbeam_compile(schema: Any, vocab: Any) -> Any:
     return fstbeam.compile_constraints(grammar=json_schema_fst(schema), tokenizer=vocab)
 
 
+@functools.cache
+def _fill_state_row() -> Callable[..., np.ndarray]:
+    from fstbeam.kernels.cpu_bits import fill_state_row
+
+    return fill_state_row
+
+
 class Fstbeam:
     """``fstbeam.compile_constraints(json_schema=schema, tokenizer=vocab)``; the mask is the state's
-    table row (a dense bit row copied, its sparse extra tokens OR-ed in), what the decoder reads."""
+    table row (a dense bit row copied, its sparse extra tokens OR-ed in, in one compiled pass:
+    `fstbeam.kernels.cpu_bits.fill_state_row`), what the decoder reads."""
 
     name = "fstbeam"
 
@@ -89,12 +98,7 @@ class Fstbeam:
 
     def fill(self, m: Any) -> np.ndarray:
         h, s = m
-        dense, sparse = h.mask_row(s)
-        buf = self.buf
-        buf[:] = dense
-        if len(sparse):
-            np.bitwise_or.at(buf, sparse >> 5, np.left_shift(np.int32(1), (sparse & 31).astype(np.int32)))
-        return buf
+        return _fill_state_row()(h, s, self.buf)
 
     def advance(self, m: Any, token: int) -> Any:
         h, s = m

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from numba import njit
 
-__all__ = ["select_bits"]
+__all__ = ["fill_state_row", "select_bits"]
 
 
 @njit(nogil=True, cache=True)
@@ -36,4 +36,23 @@ def select_bits(mask: torch.Tensor, words: torch.Tensor, shifts: torch.Tensor) -
     M = int(words.shape[0])
     out = torch.empty((mask.shape[0], -(-M // 32)), dtype=torch.int32)
     _select_bits(mask.contiguous().numpy(), words.numpy(), shifts.numpy(), out.numpy())
+    return out
+
+
+@njit(nogil=True, cache=True)
+def _fill_state_row(dense_masks, state_dense_row, sparse_ptr, sparse_tokens, state, out):  # pragma: no cover - compiled
+    row = dense_masks[state_dense_row[state]]
+    for j in range(out.shape[0]):
+        out[j] = row[j]
+    for i in range(sparse_ptr[state], sparse_ptr[state + 1]):
+        t = sparse_tokens[i]
+        out[t >> 5] |= np.int32(np.uint32(1) << np.uint32(t & 31))
+
+
+def fill_state_row(hard, state: int, out: np.ndarray) -> np.ndarray:
+    """The mask of hard automaton state ``state`` written into ``out`` (int32 ``[ceil(V/32)]``):
+    its dense row with its sparse tokens' bits set, the host-side twin of the decoder's gather;
+    one compiled pass (copy, then one OR per sparse token) instead of a copy and ``np.bitwise_or.at``."""
+    _fill_state_row(hard.dense_masks, hard.state_dense_row, hard.state_sparse_ptr, hard.state_sparse_tokens,
+                    int(state), out)
     return out

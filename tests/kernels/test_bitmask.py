@@ -94,3 +94,26 @@ def test_importing_bitmask_does_not_import_torch():
         "assert 'torch' not in sys.modules, 'fstbeam.kernels imported torch'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])
+
+
+@pytest.mark.parametrize("vocab", [33, 100, 257])
+def test_fill_state_row_is_the_dense_row_plus_the_sparse_tokens(vocab):
+    """`fill_state_row` (compiled) against the convention spelled out bit by bit: each state's
+    mask is its dense row's tokens together with its sparse tokens (several per word, bit 31 too)."""
+    from types import SimpleNamespace
+
+    from fstbeam.kernels.cpu_bits import fill_state_row
+
+    rng = np.random.default_rng(vocab)
+    rows = rng.random((3, vocab)) < 0.3
+    sparse = [np.array([], np.int64), np.array(sorted({0, 31, 32, vocab - 1})), np.sort(rng.choice(vocab, 12, replace=False))]
+    hard = SimpleNamespace(
+        dense_masks=bm.pack_bool_mask(rows), state_dense_row=np.array([2, 0, 1], np.int32),
+        state_sparse_ptr=np.cumsum([0] + [len(s) for s in sparse]).astype(np.int64),
+        state_sparse_tokens=np.concatenate(sparse).astype(np.int32),
+    )
+    out = np.full(bm.bitmask_width(vocab), -1, np.int32)  # stale bits must be overwritten
+    for state in range(3):
+        want = rows[hard.state_dense_row[state]].copy()
+        want[sparse[state]] = True
+        np.testing.assert_array_equal(fill_state_row(hard, state, out), hand_packed(want))
