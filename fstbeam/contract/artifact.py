@@ -53,9 +53,11 @@ from .vocab import Vocab, load_vocab
 
 # 2: manifest.sha256 covers the manifest; 3: light automata store their fallback states (1 and 2 are
 # still read: their automata have none); 4: ``'`` and ``-`` are word bytes (fst/text.py), so light
-# automata of older formats follow another boundary rule and are refused (word lists are read).
-FORMAT_VERSION = 4
-READS = (1, 2, 3, 4)
+# automata of older formats follow another boundary rule and are refused (word lists are read);
+# 5: hard tables may share interiors (``state_block_offset``/``state_block_exit``), so a reader
+# of versions 1-4 refuses them by their version instead of by their unknown members.
+FORMAT_VERSION = 5
+READS = (1, 2, 3, 4, 5)
 LIGHT_RULE_SINCE = 4
 MAGIC = "fstbeam-constraints"
 
