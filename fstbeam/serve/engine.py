@@ -238,10 +238,11 @@ class ServeEngine:
         if body is None:
             return None
         loop = asyncio.get_running_loop()
+        key = _key(body)
 
         def run():
             t0 = time.perf_counter()
-            hit = self.store.cached(_key(body))
+            hit = self.store.cached(key)  # looked up again: another request may have compiled it meanwhile
             try:
                 cc = compile_request(body, self.store)
             except CompileCancelled:
@@ -251,7 +252,7 @@ class ServeEngine:
                 self.metrics.compile_s.observe(time.perf_counter() - t0)
             return cc
 
-        lane = self._quick if self.store.cached(_key(body)) is not None or _small(body) else self._compiler
+        lane = self._quick if self.store.cached(key) is not None or _small(body) else self._compiler
         task = Cancellable(run)  # stopped part-way when its request gives up on it
         return await self._await(loop.run_in_executor(lane, task), self.config.limits.compile_timeout_s,
                                  "compiling the constraints took longer than this server's compile budget "
