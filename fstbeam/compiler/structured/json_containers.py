@@ -9,7 +9,7 @@ nested values hold no markers (theirs are already commas).
 from __future__ import annotations
 
 import logging
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import pynini
@@ -127,7 +127,7 @@ def _key(name: str) -> pynini.Fst:
     return _key_cached(name).copy()
 
 
-@cache
+@lru_cache(maxsize=1024)  # bounded: a server compiles schema after schema in one process
 def _key_cached(name: str) -> pynini.Fst:
     return string_of(lit(name), stage="json key")
 
@@ -330,7 +330,7 @@ def _other_keys(slots: tuple[str, ...]) -> pynini.Fst:
     return _other_keys_cached(slots).copy()
 
 
-@cache
+@lru_cache(maxsize=64)
 def _other_keys_cached(slots: tuple[str, ...]) -> pynini.Fst:
     """Every JSON string spelling except those of ``slots``."""
     if not slots:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from decimal import Decimal, InvalidOperation
-from functools import cache
+from functools import lru_cache
 from typing import Any
 
 import pynini
@@ -39,7 +39,7 @@ MAX_LENGTH = 5_000  # a minLength above this is refused (a chain of that many st
 MAX_EXACT_LENGTH = 256
 
 
-@cache
+@lru_cache(maxsize=64)  # bounded: a server compiles schema after schema in one process
 def _bounded_string(lo: int, hi: int | None) -> pynini.Fst:
     if lo == 0 and hi is None:
         return free_string()
