@@ -33,6 +33,17 @@ def _rss_mb(field: str) -> float:
 
 
 def _reset_peak() -> None:
+    """Start the next schema's peak from what the worker holds now, with the memory the previous
+    schema freed handed back to the system first (garbage collected, glibc's free lists trimmed):
+    else a schema's peak includes every earlier schema's leftovers (the same for every engine)."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
     try:
         with open("/proc/self/clear_refs", "w") as fh:
             fh.write("5")
