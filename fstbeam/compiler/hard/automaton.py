@@ -163,11 +163,8 @@ def _with_grammar(words_text, words_desc, g_lang, g_desc) -> tuple[pynini.Fst, s
 
 
 def fst_bytes(fst: pynini.Fst) -> bytes:
-    import tempfile
-
-    with tempfile.NamedTemporaryFile(suffix=".fst") as tmp:
-        fst.write(tmp.name)
-        return open(tmp.name, "rb").read()
+    """The OpenFst binary form (the bytes ``fst.write`` puts in a file, without the file)."""
+    return fst.write_to_string()
 
 
 def is_empty(fst: pynini.Fst) -> bool:
