@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -22,8 +23,16 @@ from . import shared_walks
 from .array_ops import concat_ranges, csr, grouped, order_by, sorted_triples  # noqa: F401  (re-exported)
 from .assemble import Interiors, assemble
 from .token_trie import TokenTrie
+from .token_trie import spelled as _expand
 
 log = logging.getLogger(__name__)
+
+# A DFA with at most this many (state, byte) cells steps through a dense [S, 256] table (a
+# gather) instead of a binary search over its arcs; a word list's million states keep the search.
+DENSE_STEP_CELLS = 1 << 21
+
+# Per trie: the sorted (parent, byte) key of every non-root node (`_Stepper`), built once.
+_CHILD_KEYS: weakref.WeakKeyDictionary[TokenTrie, np.ndarray] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,7 +88,10 @@ class _Arcs:
     def of(dfa) -> "_Arcs":
         if isinstance(dfa, CharDFA):
             q, b = np.nonzero(dfa.next >= 0)  # row-major: sorted by state, then byte
-            return _Arcs(dfa.num_states, dfa.start, dfa.final, q, b, dfa.next[q, b].astype(np.int64))
+            arcs = _Arcs(dfa.num_states, dfa.start, dfa.final, q, b, dfa.next[q, b].astype(np.int64))
+            if dfa.next.size <= DENSE_STEP_CELLS:
+                arcs.__dict__["table"] = dfa.next  # (the cached_property below, already at hand)
+            return arcs
         # a TextDFA (fstbeam.fst.wordlist.text_dfa): start 0, arcs already sorted
         return _Arcs(dfa.num_states, 0, dfa.final, dfa.src, dfa.byte.astype(np.int64), dfa.dst)
 
@@ -96,8 +108,19 @@ class _Arcs:
     def key(self) -> np.ndarray:
         return self.src * 256 + self.byte  # sorted
 
+    @cached_property
+    def table(self) -> np.ndarray | None:
+        """[S, 256] next state (-1: no arc) where it is small enough (`DENSE_STEP_CELLS`), else None."""
+        if self.num_states * 256 > DENSE_STEP_CELLS:
+            return None
+        table = np.full((self.num_states, 256), -1, np.int32)
+        table[self.src, self.byte] = self.dst
+        return table
+
     def step(self, state: np.ndarray, byte: np.ndarray) -> np.ndarray:
         """Next state for each (state, byte) pair, -1 where there is no arc."""
+        if self.table is not None:
+            return self.table[state, byte]
         key = state * 256 + byte
         pos = np.minimum(np.searchsorted(self.key, key), max(len(self.key) - 1, 0))
         if not len(self.key):
@@ -138,6 +161,10 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         node = np.concatenate([node[~shared.handled], c_n])
         state = np.concatenate([state[~shared.handled], c_s])
         block = np.concatenate([block[~shared.handled], c_b])
+        a_b, a_n, a_s = shared.absolute  # token ends inside interiors walked from the memo, not shared
+        out_block.append(a_b)
+        out_node.append(a_n)
+        out_state.append(a_s)
     while len(node):
         has = trie.tok_ptr[node + 1] > trie.tok_ptr[node]
         out_block.append(block[has])
@@ -152,8 +179,11 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     tblock, tokens, tnext = _expand(trie, np.concatenate(out_block), np.concatenate(out_node),
                                     np.concatenate(out_state), ok)
     inner = None
-    if shared is not None:  # the interiors' token arcs, once per (shape, canonical state, first byte)
-        i_k, i_tok, i_rel = sorted_triples(*_expand(trie, *shared.ends, ok))
+    if shared is not None and shared.copies:  # the interiors' token arcs, once per (shape, canonical state, first byte)
+        i_k, i_tok, i_rel = shared.inner_arcs  # (sorted by interior, then token: filtering keeps the order)
+        if ok is not None:
+            sel = ok[i_tok]
+            i_k, i_tok, i_rel = i_k[sel], i_tok[sel], i_rel[sel]
         inner = Interiors(shared.blk_inner, shared.blk_copy, shared.copies, csr(i_k, int(shared.blk_inner.max()) + 1),
                           i_tok, i_rel)
 
@@ -164,25 +194,6 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         S, fsa.num_states, fsa.num_blocks, len(fsa.block_tokens), fsa.expanded_arcs(), time.perf_counter() - t0,
     )
     return fsa
-
-
-def _expand(trie: TokenTrie, group: np.ndarray, node: np.ndarray, state: np.ndarray,
-            ok: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(group, token id, state) of every token spelled by the trie nodes (only tokens ``ok``).
-    Nearly every node spells one token: those are a gather; only the few with several ids (bytes
-    shared by two ids) are expanded. The order does not matter: `assemble` sorts the arcs."""
-    first = trie.tok_ptr[node]
-    n_tok = trie.tok_ptr[node + 1] - first
-    multi = np.flatnonzero(n_tok > 1)
-    more = concat_ranges(first[multi] + 1, first[multi] + n_tok[multi])  # the ids after each first
-    tokens = np.concatenate([trie.tok_ids[first], trie.tok_ids[more]]).astype(np.int64)
-    extra = np.repeat(multi, n_tok[multi] - 1)
-    group = np.concatenate([group, group[extra]])
-    state = np.concatenate([state, state[extra]])
-    if ok is not None:
-        sel = ok[tokens]
-        group, tokens, state = group[sel], tokens[sel], state[sel]
-    return group, tokens, state
 
 
 class _Stepper:
@@ -197,9 +208,12 @@ class _Stepper:
         self.dfa = dfa
         self.arc_ptr, self.arc_byte, self.arc_next = dfa.ptr, dfa.byte, dfa.dst
         self.trie = trie
-        n_children = trie.child_hi - trie.child_lo
-        parent = np.repeat(np.arange(trie.num_nodes), n_children)  # of nodes 1..N-1, in id order
-        self.child_key = parent * 256 + trie.node_byte[1:]  # sorted: children are id ranges by byte
+        key = _CHILD_KEYS.get(trie)
+        if key is None:
+            n_children = trie.child_hi - trie.child_lo
+            parent = np.repeat(np.arange(trie.num_nodes), n_children)  # of nodes 1..N-1, in id order
+            key = _CHILD_KEYS[trie] = parent * 256 + trie.node_byte[1:]  # sorted: children are id ranges by byte
+        self.child_key = key
 
     def __call__(self, node: np.ndarray, state: np.ndarray):
         """(source pair index, child node, next state) of every surviving extension."""
