@@ -31,8 +31,9 @@ log = logging.getLogger(__name__)
 # gather) instead of a binary search over its arcs; a word list's million states keep the search.
 DENSE_STEP_CELLS = 1 << 21
 
-# Per trie: the sorted (parent, byte) key of every non-root node (`_Stepper`), built once.
-_CHILD_KEYS: weakref.WeakKeyDictionary[TokenTrie, np.ndarray] = weakref.WeakKeyDictionary()
+# Per trie, built once (`_Stepper`): the sorted (parent, byte) key of every non-root node, and
+# the number of children of every node.
+_TRIE_AUX: weakref.WeakKeyDictionary[TokenTrie, tuple[np.ndarray, np.ndarray]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True, eq=False)
@@ -208,26 +209,37 @@ class _Stepper:
         self.dfa = dfa
         self.arc_ptr, self.arc_byte, self.arc_next = dfa.ptr, dfa.byte, dfa.dst
         self.trie = trie
-        key = _CHILD_KEYS.get(trie)
-        if key is None:
+        self.table = dfa.table
+        aux = _TRIE_AUX.get(trie)
+        if aux is None:
             n_children = trie.child_hi - trie.child_lo
             parent = np.repeat(np.arange(trie.num_nodes), n_children)  # of nodes 1..N-1, in id order
-            key = _CHILD_KEYS[trie] = parent * 256 + trie.node_byte[1:]  # sorted: children are id ranges by byte
-        self.child_key = key
+            key = parent * 256 + trie.node_byte[1:]  # sorted: children are id ranges by byte
+            aux = _TRIE_AUX[trie] = (key, n_children)
+        self.child_key, self.n_children = aux
+        # A child looked up through the dense table is one gather; through an arc, a binary
+        # search over every node of the trie: with the table, the trie side is taken unless the
+        # node has many times more children than the state has arcs.
+        self.trie_weight = 8 if self.table is not None else 1
 
     def __call__(self, node: np.ndarray, state: np.ndarray):
         """(source pair index, child node, next state) of every surviving extension."""
         t = self.trie
-        lo, hi = t.child_lo[node], t.child_hi[node]
+        lo, n_child = t.child_lo[node], self.n_children[node]
         alo, ahi = self.arc_ptr[state], self.arc_ptr[state + 1]
-        by_trie = (hi - lo) <= (ahi - alo)
+        by_trie = n_child <= self.trie_weight * (ahi - alo)
         i = np.flatnonzero(by_trie)
-        rep = np.repeat(i, (hi - lo)[i])
-        child = concat_ranges(lo[i], hi[i])
-        ns = self.dfa.step(state[rep], t.node_byte[child].astype(np.int64))
+        rep = np.repeat(i, n_child[i])
+        child = concat_ranges(lo[i], lo[i] + n_child[i])
+        if self.table is not None:
+            ns = self.table[state[rep], t.node_byte[child]]
+        else:
+            ns = self.dfa.step(state[rep], t.node_byte[child].astype(np.int64))
         keep = ns >= 0
         src1, child1, ns1 = rep[keep], child[keep], ns[keep]
         j = np.flatnonzero(~by_trie)
+        if not len(j):
+            return src1, child1, ns1.astype(np.int64)
         rep = np.repeat(j, (ahi - alo)[j])
         arc = concat_ranges(alo[j], ahi[j])
         key = node[rep] * 256 + self.arc_byte[arc]
