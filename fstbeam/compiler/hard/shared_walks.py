@@ -198,6 +198,7 @@ class Shared:
     blk_copy: np.ndarray  # int64 [NB]: copy id of the block's state (-1: none)
     copies: list[np.ndarray]  # per copy: members, concrete states in canonical order
     inner_arcs: tuple[np.ndarray, ...]  # (interior id, token, canonical next state), sorted by id then token
+    inner_next: tuple[np.ndarray, ...]  # (interior id, canonical next state): distinct, sorted
     absolute: tuple[np.ndarray, ...]  # (block, node, concrete state): token ends inside unshared interiors
 
 
@@ -236,6 +237,7 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
     ids_of: dict[str, np.ndarray] = {}  # per shape: interior id of each start code (-1: none yet)
     n_inner = 0
     inner_arcs: list[tuple[np.ndarray, ...]] = []
+    inner_next: list[tuple[np.ndarray, ...]] = []
     absolute: list[tuple[np.ndarray, ...]] = []
     exits: list[tuple[np.ndarray, ...]] = []  # (block, child node, concrete state): walked on below in one step
     for c, shape in shapes.items():
@@ -264,6 +266,8 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
         n_inner += len(new)
         i, tok, rel = walks.tokens(trie, new)
         inner_arcs.append((ids[new][i], tok, rel))  # (new ids ascending: the parts stay sorted)
+        i, rel = walks.next_states(trie, new)
+        inner_next.append((ids[new][i], rel))
         blk_inner[blocks], blk_copy[blocks] = ids[codes], len(copies)
         copies.append(members)
     empty = (np.zeros(0, np.int64),) * 3
@@ -276,4 +280,4 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
     nxt = dfa.step(x_s, trie.node_byte[x_n].astype(np.int64))
     keep = nxt >= 0
     conts = (x_b[keep], x_n[keep], nxt[keep].astype(np.int64))
-    return Shared(handled, conts, blk_inner, blk_copy, copies, cat(inner_arcs), cat(absolute))
+    return Shared(handled, conts, blk_inner, blk_copy, copies, cat(inner_arcs), cat(inner_next)[:2], cat(absolute))

@@ -182,11 +182,15 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     inner = None
     if shared is not None and shared.copies:  # the interiors' token arcs, once per (shape, canonical state, first byte)
         i_k, i_tok, i_rel = shared.inner_arcs  # (sorted by interior, then token: filtering keeps the order)
+        n_inner = int(shared.blk_inner.max()) + 1
+        distinct = None
         if ok is not None:
             sel = ok[i_tok]
             i_k, i_tok, i_rel = i_k[sel], i_tok[sel], i_rel[sel]
-        inner = Interiors(shared.blk_inner, shared.blk_copy, shared.copies, csr(i_k, int(shared.blk_inner.max()) + 1),
-                          i_tok, i_rel)
+        else:  # (with tokens filtered out, an interior may reach fewer states)
+            u_k, u_rel = shared.inner_next
+            distinct = (csr(u_k, n_inner), u_rel)
+        inner = Interiors(shared.blk_inner, shared.blk_copy, shared.copies, csr(i_k, n_inner), i_tok, i_rel, distinct)
 
     # 3. Keep what is reachable from the start at token boundaries and can still finish.
     fsa = TokenFSA(**assemble(dfa, width, q_idx, b_idx, pair_block, tblock, tokens, tnext, inner))

@@ -41,10 +41,11 @@ class ShapeWalks:
         self.e_ptr, self.e_node, self.e_state = ptr, zero, zero
         self.x_ptr, self.x_node, self.x_state = ptr.copy(), zero, zero
         self._tokens: tuple[np.ndarray, ...] | None = None  # (ptr, token, canonical next), sorted by (code, token)
+        self._next: tuple[np.ndarray, ...] | None = None  # (ptr, canonical next): distinct per code, sorted
 
     @property
     def nbytes(self) -> int:
-        arrays = [self.e_node, self.e_state, self.x_node, self.x_state, *(self._tokens or ())]
+        arrays = [self.e_node, self.e_state, self.x_node, self.x_state, *(self._tokens or ()), *(self._next or ())]
         return sum(a.nbytes for a in arrays)
 
     def ensure(self, shape: Any, trie: TokenTrie, codes: np.ndarray, make_arcs: Callable, stepper_cls: Callable) -> None:
@@ -70,7 +71,7 @@ class ShapeWalks:
         self.e_ptr, self.e_node, self.e_state = self._merge(self.e_ptr, self.e_node, self.e_state, ends)
         self.x_ptr, self.x_node, self.x_state = self._merge(self.x_ptr, self.x_node, self.x_state, exits)
         self.done[todo] = True
-        self._tokens = None
+        self._tokens = self._next = None
 
     def _merge(self, ptr: np.ndarray, node: np.ndarray, state: np.ndarray, parts: list) -> tuple[np.ndarray, ...]:
         old = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
@@ -88,16 +89,30 @@ class ShapeWalks:
         """(index into ``codes``, child node, canonical state) of the exits of each start."""
         return self._gather(self.x_ptr, self.x_node, self.x_state, codes)
 
+    def _spell(self, trie: TokenTrie) -> tuple[np.ndarray, ...]:
+        code = np.repeat(np.arange(len(self.e_ptr) - 1), np.diff(self.e_ptr))
+        code, tok, rel = sorted_triples(*spelled(trie, code, self.e_node, self.e_state, None))
+        self._tokens = (csr(code, len(self.e_ptr) - 1), tok, rel)
+        return self._tokens
+
     def tokens(self, trie: TokenTrie, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(index into ``codes``, token id, canonical next state) of the token arcs inside, each
         start's arcs sorted by token id; spelled out once per shape, not once per compile."""
-        if self._tokens is None:
-            code = np.repeat(np.arange(len(self.e_ptr) - 1), np.diff(self.e_ptr))
-            code, tok, rel = sorted_triples(*spelled(trie, code, self.e_node, self.e_state, None))
-            self._tokens = (csr(code, len(self.e_ptr) - 1), tok, rel)
-        ptr, tok, rel = self._tokens
+        ptr, tok, rel = self._tokens if self._tokens is not None else self._spell(trie)
         idx, t, r = self._gather(ptr, tok, rel, codes)
         return idx, t, r
+
+    def next_states(self, trie: TokenTrie, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(index into ``codes``, canonical next state): the distinct states each start's tokens
+        reach inside, ascending (what the lift's searches walk instead of every token)."""
+        if self._next is None:
+            ptr, _, rel = self._tokens if self._tokens is not None else self._spell(trie)
+            code = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+            key = np.unique(code * (self.n + 1) + rel)
+            self._next = (csr(key // (self.n + 1), len(ptr) - 1), key % (self.n + 1))
+        ptr, rel = self._next
+        pos = ranges(ptr, codes)
+        return np.repeat(np.arange(len(codes)), ptr[codes + 1] - ptr[codes]), rel[pos]
 
     @staticmethod
     def _gather(ptr: np.ndarray, node: np.ndarray, state: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, ...]:
