@@ -3,9 +3,8 @@ free properties (strings at every depth) lift to exactly the plain lift's token 
 far fewer stored arcs. Oracle: the plain lift, walked in lockstep (`shared_oracle`)."""
 from __future__ import annotations
 
-import weakref
-
 import json
+import weakref
 from pathlib import Path
 
 import pynini
@@ -13,7 +12,7 @@ import pytest
 from shared_oracle import assert_same_language_fast
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.hard import shared_walks, walk_memo
+from fstbeam.compiler.hard import walk_memo
 from fstbeam.compiler.hard.tables import build_tables
 from fstbeam.compiler.hard.token_fsa import lift
 from fstbeam.compiler.structured.json_schema import json_schema_fst

@@ -9,9 +9,8 @@ equivalence of the two OpenFst exports; an artifact round trip.
 """
 from __future__ import annotations
 
-import weakref
-
 import dataclasses
+import weakref
 
 import numpy as np
 import pynini
@@ -20,7 +19,7 @@ from shared_oracle import assert_same_language
 
 import fstbeam
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.hard import shared_walks, walk_memo
+from fstbeam.compiler.hard import walk_memo
 from fstbeam.compiler.hard.tables import build_tables
 from fstbeam.compiler.hard.token_fsa import lift
 from fstbeam.compiler.hard.token_trie import token_trie
