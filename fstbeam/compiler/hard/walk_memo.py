@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -48,7 +48,8 @@ class ShapeWalks:
         arrays = [self.e_node, self.e_state, self.x_node, self.x_state, *(self._tokens or ()), *(self._next or ())]
         return sum(a.nbytes for a in arrays)
 
-    def ensure(self, shape: Any, trie: TokenTrie, codes: np.ndarray, make_arcs: Callable, stepper_cls: Callable) -> None:
+    def ensure(self, shape: Any, trie: TokenTrie, codes: np.ndarray, make_arcs: Callable[..., Any],
+               stepper_cls: Callable[..., Any]) -> None:
         """Walk the starts among ``codes`` not walked before (one level-synchronous BFS)."""
         todo = np.unique(codes[~self.done[codes]])
         if not len(todo):
@@ -73,7 +74,8 @@ class ShapeWalks:
         self.done[todo] = True
         self._tokens = self._next = None
 
-    def _merge(self, ptr: np.ndarray, node: np.ndarray, state: np.ndarray, parts: list) -> tuple[np.ndarray, ...]:
+    def _merge(self, ptr: np.ndarray, node: np.ndarray, state: np.ndarray,
+               parts: Sequence[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         old = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
         code = np.concatenate([old, *(p[0] for p in parts)])
         order = np.argsort(code, kind="stable")
@@ -115,7 +117,8 @@ class ShapeWalks:
         return np.repeat(np.arange(len(codes)), ptr[codes + 1] - ptr[codes]), rel[pos]
 
     @staticmethod
-    def _gather(ptr: np.ndarray, node: np.ndarray, state: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, ...]:
+    def _gather(ptr: np.ndarray, node: np.ndarray, state: np.ndarray,
+                codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         pos = ranges(ptr, codes)
         idx = np.repeat(np.arange(len(codes)), ptr[codes + 1] - ptr[codes])
         return idx, node[pos], state[pos]
@@ -136,7 +139,7 @@ def walks_for(trie: TokenTrie, key: str, n: int, shared: bool) -> ShapeWalks:
     memo, once = _SHARED.setdefault(trie, OrderedDict()), _ONCE.setdefault(trie, OrderedDict())
     if shared:
         if key not in memo:
-            memo[key] = once.pop(key, None) or ShapeWalks(n)
+            memo[key] = once.pop(key) if key in once else ShapeWalks(n)
         memo.move_to_end(key)
         while len(memo) > MEMO_SHAPES:  # no longer shared by default, but its walks stay useful
             old_key, old = memo.popitem(last=False)
