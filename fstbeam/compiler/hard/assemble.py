@@ -25,7 +25,7 @@ from .array_ops import concat_ranges, csr, grouped, order_by, ranges, sorted_tri
 UNREACHABLE = np.iinfo(np.int32).max
 # Above this many absolute token arcs per character state, the searches walk distinct
 # (block, next state) pairs (one sort to find them; a word list's arcs are nearly all distinct).
-DEDUPE_ARCS_PER_STATE = 8
+DEDUPE_ARCS_PER_STATE = 64
 
 
 @dataclass(frozen=True, eq=False)
