@@ -40,6 +40,8 @@ MIN_INSIDE_BYTES = 32
 MAX_COMPONENT = 64
 # Distinct (state, next state) edges above which no components are computed (a big grammar).
 MAX_EDGES = 100_000
+
+
 def components(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
     """SCC id of every state (iterative Tarjan over the distinct edges), or None where the graph
     has more than `MAX_EDGES` distinct edges."""
@@ -229,47 +231,48 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
     bounds = np.searchsorted(comp[order], np.arange(int(comp.max()) + 2))
     shapes = {c: canonical_shape(dfa, comp, order[bounds[c]:bounds[c + 1]]) for c in by_comp}
     count = Counter(shape.key for shape in shapes.values())
-    known = walk_memo.shared_keys(trie)
-    nb = len(blk_byte)
-    handled = np.zeros(nb, bool)
-    blk_inner, blk_copy = np.full(nb, -1, np.int64), np.full(nb, -1, np.int64)
-    copies: list[np.ndarray] = []
-    ids_of: dict[str, np.ndarray] = {}  # per shape: interior id of each start code (-1: none yet)
-    n_inner = 0
-    inner_arcs: list[tuple[np.ndarray, ...]] = []
-    inner_next: list[tuple[np.ndarray, ...]] = []
-    absolute: list[tuple[np.ndarray, ...]] = []
-    exits: list[tuple[np.ndarray, ...]] = []  # (block, child node, concrete state): walked on below in one step
-    for c, shape in shapes.items():
-        # a shape met once, and not shared before, is not shared (no exits to link, no offsets)
-        is_shared = count[shape.key] >= 2 or shape.key in known
-        members = shape.members
-        blocks = np.flatnonzero(np.isin(blk_state, by_comp[c]))
-        sort_m = np.argsort(members)
-        canon = sort_m[np.searchsorted(members[sort_m], blk_state[blocks])]
-        codes = canon * 256 + blk_byte[blocks]
-        walks = walk_memo.walks_for(trie, shape.key, len(members), is_shared)
-        walks.ensure(shape, trie, codes, make_arcs, stepper_cls)
-        i, x_n, x_s = walks.exits(codes)
-        exits.append((blocks[i], x_n, members[x_s]))
-        handled[blocks] = True
-        if not is_shared:
-            i, e_n, e_s = walks.ends(codes)
-            absolute.append((blocks[i], e_n, members[e_s]))
-            continue
-        # interior ids: one per (shape, start code), numbered in the order the blocks meet them
-        ids = ids_of.setdefault(shape.key, np.full(len(members) * 256, -1, np.int64))
-        uniq, first = np.unique(codes, return_index=True)
-        new = uniq[np.argsort(first, kind="stable")]
-        new = new[ids[new] < 0]
-        ids[new] = n_inner + np.arange(len(new))
-        n_inner += len(new)
-        i, tok, rel = walks.tokens(trie, new)
-        inner_arcs.append((ids[new][i], tok, rel))  # (new ids ascending: the parts stay sorted)
-        i, rel = walks.next_states(trie, new)
-        inner_next.append((ids[new][i], rel))
-        blk_inner[blocks], blk_copy[blocks] = ids[codes], len(copies)
-        copies.append(members)
+    with walk_memo.LOCK:  # (the server compiles in threads: one lift at a time reads and fills the memo)
+        known = walk_memo.shared_keys(trie)
+        nb = len(blk_byte)
+        handled = np.zeros(nb, bool)
+        blk_inner, blk_copy = np.full(nb, -1, np.int64), np.full(nb, -1, np.int64)
+        copies: list[np.ndarray] = []
+        ids_of: dict[str, np.ndarray] = {}  # per shape: interior id of each start code (-1: none yet)
+        n_inner = 0
+        inner_arcs: list[tuple[np.ndarray, ...]] = []
+        inner_next: list[tuple[np.ndarray, ...]] = []
+        absolute: list[tuple[np.ndarray, ...]] = []
+        exits: list[tuple[np.ndarray, ...]] = []  # (block, child node, concrete state): walked on below in one step
+        for c, shape in shapes.items():
+            # a shape met once, and not shared before, is not shared (no exits to link, no offsets)
+            is_shared = count[shape.key] >= 2 or shape.key in known
+            members = shape.members
+            blocks = np.flatnonzero(np.isin(blk_state, by_comp[c]))
+            sort_m = np.argsort(members)
+            canon = sort_m[np.searchsorted(members[sort_m], blk_state[blocks])]
+            codes = canon * 256 + blk_byte[blocks]
+            walks = walk_memo.walks_for(trie, shape.key, len(members), is_shared)
+            walks.ensure(shape, trie, codes, make_arcs, stepper_cls)
+            i, x_n, x_s = walks.exits(codes)
+            exits.append((blocks[i], x_n, members[x_s]))
+            handled[blocks] = True
+            if not is_shared:
+                i, e_n, e_s = walks.ends(codes)
+                absolute.append((blocks[i], e_n, members[e_s]))
+                continue
+            # interior ids: one per (shape, start code), numbered in the order the blocks meet them
+            ids = ids_of.setdefault(shape.key, np.full(len(members) * 256, -1, np.int64))
+            uniq, first = np.unique(codes, return_index=True)
+            new = uniq[np.argsort(first, kind="stable")]
+            new = new[ids[new] < 0]
+            ids[new] = n_inner + np.arange(len(new))
+            n_inner += len(new)
+            i, tok, rel = walks.tokens(trie, new)
+            inner_arcs.append((ids[new][i], tok, rel))  # (new ids ascending: the parts stay sorted)
+            i, rel = walks.next_states(trie, new)
+            inner_next.append((ids[new][i], rel))
+            blk_inner[blocks], blk_copy[blocks] = ids[codes], len(copies)
+            copies.append(members)
     empty = (np.zeros(0, np.int64),) * 3
 
     def cat(parts: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:

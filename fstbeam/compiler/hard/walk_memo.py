@@ -11,6 +11,7 @@ was a third of such a compile.
 """
 from __future__ import annotations
 
+import threading
 import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -124,6 +125,8 @@ class ShapeWalks:
         return idx, node[pos], state[pos]
 
 
+#: held while a lift reads or fills the memos (`shared_walks.share`)
+LOCK = threading.RLock()
 _SHARED: weakref.WeakKeyDictionary[TokenTrie, OrderedDict[str, ShapeWalks]] = weakref.WeakKeyDictionary()
 _ONCE: weakref.WeakKeyDictionary[TokenTrie, OrderedDict[str, ShapeWalks]] = weakref.WeakKeyDictionary()
 
