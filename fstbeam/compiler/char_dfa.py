@@ -1,6 +1,7 @@
 """A deterministic character automaton as flat numpy arrays (the form the lifter walks)."""
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -67,6 +68,76 @@ def fst_to_dfa(fst: pynini.Fst) -> CharDFA:
                 raise SpecError(f"automaton is not deterministic at state {s}, byte {arc.ilabel:#04x}: optimize it first")
             nxt[s, arc.ilabel] = arc.nextstate
     return CharDFA(nxt, final, fst.start())
+
+
+def fst_bytes_to_dfa(data: bytes) -> CharDFA | None:
+    """`fst_to_dfa` of an acceptor in OpenFst's binary VectorFst form (``fst.write_to_string()``),
+    read with numpy instead of one Python step per arc (65 ms of a JSON Schema's compile); None
+    where the bytes are not a plain tropical VectorFst (symbol tables, another type): use
+    `fst_to_dfa` then. The same errors for labels outside 1..255 and non-determinism."""
+    try:
+        fields = _vector_header(data)
+    except (ValueError, struct.error):
+        return None
+    if fields is None:
+        return None
+    start, n, at = fields
+    if n == 0 or start < 0:
+        return CharDFA(np.full((1, 256), -1, np.int32), np.zeros(1, bool), 0)
+    words = np.frombuffer(data, "<i4", offset=at) if (len(data) - at) % 4 == 0 else None
+    if words is None:
+        return None
+    head = np.empty(n, np.int64)  # word offset of each state's record: sequential (records vary in length)
+    counts = np.empty(n, np.int64)
+    pos = 0
+    for q in range(n):
+        if pos + 3 > len(words):
+            return None
+        head[q] = pos
+        c = int(words[pos + 1]) | (int(words[pos + 2]) << 32)
+        counts[q] = c
+        pos += 3 + 4 * c
+    if pos != len(words):
+        return None
+    n_arcs = int(counts.sum())  # (the header's count is not always filled in)
+    final = words[head].view("<f4") != np.float32(np.inf)
+    src = np.repeat(np.arange(n), counts)
+    arc_at = np.repeat(head + 3, counts) + 4 * (np.arange(n_arcs) - np.repeat(np.cumsum(counts) - counts, counts))
+    label, nxt = words[arc_at].astype(np.int64), words[arc_at + 3].astype(np.int64)
+    bad = np.flatnonzero((label < 1) | (label > 255))
+    if len(bad):
+        i = int(bad[0])
+        raise SpecError(f"automaton has label {label[i]} on state {src[i]}: character automata use byte labels 1..255")
+    table = np.full((n, 256), -1, dtype=np.int32)
+    table[src, label] = nxt
+    if int((table >= 0).sum()) != n_arcs:  # two arcs of one state on one byte
+        key = src * 256 + label
+        o = np.argsort(key, kind="stable")
+        i = int(o[np.flatnonzero(key[o][1:] == key[o][:-1])[0]])
+        raise SpecError(f"automaton is not deterministic at state {src[i]}, byte {label[i]:#04x}: optimize it first")
+    return CharDFA(table, final, start)
+
+
+def _vector_header(data: bytes) -> tuple[int, int, int] | None:
+    """(start, states, body offset) of a binary tropical VectorFst without symbol tables."""
+    at = 0
+
+    def string() -> str:
+        nonlocal at
+        (k,) = struct.unpack_from("<i", data, at)
+        text = data[at + 4:at + 4 + k].decode()
+        at += 4 + k
+        return text
+
+    (magic,) = struct.unpack_from("<i", data, 0)
+    at = 4
+    if magic != 2125659606 or string() != "vector" or string() != "standard":
+        return None
+    version, flags, _props, start, n, _arcs = struct.unpack_from("<iiQqqq", data, at)
+    at += struct.calcsize("<iiQqqq")
+    if version != 2 or flags & 3:  # symbol tables follow the header: not read here
+        return None
+    return start, n, at
 
 
 def arcs_to_dfa(final: np.ndarray, src: np.ndarray, byte: np.ndarray, dst: np.ndarray, start: int) -> CharDFA:

@@ -20,7 +20,7 @@ import pynini
 
 from ..contract.compiled import CompiledConstraints
 from ..errors import GrammarError, SpecError, UnsatisfiableConstraintError
-from .char_dfa import CharDFA, arcs_to_dfa, fst_to_dfa
+from .char_dfa import CharDFA, arcs_to_dfa, fst_bytes_to_dfa, fst_to_dfa
 from .hard.automaton import fst_bytes, hard_automaton, lang_name
 from .hard.cefr import cefr_words
 from .light.phrase_dfa import phrase_char_dfa
@@ -131,7 +131,10 @@ _SIGMA_DFA = CharDFA(np.where(np.arange(256) > 0, 0, -1).astype(np.int32)[None, 
 
 def hard_dfa_from_bytes(char_fst: bytes | None) -> CharDFA:
     """The hard character DFA of a loaded artifact (``None``: no hard automaton)."""
-    return _SIGMA_DFA if char_fst is None else fst_to_dfa(pynini.Fst.read_from_string(char_fst))
+    if char_fst is None:
+        return _SIGMA_DFA
+    read = fst_bytes_to_dfa(char_fst)
+    return read if read is not None else fst_to_dfa(pynini.Fst.read_from_string(char_fst))
 
 
 def _check_request(hard: CharDFA, base_name, phrases, avoid, prefix, *, ordered: int = 0) -> None:

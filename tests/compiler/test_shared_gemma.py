@@ -4,6 +4,7 @@ far fewer stored arcs. Oracle: the plain lift, walked in lockstep (`shared_oracl
 from __future__ import annotations
 
 import json
+import weakref
 from pathlib import Path
 
 import pynini
@@ -11,7 +12,7 @@ import pytest
 from shared_oracle import assert_same_language_fast
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.hard import shared_walks
+from fstbeam.compiler.hard import walk_memo
 from fstbeam.compiler.hard.tables import build_tables
 from fstbeam.compiler.hard.token_fsa import lift
 from fstbeam.compiler.structured.json_schema import json_schema_fst
@@ -36,7 +37,8 @@ def test_gemma_schema_lifts_to_the_plain_language(gemma, name, monkeypatch):
     path = SAMPLE / f"{name}.json"
     if not path.exists():
         pytest.skip(f"the development sample is not at {SAMPLE}")
-    monkeypatch.setattr(shared_walks, "_MEMO", shared_walks.weakref.WeakKeyDictionary())
+    monkeypatch.setattr(walk_memo, "_SHARED", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(walk_memo, "_ONCE", weakref.WeakKeyDictionary())
     vocab, trie = gemma
     dfa = fst_to_dfa(pynini.connect(json_schema_fst(json.loads(path.read_text())["schema"])))
     plain = lift(dfa, trie, vocab.width, share_walks=False)

@@ -10,6 +10,7 @@ equivalence of the two OpenFst exports; an artifact round trip.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 
 import numpy as np
 import pynini
@@ -18,7 +19,7 @@ from shared_oracle import assert_same_language
 
 import fstbeam
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.hard import shared_walks
+from fstbeam.compiler.hard import walk_memo
 from fstbeam.compiler.hard.tables import build_tables
 from fstbeam.compiler.hard.token_fsa import lift
 from fstbeam.compiler.hard.token_trie import token_trie
@@ -55,7 +56,8 @@ def vocab_of(byte_fallback: bool | str) -> Vocab:
 
 @pytest.fixture(autouse=True)
 def fresh_memo(monkeypatch):
-    monkeypatch.setattr(shared_walks, "_MEMO", shared_walks.weakref.WeakKeyDictionary())
+    monkeypatch.setattr(walk_memo, "_SHARED", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(walk_memo, "_ONCE", weakref.WeakKeyDictionary())
 
 
 def both(dfa, vocab):

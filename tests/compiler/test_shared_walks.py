@@ -7,6 +7,8 @@ test_lift_exact.py; and Tarjan's components against a brute-force reachability c
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pynini
 import pytest
@@ -15,7 +17,7 @@ from hypothesis import strategies as st
 from shared_oracle import assert_same_language
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.hard import shared_walks
+from fstbeam.compiler.hard import shared_walks, walk_memo
 from fstbeam.compiler.hard.tables import build_tables
 from fstbeam.compiler.hard.token_fsa import lift
 from fstbeam.compiler.hard.token_trie import token_trie
@@ -58,7 +60,8 @@ def assert_same(a, b, vocab) -> None:
 def share_small_interiors(monkeypatch):
     """The tiny alphabet keeps few bytes inside a component: share every interior."""
     monkeypatch.setattr(shared_walks, "MIN_INSIDE_BYTES", 1)
-    monkeypatch.setattr(shared_walks, "_MEMO", shared_walks.weakref.WeakKeyDictionary())
+    monkeypatch.setattr(walk_memo, "_SHARED", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(walk_memo, "_ONCE", weakref.WeakKeyDictionary())
 
 
 tokens_st = st.lists(st.text(alphabet=ALPHABET, min_size=2, max_size=5), max_size=25, unique=True)
@@ -80,12 +83,31 @@ def test_the_memo_serves_another_automaton_of_the_same_shape(share_small_interio
     trie = token_trie(vocab)
     first, other = dfa_of(record(2)), dfa_of(accep("{") + string_field() + accep("}"))
     lift(first, trie, vocab.width, share_walks=True)
-    shapes = len(shared_walks._MEMO[trie])
+    shapes = len(walk_memo._SHARED[trie])
     assert shapes > 0
     got = lift(other, trie, vocab.width, share_walks=True)
-    assert len(shared_walks._MEMO[trie]) == shapes  # the string interior's shape was there
+    assert len(walk_memo._SHARED[trie]) == shapes  # the string interior's shape was there
     assert_same(got, lift(other, trie, vocab.width, share_walks=False), vocab)
     assert got.final.any()
+
+
+def test_an_unshared_shape_is_walked_once_and_stays_absolute(share_small_interiors):
+    """A shape met once is not shared (its arcs stay absolute, the tables as without the memo),
+    yet its walk is remembered: the second lift takes it from the memo and builds the same
+    tables, byte for byte, and still does not share it."""
+    vocab = vocab_of(['ab"', '"}', 'a\\"', '":"', 'ba', '",', "abab", '\\\\'])
+    trie = token_trie(vocab)
+    dfa = dfa_of(accep("{") + string_field() + accep("}"))
+    first = lift(dfa, trie, vocab.width, share_walks=True)
+    assert not walk_memo._SHARED.get(trie) and len(walk_memo._ONCE[trie]) > 0
+    walked = {k: w.done.sum() for k, w in walk_memo._ONCE[trie].items()}
+    again = lift(dfa, trie, vocab.width, share_walks=True)
+    assert {k: w.done.sum() for k, w in walk_memo._ONCE[trie].items()} == walked  # nothing walked anew
+    assert not walk_memo._SHARED.get(trie)
+    a, b = build_tables(first, vocab).arrays(), build_tables(again, vocab).arrays()
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    assert not (first.state_block_offset > 0).any()  # nothing shared
+    assert_same(again, lift(dfa, trie, vocab.width, share_walks=False), vocab)
 
 
 @settings(max_examples=80, deadline=None)

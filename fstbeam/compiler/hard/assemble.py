@@ -23,6 +23,9 @@ import numpy as np
 from .array_ops import concat_ranges, csr, grouped, order_by, ranges, sorted_triples
 
 UNREACHABLE = np.iinfo(np.int32).max
+# Above this many absolute token arcs per character state, the searches walk distinct
+# (block, next state) pairs (one sort to find them; a word list's arcs are nearly all distinct).
+DEDUPE_ARCS_PER_STATE = 64
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,6 +38,9 @@ class Interiors:
     ptr: np.ndarray  # int64 [NI+1]: CSR over the interiors' arcs
     tok: np.ndarray  # int64: token ids, ascending within each interior
     rel: np.ndarray  # int64: canonical index of the next state
+    #: (CSR pointers, canonical next states) of each interior's distinct next states, where known
+    #: beforehand (from the walks memo); else found here
+    distinct_rel: tuple[np.ndarray, np.ndarray] | None = None
 
     @staticmethod
     def none(nb: int) -> "Interiors":
@@ -59,10 +65,13 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next, inner
     if n_inner:
         blk_inner[np.diff(inner.ptr)[np.maximum(blk_inner, 0)] == 0] = -1  # an empty interior: nothing to share
     # distinct canonical next states of each interior (the pairs the searches below walk)
-    owner = np.repeat(np.arange(n_inner), np.diff(inner.ptr))
-    width_rel = int(inner.rel.max()) + 1 if len(inner.rel) else 1
-    ukey = np.unique(owner * width_rel + inner.rel)
-    u_ptr, u_rel = csr(ukey // width_rel, n_inner), ukey % width_rel
+    if inner.distinct_rel is not None:
+        u_ptr, u_rel = inner.distinct_rel
+    else:
+        owner = np.repeat(np.arange(n_inner), np.diff(inner.ptr))
+        width_rel = int(inner.rel.max()) + 1 if len(inner.rel) else 1
+        ukey = np.unique(owner * width_rel + inner.rel)
+        u_ptr, u_rel = csr(ukey // width_rel, n_inner), ukey % width_rel
 
     def pseudo(bi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         h = np.flatnonzero(bi >= 0)
@@ -72,7 +81,11 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next, inner
         return pb, members[copy_off[blk_copy[pb]] + u_rel[pos]]
 
     pb, pn = pseudo(blk_inner)
-    dist = _distances(final, q_idx, pair_block, np.concatenate([e_block, pb]), np.concatenate([e_next, pn]), nb, S)
+    # The searches see (block, next state) pairs; where the tokens far outnumber the states
+    # (a string's ~250k tokens reach a dozen states) they walk the distinct pairs only.
+    dedupe = len(e_block) > DEDUPE_ARCS_PER_STATE * S
+    d_block, d_next = _distinct(e_block, e_next, S) if dedupe else (e_block, e_next)
+    dist = _distances(final, q_idx, pair_block, np.concatenate([d_block, pb]), np.concatenate([d_next, pn]), nb, S)
     # Copies shared exactly: every member can finish, the start is not a member. Others: absolute.
     ok = np.ones(len(sizes), bool)
     if len(sizes):
@@ -88,14 +101,20 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next, inner
         e_tok = np.concatenate([e_tok, inner.tok[pos]])
         e_next = np.concatenate([e_next, members[copy_off[blk_copy[ub]] + inner.rel[pos]]])
         blk_inner[undo] = -1
+        d_block, d_next = _distinct(e_block, e_next, S) if dedupe else (e_block, e_next)
     alive_arc = dist[e_next] < UNREACHABLE
     if not alive_arc.all():  # (a word list: every arc is alive; skip copying ten million arcs)
         e_block, e_tok, e_next = e_block[alive_arc], e_tok[alive_arc], e_next[alive_arc]
+        if dedupe:
+            alive_pair = dist[d_next] < UNREACHABLE
+            d_block, d_next = d_block[alive_pair], d_next[alive_pair]
+        else:
+            d_block, d_next = e_block, e_next
     abs_size = np.bincount(e_block, minlength=nb)
     sb_keep = ((abs_size > 0) | (blk_inner >= 0))[pair_block]
     q_idx, b_idx, pair_block = q_idx[sb_keep], b_idx[sb_keep], pair_block[sb_keep]
     pb, pn = pseudo(blk_inner)
-    a_block, a_next = np.concatenate([e_block, pb]), np.concatenate([e_next, pn])
+    a_block, a_next = np.concatenate([d_block, pb]), np.concatenate([d_next, pn])
     shared = ok.copy()  # copies still shared: kept whole once one member is reachable
     reach = _reachable(np.array([start]), q_idx, pair_block, a_block, a_next, nb, S)
     while len(sizes):
@@ -168,6 +187,14 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next, inner
         block_next=np.concatenate([e_next, inner.rel[pos]]).astype(np.int32),
         char_state=order.astype(np.int32),
     )
+
+
+def _distinct(block: np.ndarray, nxt: np.ndarray, S: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (block, next state) pairs."""
+    n_keys = (int(block.max()) + 1) * S if len(block) else 0
+    dtype = np.int32 if n_keys < 2**31 else np.int64  # (a narrower sort where it fits)
+    key = np.unique(block.astype(dtype) * dtype(S) + nxt.astype(dtype)).astype(np.int64)
+    return key // S, key % S
 
 
 def _distances(final, sb_state, sb_block, e_block, e_next, nb, S) -> np.ndarray:

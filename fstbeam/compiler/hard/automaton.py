@@ -22,7 +22,7 @@ from ...contract.vocab import Vocab
 from ...errors import SpecError, UnsatisfiableConstraintError
 from ...fst.optimize import optimize
 from ...fst.wordlist.language import text_dfa_fst_bytes, word_list_dfa
-from ..char_dfa import fst_to_dfa
+from ..char_dfa import fst_bytes_to_dfa, fst_to_dfa
 from ..spec import WordList
 from .tables import build_tables
 from .token_fsa import lift
@@ -105,7 +105,9 @@ def compile_hard(stages, comp, wl: WordList | None, g_lang, g_desc, opts: dict) 
             source = hard_text
         else:
             hard_fst = pynini.connect(hard_fst)
-            source, char_fst = fst_to_dfa(hard_fst), fst_bytes(hard_fst)
+            char_fst = fst_bytes(hard_fst)
+            read = fst_bytes_to_dfa(char_fst)  # (numpy over the bytes; None: not a plain VectorFst)
+            source = read if read is not None else fst_to_dfa(hard_fst)
             q, b = np.nonzero(source.next >= 0)
             arcs = (source.final, q, b, source.next[q, b], source.start)
         allowed = canonical_tokens(comp.tokenizer, vocab, wl) if opts["canonical"] else None
@@ -163,11 +165,8 @@ def _with_grammar(words_text, words_desc, g_lang, g_desc) -> tuple[pynini.Fst, s
 
 
 def fst_bytes(fst: pynini.Fst) -> bytes:
-    import tempfile
-
-    with tempfile.NamedTemporaryFile(suffix=".fst") as tmp:
-        fst.write(tmp.name)
-        return open(tmp.name, "rb").read()
+    """The OpenFst binary form (the bytes ``fst.write`` puts in a file, without the file)."""
+    return fst.write_to_string()
 
 
 def is_empty(fst: pynini.Fst) -> bool:

@@ -18,18 +18,17 @@ states are laid out contiguously in that order (docs/tables.md, "Shared interior
 from __future__ import annotations
 
 import hashlib
-import weakref
-from collections import Counter, OrderedDict
+from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+
+from . import walk_memo
 
 if TYPE_CHECKING:
     from .token_trie import TokenTrie
 
-    #: a walk's result per first byte: (end node, end state, exit node, exit state)
-    Walk = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
     #: `token_fsa._Arcs.plain`: (num_states, src, byte, dst) -> `_Arcs`
     MakeArcs = Callable[[int, np.ndarray, np.ndarray, np.ndarray], Any]
     #: `token_fsa._Stepper`: (arcs, trie) -> step(node, state) -> (source pair index, child node, next state)
@@ -41,10 +40,6 @@ MIN_INSIDE_BYTES = 32
 MAX_COMPONENT = 64
 # Distinct (state, next state) edges above which no components are computed (a big grammar).
 MAX_EDGES = 100_000
-# Shapes remembered per trie (least recently used dropped first).
-MEMO_SHAPES = 64
-
-_MEMO: weakref.WeakKeyDictionary[TokenTrie, OrderedDict[str, dict[tuple[int, int], Walk]]] = weakref.WeakKeyDictionary()
 
 
 def components(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
@@ -195,46 +190,6 @@ def canonical_shape(arcs: Any, comp: np.ndarray, members: np.ndarray) -> Shape:
     return min((Shape(arcs, comp, s) for s, g in zip(members.tolist(), sig) if g == low), key=lambda sh: sh.key)
 
 
-def interior_walk(shape: Shape, trie: TokenTrie, starts: list[tuple[int, int]], make_arcs: MakeArcs,
-                  stepper_cls: StepperCls) -> list[Walk]:
-    """For each (canonical state ``c``, first byte ``b``): the walk of ``shape``'s interior from
-    trie node ``depth1[b]`` in state ``c``, remembered per (trie, shape, c, b). Returns per
-    start ``(end_node, end_state, exit_node, exit_state)``: token ends inside (canonical
-    states) and the pairs that left the interior (the child node read on the exit byte, the
-    canonical state it was read from)."""
-    memo = _MEMO.setdefault(trie, OrderedDict())
-    walks = memo.setdefault(shape.key, {})
-    memo.move_to_end(shape.key)
-    while len(memo) > MEMO_SHAPES:
-        memo.popitem(last=False)
-    todo = sorted({cb for cb in starts if cb not in walks})
-    if todo:
-        n_states, src, byte, dst = shape.arcs()
-        sink = n_states - 1
-        step = stepper_cls(make_arcs(n_states, src, byte, dst), trie)
-        bidx = np.arange(len(todo), dtype=np.int64)
-        node = trie.depth1[np.asarray([b for _, b in todo], np.int64)]
-        state = np.asarray([c for c, _ in todo], np.int64)
-        ends, exits = [], []
-        while len(node):
-            has = trie.tok_ptr[node + 1] > trie.tok_ptr[node]
-            ends.append((bidx[has], node[has], state[has]))
-            s, node, nxt = step(node, state)
-            out = nxt == sink
-            exits.append((bidx[s][out], node[out], state[s][out]))
-            bidx, node, state = bidx[s][~out], node[~out], nxt[~out]
-        e_b, e_n, e_s = (np.concatenate(x) for x in zip(*ends))
-        x_b, x_n, x_s = (np.concatenate(x) for x in zip(*exits)) if exits else (np.zeros(0, np.int64),) * 3
-        eo, xo = np.argsort(e_b, kind="stable"), np.argsort(x_b, kind="stable")
-        ecut = np.searchsorted(e_b[eo], np.arange(len(todo) + 1))
-        xcut = np.searchsorted(x_b[xo], np.arange(len(todo) + 1))
-        e_n, e_s, x_n, x_s = e_n[eo], e_s[eo], x_n[xo], x_s[xo]
-        for i, cb in enumerate(todo):
-            a, x = slice(ecut[i], ecut[i + 1]), slice(xcut[i], xcut[i + 1])
-            walks[cb] = (e_n[a], e_s[a], x_n[x], x_s[x])
-    return [walks[cb] for cb in starts]
-
-
 @dataclass(frozen=True, eq=False)
 class Shared:
     """What `share` hands the lift: blocks it walked, their interiors, the exits to walk on."""
@@ -244,7 +199,9 @@ class Shared:
     blk_inner: np.ndarray  # int64 [NB]: interior id of each block (-1: none)
     blk_copy: np.ndarray  # int64 [NB]: copy id of the block's state (-1: none)
     copies: list[np.ndarray]  # per copy: members, concrete states in canonical order
-    ends: tuple[np.ndarray, ...]  # (interior id, node, canonical state): token ends inside
+    inner_arcs: tuple[np.ndarray, ...]  # (interior id, token, canonical next state), sorted by id then token
+    inner_next: tuple[np.ndarray, ...]  # (interior id, canonical next state): distinct, sorted
+    absolute: tuple[np.ndarray, ...]  # (block, node, concrete state): token ends inside unshared interiors
 
 
 def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray, make_arcs: MakeArcs,
@@ -252,7 +209,11 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
     """The blocks whose walk is taken from the memo, their interiors (token ends inside the
     component, once per (shape, canonical state, first byte), in canonical states) and the
     pairs to walk on from their exits (concrete states); None where there is nothing to share
-    or the DFA is too large to look for components."""
+    or the DFA is too large to look for components.
+
+    A shape met once and not shared before stays unshared (its token arcs absolute, in
+    ``absolute``), but its walk still comes from the memo (`walk_memo`): the next schema with
+    the same interior (free property names) does not walk the trie for it again."""
     roots = np.unique(blk_state)
     roots = roots[dfa.ptr[roots + 1] - dfa.ptr[roots] >= MIN_INSIDE_BYTES]  # (before the components)
     if not len(roots):
@@ -270,50 +231,56 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
     bounds = np.searchsorted(comp[order], np.arange(int(comp.max()) + 2))
     shapes = {c: canonical_shape(dfa, comp, order[bounds[c]:bounds[c + 1]]) for c in by_comp}
     count = Counter(shape.key for shape in shapes.values())
-    known: Mapping[str, object] = _MEMO.get(trie, {})
-    nb = len(blk_byte)
-    handled = np.zeros(nb, bool)
-    blk_inner, blk_copy = np.full(nb, -1, np.int64), np.full(nb, -1, np.int64)
-    copies: list[np.ndarray] = []
-    inner_id: dict[tuple[str, int, int], int] = {}
-    ends: list[tuple[np.ndarray, ...]] = []
-    x_nodes: list[np.ndarray] = []  # exits of every block, walked on below in one step
-    x_canon: list[np.ndarray] = []
-    x_len: list[int] = []
-    x_blocks: list[int] = []
-    member_off = 0
-    for c, shape in shapes.items():
-        # a shape met once, and not walked before, is cheaper walked as usual (no memo, no exits)
-        if count[shape.key] < 2 and shape.key not in known:
-            continue
-        canon = {s: i for i, s in enumerate(shape.members.tolist())}
-        blocks = np.flatnonzero(np.isin(blk_state, by_comp[c]))
-        starts = [(canon[int(blk_state[k])], int(blk_byte[k])) for k in blocks.tolist()]
-        walks = interior_walk(shape, trie, starts, make_arcs, stepper_cls)
-        for blk, cb, (e_n, e_s, x_n, x_s) in zip(blocks.tolist(), starts, walks):
-            key = (shape.key, *cb)
-            if key not in inner_id:
-                inner_id[key] = len(inner_id)
-                ends.append((np.full(len(e_n), inner_id[key], np.int64), e_n, e_s))
-            blk_inner[blk], blk_copy[blk] = inner_id[key], len(copies)
-            x_nodes.append(x_n)
-            x_canon.append(x_s + member_off)
-            x_len.append(len(x_n))
-            x_blocks.append(blk)
-        handled[blocks] = True
-        copies.append(shape.members)
-        member_off += len(shape.members)
-    if not copies:
-        return None
+    with walk_memo.LOCK:  # (the server compiles in threads: one lift at a time reads and fills the memo)
+        known = walk_memo.shared_keys(trie)
+        nb = len(blk_byte)
+        handled = np.zeros(nb, bool)
+        blk_inner, blk_copy = np.full(nb, -1, np.int64), np.full(nb, -1, np.int64)
+        copies: list[np.ndarray] = []
+        ids_of: dict[str, np.ndarray] = {}  # per shape: interior id of each start code (-1: none yet)
+        n_inner = 0
+        inner_arcs: list[tuple[np.ndarray, ...]] = []
+        inner_next: list[tuple[np.ndarray, ...]] = []
+        absolute: list[tuple[np.ndarray, ...]] = []
+        exits: list[tuple[np.ndarray, ...]] = []  # (block, child node, concrete state): walked on below in one step
+        for c, shape in shapes.items():
+            # a shape met once, and not shared before, is not shared (no exits to link, no offsets)
+            is_shared = count[shape.key] >= 2 or shape.key in known
+            members = shape.members
+            blocks = np.flatnonzero(np.isin(blk_state, by_comp[c]))
+            sort_m = np.argsort(members)
+            canon = sort_m[np.searchsorted(members[sort_m], blk_state[blocks])]
+            codes = canon * 256 + blk_byte[blocks]
+            walks = walk_memo.walks_for(trie, shape.key, len(members), is_shared)
+            walks.ensure(shape, trie, codes, make_arcs, stepper_cls)
+            i, x_n, x_s = walks.exits(codes)
+            exits.append((blocks[i], x_n, members[x_s]))
+            handled[blocks] = True
+            if not is_shared:
+                i, e_n, e_s = walks.ends(codes)
+                absolute.append((blocks[i], e_n, members[e_s]))
+                continue
+            # interior ids: one per (shape, start code), numbered in the order the blocks meet them
+            ids = ids_of.setdefault(shape.key, np.full(len(members) * 256, -1, np.int64))
+            uniq, first = np.unique(codes, return_index=True)
+            new = uniq[np.argsort(first, kind="stable")]
+            new = new[ids[new] < 0]
+            ids[new] = n_inner + np.arange(len(new))
+            n_inner += len(new)
+            i, tok, rel = walks.tokens(trie, new)
+            inner_arcs.append((ids[new][i], tok, rel))  # (new ids ascending: the parts stay sorted)
+            i, rel = walks.next_states(trie, new)
+            inner_next.append((ids[new][i], rel))
+            blk_inner[blocks], blk_copy[blocks] = ids[codes], len(copies)
+            copies.append(members)
     empty = (np.zeros(0, np.int64),) * 3
 
     def cat(parts: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
         return tuple(np.concatenate(x) for x in zip(*parts)) if parts else empty
 
     # the exits: the child node read on the exit byte from the concrete state, walked on as usual
-    x_n = np.concatenate(x_nodes).astype(np.int64)
-    nxt = dfa.step(np.concatenate(copies)[np.concatenate(x_canon)], trie.node_byte[x_n].astype(np.int64))
+    x_b, x_n, x_s = cat(exits)
+    nxt = dfa.step(x_s, trie.node_byte[x_n].astype(np.int64))
     keep = nxt >= 0
-    x_b = np.repeat(np.asarray(x_blocks, np.int64), np.asarray(x_len, np.int64))
-    conts = (x_b[keep], x_n[keep], nxt[keep])
-    return Shared(handled, conts, blk_inner, blk_copy, copies, cat(ends))
+    conts = (x_b[keep], x_n[keep], nxt[keep].astype(np.int64))
+    return Shared(handled, conts, blk_inner, blk_copy, copies, cat(inner_arcs), cat(inner_next)[:2], cat(absolute))

@@ -134,35 +134,32 @@ def _dense_combinations(dstate: np.ndarray, dblock: np.ndarray, S: int) -> tuple
 
 
 def _dense_rows(combo_blocks: list[np.ndarray], fsa: TokenFSA, V: int) -> np.ndarray:
-    """Bit rows: the OR of each combination's blocks. Each row's tokens are marked in one reused
-    bool row and packed once (packing every block into its own 32 KiB row first cost a gigabyte
-    of zeroed rows at a million words). The shared-interior blocks of a row (a string's ~250k
-    tokens, the same in every copy) are packed once per distinct set and OR-ed in."""
+    """Bit rows: the OR of each combination's blocks. The current row's tokens are marked in one
+    reused bool row, packed once per row (packing every block into its own 32 KiB row first cost
+    a gigabyte of zeroed rows at a million words). Going from one row to the next only unmarks
+    the blocks it drops and marks the ones it adds: the rows that share a string's ~250k interior
+    tokens (its UTF-8 continuation states) do not mark them again. That is exact where a row's
+    blocks hold disjoint tokens (one block per first byte; an interior's exit block holds the
+    tokens that leave it); a row whose marks do not add up to its blocks' sizes is marked anew."""
     width = bitmask_width(V)
     masks = np.zeros((len(combo_blocks), width), dtype=np.int32)
     marks = np.zeros(width * 32, dtype=bool)  # packs to exactly ``width`` words
     ptr, toks = fsa.block_ptr, fsa.block_tokens
-    shared_blocks = set(fsa.state_block_id[fsa.state_block_offset > 0].tolist())
-    packed: dict[tuple[int, ...], np.ndarray] = {}
-
-    def pack(blocks: list[int]) -> np.ndarray:
-        marks[:] = False
-        for b in blocks:
-            marks[toks[ptr[b]:ptr[b + 1]]] = True
-        return pack_bool_mask(marks)
-
+    current: set[int] = set()
     for row, blocks in enumerate(combo_blocks):
         if not len(blocks):
             continue
-        ids = blocks.tolist()
-        inner = tuple(sorted(b for b in ids if b in shared_blocks))
-        rest = [b for b in ids if b not in shared_blocks]
-        if len(inner) > 1:
-            if inner not in packed:
-                packed[inner] = pack(list(inner))
-            masks[row] = packed[inner] | pack(rest) if rest else packed[inner]
-        else:
-            masks[row] = pack(ids)
+        ids = set(blocks.tolist())
+        for b in current - ids:
+            marks[toks[ptr[b]:ptr[b + 1]]] = False
+        for b in ids - current:
+            marks[toks[ptr[b]:ptr[b + 1]]] = True
+        current = ids
+        if np.count_nonzero(marks) != int((ptr[blocks + 1] - ptr[blocks]).sum()):  # blocks that share tokens
+            marks[:] = False
+            for b in ids:
+                marks[toks[ptr[b]:ptr[b + 1]]] = True
+        masks[row] = pack_bool_mask(marks)
     return masks
 
 

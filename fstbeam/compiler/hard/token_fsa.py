@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -22,8 +23,17 @@ from . import shared_walks
 from .array_ops import concat_ranges, csr, grouped, order_by, sorted_triples  # noqa: F401  (re-exported)
 from .assemble import Interiors, assemble
 from .token_trie import TokenTrie
+from .token_trie import spelled as _expand
 
 log = logging.getLogger(__name__)
+
+# A DFA with at most this many (state, byte) cells steps through a dense [S, 256] table (a
+# gather) instead of a binary search over its arcs; a word list's million states keep the search.
+DENSE_STEP_CELLS = 1 << 21
+
+# Per trie, built once (`_Stepper`): the sorted (parent, byte) key of every non-root node, and
+# the number of children of every node.
+_TRIE_AUX: weakref.WeakKeyDictionary[TokenTrie, tuple[np.ndarray, np.ndarray]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,7 +89,10 @@ class _Arcs:
     def of(dfa) -> "_Arcs":
         if isinstance(dfa, CharDFA):
             q, b = np.nonzero(dfa.next >= 0)  # row-major: sorted by state, then byte
-            return _Arcs(dfa.num_states, dfa.start, dfa.final, q, b, dfa.next[q, b].astype(np.int64))
+            arcs = _Arcs(dfa.num_states, dfa.start, dfa.final, q, b, dfa.next[q, b].astype(np.int64))
+            if dfa.next.size <= DENSE_STEP_CELLS:
+                arcs.__dict__["table"] = dfa.next  # (the cached_property below, already at hand)
+            return arcs
         # a TextDFA (fstbeam.fst.wordlist.text_dfa): start 0, arcs already sorted
         return _Arcs(dfa.num_states, 0, dfa.final, dfa.src, dfa.byte.astype(np.int64), dfa.dst)
 
@@ -96,8 +109,19 @@ class _Arcs:
     def key(self) -> np.ndarray:
         return self.src * 256 + self.byte  # sorted
 
+    @cached_property
+    def table(self) -> np.ndarray | None:
+        """[S, 256] next state (-1: no arc) where it is small enough (`DENSE_STEP_CELLS`), else None."""
+        if self.num_states * 256 > DENSE_STEP_CELLS:
+            return None
+        table = np.full((self.num_states, 256), -1, np.int32)
+        table[self.src, self.byte] = self.dst
+        return table
+
     def step(self, state: np.ndarray, byte: np.ndarray) -> np.ndarray:
         """Next state for each (state, byte) pair, -1 where there is no arc."""
+        if self.table is not None:
+            return self.table[state, byte]
         key = state * 256 + byte
         pos = np.minimum(np.searchsorted(self.key, key), max(len(self.key) - 1, 0))
         if not len(self.key):
@@ -138,6 +162,10 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         node = np.concatenate([node[~shared.handled], c_n])
         state = np.concatenate([state[~shared.handled], c_s])
         block = np.concatenate([block[~shared.handled], c_b])
+        a_b, a_n, a_s = shared.absolute  # token ends inside interiors walked from the memo, not shared
+        out_block.append(a_b)
+        out_node.append(a_n)
+        out_state.append(a_s)
     while len(node):
         has = trie.tok_ptr[node + 1] > trie.tok_ptr[node]
         out_block.append(block[has])
@@ -152,10 +180,17 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     tblock, tokens, tnext = _expand(trie, np.concatenate(out_block), np.concatenate(out_node),
                                     np.concatenate(out_state), ok)
     inner = None
-    if shared is not None:  # the interiors' token arcs, once per (shape, canonical state, first byte)
-        i_k, i_tok, i_rel = sorted_triples(*_expand(trie, *shared.ends, ok))
-        inner = Interiors(shared.blk_inner, shared.blk_copy, shared.copies, csr(i_k, int(shared.blk_inner.max()) + 1),
-                          i_tok, i_rel)
+    if shared is not None and shared.copies:  # the interiors' token arcs, once per (shape, canonical state, first byte)
+        i_k, i_tok, i_rel = shared.inner_arcs  # (sorted by interior, then token: filtering keeps the order)
+        n_inner = int(shared.blk_inner.max()) + 1
+        distinct = None
+        if ok is not None:
+            sel = ok[i_tok]
+            i_k, i_tok, i_rel = i_k[sel], i_tok[sel], i_rel[sel]
+        else:  # (with tokens filtered out, an interior may reach fewer states)
+            u_k, u_rel = shared.inner_next
+            distinct = (csr(u_k, n_inner), u_rel)
+        inner = Interiors(shared.blk_inner, shared.blk_copy, shared.copies, csr(i_k, n_inner), i_tok, i_rel, distinct)
 
     # 3. Keep what is reachable from the start at token boundaries and can still finish.
     fsa = TokenFSA(**assemble(dfa, width, q_idx, b_idx, pair_block, tblock, tokens, tnext, inner))
@@ -164,25 +199,6 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         S, fsa.num_states, fsa.num_blocks, len(fsa.block_tokens), fsa.expanded_arcs(), time.perf_counter() - t0,
     )
     return fsa
-
-
-def _expand(trie: TokenTrie, group: np.ndarray, node: np.ndarray, state: np.ndarray,
-            ok: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(group, token id, state) of every token spelled by the trie nodes (only tokens ``ok``).
-    Nearly every node spells one token: those are a gather; only the few with several ids (bytes
-    shared by two ids) are expanded. The order does not matter: `assemble` sorts the arcs."""
-    first = trie.tok_ptr[node]
-    n_tok = trie.tok_ptr[node + 1] - first
-    multi = np.flatnonzero(n_tok > 1)
-    more = concat_ranges(first[multi] + 1, first[multi] + n_tok[multi])  # the ids after each first
-    tokens = np.concatenate([trie.tok_ids[first], trie.tok_ids[more]]).astype(np.int64)
-    extra = np.repeat(multi, n_tok[multi] - 1)
-    group = np.concatenate([group, group[extra]])
-    state = np.concatenate([state, state[extra]])
-    if ok is not None:
-        sel = ok[tokens]
-        group, tokens, state = group[sel], tokens[sel], state[sel]
-    return group, tokens, state
 
 
 class _Stepper:
@@ -197,23 +213,37 @@ class _Stepper:
         self.dfa = dfa
         self.arc_ptr, self.arc_byte, self.arc_next = dfa.ptr, dfa.byte, dfa.dst
         self.trie = trie
-        n_children = trie.child_hi - trie.child_lo
-        parent = np.repeat(np.arange(trie.num_nodes), n_children)  # of nodes 1..N-1, in id order
-        self.child_key = parent * 256 + trie.node_byte[1:]  # sorted: children are id ranges by byte
+        self.table = dfa.table
+        aux = _TRIE_AUX.get(trie)
+        if aux is None:
+            n_children = trie.child_hi - trie.child_lo
+            parent = np.repeat(np.arange(trie.num_nodes), n_children)  # of nodes 1..N-1, in id order
+            key = parent * 256 + trie.node_byte[1:]  # sorted: children are id ranges by byte
+            aux = _TRIE_AUX[trie] = (key, n_children)
+        self.child_key, self.n_children = aux
+        # A child looked up through the dense table is one gather; through an arc, a binary
+        # search over every node of the trie: with the table, the trie side is taken unless the
+        # node has many times more children than the state has arcs.
+        self.trie_weight = 8 if self.table is not None else 1
 
     def __call__(self, node: np.ndarray, state: np.ndarray):
         """(source pair index, child node, next state) of every surviving extension."""
         t = self.trie
-        lo, hi = t.child_lo[node], t.child_hi[node]
+        lo, n_child = t.child_lo[node], self.n_children[node]
         alo, ahi = self.arc_ptr[state], self.arc_ptr[state + 1]
-        by_trie = (hi - lo) <= (ahi - alo)
+        by_trie = n_child <= self.trie_weight * (ahi - alo)
         i = np.flatnonzero(by_trie)
-        rep = np.repeat(i, (hi - lo)[i])
-        child = concat_ranges(lo[i], hi[i])
-        ns = self.dfa.step(state[rep], t.node_byte[child].astype(np.int64))
+        rep = np.repeat(i, n_child[i])
+        child = concat_ranges(lo[i], lo[i] + n_child[i])
+        if self.table is not None:
+            ns = self.table[state[rep], t.node_byte[child]]
+        else:
+            ns = self.dfa.step(state[rep], t.node_byte[child].astype(np.int64))
         keep = ns >= 0
         src1, child1, ns1 = rep[keep], child[keep], ns[keep]
         j = np.flatnonzero(~by_trie)
+        if not len(j):
+            return src1, child1, ns1.astype(np.int64)
         rep = np.repeat(j, (ahi - alo)[j])
         arc = concat_ranges(alo[j], ahi[j])
         key = node[rep] * 256 + self.arc_byte[arc]

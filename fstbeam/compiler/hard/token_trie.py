@@ -14,6 +14,7 @@ import numpy as np
 
 from ...contract.cache import ByteCache, shared_cache
 from ...contract.vocab import Vocab
+from .array_ops import concat_ranges
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +115,25 @@ def _build(vocab: Vocab) -> TokenTrie:
     depth1[node_byte_a[kids]] = kids
     log.info("token trie: %d tokens, %d nodes in %.2f s", n, next_id, time.perf_counter() - t0)
     return TokenTrie(node_byte_a, child_lo, child_hi, tok_ptr, tok_ids, depth1)
+
+
+def spelled(trie: TokenTrie, group: np.ndarray, node: np.ndarray, state: np.ndarray,
+            ok: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(group, token id, state) of every token spelled by the trie nodes (only tokens ``ok``).
+    Nearly every node spells one token: those are a gather; only the few with several ids (bytes
+    shared by two ids) are expanded. The order does not matter: the lift's `assemble` sorts the arcs."""
+    first = trie.tok_ptr[node]
+    n_tok = trie.tok_ptr[node + 1] - first
+    multi = np.flatnonzero(n_tok > 1)
+    more = concat_ranges(first[multi] + 1, first[multi] + n_tok[multi])  # the ids after each first
+    tokens = np.concatenate([trie.tok_ids[first], trie.tok_ids[more]]).astype(np.int64)
+    extra = np.repeat(multi, n_tok[multi] - 1)
+    group = np.concatenate([group, group[extra]])
+    state = np.concatenate([state, state[extra]])
+    if ok is not None:
+        sel = ok[tokens]
+        group, tokens, state = group[sel], tokens[sel], state[sel]
+    return group, tokens, state
 
 
 def _empty_trie() -> TokenTrie:

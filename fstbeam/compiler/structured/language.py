@@ -9,6 +9,7 @@ intersected with the word list's running text, like a grammar.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -189,6 +190,7 @@ class StructuredSpec:
         return build
 
 
+@functools.lru_cache(maxsize=1)
 def _package_modules() -> list[Any]:
     pkg = sys.modules[__package__ or "fstbeam.compiler.structured"]
     return [import_module(f"{pkg.__name__}.{m.name}") for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name)]

@@ -1,0 +1,165 @@
+"""The process's memo of interior walks (`shared_walks`): per trie and component shape, the trie
+walk of the shape's interior from each start ``code = canonical state * 256 + first byte``.
+
+A walk's results are kept as flat arrays grouped by start code (CSR), so that a lift gathers
+the walks of all its blocks at once instead of one Python step per block. Two memos share the
+walks: the *shared* shapes (least recently used dropped after `MEMO_SHAPES`; whether a shape is
+there decides whether the lift shares it, as it always did) and the shapes a lift walked once
+without sharing them (`ONCE_BYTES` in all): a JSON object's free property names have the same
+interior in every schema that allows undeclared properties, and walking it (the whole trie)
+was a third of such a compile.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import numpy as np
+
+from .array_ops import csr, ranges, sorted_triples
+from .token_trie import spelled
+
+if TYPE_CHECKING:
+    from .token_trie import TokenTrie
+
+# Shared shapes remembered per trie (least recently used dropped first).
+MEMO_SHAPES = 64
+# Bytes of walks kept for shapes walked without sharing (least recently used dropped first).
+ONCE_BYTES = 96 << 20
+
+
+class ShapeWalks:
+    """The walks of one shape's interior (``n`` canonical states; exits lead to state ``n``)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.done = np.zeros(n * 256, bool)
+        zero, ptr = np.zeros(0, np.int64), np.zeros(n * 256 + 1, np.int64)
+        # token ends inside: (trie node, canonical state); exits: (child node read on the exit
+        # byte, canonical state it was read from); both grouped by start code
+        self.e_ptr, self.e_node, self.e_state = ptr, zero, zero
+        self.x_ptr, self.x_node, self.x_state = ptr.copy(), zero, zero
+        self._tokens: tuple[np.ndarray, ...] | None = None  # (ptr, token, canonical next), sorted by (code, token)
+        self._next: tuple[np.ndarray, ...] | None = None  # (ptr, canonical next): distinct per code, sorted
+
+    @property
+    def nbytes(self) -> int:
+        arrays = [self.e_node, self.e_state, self.x_node, self.x_state, *(self._tokens or ()), *(self._next or ())]
+        return sum(a.nbytes for a in arrays)
+
+    def ensure(self, shape: Any, trie: TokenTrie, codes: np.ndarray, make_arcs: Callable[..., Any],
+               stepper_cls: Callable[..., Any]) -> None:
+        """Walk the starts among ``codes`` not walked before (one level-synchronous BFS)."""
+        todo = np.unique(codes[~self.done[codes]])
+        if not len(todo):
+            return
+        n_states, src, byte, dst = shape.arcs()
+        sink = n_states - 1
+        step = stepper_cls(make_arcs(n_states, src, byte, dst), trie)
+        code = todo
+        node = trie.depth1[todo & 255]
+        state = todo >> 8
+        ends, exits = [], []
+        while len(node):
+            has = trie.tok_ptr[node + 1] > trie.tok_ptr[node]
+            ends.append((code[has], node[has], state[has]))
+            s, node, nxt = step(node, state)
+            out = nxt == sink
+            code, state = code[s], state[s]
+            exits.append((code[out], node[out], state[out]))
+            code, node, state = code[~out], node[~out], nxt[~out].astype(np.int64)
+        self.e_ptr, self.e_node, self.e_state = self._merge(self.e_ptr, self.e_node, self.e_state, ends)
+        self.x_ptr, self.x_node, self.x_state = self._merge(self.x_ptr, self.x_node, self.x_state, exits)
+        self.done[todo] = True
+        self._tokens = self._next = None
+
+    def _merge(self, ptr: np.ndarray, node: np.ndarray, state: np.ndarray,
+               parts: Sequence[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        old = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+        code = np.concatenate([old, *(p[0] for p in parts)])
+        order = np.argsort(code, kind="stable")
+        node = np.concatenate([node, *(p[1] for p in parts)]).astype(np.int64)[order]
+        state = np.concatenate([state, *(p[2] for p in parts)]).astype(np.int64)[order]
+        return csr(code, len(ptr) - 1), node, state
+
+    def ends(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(index into ``codes``, node, canonical state) of the token ends of each start."""
+        return self._gather(self.e_ptr, self.e_node, self.e_state, codes)
+
+    def exits(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(index into ``codes``, child node, canonical state) of the exits of each start."""
+        return self._gather(self.x_ptr, self.x_node, self.x_state, codes)
+
+    def _spell(self, trie: TokenTrie) -> tuple[np.ndarray, ...]:
+        code = np.repeat(np.arange(len(self.e_ptr) - 1), np.diff(self.e_ptr))
+        code, tok, rel = sorted_triples(*spelled(trie, code, self.e_node, self.e_state, None))
+        self._tokens = (csr(code, len(self.e_ptr) - 1), tok, rel)
+        return self._tokens
+
+    def tokens(self, trie: TokenTrie, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(index into ``codes``, token id, canonical next state) of the token arcs inside, each
+        start's arcs sorted by token id; spelled out once per shape, not once per compile."""
+        ptr, tok, rel = self._tokens if self._tokens is not None else self._spell(trie)
+        idx, t, r = self._gather(ptr, tok, rel, codes)
+        return idx, t, r
+
+    def next_states(self, trie: TokenTrie, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(index into ``codes``, canonical next state): the distinct states each start's tokens
+        reach inside, ascending (what the lift's searches walk instead of every token)."""
+        if self._next is None:
+            ptr, _, rel = self._tokens if self._tokens is not None else self._spell(trie)
+            code = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+            key = np.unique(code * (self.n + 1) + rel)
+            self._next = (csr(key // (self.n + 1), len(ptr) - 1), key % (self.n + 1))
+        ptr, rel = self._next
+        pos = ranges(ptr, codes)
+        return np.repeat(np.arange(len(codes)), ptr[codes + 1] - ptr[codes]), rel[pos]
+
+    @staticmethod
+    def _gather(ptr: np.ndarray, node: np.ndarray, state: np.ndarray,
+                codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        pos = ranges(ptr, codes)
+        idx = np.repeat(np.arange(len(codes)), ptr[codes + 1] - ptr[codes])
+        return idx, node[pos], state[pos]
+
+
+#: held while a lift reads or fills the memos (`shared_walks.share`)
+LOCK = threading.RLock()
+_SHARED: weakref.WeakKeyDictionary[TokenTrie, OrderedDict[str, ShapeWalks]] = weakref.WeakKeyDictionary()
+_ONCE: weakref.WeakKeyDictionary[TokenTrie, OrderedDict[str, ShapeWalks]] = weakref.WeakKeyDictionary()
+
+
+def shared_keys(trie: TokenTrie) -> set[str]:
+    """The shapes shared before (in the shared memo): shared again wherever met."""
+    return set(_SHARED.get(trie, {}))
+
+
+def walks_for(trie: TokenTrie, key: str, n: int, shared: bool) -> ShapeWalks:
+    """The walks of shape ``key``, from either memo; a shared shape is (re)entered in the shared
+    memo, as most recently used."""
+    memo, once = _SHARED.setdefault(trie, OrderedDict()), _ONCE.setdefault(trie, OrderedDict())
+    if shared:
+        if key not in memo:
+            memo[key] = once.pop(key) if key in once else ShapeWalks(n)
+        memo.move_to_end(key)
+        while len(memo) > MEMO_SHAPES:  # no longer shared by default, but its walks stay useful
+            old_key, old = memo.popitem(last=False)
+            once[old_key] = old
+        walks = memo[key]
+    else:
+        walks = memo.get(key) or once.get(key) or ShapeWalks(n)
+        if key not in memo:
+            once[key] = walks
+            once.move_to_end(key)
+    total = sum(w.nbytes for w in once.values())
+    while len(once) > 1 and total > ONCE_BYTES:
+        total -= once.popitem(last=False)[1].nbytes
+    return walks
+
+
+def clear() -> None:
+    """Forget every walk (tests)."""
+    _SHARED.clear()
+    _ONCE.clear()
