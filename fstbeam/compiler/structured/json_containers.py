@@ -18,6 +18,7 @@ from ...fst.optimize import optimize, sigma_star
 from .json_lexical import any_char, empty, free_string, lit, number_fst, string_of
 from .json_lexical import union as union_of
 from .json_location import Location, SchemaContext
+from .json_refs import Unrolling
 from .regex import marker_fst
 
 __all__ = ["object_value", "array_value", "any_value", "object_slots", "member_exclusions"]
@@ -151,7 +152,7 @@ def _accepts(fst: pynini.Fst, text: str) -> bool:
 
 
 def object_value(c: SchemaContext, node: dict[str, Any], path: str, loc: Location,
-                 rdepth: int) -> pynini.Fst:
+                 rdepth: Unrolling) -> pynini.Fst:
     props = node.get("properties") or {}
     required = [r for r in node.get("required") or [] if isinstance(r, str)]
     extra_schema = node.get("additionalProperties", True)
@@ -278,7 +279,8 @@ def _quoted(name: str) -> str:
     return json.dumps(name, ensure_ascii=False)
 
 
-def _extras(c: SchemaContext, node: dict[str, Any], path: str, loc: Location, rdepth: int,
+def _extras(c: SchemaContext, node: dict[str, Any], path: str, loc: Location,
+            rdepth: Unrolling,
             slots: list[str], extra_schema: Any, pats: dict[str, pynini.Fst],
             patterns: dict[str, Any], names_ok: pynini.Fst | None,
             label: int) -> pynini.Fst | None:
@@ -341,7 +343,7 @@ def _other_keys_cached(slots: tuple[str, ...]) -> pynini.Fst:
 
 
 def array_value(c: SchemaContext, node: dict[str, Any], path: str, loc: Location,
-                rdepth: int) -> pynini.Fst:
+                rdepth: Unrolling) -> pynini.Fst:
     child = loc.items()
     items = node.get("items")
     prefix = node.get("prefixItems")

@@ -1,16 +1,37 @@
 """Which subschemas a JSON Schema compile meets more than once: `$ref` targets (how many
 `$ref`s point at each, and which recurse) and the values of keywords that an object or array
 applies once per member (`additionalProperties`, `items`, ...). `SchemaCompiler` caches the
-automata of those nodes only, and unrolls the recursive ones.
+automata of those nodes only, and unrolls the recursive ones (`Unrolling`).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ...errors import SpecError
 from .json_location import Resolver
 
-__all__ = ["recursive_targets", "repeated_nodes"]
+__all__ = ["recursive_targets", "repeated_nodes", "Unrolling"]
+
+
+@dataclass(frozen=True)
+class Unrolling:
+    """How much `$ref` recursion a compile path may still unroll: ``left`` more turns of a
+    reference cycle. ``cycle`` holds the recursive targets entered since the current turn began
+    (all in one strongly connected component of the reference graph). A turn is counted when
+    the path enters a target already in ``cycle``, or a target of another component: so a
+    cycle through several definitions (a -> b -> c -> a) costs one level per turn, not one per
+    `$ref` on the way (which cut hayson's `grid` -> `gridMeta` -> `dict` -> `hval` at once)."""
+
+    left: int
+    cycle: frozenset[int] = frozenset()
+
+    def enter(self, target: int, component: frozenset[int]) -> Unrolling | None:
+        """The budget inside recursive ``target`` (of ``component``); None past the limit."""
+        if target in self.cycle or not self.cycle & component:
+            return Unrolling(self.left - 1, frozenset({target})) if self.left > 0 else None
+        return Unrolling(self.left, self.cycle | {target})
+
 
 
 def repeated_nodes(root: Any) -> set[int]:
@@ -39,9 +60,10 @@ def repeated_nodes(root: Any) -> set[int]:
     return out
 
 
-def recursive_targets(root: Any, resolver: Resolver) -> tuple[set[int], dict[int, int]]:
-    """The ids of $ref targets that can reach a $ref to themselves (recursion to unroll), and
-    the number of $refs to each target."""
+def recursive_targets(root: Any, resolver: Resolver
+                      ) -> tuple[dict[int, frozenset[int]], dict[int, int]]:
+    """The $ref targets that can reach a $ref to themselves (recursion to unroll), each with
+    its strongly connected component (ids), and the number of $refs to each target."""
     edges: dict[int, set[int]] = {}
     targets: dict[int, Any] = {}
     count: dict[int, int] = {}
@@ -77,16 +99,16 @@ def recursive_targets(root: Any, resolver: Resolver) -> tuple[set[int], dict[int
         edges[t] = set()
         refs_in(targets[t], edges[t])
         todo.extend(x for x in edges[t] if x not in edges)
-    recursive = set()
+    reach: dict[int, set[int]] = {}
     for start in edges:
         seen: set[int] = set()
         stack = list(edges[start])
         while stack:
             x = stack.pop()
-            if x == start:
-                recursive.add(start)
-                break
             if x not in seen:
                 seen.add(x)
                 stack.extend(edges.get(x, ()))
+        reach[start] = seen
+    recursive = {t: frozenset(x for x in reach[t] if t in reach[x]) for t in edges
+                 if t in reach[t]}
     return recursive, count

@@ -10,6 +10,7 @@ string escapes, numbers) are in docs/structured.md, "JSON Schema".
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -22,9 +23,11 @@ from . import json_containers, json_values
 from .json_disjoint import disjoint
 from .json_lexical import empty, lit, union
 from .json_location import Location, Resolver
-from .json_refs import recursive_targets, repeated_nodes
+from .json_refs import Unrolling, recursive_targets, repeated_nodes
 
 __all__ = ["json_schema_fst", "JSON_SCHEMA_DEFAULTS", "UnsupportedSchema"]
+
+log = logging.getLogger("fstbeam")
 
 JSON_SCHEMA_DEFAULTS: dict[str, Any] = {
     # free JSON (`{}`, free properties, untyped items) nests this many arrays/objects deep, and
@@ -45,6 +48,14 @@ _REFUSED = {
     "$recursiveRef": "$recursiveRef is not supported (use $ref)",
 }
 _TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
+
+
+class _TooDeep(Exception):
+    """One more turn of recursion at ``path`` would pass `max_states`: unroll ``turns``."""
+
+    def __init__(self, turns: int, path: str, states: int):
+        super().__init__(path)
+        self.turns, self.path, self.states = turns, path, states
 
 
 class UnsupportedSchema(SpecError):
@@ -104,10 +115,14 @@ class SchemaCompiler:
         self._cache: dict[tuple[Any, ...], pynini.Fst] = {}
         self._keep: list[Any] = []  # synthesized nodes, kept alive so their ids stay unique
         self._recursive, targets = recursive_targets(schema, self.resolver)
+        # turns of recursion unrolled (max_depth, fewer where `_check_growth` says so), and
+        # the automaton size of each recursive target per turn
+        self.turns = max_depth
+        self._sizes: dict[tuple[Any, ...], dict[int, int]] = {}
         # nodes that may be compiled more than once: only their automata are cached (caching
         # every node kept 78 million arcs alive on kb_145, most of them used once and already
         # copied into their parent)
-        self._shared = {t for t, n in targets.items() if n > 1} | self._recursive \
+        self._shared = {t for t, n in targets.items() if n > 1} | set(self._recursive) \
             | repeated_nodes(schema)
         # free values accept every key order: the location's order matters only in complements
         self.plain = Location([], self.resolver)
@@ -139,7 +154,15 @@ class SchemaCompiler:
 
     def document(self) -> pynini.Fst:
         loc = Location([self.root], self.resolver)
-        body = self.value(self.root, "", loc, self.max_depth)
+        while True:
+            try:
+                body = self.value(self.root, "", loc, Unrolling(self.turns))
+                break
+            except _TooDeep as err:  # the cache keeps the inner turns: they are not rebuilt
+                log.warning("%s: recursion at %s unrolled %d times, not %d (one more turn "
+                            "would take about %s states)", self.where, err.path or "/",
+                            err.turns, self.turns, f"{err.states:,}")
+                self.turns = err.turns
         self._cache.clear()  # the parts are copied into the body: free them before the largest step
         if self.ws.num_states() > 1:
             body = self.ws + body + self.ws
@@ -163,7 +186,7 @@ class SchemaCompiler:
         return doc
 
     # -- values ------------------------------------------------------------------------------
-    def value(self, node: Any, path: str, loc: Location, rdepth: int) -> pynini.Fst:
+    def value(self, node: Any, path: str, loc: Location, rdepth: Unrolling) -> pynini.Fst:
         if node is True or (isinstance(node, dict) and _is_free(node)):
             return self.any_value(self.plain, self.max_depth)
         if node is False:
@@ -176,7 +199,20 @@ class SchemaCompiler:
         key = (id(node), loc.key, rdepth)
         if key not in self._cache:
             self._cache[key] = self._node(node, path, loc, rdepth)
+            if id(node) in self._recursive:
+                self._check_growth(node, path, loc, rdepth, self._cache[key])
         return self._cache[key]
+
+    def _check_growth(self, node: dict[str, Any], path: str, loc: Location, rdepth: Unrolling,
+                      fst: pynini.Fst) -> None:
+        """Stop before a turn of recursion that would outgrow `max_states`: each turn copies
+        the one inside it into every place the cycle recurs (hayson's `hval`: 4,100 states at
+        the innermost turn, 175,000 at the next, about 7 million predicted at the third)."""
+        sizes = self._sizes.setdefault((id(node), loc.key, rdepth.cycle), {})
+        sizes[rdepth.left] = n = fst.num_states()
+        inner = sizes.get(rdepth.left - 1)
+        if inner and rdepth.left + 1 < self.turns and n * n // inner > self.max_states:
+            raise _TooDeep(rdepth.left + 1, path, n * n // inner)
 
     def any_value(self, loc: Location, depth: int, only: str | None = None) -> pynini.Fst:
         """Every JSON value at ``loc`` to ``depth`` (``only="object"``/``"array"``: those)."""
@@ -185,7 +221,8 @@ class SchemaCompiler:
             self._cache[key] = json_containers.any_value(self, loc, depth, only)
         return self._cache[key]
 
-    def _node(self, node: dict[str, Any], path: str, loc: Location, rdepth: int) -> pynini.Fst:
+    def _node(self, node: dict[str, Any], path: str, loc: Location,
+              rdepth: Unrolling) -> pynini.Fst:
         for kw, why in _REFUSED.items():
             if kw in node:
                 raise self.fail(kw, f"{path}/{kw}", why)
@@ -197,8 +234,9 @@ class SchemaCompiler:
         ref = node.get("$ref")
         if isinstance(ref, str):
             target, tpath = self.resolver.resolve(ref, f"{path}/$ref")
-            depth = rdepth - 1 if id(target) in self._recursive else rdepth
-            parts.append(self.value(target, tpath, loc, depth) if depth >= 0 else empty())
+            component = self._recursive.get(id(target))
+            inner = rdepth if component is None else rdepth.enter(id(target), component)
+            parts.append(self.value(target, tpath, loc, inner) if inner is not None else empty())
         for i, sub in enumerate(node.get("allOf") or []):
             parts.append(self.value(sub, f"{path}/allOf/{i}", loc, rdepth))
         if node.get("anyOf"):
@@ -240,7 +278,7 @@ class SchemaCompiler:
             names = [n for n in names if n != "integer"]
         return tuple(names)
 
-    def _typed(self, node: dict[str, Any], path: str, loc: Location, rdepth: int,
+    def _typed(self, node: dict[str, Any], path: str, loc: Location, rdepth: Unrolling,
                types: tuple[str, ...], as_filter: bool = False) -> pynini.Fst | None:
         """The node's own keywords (type, enum, const and the type-specific ones); None when
         they allow everything and ``as_filter`` (the in-place parts decide alone)."""
@@ -282,7 +320,7 @@ class SchemaCompiler:
         return union(parts)
 
     def _one_of(self, node: dict[str, Any], path: str, loc: Location,
-                rdepth: int) -> pynini.Fst:
+                rdepth: Unrolling) -> pynini.Fst:
         subs = node["oneOf"]
         langs = [self.value(s, f"{path}/{i}", loc, rdepth) for i, s in enumerate(subs)]
         # the node's own type and required keys hold beside the oneOf (its result is met with
@@ -303,7 +341,8 @@ class SchemaCompiler:
             out = pynini.difference(out, self.opt(union(overlaps), path))
         return out
 
-    def _if(self, node: dict[str, Any], path: str, loc: Location, rdepth: int) -> pynini.Fst:
+    def _if(self, node: dict[str, Any], path: str, loc: Location,
+            rdepth: Unrolling) -> pynini.Fst:
         cond = self.opt(self.value(node["if"], f"{path}/if", loc, rdepth), path)
         everything = self.any_value(loc, self.max_depth)
         yes = self.value(node.get("then", True), f"{path}/then", loc, rdepth)
@@ -311,7 +350,7 @@ class SchemaCompiler:
         return self.meet(cond, yes) | self.meet(pynini.difference(everything, cond), no)
 
     def _dependencies(self, node: dict[str, Any], path: str, loc: Location,
-                      rdepth: int) -> list[pynini.Fst]:
+                      rdepth: Unrolling) -> list[pynini.Fst]:
         """`dependentRequired`/`dependentSchemas`/`dependencies`: when property a is present,
         the object must also have the listed properties / match the schema."""
         out = []

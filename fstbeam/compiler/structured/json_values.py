@@ -26,6 +26,7 @@ from .json_lexical import (
 )
 from .json_lexical import union as union_of
 from .json_location import Location, SchemaContext
+from .json_refs import Unrolling
 
 log = logging.getLogger("fstbeam")
 
@@ -190,4 +191,4 @@ def literal(c: SchemaContext, value: Any, path: str, loc: Location) -> pynini.Fs
                         "properties": {k: c.synth({"const": v}) for k, v in value.items()}})
     else:
         raise c.fail("enum", path, f"{value!r} is not a JSON value")
-    return c.value(node, path, loc, c.max_depth)
+    return c.value(node, path, loc, Unrolling(c.max_depth))  # holds no $ref

@@ -1,0 +1,113 @@
+"""What `max_depth` cuts, against `jsonschema`: recursion counts turns of a reference cycle
+(not `$ref` hops), and a finite declared structure is never cut. Each schema reproduces a valid
+JSONSchemaBench instance that an earlier rule rejected."""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+import pytest
+
+jsonschema = pytest.importorskip("jsonschema")
+
+from fstbeam.compiler.structured.json_location import order_instance  # noqa: E402
+from fstbeam.compiler.structured.json_schema import json_schema_fst  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from regex_oracle import accepts  # noqa: E402
+
+
+def check(schema, instances, max_depth=3):
+    """Every instance accepted exactly when `jsonschema` says it is valid; returns the
+    verdicts (so a test can also require that the valid ones are there)."""
+    fst = json_schema_fst(schema, max_depth=max_depth)
+    cls = jsonschema.validators.validator_for(schema)
+    out = []
+    for value in instances:
+        text = json.dumps(order_instance(schema, value), separators=(",", ":"),
+                          ensure_ascii=False)
+        ok = cls(schema).is_valid(value)
+        assert accepts(fst, text) == ok, (value, ok)
+        out.append(ok)
+    return out
+
+
+# a cycle through three definitions (JSONSchemaBench Github_medium o55244): a test group
+# holds cases, each a test or a group
+GROUPS = {
+    "$ref": "#/definitions/data",
+    "definitions": {
+        "data": {"type": "object", "properties": {"cases": {"$ref": "#/definitions/group"}},
+                 "required": ["cases"], "additionalProperties": False},
+        "group": {"type": "array", "items": {"$ref": "#/definitions/item"}, "minItems": 1},
+        "item": {"oneOf": [{"$ref": "#/definitions/test"}, {"$ref": "#/definitions/sub"}]},
+        "test": {"type": "object", "properties": {"p": {"type": "integer"}}, "required": ["p"]},
+        "sub": {"type": "object", "properties": {"cases": {"$ref": "#/definitions/group"}},
+                "required": ["cases"], "additionalProperties": False},
+    },
+}
+
+
+def test_recursion_counts_turns_of_a_cycle_not_ref_hops():
+    one = {"cases": [{"p": 1}]}
+    two = {"cases": [{"p": 1}, {"cases": [{"p": 2}]}]}
+    three = {"cases": [{"cases": [{"cases": [{"p": 3}]}]}]}
+    four = {"cases": [{"cases": [{"cases": [{"cases": [{"p": 4}]}]}]}]}
+    bad = [{"cases": []}, {"cases": [{"cases": [{"q": 1}]}]}, {"cases": [{"p": "x"}]}]
+    assert check(GROUPS, [one, two, three, *bad]) == [True] * 3 + [False] * 3
+    # deeper than max_depth turns: cut (the documented bound), never accepted wrongly
+    fst = json_schema_fst(GROUPS, max_depth=3)
+    text = json.dumps(four, separators=(",", ":"))
+    assert not accepts(fst, text) and accepts(json_schema_fst(GROUPS, max_depth=4), text)
+
+
+# hayson's shape: a value is one of several kinds; a grid's meta is a dict (allOf), whose
+# members are values again: four `$ref`s before the first nested value
+HAYSON = {
+    "anyOf": [{"$ref": "#/definitions/val"}],
+    "definitions": {
+        "val": {"oneOf": [{"type": "number"}, {"$ref": "#/definitions/dict"},
+                          {"$ref": "#/definitions/grid"}]},
+        "dict": {"type": "object", "properties": {"_kind": {"enum": ["dict"]}},
+                 "additionalProperties": False,
+                 "patternProperties": {"^[a-z]": {"$ref": "#/definitions/val"}}},
+        "meta": {"allOf": [{"$ref": "#/definitions/dict"}], "required": ["ver"]},
+        "grid": {"type": "object", "additionalProperties": False, "required": ["_kind", "meta"],
+                 "properties": {"_kind": {"enum": ["grid"]},
+                                "meta": {"$ref": "#/definitions/meta"},
+                                "rows": {"type": "array",
+                                         "items": {"$ref": "#/definitions/dict"}}}},
+    },
+}
+
+
+def test_a_cycle_through_allof_and_a_discriminated_oneof():
+    grid = {"_kind": "grid", "meta": {"_kind": "dict", "ver": 3},
+            "rows": [{"_kind": "dict", "c": 1, "d": {"_kind": "dict", "e": 2}}]}
+    bad = [{"_kind": "grid", "meta": {"_kind": "dict"}},  # meta without ver
+           {"_kind": "grid", "meta": {"ver": 1}, "rows": [{"C": 1}]},  # key not ^[a-z]
+           {"_kind": "dict", "a": {"_kind": "grid"}}]
+    assert check(HAYSON, [grid, {"a": 1, "b": {"c": 2}}, 5, *bad]) == [True] * 3 + [False] * 3
+
+
+def test_a_turn_that_would_outgrow_the_state_limit_is_not_unrolled(caplog):
+    # each turn copies the value into 7 places: the third turn is predicted past a small
+    # state limit and dropped, with a WARNING naming where
+    wide = {"$ref": "#/$defs/v",
+            "$defs": {"v": {"anyOf": [{"type": "integer"}, {
+                "type": "object", "additionalProperties": False,
+                "properties": {k: {"$ref": "#/$defs/v"} for k in "abcdefg"}}]}}}
+    from fstbeam.compiler.structured import json_schema
+
+    limit = json_schema.JSON_SCHEMA_DEFAULTS["max_states"]
+    json_schema.JSON_SCHEMA_DEFAULTS["max_states"] = 20_000
+    try:
+        with caplog.at_level(logging.WARNING, logger="fstbeam"):
+            fst = json_schema_fst(wide, max_depth=6)
+    finally:
+        json_schema.JSON_SCHEMA_DEFAULTS["max_states"] = limit
+    assert "recursion at /$defs/v unrolled" in caplog.text
+    assert accepts(fst, '{"a":{"b":1},"g":2}')
+    assert not accepts(fst, '{"a":"x"}')
