@@ -15,7 +15,7 @@ from typing import Any
 import pynini
 
 from ...fst.optimize import optimize, sigma_star
-from .json_lexical import any_char, empty, free_string, lit, number_fst, string_of
+from .json_lexical import any_char, empty, free_string, lit, number_fst, repeat, string_of
 from .json_lexical import union as union_of
 from .json_location import Location, SchemaContext
 from .json_refs import Unrolling
@@ -79,7 +79,7 @@ def _count(lo: int, hi: int | None, own: set[int]) -> pynini.Fst:
     other = sigma_star()
     other.union(_mark()).closure()
     piece = _labels(own) + other
-    reps = pynini.closure(piece, lo, hi) if hi is not None else pynini.closure(piece, lo)
+    reps = repeat(piece, lo, hi)
     return other + reps
 
 
@@ -392,8 +392,7 @@ def array_value(c: SchemaContext, node: dict[str, Any], path: str, loc: Location
         most = None if node.get("maxContains") is None else int(node["maxContains"])
         other = _labels(set(range(1, 258)) - {_CONTAINS}).closure()
         piece = _labels({_CONTAINS}) + other
-        reps = pynini.closure(piece, least, most) if most is not None else \
-            pynini.closure(piece, least)
+        reps = repeat(piece, least, most)
         tail = c.meet(tail, c.opt(other + reps, path))
         tail.relabel_pairs(ipairs=[(_CONTAINS, label)], opairs=[(_CONTAINS, label)])
     return _resolve(c, tail, lo, hi, counted, "[", "]", path)
