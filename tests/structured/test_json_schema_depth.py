@@ -111,3 +111,23 @@ def test_a_turn_that_would_outgrow_the_state_limit_is_not_unrolled(caplog):
     assert "recursion at /$defs/v unrolled" in caplog.text
     assert accepts(fst, '{"a":{"b":1},"g":2}')
     assert not accepts(fst, '{"a":"x"}')
+
+
+def test_declared_nesting_is_never_cut_free_values_nest_from_where_they_start():
+    # six declared levels, then a free object: max_depth=1 bounds only the free object
+    schema: dict = {"type": "object"}
+    for key in "fedcba":
+        schema = {"type": "object", "properties": {key: schema}, "required": [key]}
+
+    def doc(inner):
+        for key in "fedcba":
+            inner = {key: inner}
+        return inner
+
+    assert check(schema, [doc({"x": 1}), doc({}), doc(1), {"a": 1}], max_depth=1) == [
+        True, True, False, False]
+    text = json.dumps(doc({"x": {"y": 1}}), separators=(",", ":"))  # the free object nests 2
+    assert not accepts(json_schema_fst(schema, max_depth=1), text)
+    assert accepts(json_schema_fst(schema, max_depth=2), text)
+    assert accepts(json_schema_fst(schema), json.dumps(doc({"x": {"y": {"z": [1]}}}),
+                                                        separators=(",", ":")))  # default 4

@@ -30,9 +30,9 @@ __all__ = ["json_schema_fst", "JSON_SCHEMA_DEFAULTS", "UnsupportedSchema"]
 log = logging.getLogger("fstbeam")
 
 JSON_SCHEMA_DEFAULTS: dict[str, Any] = {
-    # free JSON (`{}`, free properties, untyped items) nests this many arrays/objects deep, and
-    # a recursive $ref is unrolled this many times
-    "max_depth": 3,
+    # free JSON (`{}`, free properties, untyped items) nests this many arrays/objects deep from
+    # where it starts, and a $ref cycle is unrolled this many turns (docs/structured.md, Depth)
+    "max_depth": 4,
     "whitespace": "compact",
     # `whitespace="flexible"`: at most this many of space, tab, newline, CR around each token
     "max_whitespace": 8,
