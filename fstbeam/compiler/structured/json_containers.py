@@ -153,6 +153,7 @@ def _accepts(fst: pynini.Fst, text: str) -> bool:
 
 def object_value(c: SchemaContext, node: dict[str, Any], path: str, loc: Location,
                  rdepth: Unrolling) -> pynini.Fst:
+    rdepth = rdepth.inside()  # members are one instance level down
     props = node.get("properties") or {}
     required = [r for r in node.get("required") or [] if isinstance(r, str)]
     extra_schema = node.get("additionalProperties", True)
@@ -344,6 +345,7 @@ def _other_keys_cached(slots: tuple[str, ...]) -> pynini.Fst:
 
 def array_value(c: SchemaContext, node: dict[str, Any], path: str, loc: Location,
                 rdepth: Unrolling) -> pynini.Fst:
+    rdepth = rdepth.inside()  # items are one instance level down
     child = loc.items()
     items = node.get("items")
     prefix = node.get("prefixItems")

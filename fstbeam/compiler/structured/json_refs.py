@@ -16,22 +16,29 @@ __all__ = ["recursive_targets", "repeated_nodes", "Unrolling"]
 
 @dataclass(frozen=True)
 class Unrolling:
-    """How much `$ref` recursion a compile path may still unroll: ``left`` more turns of a
-    reference cycle. ``cycle`` holds the recursive targets entered since the current turn began
-    (all in one strongly connected component of the reference graph). A turn is counted when
-    the path enters a target already in ``cycle``, or a target of another component: so a
-    cycle through several definitions (a -> b -> c -> a) costs one level per turn, not one per
-    `$ref` on the way (which cut hayson's `grid` -> `gridMeta` -> `dict` -> `hval` at once)."""
+    """How much `$ref` recursion a compile path may still unroll: ``left`` more instance levels
+    that enter a recursive definition. An entry is counted once per level of the instance (an
+    object member or array item deeper than the last counted entry): `$ref`s that stay at one
+    place (`testGroup -> item -> group`, a `oneOf` of `$ref`s, an `allOf` alias) are free, so a
+    cycle through several definitions is not cut before its first nested value (counting every
+    `$ref` hop cut hayson's `hval -> grid -> gridMeta -> dict` at once). ``here``: the recursive
+    targets entered at this level since the last counted entry; entering one of them again
+    without descending (an in-place cycle) is counted too, so every path ends."""
 
     left: int
-    cycle: frozenset[int] = frozenset()
+    here: frozenset[int] = frozenset()
+    fresh: bool = True  # descended since the last counted entry (or none yet)
 
-    def enter(self, target: int, component: frozenset[int]) -> Unrolling | None:
-        """The budget inside recursive ``target`` (of ``component``); None past the limit."""
-        if target in self.cycle or not self.cycle & component:
-            return Unrolling(self.left - 1, frozenset({target})) if self.left > 0 else None
-        return Unrolling(self.left, self.cycle | {target})
+    def enter(self, target: int) -> Unrolling | None:
+        """The budget inside recursive ``target``; None past the limit."""
+        if self.fresh or target in self.here:
+            return Unrolling(self.left - 1, frozenset({target}), False) if self.left > 0 \
+                else None
+        return Unrolling(self.left, self.here | {target}, False)
 
+    def inside(self) -> Unrolling:
+        """The budget of a member's or item's value (one instance level down)."""
+        return self if self.fresh and not self.here else Unrolling(self.left)
 
 
 def repeated_nodes(root: Any) -> set[int]:
@@ -60,10 +67,9 @@ def repeated_nodes(root: Any) -> set[int]:
     return out
 
 
-def recursive_targets(root: Any, resolver: Resolver
-                      ) -> tuple[dict[int, frozenset[int]], dict[int, int]]:
-    """The $ref targets that can reach a $ref to themselves (recursion to unroll), each with
-    its strongly connected component (ids), and the number of $refs to each target."""
+def recursive_targets(root: Any, resolver: Resolver) -> tuple[set[int], dict[int, int]]:
+    """The ids of $ref targets that can reach a $ref to themselves (recursion to unroll), and
+    the number of $refs to each target."""
     edges: dict[int, set[int]] = {}
     targets: dict[int, Any] = {}
     count: dict[int, int] = {}
@@ -109,6 +115,4 @@ def recursive_targets(root: Any, resolver: Resolver
                 seen.add(x)
                 stack.extend(edges.get(x, ()))
         reach[start] = seen
-    recursive = {t: frozenset(x for x in reach[t] if t in reach[x]) for t in edges
-                 if t in reach[t]}
-    return recursive, count
+    return {t for t in edges if t in reach[t]}, count

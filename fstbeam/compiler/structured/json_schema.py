@@ -31,7 +31,7 @@ log = logging.getLogger("fstbeam")
 
 JSON_SCHEMA_DEFAULTS: dict[str, Any] = {
     # free JSON (`{}`, free properties, untyped items) nests this many arrays/objects deep from
-    # where it starts, and a $ref cycle is unrolled this many turns (docs/structured.md, Depth)
+    # where it starts, and recursion this many instance levels (docs/structured.md, Depth)
     "max_depth": 4,
     "whitespace": "compact",
     # `whitespace="flexible"`: at most this many of space, tab, newline, CR around each token
@@ -51,7 +51,7 @@ _TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
 
 
 class _TooDeep(Exception):
-    """One more turn of recursion at ``path`` would pass `max_states`: unroll ``turns``."""
+    """One more level of recursion at ``path`` would pass `max_states`: unroll ``turns``."""
 
     def __init__(self, turns: int, path: str, states: int):
         super().__init__(path)
@@ -115,14 +115,14 @@ class SchemaCompiler:
         self._cache: dict[tuple[Any, ...], pynini.Fst] = {}
         self._keep: list[Any] = []  # synthesized nodes, kept alive so their ids stay unique
         self._recursive, targets = recursive_targets(schema, self.resolver)
-        # turns of recursion unrolled (max_depth, fewer where `_check_growth` says so), and
-        # the automaton size of each recursive target per turn
+        # levels of recursion unrolled (max_depth, fewer where `_check_growth` says so), and
+        # the automaton size of each recursive target per level
         self.turns = max_depth
         self._sizes: dict[tuple[Any, ...], dict[int, int]] = {}
         # nodes that may be compiled more than once: only their automata are cached (caching
         # every node kept 78 million arcs alive on kb_145, most of them used once and already
         # copied into their parent)
-        self._shared = {t for t, n in targets.items() if n > 1} | set(self._recursive) \
+        self._shared = {t for t, n in targets.items() if n > 1} | self._recursive \
             | repeated_nodes(schema)
         # free values accept every key order: the location's order matters only in complements
         self.plain = Location([], self.resolver)
@@ -159,7 +159,7 @@ class SchemaCompiler:
                 body = self.value(self.root, "", loc, Unrolling(self.turns))
                 break
             except _TooDeep as err:  # the cache keeps the inner turns: they are not rebuilt
-                log.warning("%s: recursion at %s unrolled %d times, not %d (one more turn "
+                log.warning("%s: recursion at %s unrolled %d levels, not %d (one more level "
                             "would take about %s states)", self.where, err.path or "/",
                             err.turns, self.turns, f"{err.states:,}")
                 self.turns = err.turns
@@ -205,10 +205,11 @@ class SchemaCompiler:
 
     def _check_growth(self, node: dict[str, Any], path: str, loc: Location, rdepth: Unrolling,
                       fst: pynini.Fst) -> None:
-        """Stop before a turn of recursion that would outgrow `max_states`: each turn copies
-        the one inside it into every place the cycle recurs (hayson's `hval`: 4,100 states at
-        the innermost turn, 175,000 at the next, about 7 million predicted at the third)."""
-        sizes = self._sizes.setdefault((id(node), loc.key, rdepth.cycle), {})
+        """Stop before a level of recursion that would outgrow `max_states`: each level copies
+        the one inside it into every place the definition recurs; the next level's size is
+        predicted from the growth of the last (hayson's `dict`: 2.1 million states predicted at
+        the third level, so two are kept)."""
+        sizes = self._sizes.setdefault((id(node), loc.key, rdepth.here), {})
         sizes[rdepth.left] = n = fst.num_states()
         inner = sizes.get(rdepth.left - 1)
         if inner and rdepth.left + 1 < self.turns and n * n // inner > self.max_states:
@@ -234,8 +235,7 @@ class SchemaCompiler:
         ref = node.get("$ref")
         if isinstance(ref, str):
             target, tpath = self.resolver.resolve(ref, f"{path}/$ref")
-            component = self._recursive.get(id(target))
-            inner = rdepth if component is None else rdepth.enter(id(target), component)
+            inner = rdepth.enter(id(target)) if id(target) in self._recursive else rdepth
             parts.append(self.value(target, tpath, loc, inner) if inner is not None else empty())
         for i, sub in enumerate(node.get("allOf") or []):
             parts.append(self.value(sub, f"{path}/allOf/{i}", loc, rdepth))
