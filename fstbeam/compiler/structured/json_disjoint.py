@@ -20,7 +20,7 @@ _ALL = {"null", "boolean", "object", "array", "number", "integer", "string"}
 
 def _deref(node: Any, resolver: Resolver, depth: int = 8) -> Any:
     while isinstance(node, dict) and isinstance(node.get("$ref"), str) and depth:
-        if set(node) - {"$ref", "description", "title", "$comment"}:
+        if set(node) - {"$ref", "description", "title", "$comment"} and not resolver.ref_alone:
             return node  # siblings beside $ref: not a plain alias
         try:
             node = resolver.resolve(node["$ref"], "")[0]

@@ -35,6 +35,7 @@ class Resolver:
         self.root = root
         self.where = where
         self.anchors: dict[str, tuple[Any, str]] = {}
+        self.ref_alone = False  # drafts 3-7: keywords beside a `$ref` are ignored (set by the compiler)
         self._index(root, "")
 
     def _index(self, node: Any, path: str) -> None:

@@ -110,6 +110,9 @@ class SchemaCompiler:
         self.string_words = string_words
         meta = schema.get("$schema", "") if isinstance(schema, dict) else ""
         self.draft4 = isinstance(meta, str) and ("draft-04" in meta or "draft-03" in meta)
+        # drafts 3-7: an object with a `$ref` is a reference, its other members no keywords
+        self.resolver.ref_alone = isinstance(meta, str) and any(
+            f"draft-0{n}" in meta for n in range(3, 8))
         self.ws = (pynini.closure(json_values.ws_byte(), 0, JSON_SCHEMA_DEFAULTS["max_whitespace"])
                    if whitespace == "flexible" else lit(""))
         self._cache: dict[tuple[Any, ...], pynini.Fst] = {}
@@ -224,6 +227,8 @@ class SchemaCompiler:
 
     def _node(self, node: dict[str, Any], path: str, loc: Location,
               rdepth: Unrolling) -> pynini.Fst:
+        if self.resolver.ref_alone and isinstance(node.get("$ref"), str) and len(node) > 1:
+            node = self.synth({"$ref": node["$ref"]})  # briefcase: `enum` beside `$ref`, draft 7
         for kw, why in _REFUSED.items():
             if kw in node:
                 raise self.fail(kw, f"{path}/{kw}", why)
