@@ -111,6 +111,13 @@ SCHEMAS = [
                       "c": {"description": "x", "not": {"required": ["a", "b"]}}}},
     {"$schema": "http://json-schema.org/draft-07/schema#", "properties": {"a": {"type": "integer"}},
      "dependencies": {"a": {"not": {"required": ["b"]}}, "b": {"not": {"required": ["c"]}}}},
+    # an upper bound of 0 (pynini.closure(f, 0, 0) has no upper bound)
+    {"maxItems": 0},
+    {"properties": {"a": {"maxItems": 0}}},
+    {"type": "string", "maxLength": 0},
+    {"type": "object", "maxProperties": 0},
+    {"type": "array", "contains": {"type": "integer"}, "minContains": 0, "maxContains": 0},
+    {"type": "array", "minItems": 2, "maxItems": 1},
     # an enum's strings escaped together, beside other values
     {"enum": ["a", "ab", "abc", "é", 'q"x', "a\nb", 1, None, [1, 2]]},
     True,
@@ -160,7 +167,8 @@ def test_string_escapes_count_as_one_code_point():
     ("date-time", ["2024-01-01T10:00:00Z", "2024-01-01t10:00:00.5+01:00"],
      ["2024-01-01 10:00:00", "2024-01-01T25:00:00Z"]),
     ("ipv4", ["127.0.0.1", "255.255.255.255"], ["256.1.1.1", "01.2.3.4", "1.2.3"]),
-    ("ipv6", ["::1", "fe80::1:2", "1:2:3:4:5:6:7:8", "::ffff:1.2.3.4"], ["1::2::3", "12345::"]),
+    ("ipv6", ["::1", "fe80::1:2", "1:2:3:4:5:6:7:8", "::ffff:1.2.3.4"], ["1::2::3", "12345::",
+                                                                 "1::2:3:4:5:6:7:8:9"]),
     ("uuid", ["123e4567-e89b-12d3-a456-426614174000"], ["123e4567e89b12d3a456426614174000"]),
     ("email", ["a.b@example.com"], ["a@", "@b.c", "a..b@c.d"]),
     ("hostname", ["example.com", "a-b.c"], ["-a.com", "a_b.com"]),

@@ -15,9 +15,10 @@ from typing import Any
 import pynini
 
 from ...fst.optimize import optimize, sigma_star
-from .json_lexical import any_char, empty, free_string, lit, number_fst, string_of
+from .json_lexical import any_char, empty, free_string, lit, number_fst, repeat, string_of
 from .json_lexical import union as union_of
 from .json_location import Location, SchemaContext
+from .json_refs import Unrolling
 from .regex import marker_fst
 
 __all__ = ["object_value", "array_value", "any_value", "object_slots", "member_exclusions"]
@@ -78,7 +79,7 @@ def _count(lo: int, hi: int | None, own: set[int]) -> pynini.Fst:
     other = sigma_star()
     other.union(_mark()).closure()
     piece = _labels(own) + other
-    reps = pynini.closure(piece, lo, hi) if hi is not None else pynini.closure(piece, lo)
+    reps = repeat(piece, lo, hi)
     return other + reps
 
 
@@ -151,7 +152,8 @@ def _accepts(fst: pynini.Fst, text: str) -> bool:
 
 
 def object_value(c: SchemaContext, node: dict[str, Any], path: str, loc: Location,
-                 rdepth: int) -> pynini.Fst:
+                 rdepth: Unrolling) -> pynini.Fst:
+    rdepth = rdepth.inside()  # members are one instance level down
     props = node.get("properties") or {}
     required = [r for r in node.get("required") or [] if isinstance(r, str)]
     extra_schema = node.get("additionalProperties", True)
@@ -278,7 +280,8 @@ def _quoted(name: str) -> str:
     return json.dumps(name, ensure_ascii=False)
 
 
-def _extras(c: SchemaContext, node: dict[str, Any], path: str, loc: Location, rdepth: int,
+def _extras(c: SchemaContext, node: dict[str, Any], path: str, loc: Location,
+            rdepth: Unrolling,
             slots: list[str], extra_schema: Any, pats: dict[str, pynini.Fst],
             patterns: dict[str, Any], names_ok: pynini.Fst | None,
             label: int) -> pynini.Fst | None:
@@ -341,7 +344,8 @@ def _other_keys_cached(slots: tuple[str, ...]) -> pynini.Fst:
 
 
 def array_value(c: SchemaContext, node: dict[str, Any], path: str, loc: Location,
-                rdepth: int) -> pynini.Fst:
+                rdepth: Unrolling) -> pynini.Fst:
+    rdepth = rdepth.inside()  # items are one instance level down
     child = loc.items()
     items = node.get("items")
     prefix = node.get("prefixItems")
@@ -390,8 +394,7 @@ def array_value(c: SchemaContext, node: dict[str, Any], path: str, loc: Location
         most = None if node.get("maxContains") is None else int(node["maxContains"])
         other = _labels(set(range(1, 258)) - {_CONTAINS}).closure()
         piece = _labels({_CONTAINS}) + other
-        reps = pynini.closure(piece, least, most) if most is not None else \
-            pynini.closure(piece, least)
+        reps = repeat(piece, least, most)
         tail = c.meet(tail, c.opt(other + reps, path))
         tail.relabel_pairs(ipairs=[(_CONTAINS, label)], opairs=[(_CONTAINS, label)])
     return _resolve(c, tail, lo, hi, counted, "[", "]", path)

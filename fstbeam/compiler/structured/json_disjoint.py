@@ -20,7 +20,7 @@ _ALL = {"null", "boolean", "object", "array", "number", "integer", "string"}
 
 def _deref(node: Any, resolver: Resolver, depth: int = 8) -> Any:
     while isinstance(node, dict) and isinstance(node.get("$ref"), str) and depth:
-        if set(node) - {"$ref", "description", "title", "$comment"}:
+        if set(node) - {"$ref", "description", "title", "$comment"} and not resolver.ref_alone:
             return node  # siblings beside $ref: not a plain alias
         try:
             node = resolver.resolve(node["$ref"], "")[0]
@@ -82,7 +82,9 @@ def _objects_disjoint(a: dict[str, Any], b: dict[str, Any], resolver: Resolver,
     pa, pb = a.get("properties") or {}, b.get("properties") or {}
     ra = {r for r in a.get("required") or [] if isinstance(r, str)} | extra
     rb = {r for r in b.get("required") or [] if isinstance(r, str)} | extra
-    for p in ra & rb:
+    # a property that one side requires and both declare: a common value has it, valid
+    # against both declarations (hayson's `dict`, whose `_kind` is optional, beside `marker`)
+    for p in ra | rb:
         if p in pa and p in pb and disjoint(pa[p], pb[p], resolver, depth - 1):
             return True
     for mine, other, other_props in ((ra, b, pb), (rb, a, pa)):

@@ -12,7 +12,7 @@ from functools import cache
 import pynini
 
 from ...fst.optimize import optimize
-from .json_lexical import any_char, chars, lit, union
+from .json_lexical import any_char, chars, lit, repeat, union
 
 __all__ = ["format_fst", "CHECKED_FORMATS"]
 
@@ -30,7 +30,7 @@ def _digit() -> pynini.Fst:
 
 
 def _n(f: pynini.Fst, lo: int, hi: int | None = None) -> pynini.Fst:  # f{lo} or f{lo,hi}
-    return pynini.closure(f, lo, lo if hi is None else hi)
+    return repeat(f, lo, lo if hi is None else hi)
 
 
 def _two(lo: int, hi: int) -> pynini.Fst:

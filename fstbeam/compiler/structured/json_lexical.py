@@ -22,7 +22,7 @@ from ...fst.optimize import optimize
 from .utf8 import ANY_CHAR, codepoint_ranges_fst
 
 __all__ = [
-    "lit", "chars", "empty", "epsilon", "union", "encode_content", "string_of", "free_string",
+    "lit", "chars", "empty", "epsilon", "repeat", "union", "encode_content", "string_of", "free_string",
     "number_fst", "integer_fst", "bounds_fst", "multiple_of_fst", "number_equal_fst",
     "any_char", "MAX_BOUND_DIGITS",
 ]
@@ -64,6 +64,17 @@ def empty() -> pynini.Fst:
 
 def epsilon() -> pynini.Fst:
     return lit(b"")
+
+
+def repeat(f: pynini.Fst, lo: int, hi: int | None = None) -> pynini.Fst:
+    """``f`` repeated ``lo`` to ``hi`` times (None: no upper bound). Not `pynini.closure(f,
+    lo, hi)` directly: there an upper bound of 0 means *no* bound (`maxItems: 0` accepted
+    any array)."""
+    if hi is None:
+        return pynini.closure(f, lo)
+    if hi < lo:
+        return empty()
+    return epsilon() if hi == 0 else pynini.closure(f, lo, hi)
 
 
 def union(fsts: list[pynini.Fst]) -> pynini.Fst:

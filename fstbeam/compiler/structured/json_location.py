@@ -20,6 +20,8 @@ from ...errors import SpecError
 if TYPE_CHECKING:
     import pynini
 
+    from .json_refs import Unrolling
+
 __all__ = ["Resolver", "Location", "order_instance", "IN_PLACE_KEYWORDS"]
 
 IN_PLACE_KEYWORDS = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else")
@@ -33,6 +35,7 @@ class Resolver:
         self.root = root
         self.where = where
         self.anchors: dict[str, tuple[Any, str]] = {}
+        self.ref_alone = False  # drafts 3-7: keywords beside a `$ref` are ignored (set by the compiler)
         self._index(root, "")
 
     def _index(self, node: Any, path: str) -> None:
@@ -252,5 +255,5 @@ class SchemaContext(Protocol):
     def opt(self, fst: pynini.Fst, path: str) -> pynini.Fst: ...
     def meet(self, a: pynini.Fst, b: pynini.Fst) -> pynini.Fst: ...
     def synth(self, node: dict[str, Any]) -> dict[str, Any]: ...
-    def value(self, node: Any, path: str, loc: Location, rdepth: int) -> pynini.Fst: ...
+    def value(self, node: Any, path: str, loc: Location, rdepth: Unrolling) -> pynini.Fst: ...
     def any_value(self, loc: Location, depth: int, only: str | None = None) -> pynini.Fst: ...

@@ -1,16 +1,44 @@
 """Which subschemas a JSON Schema compile meets more than once: `$ref` targets (how many
 `$ref`s point at each, and which recurse) and the values of keywords that an object or array
 applies once per member (`additionalProperties`, `items`, ...). `SchemaCompiler` caches the
-automata of those nodes only, and unrolls the recursive ones.
+automata of those nodes only, and unrolls the recursive ones (`Unrolling`).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ...errors import SpecError
 from .json_location import Resolver
 
-__all__ = ["recursive_targets", "repeated_nodes"]
+__all__ = ["recursive_targets", "repeated_nodes", "Unrolling"]
+
+
+@dataclass(frozen=True)
+class Unrolling:
+    """How much `$ref` recursion a compile path may still unroll: ``left`` more instance levels
+    that enter a recursive definition. An entry is counted once per level of the instance (an
+    object member or array item deeper than the last counted entry): `$ref`s that stay at one
+    place (`testGroup -> item -> group`, a `oneOf` of `$ref`s, an `allOf` alias) are free, so a
+    cycle through several definitions is not cut before its first nested value (counting every
+    `$ref` hop cut hayson's `hval -> grid -> gridMeta -> dict` at once). ``here``: the recursive
+    targets entered at this level since the last counted entry; entering one of them again
+    without descending (an in-place cycle) is counted too, so every path ends."""
+
+    left: int
+    here: frozenset[int] = frozenset()
+    fresh: bool = True  # descended since the last counted entry (or none yet)
+
+    def enter(self, target: int) -> Unrolling | None:
+        """The budget inside recursive ``target``; None past the limit."""
+        if self.fresh or target in self.here:
+            return Unrolling(self.left - 1, frozenset({target}), False) if self.left > 0 \
+                else None
+        return Unrolling(self.left, self.here | {target}, False)
+
+    def inside(self) -> Unrolling:
+        """The budget of a member's or item's value (one instance level down)."""
+        return self if self.fresh and not self.here else Unrolling(self.left)
 
 
 def repeated_nodes(root: Any) -> set[int]:
@@ -77,16 +105,14 @@ def recursive_targets(root: Any, resolver: Resolver) -> tuple[set[int], dict[int
         edges[t] = set()
         refs_in(targets[t], edges[t])
         todo.extend(x for x in edges[t] if x not in edges)
-    recursive = set()
+    reach: dict[int, set[int]] = {}
     for start in edges:
         seen: set[int] = set()
         stack = list(edges[start])
         while stack:
             x = stack.pop()
-            if x == start:
-                recursive.add(start)
-                break
             if x not in seen:
                 seen.add(x)
                 stack.extend(edges.get(x, ()))
-    return recursive, count
+        reach[start] = seen
+    return {t for t in edges if t in reach[t]}, count

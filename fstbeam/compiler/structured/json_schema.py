@@ -24,16 +24,18 @@ from . import json_containers, json_values
 from .json_disjoint import disjoint
 from .json_lexical import empty, lit, union
 from .json_location import Location, Resolver
-from .json_refs import recursive_targets, repeated_nodes
+from .json_refs import Unrolling, recursive_targets, repeated_nodes
 
 log = logging.getLogger("fstbeam.fst")
 
 __all__ = ["json_schema_fst", "JSON_SCHEMA_DEFAULTS", "UnsupportedSchema"]
 
+log = logging.getLogger("fstbeam")
+
 JSON_SCHEMA_DEFAULTS: dict[str, Any] = {
-    # free JSON (`{}`, free properties, untyped items) nests this many arrays/objects deep, and
-    # a recursive $ref is unrolled this many times
-    "max_depth": 3,
+    # free JSON (`{}`, free properties, untyped items) nests this many arrays/objects deep from
+    # where it starts, and recursion this many instance levels (docs/structured.md, Depth)
+    "max_depth": 4,
     "whitespace": "compact",
     # `whitespace="flexible"`: at most this many of space, tab, newline, CR around each token
     "max_whitespace": 8,
@@ -49,6 +51,14 @@ _REFUSED = {
     "$recursiveRef": "$recursiveRef is not supported (use $ref)",
 }
 _TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
+
+
+class _TooDeep(Exception):
+    """One more level of recursion at ``path`` would pass `max_states`: unroll ``turns``."""
+
+    def __init__(self, turns: int, path: str, states: int):
+        super().__init__(path)
+        self.turns, self.path, self.states = turns, path, states
 
 
 class UnsupportedSchema(SpecError):
@@ -103,11 +113,18 @@ class SchemaCompiler:
         self.string_words = string_words
         meta = schema.get("$schema", "") if isinstance(schema, dict) else ""
         self.draft4 = isinstance(meta, str) and ("draft-04" in meta or "draft-03" in meta)
+        # drafts 3-7: an object with a `$ref` is a reference, its other members no keywords
+        self.resolver.ref_alone = isinstance(meta, str) and any(
+            f"draft-0{n}" in meta for n in range(3, 8))
         self.ws = (pynini.closure(json_values.ws_byte(), 0, JSON_SCHEMA_DEFAULTS["max_whitespace"])
                    if whitespace == "flexible" else lit(""))
         self._cache: dict[tuple[Any, ...], pynini.Fst] = {}
         self._keep: list[Any] = []  # synthesized nodes, kept alive so their ids stay unique
         self._recursive, targets = recursive_targets(schema, self.resolver)
+        # levels of recursion unrolled (max_depth, fewer where `_check_growth` says so), and
+        # the automaton size of each recursive target per level
+        self.turns = max_depth
+        self._sizes: dict[tuple[Any, ...], dict[int, int]] = {}
         # nodes that may be compiled more than once: only their automata are cached (caching
         # every node kept 78 million arcs alive on kb_145, most of them used once and already
         # copied into their parent)
@@ -144,7 +161,15 @@ class SchemaCompiler:
     def document(self) -> pynini.Fst:
         loc = Location([self.root], self.resolver)
         t0 = time.process_time()
-        body = self.value(self.root, "", loc, self.max_depth)
+        while True:
+            try:
+                body = self.value(self.root, "", loc, Unrolling(self.turns))
+                break
+            except _TooDeep as err:  # the cache keeps the inner turns: they are not rebuilt
+                log.warning("%s: recursion at %s unrolled %d levels, not %d (one more level "
+                            "would take about %s states)", self.where, err.path or "/",
+                            err.turns, self.turns, f"{err.states:,}")
+                self.turns = err.turns
         self._cache.clear()  # the parts are copied into the body: free them before the largest step
         if self.ws.num_states() > 1:
             body = self.ws + body + self.ws
@@ -178,7 +203,7 @@ class SchemaCompiler:
         return mark_minimal(doc)
 
     # -- values ------------------------------------------------------------------------------
-    def value(self, node: Any, path: str, loc: Location, rdepth: int) -> pynini.Fst:
+    def value(self, node: Any, path: str, loc: Location, rdepth: Unrolling) -> pynini.Fst:
         if node is True or (isinstance(node, dict) and _is_free(node)):
             return self.any_value(self.plain, self.max_depth)
         if node is False:
@@ -191,7 +216,21 @@ class SchemaCompiler:
         key = (id(node), loc.key, rdepth)
         if key not in self._cache:
             self._cache[key] = self._node(node, path, loc, rdepth)
+            if id(node) in self._recursive:
+                self._check_growth(node, path, loc, rdepth, self._cache[key])
         return self._cache[key]
+
+    def _check_growth(self, node: dict[str, Any], path: str, loc: Location, rdepth: Unrolling,
+                      fst: pynini.Fst) -> None:
+        """Stop before a level of recursion that would outgrow `max_states`: each level copies
+        the one inside it into every place the definition recurs; the next level's size is
+        predicted from the growth of the last (hayson's `dict`: 2.1 million states predicted at
+        the third level, so two are kept)."""
+        sizes = self._sizes.setdefault((id(node), loc.key, rdepth.here), {})
+        sizes[rdepth.left] = n = fst.num_states()
+        inner = sizes.get(rdepth.left - 1)
+        if inner and rdepth.left + 1 < self.turns and n * n // inner > self.max_states:
+            raise _TooDeep(rdepth.left + 1, path, n * n // inner)
 
     def any_value(self, loc: Location, depth: int, only: str | None = None) -> pynini.Fst:
         """Every JSON value at ``loc`` to ``depth`` (``only="object"``/``"array"``: those)."""
@@ -200,7 +239,10 @@ class SchemaCompiler:
             self._cache[key] = json_containers.any_value(self, loc, depth, only)
         return self._cache[key]
 
-    def _node(self, node: dict[str, Any], path: str, loc: Location, rdepth: int) -> pynini.Fst:
+    def _node(self, node: dict[str, Any], path: str, loc: Location,
+              rdepth: Unrolling) -> pynini.Fst:
+        if self.resolver.ref_alone and isinstance(node.get("$ref"), str) and len(node) > 1:
+            node = self.synth({"$ref": node["$ref"]})  # briefcase: `enum` beside `$ref`, draft 7
         for kw, why in _REFUSED.items():
             if kw in node:
                 raise self.fail(kw, f"{path}/{kw}", why)
@@ -212,8 +254,8 @@ class SchemaCompiler:
         ref = node.get("$ref")
         if isinstance(ref, str):
             target, tpath = self.resolver.resolve(ref, f"{path}/$ref")
-            depth = rdepth - 1 if id(target) in self._recursive else rdepth
-            parts.append(self.value(target, tpath, loc, depth) if depth >= 0 else empty())
+            inner = rdepth.enter(id(target)) if id(target) in self._recursive else rdepth
+            parts.append(self.value(target, tpath, loc, inner) if inner is not None else empty())
         for i, sub in enumerate(node.get("allOf") or []):
             parts.append(self.value(sub, f"{path}/allOf/{i}", loc, rdepth))
         if node.get("anyOf"):
@@ -255,7 +297,7 @@ class SchemaCompiler:
             names = [n for n in names if n != "integer"]
         return tuple(names)
 
-    def _typed(self, node: dict[str, Any], path: str, loc: Location, rdepth: int,
+    def _typed(self, node: dict[str, Any], path: str, loc: Location, rdepth: Unrolling,
                types: tuple[str, ...], as_filter: bool = False) -> pynini.Fst | None:
         """The node's own keywords (type, enum, const and the type-specific ones); None when
         they allow everything and ``as_filter`` (the in-place parts decide alone)."""
@@ -297,7 +339,7 @@ class SchemaCompiler:
         return union(parts)
 
     def _one_of(self, node: dict[str, Any], path: str, loc: Location,
-                rdepth: int) -> pynini.Fst:
+                rdepth: Unrolling) -> pynini.Fst:
         subs = node["oneOf"]
         langs = [self.value(s, f"{path}/{i}", loc, rdepth) for i, s in enumerate(subs)]
         # the node's own type and required keys hold beside the oneOf (its result is met with
@@ -318,7 +360,8 @@ class SchemaCompiler:
             out = pynini.difference(out, self.opt(union(overlaps), path))
         return out
 
-    def _if(self, node: dict[str, Any], path: str, loc: Location, rdepth: int) -> pynini.Fst:
+    def _if(self, node: dict[str, Any], path: str, loc: Location,
+            rdepth: Unrolling) -> pynini.Fst:
         cond = self.opt(self.value(node["if"], f"{path}/if", loc, rdepth), path)
         everything = self.any_value(loc, self.max_depth)
         yes = self.value(node.get("then", True), f"{path}/then", loc, rdepth)
@@ -326,7 +369,7 @@ class SchemaCompiler:
         return self.meet(cond, yes) | self.meet(pynini.difference(everything, cond), no)
 
     def _dependencies(self, node: dict[str, Any], path: str, loc: Location,
-                      rdepth: int) -> list[pynini.Fst]:
+                      rdepth: Unrolling) -> list[pynini.Fst]:
         """`dependentRequired`/`dependentSchemas`/`dependencies`: when property a is present,
         the object must also have the listed properties / match the schema."""
         out = []

@@ -22,10 +22,12 @@ from .json_lexical import (
     multiple_of_fst,
     number_equal_fst,
     number_fst,
+    repeat,
     string_of,
 )
 from .json_lexical import union as union_of
 from .json_location import Location, SchemaContext
+from .json_refs import Unrolling
 
 log = logging.getLogger("fstbeam")
 
@@ -44,7 +46,7 @@ def _bounded_string(lo: int, hi: int | None) -> pynini.Fst:
     if lo == 0 and hi is None:
         return free_string()
     unit = encode_content(any_char(), stage="json string unit")
-    body = pynini.closure(unit, lo, hi) if hi is not None else pynini.closure(unit, lo)
+    body = repeat(unit, lo, hi)
     return optimize(lit('"') + body + lit('"'), stage=f"json string {{{lo},{hi}}}")
 
 
@@ -144,8 +146,7 @@ def string(c: SchemaContext, node: dict[str, Any], path: str) -> pynini.Fst:
     if free and c.string_words is not None:
         decoded = c.string_words
     if lo or hi is not None:
-        chars = pynini.closure(any_char(), lo, hi) if hi is not None else \
-            pynini.closure(any_char(), lo)
+        chars = repeat(any_char(), lo, hi)
         chars = c.opt(chars, path)
         decoded = chars if decoded is None else pynini.intersect(c.opt(decoded, path), chars)
     if decoded is None:
@@ -190,4 +191,4 @@ def literal(c: SchemaContext, value: Any, path: str, loc: Location) -> pynini.Fs
                         "properties": {k: c.synth({"const": v}) for k, v in value.items()}})
     else:
         raise c.fail("enum", path, f"{value!r} is not a JSON value")
-    return c.value(node, path, loc, c.max_depth)
+    return c.value(node, path, loc, Unrolling(c.max_depth))  # holds no $ref

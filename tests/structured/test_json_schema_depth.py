@@ -1,0 +1,153 @@
+"""What `max_depth` cuts, against `jsonschema`: recursion counts the instance levels that enter
+a recursive definition (not `$ref` hops), and a finite declared structure is never cut. Each schema reproduces a valid
+JSONSchemaBench instance that an earlier rule rejected."""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+import pytest
+
+jsonschema = pytest.importorskip("jsonschema")
+
+from fstbeam.compiler.structured.json_location import order_instance  # noqa: E402
+from fstbeam.compiler.structured.json_schema import json_schema_fst  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from regex_oracle import accepts  # noqa: E402
+
+
+def check(schema, instances, max_depth=4):
+    """Every instance accepted exactly when `jsonschema` says it is valid; returns the
+    verdicts (so a test can also require that the valid ones are there)."""
+    fst = json_schema_fst(schema, max_depth=max_depth)
+    cls = jsonschema.validators.validator_for(schema)
+    out = []
+    for value in instances:
+        text = json.dumps(order_instance(schema, value), separators=(",", ":"),
+                          ensure_ascii=False)
+        ok = cls(schema).is_valid(value)
+        assert accepts(fst, text) == ok, (value, ok)
+        out.append(ok)
+    return out
+
+
+# a cycle through three definitions (JSONSchemaBench Github_medium o55244): a test group
+# holds cases, each a test or a group
+GROUPS = {
+    "$ref": "#/definitions/data",
+    "definitions": {
+        "data": {"type": "object", "properties": {"cases": {"$ref": "#/definitions/group"}},
+                 "required": ["cases"], "additionalProperties": False},
+        "group": {"type": "array", "items": {"$ref": "#/definitions/item"}, "minItems": 1},
+        "item": {"oneOf": [{"$ref": "#/definitions/test"}, {"$ref": "#/definitions/sub"}]},
+        "test": {"type": "object", "properties": {"p": {"type": "integer"}}, "required": ["p"]},
+        "sub": {"type": "object", "properties": {"cases": {"$ref": "#/definitions/group"}},
+                "required": ["cases"], "additionalProperties": False},
+    },
+}
+
+
+def test_recursion_counts_instance_levels_not_ref_hops():
+    # each level of cases is 2 instance levels (the array, then its item): the `$ref`s from
+    # `group` to `item` to `sub` at one place are not counted
+    one = {"cases": [{"p": 1}]}
+    two = {"cases": [{"p": 1}, {"cases": [{"p": 2}]}]}
+    three = {"cases": [{"cases": [{"cases": [{"p": 3}]}]}]}
+    bad = [{"cases": []}, {"cases": [{"cases": [{"q": 1}]}]}, {"cases": [{"p": "x"}]}]
+    assert check(GROUPS, [one, two, *bad], max_depth=4) == [True] * 2 + [False] * 3
+    # deeper than max_depth levels: cut (the documented bound), never accepted wrongly
+    text = json.dumps(three, separators=(",", ":"))
+    assert not accepts(json_schema_fst(GROUPS, max_depth=4), text)
+    assert check(GROUPS, [three, *bad], max_depth=6) == [True] + [False] * 3
+
+
+# hayson's shape: a value is one of several kinds; a grid's meta is a dict (allOf), whose
+# members are values again: four `$ref`s before the first nested value
+HAYSON = {
+    "anyOf": [{"$ref": "#/definitions/val"}],
+    "definitions": {
+        "val": {"oneOf": [{"type": "number"}, {"$ref": "#/definitions/dict"},
+                          {"$ref": "#/definitions/grid"}]},
+        "dict": {"type": "object", "properties": {"_kind": {"enum": ["dict"]}},
+                 "additionalProperties": False,
+                 "patternProperties": {"^[a-z]": {"$ref": "#/definitions/val"}}},
+        "meta": {"allOf": [{"$ref": "#/definitions/dict"}], "required": ["ver"]},
+        "grid": {"type": "object", "additionalProperties": False, "required": ["_kind", "meta"],
+                 "properties": {"_kind": {"enum": ["grid"]},
+                                "meta": {"$ref": "#/definitions/meta"},
+                                "rows": {"type": "array",
+                                         "items": {"$ref": "#/definitions/dict"}}}},
+    },
+}
+
+
+def test_a_cycle_through_allof_and_a_discriminated_oneof():
+    grid = {"_kind": "grid", "meta": {"_kind": "dict", "ver": 3},
+            "rows": [{"_kind": "dict", "c": 1, "d": {"_kind": "dict", "e": 2}}]}
+    bad = [{"_kind": "grid", "meta": {"_kind": "dict"}},  # meta without ver
+           {"_kind": "grid", "meta": {"ver": 1}, "rows": [{"C": 1}]},  # key not ^[a-z]
+           {"_kind": "dict", "a": {"_kind": "grid"}}]
+    assert check(HAYSON, [grid, {"a": 1, "b": {"c": 2}}, 5, *bad], max_depth=4) == [
+        True] * 3 + [False] * 3
+
+
+def test_a_level_that_would_outgrow_the_state_limit_is_not_unrolled(caplog):
+    # each level copies the value into 7 places: the third level is predicted past a small
+    # state limit and dropped, with a WARNING naming where
+    wide = {"$ref": "#/$defs/v",
+            "$defs": {"v": {"anyOf": [{"type": "integer"}, {
+                "type": "object", "additionalProperties": False,
+                "properties": {k: {"$ref": "#/$defs/v"} for k in "abcdefg"}}]}}}
+    from fstbeam.compiler.structured import json_schema
+
+    limit = json_schema.JSON_SCHEMA_DEFAULTS["max_states"]
+    json_schema.JSON_SCHEMA_DEFAULTS["max_states"] = 20_000
+    try:
+        with caplog.at_level(logging.WARNING, logger="fstbeam"):
+            fst = json_schema_fst(wide, max_depth=6)
+    finally:
+        json_schema.JSON_SCHEMA_DEFAULTS["max_states"] = limit
+    assert "recursion at /$defs/v unrolled" in caplog.text
+    assert accepts(fst, '{"a":{"b":1},"g":2}')
+    assert not accepts(fst, '{"a":"x"}')
+
+
+def test_declared_nesting_is_never_cut_free_values_nest_from_where_they_start():
+    # six declared levels, then a free object: max_depth=1 bounds only the free object
+    schema: dict = {"type": "object"}
+    for key in "fedcba":
+        schema = {"type": "object", "properties": {key: schema}, "required": [key]}
+
+    def doc(inner):
+        for key in "fedcba":
+            inner = {key: inner}
+        return inner
+
+    assert check(schema, [doc({"x": 1}), doc({}), doc(1), {"a": 1}], max_depth=1) == [
+        True, True, False, False]
+    text = json.dumps(doc({"x": {"y": 1}}), separators=(",", ":"))  # the free object nests 2
+    assert not accepts(json_schema_fst(schema, max_depth=1), text)
+    assert accepts(json_schema_fst(schema, max_depth=2), text)
+    assert accepts(json_schema_fst(schema), json.dumps(doc({"x": {"y": {"z": [1]}}}),
+                                                        separators=(",", ":")))  # default 4
+
+
+@pytest.mark.parametrize("meta,ignored", [("http://json-schema.org/draft-07/schema#", True),
+                                          ("http://json-schema.org/draft-04/schema#", True),
+                                          ("https://json-schema.org/draft/2020-12/schema", False)])
+def test_keywords_beside_ref_are_ignored_up_to_draft_7(meta, ignored):
+    # JSONSchemaBench briefcase (draft 7): `"secrettype": {"$ref": ..., "enum": ["key", "sas"]}`
+    defs = {"p": {"properties": {"key": {"type": "string"}}}}
+    enum = {"$schema": meta, "$defs": defs,
+            "properties": {"s": {"$ref": "#/$defs/p", "enum": ["key", {"key": "sas"}]}}}
+    assert check(enum, [{"s": {"key": "k"}}, {"s": {"key": 1}}, {"s": "key"}]) == [
+        ignored, False, True]
+    # two `oneOf` branches told apart only by an `enum` beside the `$ref`: the same branch in
+    # draft 7, so nothing is valid (`disjoint` must not read the ignored enums)
+    one_of = {"$schema": meta, "$defs": defs, "required": ["t"],
+              "oneOf": [{"properties": {"t": {"$ref": "#/$defs/p", "enum": [1]}}},
+                        {"properties": {"t": {"$ref": "#/$defs/p", "enum": [2]}}}]}
+    assert check(one_of, [{"t": 1}, {"t": 3}, {"t": {}}]) == [not ignored, False, False]
