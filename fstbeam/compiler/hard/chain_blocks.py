@@ -1,0 +1,245 @@
+"""Shift-equivalent blocks: one walk for the positions of a chain (the lift, `token_fsa.lift`).
+
+A string with ``maxLength`` N, or a pattern's bounded repetition ``[a-z]{1,64}``, is a chain of
+positions: from position p a token of n characters leads to position p + n. Every position has
+its own block ``(b, r)`` of nearly every token, and blocks are only shared by states that reach
+the same ``r`` (`token_fsa`), so a long chain costs (positions x vocabulary) token arcs.
+
+Numbered in depth-first postorder (`depth_first`), a chain is *affine*: position p + 1 is laid
+out like position p, its states shifted by a constant. An arc into a state entered from many
+states (`absolute_arcs`: the chain's exit, reached from every position) is *absolute*. Two
+states ``r0 < r`` are **shift-equivalent** when every byte string of at most K bytes (K: the
+longest token) is read from both alike: shifted by ``d = r - r0`` until the first absolute arc,
+the same states after it. K rounds of partition refinement find them (`shift_classes`; a
+state's signature: per byte, its shift and the target's class, or the absolute target).
+
+Blocks with the same first byte and class form a *group*. Its representative (the lowest
+state) is walked once until absolute arcs: the tokens that end inside are one block, with the
+representative's next states, that every member's link reads with an offset (the tables'
+``state_block_offset``, docs/tables.md); the tokens that leave are walked on as usual into the
+representative's block, every member's exit block (``state_block_exit``).
+
+The offset must hold in the *token* automaton's numbering, after pruning: `assemble` checks per
+block that its inside next states are alive exactly where the representative's are, and keep
+one offset; it spells out (absolute arcs) the blocks where not. Sharing is exact or not done.
+Positions near a chain's end (fewer than K bytes left) stay blocks of their own.
+"""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .array_ops import concat_ranges, csr, grouped, ranges
+
+if TYPE_CHECKING:
+    from .token_trie import TokenTrie
+
+# Fewer shift-equivalent states than this (with `MIN_DEGREE` arcs or more): nothing worth sharing.
+MIN_SHIFTED = 8
+MIN_DEGREE = 16
+# An arc into a state entered from this many states or more is absolute (a chain's exit).
+ABS_SOURCES = 8
+# The refinement compares [states, bytes used] rows; above this many cells it is not tried.
+MAX_CELLS = 1 << 24
+
+_DEPTH: weakref.WeakKeyDictionary[TokenTrie, int] = weakref.WeakKeyDictionary()
+
+
+def max_token_bytes(trie: TokenTrie) -> int:
+    """The trie's depth: the longest token in bytes (nodes are numbered depth by depth)."""
+    depth = _DEPTH.get(trie)
+    if depth is None:
+        depth, lo, hi = 0, 0, 1
+        has = trie.child_hi > trie.child_lo
+        while hi > lo:
+            kids = np.flatnonzero(has[lo:hi]) + lo
+            if not len(kids):
+                break
+            depth += 1
+            lo, hi = int(trie.child_lo[kids].min()), int(trie.child_hi[kids].max())
+        _DEPTH[trie] = depth
+    return depth
+
+
+def depth_first(num_states: int, start: int, ptr: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Old state id of each new id: depth-first postorder from ``start``, arcs in byte order
+    (``ptr``, ``dst``: CSR of arcs sorted by (state, byte)); states not reached come last.
+
+    A chain's first letter byte leads down the chain before anything else, so its positions
+    finish last to first, each after its own side states (UTF-8 continuations, escapes) laid
+    out alike: the chain is affine, one stride per position."""
+    succ, starts = dst.tolist(), ptr.tolist()
+    seen = [False] * num_states
+    order: list[int] = []
+    seen[start] = True
+    work = [(start, starts[start])]
+    while work:
+        v, i = work[-1]
+        end = starts[v + 1]
+        while i < end and seen[succ[i]]:
+            i += 1
+        if i < end:
+            w = succ[i]
+            work[-1] = (v, i + 1)
+            seen[w] = True
+            work.append((w, starts[w]))
+        else:
+            work.pop()
+            order.append(v)
+    rest = [q for q in range(num_states) if not seen[q]]
+    return np.asarray(order + rest, np.int64)
+
+
+def absolute_arcs(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """bool per arc: its target is entered from `ABS_SOURCES` states or more (a chain's exit,
+    reached from every position): read as the same state from every position, not shifted."""
+    pair = np.unique(dst.astype(np.int64) * num_states + src)
+    sources = np.bincount(pair // num_states, minlength=num_states)
+    return sources[dst] >= ABS_SOURCES
+
+
+def shift_classes(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.ndarray, is_abs: np.ndarray,
+                  rounds: int, degree: np.ndarray) -> np.ndarray | None:
+    """Class of every state: states of one class read every byte string of up to ``rounds``
+    bytes alike, up to the shift between them until the first absolute arc, to the same state
+    after it (module docstring); None where the rows would exceed `MAX_CELLS` or too few states
+    with many arcs share a class (`worth_sharing`; refinement only splits classes)."""
+    cols, col = np.unique(byte, return_inverse=True)
+    S = num_states
+    if S * len(cols) > MAX_CELLS:
+        return None
+    # no arc: S; a relative arc: its shift (-S, S); an absolute arc: S + 1 + its target
+    delta = np.full((S, len(cols)), S, np.int64)
+    delta[src, col] = np.where(is_abs, S + 1 + dst, dst - src)
+    cls = _rows(delta)
+    rel = ~is_abs
+    target = np.full((S, len(cols)), -1, np.int64)
+    for _ in range(rounds):
+        if not worth_sharing(cls, degree):
+            return None
+        target[src[rel], col[rel]] = cls[dst[rel]]
+        new = _rows(np.concatenate([cls[:, None], target], 1))
+        stable = new.max() == cls.max()
+        cls = new
+        if stable:  # a fixpoint: every further round gives the same partition
+            break
+    return cls if worth_sharing(cls, degree) else None
+
+
+def _rows(m: np.ndarray) -> np.ndarray:
+    """Class of each row of ``m``: equal rows, equal classes (exactly)."""
+    _, inv = np.unique(m, axis=0, return_inverse=True)
+    return inv.reshape(-1).astype(np.int64)
+
+
+def worth_sharing(cls: np.ndarray, degree: np.ndarray) -> bool:
+    """Enough states with many arcs share a class with another state."""
+    big = degree >= MIN_DEGREE
+    count = np.bincount(cls[big], minlength=int(cls.max()) + 1 if len(cls) else 0)
+    return int((count[cls[big]] >= 2).sum()) >= MIN_SHIFTED
+
+
+def groups(blk_byte: np.ndarray, blk_state: np.ndarray, cls: np.ndarray,
+           skip: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(group of each block, -1 for none; shift of each block from its group's representative;
+    the representative block of each group): blocks with the same first byte and class, two or
+    more, the ``skip`` blocks (walked otherwise, `shared_walks`) left out; the representative
+    is the block of the lowest state."""
+    nb = len(blk_byte)
+    grp, shift = np.full(nb, -1, np.int64), np.zeros(nb, np.int64)
+    cand = np.arange(nb) if skip is None else np.flatnonzero(~skip)
+    if not len(cand):
+        return grp, shift, np.zeros(0, np.int64)
+    key = blk_byte[cand] * (int(cls.max()) + 1) + cls[blk_state[cand]]
+    o = np.lexsort((blk_state[cand], key))
+    key, cand = key[o], cand[o]
+    first = np.r_[True, key[1:] != key[:-1]]
+    gid = np.cumsum(first) - 1
+    size = np.bincount(gid)
+    multi = size[gid] >= 2
+    _, gid = np.unique(gid[multi], return_inverse=True)
+    cand, first = cand[multi], first[multi]
+    reps = cand[first]
+    grp[cand] = gid
+    shift[cand] = blk_state[cand] - blk_state[reps[gid]]
+    return grp, shift, reps
+
+
+@dataclass(frozen=True, eq=False)
+class Chains:
+    """What the lift hands `assemble` of the shifted blocks (module docstring)."""
+
+    blk_group: np.ndarray  # int64 [NB]: group of each block, -1 for none
+    blk_shift: np.ndarray  # int64 [NB]: character-state shift from the group's representative
+    reps: np.ndarray  # int64 [G]: representative block of each group: its exit (absolute) arcs
+    rel: tuple[np.ndarray, np.ndarray, np.ndarray]  # (group, token, next state of the representative): inside arcs
+
+
+def pairs(ch: Chains, e_block: np.ndarray, e_next: np.ndarray, S: int) -> tuple[np.ndarray, ...]:
+    """The distinct (block, next state) pairs of the grouped blocks that the lift's searches
+    walk: (block, c, c + shift) for each distinct inside next state c of the group, and
+    (block, next state) for each distinct exit next state of a representative, for the other
+    members (a representative's exit arcs are its own arcs)."""
+    nb, G = len(ch.blk_group), len(ch.reps)
+    e = np.zeros(0, np.int64)
+    if not G:
+        return e, e, e, e, e
+    g, _, nxt = ch.rel
+    key = np.unique(g * S + nxt)
+    ptr, c = csr(key // S, G), key % S
+    k = np.flatnonzero(ch.blk_group >= 0)
+    gk = ch.blk_group[k]
+    pos = ranges(ptr, gk)
+    kk = np.repeat(k, ptr[gk + 1] - ptr[gk])
+    c = c[pos]
+    is_rep = np.zeros(nb, np.int64) - 1
+    is_rep[ch.reps] = np.arange(G)
+    m = is_rep[e_block] >= 0
+    key = np.unique(is_rep[e_block[m]] * S + e_next[m])
+    ptr, a = csr(key // S, G), key % S
+    k = k[ch.reps[gk] != k]  # members other than the representative
+    gk = ch.blk_group[k]
+    pos = ranges(ptr, gk)
+    return kk, c, c + ch.blk_shift[kk], np.repeat(k, ptr[gk + 1] - ptr[gk]), a[pos]
+
+
+def spelled_out(ch: Chains, blocks: np.ndarray, e_block: np.ndarray, e_tok: np.ndarray,
+                e_next: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Absolute arcs (block, token, next state) of grouped ``blocks``: the group's inside arcs
+    shifted, and (but for the representative, whose own they are) its exit arcs."""
+    g, tok, nxt = ch.rel
+    G = len(ch.reps)
+    gidx, gptr = grouped(g, np.arange(len(g), dtype=np.int64), G)
+    gb = ch.blk_group[blocks]
+    pos = gidx[concat_ranges(gptr[gb], gptr[gb + 1])]
+    k1 = np.repeat(blocks, gptr[gb + 1] - gptr[gb])
+    n1 = nxt[pos] + ch.blk_shift[k1]
+    t1 = tok[pos]
+    others = blocks[ch.reps[gb] != blocks]
+    r = ch.reps[ch.blk_group[others]]
+    idx, ptr = grouped(e_block, np.arange(len(e_block), dtype=np.int64), len(ch.blk_group))
+    pos = idx[concat_ranges(ptr[r], ptr[r + 1])]
+    k2 = np.repeat(others, ptr[r + 1] - ptr[r])
+    return np.concatenate([k1, k2]), np.concatenate([t1, e_tok[pos]]), np.concatenate([n1, e_next[pos]])
+
+
+def failing(k: np.ndarray, ok: np.ndarray, nb: int) -> np.ndarray:
+    """The blocks among ``k`` with some pair not ``ok``."""
+    bad = np.zeros(nb, bool)
+    bad[k[~ok]] = True
+    return np.flatnonzero(bad)
+
+
+def offsets(k: np.ndarray, c: np.ndarray, n: np.ndarray, new_id: np.ndarray, nb: int) -> tuple[np.ndarray, np.ndarray]:
+    """(offset per block, blocks where it fails): the token-state offset of each grouped block,
+    ``new_id[c + shift] - new_id[c]``, which must be one non-negative number over the block's
+    inside pairs, both states kept."""
+    a, b = new_id[c], new_id[n]
+    diff = b - a
+    off = np.zeros(nb, np.int64)
+    off[k] = diff  # (any pair's; checked below)
+    ok = (a >= 0) & (b >= 0) & (diff == off[k]) & (diff >= 0)
+    return off, failing(k, ok, nb)
