@@ -151,3 +151,18 @@ def test_gemma_chains_lift_to_the_plain_language(source, monkeypatch):
     tg = build_tables(grouped, vocab)
     check_hard(tg, vocab.width, vocab.eos_ids, "grouped")
     assert_same_language_fast(build_tables(plain, vocab), tg)
+
+
+def test_hash_collisions_fall_back_to_exact_rows(monkeypatch):
+    """With every arc list hashed alike the comparison with each class's first state fails and
+    the padded rows are sorted instead: the same partition."""
+    dfa = _Arcs.of(fst_to_dfa(pynini.connect(json_schema_fst(SCHEMAS[1], max_depth=2))))
+    src, byte, dst = dfa.src, dfa.byte, dfa.dst
+    is_abs = chain_blocks.absolute_arcs(dfa.num_states, src, dst)
+    degree = np.diff(dfa.ptr)
+    hashed = chain_blocks.shift_classes(dfa.num_states, src, byte, dst, is_abs, 6, degree)
+    monkeypatch.setattr(chain_blocks, "_MIX", np.uint64(0))
+    rows = chain_blocks.shift_classes(dfa.num_states, src, byte, dst, is_abs, 6, degree)
+    assert hashed is not None and rows is not None
+    pairs = set(zip(hashed.tolist(), rows.tolist()))
+    assert len(pairs) == len(set(hashed.tolist())) == len(set(rows.tolist()))  # one partition

@@ -42,8 +42,6 @@ MIN_SHIFTED = 8
 MIN_DEGREE = 16
 # An arc into a state entered from this many states or more is absolute (a chain's exit).
 ABS_SOURCES = 8
-# The refinement compares [states, bytes used] rows; above this many cells it is not tried.
-MAX_CELLS = 1 << 24
 
 _DEPTH: weakref.WeakKeyDictionary[TokenTrie, int] = weakref.WeakKeyDictionary()
 
@@ -105,23 +103,22 @@ def shift_classes(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.nd
                   rounds: int, degree: np.ndarray) -> np.ndarray | None:
     """Class of every state: states of one class read every byte string of up to ``rounds``
     bytes alike, up to the shift between them until the first absolute arc, to the same state
-    after it (module docstring); None where the rows would exceed `MAX_CELLS` or too few states
-    with many arcs share a class (`worth_sharing`; refinement only splits classes)."""
-    cols, col = np.unique(byte, return_inverse=True)
+    after it (module docstring); None where too few states with many arcs share a class
+    (`worth_sharing`; refinement only splits classes). ``src`` sorted (arcs by state, byte)."""
     S = num_states
-    if S * len(cols) > MAX_CELLS:
-        return None
-    # no arc: S; a relative arc: its shift (-S, S); an absolute arc: S + 1 + its target
-    delta = np.full((S, len(cols)), S, np.int64)
-    delta[src, col] = np.where(is_abs, S + 1 + dst, dst - src)
-    cls = _rows(delta)
-    rel = ~is_abs
-    target = np.full((S, len(cols)), -1, np.int64)
+    ptr = csr(src, S)
+    # a relative arc: its shift (-S, S); an absolute arc: S + 1 + its target
+    code = np.where(is_abs, S + 1 + dst, dst - src)
+    cls = _classes(ptr, src, [np.diff(ptr)], [byte, code])
+    # From here on states of one class have the same arcs and shifts: only the classes of their
+    # distinct relative targets (in the order of their shifts) can still differ.
+    pair = np.unique(src[~is_abs] * S + dst[~is_abs])
+    u_src, u_dst = pair // S, pair % S
+    u_ptr = csr(u_src, S)
     for _ in range(rounds):
         if not worth_sharing(cls, degree):
             return None
-        target[src[rel], col[rel]] = cls[dst[rel]]
-        new = _rows(np.concatenate([cls[:, None], target], 1))
+        new = _classes(u_ptr, u_src, [cls], [cls[u_dst]])
         stable = new.max() == cls.max()
         cls = new
         if stable:  # a fixpoint: every further round gives the same partition
@@ -129,9 +126,56 @@ def shift_classes(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.nd
     return cls if worth_sharing(cls, degree) else None
 
 
-def _rows(m: np.ndarray) -> np.ndarray:
-    """Class of each row of ``m``: equal rows, equal classes (exactly)."""
-    _, inv = np.unique(m, axis=0, return_inverse=True)
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer: every input bit moves every output bit (sums of mixed arcs then
+    collide only by chance)."""
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def _classes(ptr: np.ndarray, src: np.ndarray, per_state: list[np.ndarray], per_arc: list[np.ndarray]) -> np.ndarray:
+    """Class of each state: equal ``per_state`` values and equal lists of ``per_arc`` values (arcs
+    in order), exactly. Lists are hashed, then every state is compared with its class's first
+    state (the ``per_state`` values must fix the number of arcs); a collision, never seen in
+    practice, falls back to sorting the padded rows."""
+    S = len(ptr) - 1
+    pos = np.arange(len(src), dtype=np.int64) - ptr[src]
+    h = _mix(pos.view(np.uint64))
+    with np.errstate(over="ignore"):
+        for a in per_arc:
+            h = _mix(h * _MIX ^ a.astype(np.int64).view(np.uint64))
+        row = np.zeros(S, np.uint64)
+        has = np.flatnonzero(np.diff(ptr) > 0)
+        if len(has):
+            row[has] = np.add.reduceat(h, ptr[has])
+    keys = [*per_state, row.view(np.int64)]
+    o = np.lexsort(keys[::-1])
+    new = np.zeros(S, bool)
+    if S:
+        new[0] = True
+    for k in keys:
+        ks = k[o]
+        new[1:] |= ks[1:] != ks[:-1]
+    label = np.empty(S, np.int64)
+    label[o] = np.cumsum(new) - 1
+    first = np.empty(int(label.max()) + 1 if S else 0, np.int64)
+    first[label[o[::-1]]] = o[::-1]  # (the lowest state of each class)
+    twin = ptr[first[label[src]]] + pos
+    same = all(np.array_equal(k, k[first[label]]) for k in per_state)
+    if same and all(np.array_equal(a, a[twin]) for a in per_arc):
+        return label
+    width = int(np.diff(ptr).max()) if S else 0
+    rows = np.full((S, len(per_state) + width * len(per_arc)), np.iinfo(np.int64).min, np.int64)
+    for k, a in enumerate(per_state):
+        rows[:, k] = a
+    for k, a in enumerate(per_arc):
+        rows[src, len(per_state) + pos * len(per_arc) + k] = a
+    _, inv = np.unique(rows, axis=0, return_inverse=True)
     return inv.reshape(-1).astype(np.int64)
 
 
