@@ -264,7 +264,10 @@ def spelled_out(ch: Chains, blocks: np.ndarray, e_block: np.ndarray, e_tok: np.n
     t1 = tok[pos]
     others = blocks[ch.reps[gb] != blocks]
     r = ch.reps[ch.blk_group[others]]
-    idx, ptr = grouped(e_block, np.arange(len(e_block), dtype=np.int64), len(ch.blk_group))
+    need = np.zeros(len(ch.blk_group), bool)
+    need[r] = True
+    sel = np.flatnonzero(need[e_block])  # (only the representatives' arcs: one sort of those)
+    idx, ptr = grouped(e_block[sel], sel, len(ch.blk_group))
     pos = idx[concat_ranges(ptr[r], ptr[r + 1])]
     k2 = np.repeat(others, ptr[r + 1] - ptr[r])
     return np.concatenate([k1, k2]), np.concatenate([t1, e_tok[pos]]), np.concatenate([n1, e_next[pos]])
