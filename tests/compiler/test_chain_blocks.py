@@ -41,6 +41,8 @@ SCHEMAS = [
                                       "c": {"type": "string"}}, "required": ["a"]},
 ]
 
+REAL_THRESHOLDS = (chain_blocks.MIN_SHIFTED, chain_blocks.MIN_DEGREE)
+
 
 def vocab_of(byte_fallback: bool) -> Vocab:
     high = range(128, 256) if byte_fallback else range(0)
@@ -138,8 +140,8 @@ def test_gemma_chains_lift_to_the_plain_language(source, monkeypatch):
 
     import fstbeam
 
-    monkeypatch.setattr(chain_blocks, "MIN_SHIFTED", 8)
-    monkeypatch.setattr(chain_blocks, "MIN_DEGREE", 16)
+    monkeypatch.setattr(chain_blocks, "MIN_SHIFTED", REAL_THRESHOLDS[0])
+    monkeypatch.setattr(chain_blocks, "MIN_DEGREE", REAL_THRESHOLDS[1])
     vocab = fstbeam.compile_constraints(words=["warm"], tokenizer="default").vocab
     trie = token_trie(vocab)
     fst = regex_fst(source) if isinstance(source, str) else json_schema_fst(source)

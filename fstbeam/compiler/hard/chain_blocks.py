@@ -37,8 +37,9 @@ from .array_ops import concat_ranges, csr, grouped, ranges
 if TYPE_CHECKING:
     from .token_trie import TokenTrie
 
-# Fewer shift-equivalent states than this (with `MIN_DEGREE` arcs or more): nothing worth sharing.
-MIN_SHIFTED = 8
+# Fewer shift-equivalent states than this (with `MIN_DEGREE` arcs or more): nothing worth sharing
+# (a DFA with fewer such states is not even numbered: small compiles pay nothing).
+MIN_SHIFTED = 64
 MIN_DEGREE = 16
 # An arc into a state entered from this many states or more is absolute (a chain's exit).
 ABS_SOURCES = 8
@@ -69,6 +70,12 @@ def depth_first(num_states: int, start: int, ptr: np.ndarray, dst: np.ndarray) -
     A chain's first letter byte leads down the chain before anything else, so its positions
     finish last to first, each after its own side states (UTF-8 continuations, escapes) laid
     out alike: the chain is affine, one stride per position."""
+    # only the first arc to each successor matters for the order (a string's state has 147 arcs
+    # to about 10 states): the loop below runs over those
+    src = np.repeat(np.arange(num_states), np.diff(ptr))
+    _, first = np.unique(src * num_states + dst, return_index=True)
+    first.sort()
+    ptr, dst = csr(src[first], num_states), dst[first]
     succ, starts = dst.tolist(), ptr.tolist()
     seen = [False] * num_states
     order: list[int] = []
@@ -97,6 +104,12 @@ def absolute_arcs(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarr
     pair = np.unique(dst.astype(np.int64) * num_states + src)
     sources = np.bincount(pair // num_states, minlength=num_states)
     return sources[dst] >= ABS_SOURCES
+
+
+def unshifted_classes(ptr: np.ndarray, src: np.ndarray, byte: np.ndarray, dst: np.ndarray, is_abs: np.ndarray) -> np.ndarray:
+    """Classes by each state's bytes and absolute targets alone (any numbering): every class of
+    `shift_classes` lies inside one of these, so where these share too little, so do they."""
+    return _classes(ptr, src, [np.diff(ptr)], [byte, np.where(is_abs, dst, -1)])
 
 
 def shift_classes(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.ndarray, is_abs: np.ndarray,
