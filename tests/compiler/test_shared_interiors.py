@@ -19,7 +19,7 @@ from shared_oracle import assert_same_language
 
 import fstbeam
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.hard import walk_memo
+from fstbeam.compiler.hard import chain_blocks, walk_memo
 from fstbeam.compiler.hard.tables import build_tables
 from fstbeam.compiler.hard.token_fsa import lift
 from fstbeam.compiler.hard.token_trie import token_trie
@@ -56,6 +56,7 @@ def vocab_of(byte_fallback: bool | str) -> Vocab:
 
 @pytest.fixture(autouse=True)
 def fresh_memo(monkeypatch):
+    monkeypatch.setattr(chain_blocks, "MIN_SHIFTED", 10**9)  # interiors alone (with chains: test_chain_blocks.py)
     monkeypatch.setattr(walk_memo, "_SHARED", weakref.WeakKeyDictionary())
     monkeypatch.setattr(walk_memo, "_ONCE", weakref.WeakKeyDictionary())
 

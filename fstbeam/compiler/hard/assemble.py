@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import chain_blocks
 from .array_ops import concat_ranges, csr, grouped, order_by, ranges, sorted_triples
 
 UNREACHABLE = np.iinfo(np.int32).max
@@ -48,10 +49,19 @@ class Interiors:
         return Interiors(np.full(nb, -1, np.int64), np.full(nb, -1, np.int64), [], np.zeros(1, np.int64), e, e)
 
 
-def assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next, inner: Interiors | None) -> dict:
+def assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next, inner: Interiors | None,
+             chain: chain_blocks.Chains | None = None) -> dict:
     """`TokenFSA` fields of the lifted arcs: keep what is reachable from the start at token
-    boundaries and can still finish; states renumbered (start = 0, each shared copy contiguous)."""
+    boundaries and can still finish; states renumbered (start = 0, each shared copy contiguous).
+    ``chain``: the blocks grouped by `chain_blocks` (their inside arcs once per group)."""
     S, nb = dfa.num_states, int(pair_block.max()) + 1 if len(pair_block) else 0
+    e0 = np.zeros(0, np.int64)
+    if chain is None:
+        chain = chain_blocks.Chains(np.full(nb, -1, np.int64), np.zeros(nb, np.int64), e0, (e0, e0, e0))
+    blk_group = chain.blk_group.copy()  # (-1 once a block is spelled out)
+    g_g, g_tok, g_next = chain.rel
+    # a grouped block's (block, next state) pairs: inside (c: the representative's, n = c + shift) and exits
+    ck, cc, cn, xk, xn = chain_blocks.pairs(chain, e_block, e_next, S)
     final, start = dfa.final, dfa.start
     if inner is None:
         inner = Interiors.none(nb)
@@ -85,7 +95,18 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next, inner
     # (a string's ~250k tokens reach a dozen states) they walk the distinct pairs only.
     dedupe = len(e_block) > DEDUPE_ARCS_PER_STATE * S
     d_block, d_next = _distinct(e_block, e_next, S) if dedupe else (e_block, e_next)
-    dist = _distances(final, q_idx, pair_block, np.concatenate([d_block, pb]), np.concatenate([d_next, pn]), nb, S)
+    dist = _distances(final, q_idx, pair_block, np.concatenate([d_block, pb, ck, xk]),
+                      np.concatenate([d_next, pn, cn, xn]), nb, S)
+    # A grouped block whose inside next states are not alive exactly where its representative's
+    # are is spelled out (absolute arcs, pruned below like any other).
+    alive = dist < UNREACHABLE
+    bad = chain_blocks.failing(ck, alive[cc] == alive[cn], nb)
+    if len(bad):
+        x_b, x_t, x_n = chain_blocks.spelled_out(chain, bad, e_block, e_tok, e_next)
+        e_block, e_tok, e_next = np.concatenate([e_block, x_b]), np.concatenate([e_tok, x_t]), np.concatenate([e_next, x_n])
+        blk_group[bad] = -1
+        if not dedupe:
+            d_block, d_next = e_block, e_next
     # Copies shared exactly: every member can finish, the start is not a member. Others: absolute.
     ok = np.ones(len(sizes), bool)
     if len(sizes):
@@ -110,11 +131,20 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next, inner
             d_block, d_next = d_block[alive_pair], d_next[alive_pair]
         else:
             d_block, d_next = e_block, e_next
+    ck, cc, cn = ck[alive[cn]], cc[alive[cn]], cn[alive[cn]]
+    xk, xn = xk[alive[xn]], xn[alive[xn]]
+    g_live = alive[g_next]
+    g_g, g_tok, g_next = sorted_triples(g_g[g_live], g_tok[g_live], g_next[g_live])
+    g_size = np.bincount(g_g, minlength=len(chain.reps))
+    chain = chain_blocks.Chains(chain.blk_group, chain.blk_shift, chain.reps, (g_g, g_tok, g_next))  # (alive arcs only)
     abs_size = np.bincount(e_block, minlength=nb)
+    grouped_blk = np.flatnonzero(blk_group >= 0)
+    abs_size[grouped_blk] = abs_size[chain.reps[blk_group[grouped_blk]]]  # (the group's exits)
+    abs_size[grouped_blk] += g_size[blk_group[grouped_blk]]  # (for the links kept just below: a size, either part)
     sb_keep = ((abs_size > 0) | (blk_inner >= 0))[pair_block]
     q_idx, b_idx, pair_block = q_idx[sb_keep], b_idx[sb_keep], pair_block[sb_keep]
     pb, pn = pseudo(blk_inner)
-    a_block, a_next = np.concatenate([d_block, pb]), np.concatenate([d_next, pn])
+    a_block, a_next = np.concatenate([d_block, pb, ck, xk]), np.concatenate([d_next, pn, cn, xn])
     shared = ok.copy()  # copies still shared: kept whole once one member is reachable
     reach = _reachable(np.array([start]), q_idx, pair_block, a_block, a_next, nb, S)
     while len(sizes):
@@ -142,10 +172,25 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next, inner
     base = new_id[members[copy_off]] if len(sizes) else np.zeros(1, np.int64)  # each copy's first state
     sb_keep = keep_state[q_idx]
     q_idx, b_idx, pair_block = new_id[q_idx[sb_keep]], b_idx[sb_keep], pair_block[sb_keep]
+    # Grouped blocks: one token-state offset per block for its inside arcs, else spelled out after all.
+    used = np.zeros(nb, bool)
+    used[pair_block] = True
+    in_use = used[ck]
+    blk_off, bad = chain_blocks.offsets(ck[in_use], cc[in_use], cn[in_use], new_id, nb)
+    bad = bad[blk_group[bad] >= 0]
+    if len(bad):
+        x_b, x_t, x_n = chain_blocks.spelled_out(chain, bad, e_block, e_tok, e_next)
+        e_block, e_tok, e_next = np.concatenate([e_block, x_b]), np.concatenate([e_tok, x_t]), np.concatenate([e_next, x_n])
+        blk_group[bad] = -1
+    abs_size = np.bincount(e_block, minlength=nb)
+    in_grp = blk_group[pair_block] >= 0
+    grp_of = np.maximum(blk_group[pair_block], 0)
+    rep_of = np.where(in_grp, chain.reps[grp_of] if len(chain.reps) else 0, pair_block)  # the block holding a link's exits
+    has_rel = in_grp & (g_size[grp_of] > 0 if len(chain.reps) else in_grp)
     # Blocks: the absolute parts first (in lift order), then the shared interiors.
     is_sh = blk_inner[pair_block] >= 0
     abs_used = np.zeros(nb, bool)
-    abs_used[pair_block[abs_size[pair_block] > 0]] = True
+    abs_used[rep_of[abs_size[rep_of] > 0]] = True
     blk_new = np.full(nb, -1, np.int64)
     nabs = int(abs_used.sum())
     blk_new[abs_used] = np.arange(nabs)
@@ -153,9 +198,14 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next, inner
     inner_used[blk_inner[pair_block[is_sh]]] = True
     inner_new = np.full(n_inner + 1, -1, np.int64)  # (index -1: no interior)
     inner_new[:n_inner][inner_used] = nabs + np.arange(int(inner_used.sum()))
-    sb_id = np.where(is_sh, inner_new[blk_inner[pair_block]], blk_new[pair_block])
-    sb_off = np.where(is_sh, base[np.maximum(blk_copy[pair_block], 0)], 0)
-    sb_exit = np.where(is_sh & (abs_size[pair_block] > 0), blk_new[pair_block], -1)
+    g_used = np.zeros(len(chain.reps), bool)
+    g_used[grp_of[has_rel]] = True
+    n_first = nabs + int(inner_used.sum())
+    g_new = np.full(len(chain.reps) + 1, -1, np.int64)
+    g_new[:-1][g_used] = n_first + np.arange(int(g_used.sum()))
+    sb_id = np.where(is_sh, inner_new[blk_inner[pair_block]], np.where(has_rel, g_new[grp_of], blk_new[rep_of]))
+    sb_off = np.where(is_sh, base[np.maximum(blk_copy[pair_block], 0)], np.where(has_rel, blk_off[pair_block], 0))
+    sb_exit = np.where((is_sh | has_rel) & (abs_size[rep_of] > 0), blk_new[rep_of], -1)
     e_keep = abs_used[e_block]
     if not e_keep.all():
         e_block, e_tok, e_next = e_block[e_keep], e_tok[e_keep], e_next[e_keep]
@@ -167,6 +217,11 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next, inner
     pos = concat_ranges(inner.ptr[used_k], inner.ptr[used_k + 1])
     block_ptr = csr(e_block, nabs)
     block_ptr = np.concatenate([block_ptr, len(e_tok) + np.cumsum(np.diff(inner.ptr)[used_k])])
+    g_keep = g_used[g_g]
+    g_tok_k, g_next_k = g_tok[g_keep], new_id[g_next[g_keep]]
+    if len(g_next_k) and int(g_next_k.min()) < 0:  # (checked by `chain_blocks.offsets`)
+        raise AssertionError("lift: a group's inside arc leads to a dropped state")
+    block_ptr = np.concatenate([block_ptr, block_ptr[-1] + np.cumsum(g_size[g_used])])
 
     Sn = len(order)
     sb_order = order_by(q_idx, b_idx)
@@ -183,8 +238,8 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next, inner
         state_block_offset=sb_off[sb_order].astype(np.int64),
         state_block_exit=sb_exit[sb_order].astype(np.int32),
         block_ptr=block_ptr.astype(np.int64),
-        block_tokens=np.concatenate([e_tok, inner.tok[pos]]).astype(np.int32),
-        block_next=np.concatenate([e_next, inner.rel[pos]]).astype(np.int32),
+        block_tokens=np.concatenate([e_tok, inner.tok[pos], g_tok_k]).astype(np.int32),
+        block_next=np.concatenate([e_next, inner.rel[pos], g_next_k]).astype(np.int32),
         char_state=order.astype(np.int32),
     )
 

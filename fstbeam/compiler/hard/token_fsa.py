@@ -19,7 +19,7 @@ import numpy as np
 
 from ...contract.hard import factored_fst_bytes
 from ..char_dfa import CharDFA
-from . import shared_walks
+from . import chain_blocks, shared_walks
 from .array_ops import concat_ranges, csr, grouped, order_by, sorted_triples  # noqa: F401  (re-exported)
 from .assemble import Interiors, assemble
 from .token_trie import TokenTrie
@@ -139,6 +139,9 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     if share_walks is None:
         share_walks = isinstance(dfa, CharDFA)
     dfa = _Arcs.of(dfa)
+    chains = _chains(dfa, trie) if share_walks else None
+    if chains is not None:
+        dfa, old_id, cls, is_abs = chains
     S = dfa.num_states
     # 1. Distinct (first byte, state after it) pairs become blocks.
     has_tok = trie.depth1[dfa.byte] >= 0
@@ -157,15 +160,28 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     out_block, out_node, out_state = [empty], [empty], [empty]
     step = _Stepper(dfa, trie)
     shared = shared_walks.share(dfa, trie, blk_byte, blk_state, _Arcs.plain, _Stepper) if share_walks else None
+    walk = np.ones(nb, bool)
+    if chains is not None:  # grouped blocks are not walked: their representative's inside walk is, once per group
+        grp, shift, reps = chain_blocks.groups(blk_byte, blk_state, cls, shared.handled if shared is not None else None)
+        walk = grp < 0
+        log.info("lift: %d blocks in %d groups of shift-equivalent blocks", int((grp >= 0).sum()), len(reps))
     if shared is not None:  # interiors of large components from the memo; the BFS goes on from their exits
+        walk &= ~shared.handled
         c_b, c_n, c_s = shared.conts
-        node = np.concatenate([node[~shared.handled], c_n])
-        state = np.concatenate([state[~shared.handled], c_s])
-        block = np.concatenate([block[~shared.handled], c_b])
+        node = np.concatenate([node[walk], c_n])
+        state = np.concatenate([state[walk], c_s])
+        block = np.concatenate([block[walk], c_b])
         a_b, a_n, a_s = shared.absolute  # token ends inside interiors walked from the memo, not shared
         out_block.append(a_b)
         out_node.append(a_n)
         out_state.append(a_s)
+    elif chains is not None:
+        node, state, block = node[walk], state[walk], block[walk]
+    if chains is not None:  # the representatives' walks: inside arcs kept per group, exits walked on as usual
+        ends, (x_g, x_n, x_s) = _walk_inside(dfa, trie, is_abs, blk_byte[reps], blk_state[reps])
+        node = np.concatenate([node, x_n])
+        state = np.concatenate([state, x_s])
+        block = np.concatenate([block, reps[x_g]])
     while len(node):
         has = trie.tok_ptr[node + 1] > trie.tok_ptr[node]
         out_block.append(block[has])
@@ -193,12 +209,65 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         inner = Interiors(shared.blk_inner, shared.blk_copy, shared.copies, csr(i_k, n_inner), i_tok, i_rel, distinct)
 
     # 3. Keep what is reachable from the start at token boundaries and can still finish.
-    fsa = TokenFSA(**assemble(dfa, width, q_idx, b_idx, pair_block, tblock, tokens, tnext, inner))
+    chain = None
+    if chains is not None:
+        chain = chain_blocks.Chains(grp, shift, reps, _expand(trie, *ends, ok))
+    fields = assemble(dfa, width, q_idx, b_idx, pair_block, tblock, tokens, tnext, inner, chain)
+    if chains is not None:
+        fields["char_state"] = old_id[fields["char_state"]].astype(np.int32)
+    fsa = TokenFSA(**fields)
     log.info(
         "lift: %d char states -> %d token states, %d blocks, %d token arcs stored (%d unfactored) in %.3f s",
         S, fsa.num_states, fsa.num_blocks, len(fsa.block_tokens), fsa.expanded_arcs(), time.perf_counter() - t0,
     )
     return fsa
+
+
+def _chains(dfa: _Arcs, trie: TokenTrie) -> tuple[_Arcs, np.ndarray, np.ndarray, np.ndarray] | None:
+    """(the DFA renumbered (`chain_blocks.depth_first`), old id of each new state, shift class
+    of each state, absolute arcs) where chains of shift-equivalent states are worth sharing
+    (`chain_blocks`), else None (the DFA is left as it is, and so are its tables)."""
+    S = dfa.num_states
+    degree = np.diff(dfa.ptr)
+    if int((degree >= chain_blocks.MIN_DEGREE).sum()) < chain_blocks.MIN_SHIFTED:
+        return None
+    is_abs = chain_blocks.absolute_arcs(S, dfa.src, dfa.dst)  # (numbering-free: a first, cheap rejection)
+    if not chain_blocks.worth_sharing(chain_blocks.unshifted_classes(dfa.ptr, dfa.src, dfa.byte, dfa.dst, is_abs), degree):
+        return None
+    old_id = chain_blocks.depth_first(S, dfa.start, dfa.ptr, dfa.dst)
+    new_id = np.empty_like(old_id)
+    new_id[old_id] = np.arange(len(old_id))
+    src, dst = new_id[dfa.src], new_id[dfa.dst]
+    o = order_by(src, dfa.byte)
+    src, byte, dst = src[o], dfa.byte[o], dst[o]
+    is_abs = chain_blocks.absolute_arcs(S, src, dst)
+    cls = chain_blocks.shift_classes(S, src, byte, dst, is_abs, chain_blocks.max_token_bytes(trie), degree[old_id])
+    if cls is None:
+        return None
+    return _Arcs(S, int(new_id[dfa.start]), dfa.final[old_id], src, byte, dst), old_id, cls, is_abs
+
+
+def _walk_inside(dfa: _Arcs, trie: TokenTrie, is_abs: np.ndarray, byte: np.ndarray,
+                 state: np.ndarray) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """Each group representative's walk from ``state`` after first ``byte`` (group = index) until
+    an absolute arc: ((group, node, state) of the token ends inside, (group, child node, state
+    after the absolute arc) of the exits)."""
+    S = dfa.num_states
+    step = _Stepper(_Arcs.plain(S + 1, dfa.src, dfa.byte, np.where(is_abs, S, dfa.dst)), trie)
+    g, node = np.arange(len(byte), dtype=np.int64), trie.depth1[byte]
+    ends, exits = [], []
+    while len(node):
+        has = trie.tok_ptr[node + 1] > trie.tok_ptr[node]
+        ends.append((g[has], node[has], state[has]))
+        s, node, nxt = step(node, state)
+        g, state = g[s], state[s]
+        out = nxt == S
+        exits.append((g[out], node[out], state[out]))
+        g, node, state = g[~out], node[~out], nxt[~out].astype(np.int64)
+    e_g, e_n, e_s = (np.concatenate(x) for x in zip(*ends)) if ends else (np.zeros(0, np.int64),) * 3
+    x_g, x_n, x_s = (np.concatenate(x) for x in zip(*exits)) if exits else (np.zeros(0, np.int64),) * 3
+    x_s = dfa.step(x_s, trie.node_byte[x_n].astype(np.int64)).astype(np.int64)  # (an absolute arc: defined)
+    return (e_g, e_n, e_s), (x_g, x_n, x_s)
 
 
 class _Stepper:

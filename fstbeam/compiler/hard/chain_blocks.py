@@ -1,0 +1,305 @@
+"""Shift-equivalent blocks: one walk for the positions of a chain (the lift, `token_fsa.lift`).
+
+A string with ``maxLength`` N, or a pattern's bounded repetition ``[a-z]{1,64}``, is a chain of
+positions: from position p a token of n characters leads to position p + n. Every position has
+its own block ``(b, r)`` of nearly every token, and blocks are only shared by states that reach
+the same ``r`` (`token_fsa`), so a long chain costs (positions x vocabulary) token arcs.
+
+Numbered in depth-first postorder (`depth_first`), a chain is *affine*: position p + 1 is laid
+out like position p, its states shifted by a constant. An arc into a state entered from many
+states (`absolute_arcs`: the chain's exit, reached from every position) is *absolute*. Two
+states ``r0 < r`` are **shift-equivalent** when every byte string of at most K bytes (K: the
+longest token) is read from both alike: shifted by ``d = r - r0`` until the first absolute arc,
+the same states after it. K rounds of partition refinement find them (`shift_classes`; a
+state's signature: per byte, its shift and the target's class, or the absolute target).
+
+Blocks with the same first byte and class form a *group*. Its representative (the lowest
+state) is walked once until absolute arcs: the tokens that end inside are one block, with the
+representative's next states, that every member's link reads with an offset (the tables'
+``state_block_offset``, docs/tables.md); the tokens that leave are walked on as usual into the
+representative's block, every member's exit block (``state_block_exit``).
+
+The offset must hold in the *token* automaton's numbering, after pruning: `assemble` checks per
+block that its inside next states are alive exactly where the representative's are, and keep
+one offset; it spells out (absolute arcs) the blocks where not. Sharing is exact or not done.
+Positions near a chain's end (fewer than K bytes left) stay blocks of their own.
+"""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .array_ops import concat_ranges, csr, grouped, ranges
+
+if TYPE_CHECKING:
+    from .token_trie import TokenTrie
+
+# Fewer shift-equivalent states than this (with `MIN_DEGREE` arcs or more): nothing worth sharing
+# (a DFA with fewer such states is not even numbered: small compiles pay nothing).
+MIN_SHIFTED = 64
+MIN_DEGREE = 16
+# An arc into a state entered from this many states or more is absolute (a chain's exit).
+ABS_SOURCES = 8
+
+_DEPTH: weakref.WeakKeyDictionary[TokenTrie, int] = weakref.WeakKeyDictionary()
+
+
+def max_token_bytes(trie: TokenTrie) -> int:
+    """The trie's depth: the longest token in bytes (nodes are numbered depth by depth)."""
+    depth = _DEPTH.get(trie)
+    if depth is None:
+        depth, lo, hi = 0, 0, 1
+        has = trie.child_hi > trie.child_lo
+        while hi > lo:
+            kids = np.flatnonzero(has[lo:hi]) + lo
+            if not len(kids):
+                break
+            depth += 1
+            lo, hi = int(trie.child_lo[kids].min()), int(trie.child_hi[kids].max())
+        _DEPTH[trie] = depth
+    return depth
+
+
+def depth_first(num_states: int, start: int, ptr: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Old state id of each new id: depth-first postorder from ``start``, arcs in byte order
+    (``ptr``, ``dst``: CSR of arcs sorted by (state, byte)); states not reached come last.
+
+    A chain's first letter byte leads down the chain before anything else, so its positions
+    finish last to first, each after its own side states (UTF-8 continuations, escapes) laid
+    out alike: the chain is affine, one stride per position."""
+    # only the first arc to each successor matters for the order (a string's state has 147 arcs
+    # to about 10 states): the loop below runs over those
+    src = np.repeat(np.arange(num_states), np.diff(ptr))
+    _, first = np.unique(src * num_states + dst, return_index=True)
+    first.sort()
+    ptr, dst = csr(src[first], num_states), dst[first]
+    succ, starts = dst.tolist(), ptr.tolist()
+    seen = [False] * num_states
+    order: list[int] = []
+    seen[start] = True
+    work = [(start, starts[start])]
+    while work:
+        v, i = work[-1]
+        end = starts[v + 1]
+        while i < end and seen[succ[i]]:
+            i += 1
+        if i < end:
+            w = succ[i]
+            work[-1] = (v, i + 1)
+            seen[w] = True
+            work.append((w, starts[w]))
+        else:
+            work.pop()
+            order.append(v)
+    rest = [q for q in range(num_states) if not seen[q]]
+    return np.asarray(order + rest, np.int64)
+
+
+def absolute_arcs(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """bool per arc: its target is entered from `ABS_SOURCES` states or more (a chain's exit,
+    reached from every position): read as the same state from every position, not shifted."""
+    pair = np.unique(dst.astype(np.int64) * num_states + src)
+    sources = np.bincount(pair // num_states, minlength=num_states)
+    return sources[dst] >= ABS_SOURCES
+
+
+def unshifted_classes(ptr: np.ndarray, src: np.ndarray, byte: np.ndarray, dst: np.ndarray, is_abs: np.ndarray) -> np.ndarray:
+    """Classes by each state's bytes and absolute targets alone (any numbering): every class of
+    `shift_classes` lies inside one of these, so where these share too little, so do they."""
+    return _classes(ptr, src, [np.diff(ptr)], [byte, np.where(is_abs, dst, -1)])
+
+
+def shift_classes(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.ndarray, is_abs: np.ndarray,
+                  rounds: int, degree: np.ndarray) -> np.ndarray | None:
+    """Class of every state: states of one class read every byte string of up to ``rounds``
+    bytes alike, up to the shift between them until the first absolute arc, to the same state
+    after it (module docstring); None where too few states with many arcs share a class
+    (`worth_sharing`; refinement only splits classes). ``src`` sorted (arcs by state, byte)."""
+    S = num_states
+    ptr = csr(src, S)
+    # a relative arc: its shift (-S, S); an absolute arc: S + 1 + its target
+    code = np.where(is_abs, S + 1 + dst, dst - src)
+    cls = _classes(ptr, src, [np.diff(ptr)], [byte, code])
+    # From here on states of one class have the same arcs and shifts: only the classes of their
+    # distinct relative targets (in the order of their shifts) can still differ.
+    pair = np.unique(src[~is_abs] * S + dst[~is_abs])
+    u_src, u_dst = pair // S, pair % S
+    u_ptr = csr(u_src, S)
+    for _ in range(rounds):
+        if not worth_sharing(cls, degree):
+            return None
+        new = _classes(u_ptr, u_src, [cls], [cls[u_dst]])
+        stable = new.max() == cls.max()
+        cls = new
+        if stable:  # a fixpoint: every further round gives the same partition
+            break
+    return cls if worth_sharing(cls, degree) else None
+
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer: every input bit moves every output bit (sums of mixed arcs then
+    collide only by chance)."""
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def _classes(ptr: np.ndarray, src: np.ndarray, per_state: list[np.ndarray], per_arc: list[np.ndarray]) -> np.ndarray:
+    """Class of each state: equal ``per_state`` values and equal lists of ``per_arc`` values (arcs
+    in order), exactly. Lists are hashed, then every state is compared with its class's first
+    state (the ``per_state`` values must fix the number of arcs); a collision, never seen in
+    practice, falls back to sorting the padded rows."""
+    S = len(ptr) - 1
+    pos = np.arange(len(src), dtype=np.int64) - ptr[src]
+    h = _mix(pos.view(np.uint64))
+    with np.errstate(over="ignore"):
+        for a in per_arc:
+            h = _mix(h * _MIX ^ a.astype(np.int64).view(np.uint64))
+        row = np.zeros(S, np.uint64)
+        has = np.flatnonzero(np.diff(ptr) > 0)
+        if len(has):
+            row[has] = np.add.reduceat(h, ptr[has])
+    keys = [*per_state, row.view(np.int64)]
+    o = np.lexsort(keys[::-1])
+    new = np.zeros(S, bool)
+    if S:
+        new[0] = True
+    for k in keys:
+        ks = k[o]
+        new[1:] |= ks[1:] != ks[:-1]
+    label = np.empty(S, np.int64)
+    label[o] = np.cumsum(new) - 1
+    first = np.empty(int(label.max()) + 1 if S else 0, np.int64)
+    first[label[o[::-1]]] = o[::-1]  # (the lowest state of each class)
+    twin = ptr[first[label[src]]] + pos
+    same = all(np.array_equal(k, k[first[label]]) for k in per_state)
+    if same and all(np.array_equal(a, a[twin]) for a in per_arc):
+        return label
+    width = int(np.diff(ptr).max()) if S else 0
+    rows = np.full((S, len(per_state) + width * len(per_arc)), np.iinfo(np.int64).min, np.int64)
+    for k, a in enumerate(per_state):
+        rows[:, k] = a
+    for k, a in enumerate(per_arc):
+        rows[src, len(per_state) + pos * len(per_arc) + k] = a
+    _, inv = np.unique(rows, axis=0, return_inverse=True)
+    return inv.reshape(-1).astype(np.int64)
+
+
+def worth_sharing(cls: np.ndarray, degree: np.ndarray) -> bool:
+    """Enough states with many arcs share a class with another state."""
+    big = degree >= MIN_DEGREE
+    count = np.bincount(cls[big], minlength=int(cls.max()) + 1 if len(cls) else 0)
+    return int((count[cls[big]] >= 2).sum()) >= MIN_SHIFTED
+
+
+def groups(blk_byte: np.ndarray, blk_state: np.ndarray, cls: np.ndarray,
+           skip: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(group of each block, -1 for none; shift of each block from its group's representative;
+    the representative block of each group): blocks with the same first byte and class, two or
+    more, the ``skip`` blocks (walked otherwise, `shared_walks`) left out; the representative
+    is the block of the lowest state."""
+    nb = len(blk_byte)
+    grp, shift = np.full(nb, -1, np.int64), np.zeros(nb, np.int64)
+    cand = np.arange(nb) if skip is None else np.flatnonzero(~skip)
+    if not len(cand):
+        return grp, shift, np.zeros(0, np.int64)
+    key = blk_byte[cand] * (int(cls.max()) + 1) + cls[blk_state[cand]]
+    o = np.lexsort((blk_state[cand], key))
+    key, cand = key[o], cand[o]
+    first = np.r_[True, key[1:] != key[:-1]]
+    gid = np.cumsum(first) - 1
+    size = np.bincount(gid)
+    multi = size[gid] >= 2
+    _, gid = np.unique(gid[multi], return_inverse=True)
+    cand, first = cand[multi], first[multi]
+    reps = cand[first]
+    grp[cand] = gid
+    shift[cand] = blk_state[cand] - blk_state[reps[gid]]
+    return grp, shift, reps
+
+
+@dataclass(frozen=True, eq=False)
+class Chains:
+    """What the lift hands `assemble` of the shifted blocks (module docstring)."""
+
+    blk_group: np.ndarray  # int64 [NB]: group of each block, -1 for none
+    blk_shift: np.ndarray  # int64 [NB]: character-state shift from the group's representative
+    reps: np.ndarray  # int64 [G]: representative block of each group: its exit (absolute) arcs
+    rel: tuple[np.ndarray, np.ndarray, np.ndarray]  # (group, token, next state of the representative): inside arcs
+
+
+def pairs(ch: Chains, e_block: np.ndarray, e_next: np.ndarray, S: int) -> tuple[np.ndarray, ...]:
+    """The distinct (block, next state) pairs of the grouped blocks that the lift's searches
+    walk: (block, c, c + shift) for each distinct inside next state c of the group, and
+    (block, next state) for each distinct exit next state of a representative, for the other
+    members (a representative's exit arcs are its own arcs)."""
+    nb, G = len(ch.blk_group), len(ch.reps)
+    e = np.zeros(0, np.int64)
+    if not G:
+        return e, e, e, e, e
+    g, _, nxt = ch.rel
+    key = np.unique(g * S + nxt)
+    ptr, c = csr(key // S, G), key % S
+    k = np.flatnonzero(ch.blk_group >= 0)
+    gk = ch.blk_group[k]
+    pos = ranges(ptr, gk)
+    kk = np.repeat(k, ptr[gk + 1] - ptr[gk])
+    c = c[pos]
+    is_rep = np.zeros(nb, np.int64) - 1
+    is_rep[ch.reps] = np.arange(G)
+    m = is_rep[e_block] >= 0
+    key = np.unique(is_rep[e_block[m]] * S + e_next[m])
+    ptr, a = csr(key // S, G), key % S
+    k = k[ch.reps[gk] != k]  # members other than the representative
+    gk = ch.blk_group[k]
+    pos = ranges(ptr, gk)
+    return kk, c, c + ch.blk_shift[kk], np.repeat(k, ptr[gk + 1] - ptr[gk]), a[pos]
+
+
+def spelled_out(ch: Chains, blocks: np.ndarray, e_block: np.ndarray, e_tok: np.ndarray,
+                e_next: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Absolute arcs (block, token, next state) of grouped ``blocks``: the group's inside arcs
+    shifted, and (but for the representative, whose own they are) its exit arcs."""
+    g, tok, nxt = ch.rel
+    G = len(ch.reps)
+    gidx, gptr = grouped(g, np.arange(len(g), dtype=np.int64), G)
+    gb = ch.blk_group[blocks]
+    pos = gidx[concat_ranges(gptr[gb], gptr[gb + 1])]
+    k1 = np.repeat(blocks, gptr[gb + 1] - gptr[gb])
+    n1 = nxt[pos] + ch.blk_shift[k1]
+    t1 = tok[pos]
+    others = blocks[ch.reps[gb] != blocks]
+    r = ch.reps[ch.blk_group[others]]
+    need = np.zeros(len(ch.blk_group), bool)
+    need[r] = True
+    sel = np.flatnonzero(need[e_block])  # (only the representatives' arcs: one sort of those)
+    idx, ptr = grouped(e_block[sel], sel, len(ch.blk_group))
+    pos = idx[concat_ranges(ptr[r], ptr[r + 1])]
+    k2 = np.repeat(others, ptr[r + 1] - ptr[r])
+    return np.concatenate([k1, k2]), np.concatenate([t1, e_tok[pos]]), np.concatenate([n1, e_next[pos]])
+
+
+def failing(k: np.ndarray, ok: np.ndarray, nb: int) -> np.ndarray:
+    """The blocks among ``k`` with some pair not ``ok``."""
+    bad = np.zeros(nb, bool)
+    bad[k[~ok]] = True
+    return np.flatnonzero(bad)
+
+
+def offsets(k: np.ndarray, c: np.ndarray, n: np.ndarray, new_id: np.ndarray, nb: int) -> tuple[np.ndarray, np.ndarray]:
+    """(offset per block, blocks where it fails): the token-state offset of each grouped block,
+    ``new_id[c + shift] - new_id[c]``, which must be one non-negative number over the block's
+    inside pairs, both states kept."""
+    a, b = new_id[c], new_id[n]
+    diff = b - a
+    off = np.zeros(nb, np.int64)
+    off[k] = diff  # (any pair's; checked below)
+    ok = (a >= 0) & (b >= 0) & (diff == off[k]) & (diff >= 0)
+    return off, failing(k, ok, nb)

@@ -1,0 +1,170 @@
+"""Shift-equivalent blocks (`chain_blocks`): the positions of a bounded repetition or a string
+with ``maxLength`` share one walk, each block a shifted view of its group's representative plus
+the group's exit block. The token language must be exactly the plain lift's.
+
+Oracles: the plain lift (`share_walks=False`, checked against regular expressions in
+test_lift_exact.py) walked in lockstep with the grouped one (`shared_oracle`); brute force over
+byte strings for the classes themselves; the table checks of the loader.
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+
+import numpy as np
+import pynini
+import pytest
+from shared_oracle import assert_same_language
+
+from fstbeam.compiler.char_dfa import fst_to_dfa
+from fstbeam.compiler.hard import chain_blocks, walk_memo
+from fstbeam.compiler.hard.tables import build_tables
+from fstbeam.compiler.hard.token_fsa import _Arcs, _chains, lift
+from fstbeam.compiler.hard.token_trie import token_trie
+from fstbeam.compiler.structured.json_schema import json_schema_fst
+from fstbeam.compiler.structured.regex import regex_fst
+from fstbeam.contract.table_checks import check_hard
+from fstbeam.contract.vocab import Vocab
+
+PIECES = [chr(c) for c in range(32, 127)] + [
+    '"a', "ab", '",', "é", "\\n", '"}', 'a"', "b\\", "abc", "zzzz", 'ab"', "\\u00", "bb", "é\"", "aaaaa",
+]
+REGEXES = ["[a-z]{2,40}", "x[a-c]{1,30}y[a-z]{0,20}", "(ab|c){3,25}", "[a-z]{10,30}|[0-9]{5,25}"]
+SCHEMAS = [
+    {"type": "string", "maxLength": 40},
+    {"type": "object", "properties": {"a": {"type": "string", "maxLength": 30},
+                                      "b": {"type": "string", "minLength": 3, "maxLength": 25}},
+     "required": ["a", "b"], "additionalProperties": False},
+    {"type": "array", "items": {"type": "string", "pattern": "^[a-z]{2,30}$"}, "maxItems": 2},
+    # chains beside shared interiors (free strings, any JSON value)
+    {"type": "object", "properties": {"a": {"type": "string", "maxLength": 30}, "b": {"type": "string"},
+                                      "c": {"type": "string"}}, "required": ["a"]},
+]
+
+REAL_THRESHOLDS = (chain_blocks.MIN_SHIFTED, chain_blocks.MIN_DEGREE)
+
+
+def vocab_of(byte_fallback: bool) -> Vocab:
+    high = range(128, 256) if byte_fallback else range(0)
+    raw = [p.encode() for p in PIECES] + [bytes([c]) for c in high]
+    return Vocab.from_dict(dict(enumerate(raw)), eos_ids=[len(raw)], name=f"chains-{byte_fallback}")
+
+
+@pytest.fixture(autouse=True)
+def small_thresholds(monkeypatch):
+    """Group blocks on tiny DFAs too; fresh walk memos."""
+    monkeypatch.setattr(chain_blocks, "MIN_SHIFTED", 1)
+    monkeypatch.setattr(chain_blocks, "MIN_DEGREE", 1)
+    monkeypatch.setattr(walk_memo, "_SHARED", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(walk_memo, "_ONCE", weakref.WeakKeyDictionary())
+
+
+def check_both(dfa, vocab):
+    trie = token_trie(vocab)
+    plain = lift(dfa, trie, vocab.width, share_walks=False)
+    grouped = lift(dfa, trie, vocab.width, share_walks=True)
+    tp, tg = (build_tables(f, vocab, dense_min=3, sparse_max=4) for f in (plain, grouped))
+    check_hard(tg, vocab.width, vocab.eos_ids, "grouped")
+    assert_same_language(tp, tg, max_pairs=50_000)
+    return plain, grouped
+
+
+@pytest.mark.parametrize("byte_fallback", [True, False])
+@pytest.mark.parametrize("rx", REGEXES)
+def test_bounded_repetitions_lift_to_the_plain_language(rx, byte_fallback):
+    plain, grouped = check_both(fst_to_dfa(pynini.connect(regex_fst(rx))), vocab_of(byte_fallback))
+    assert grouped.state_block_offset.any()  # groups were linked with offsets
+    assert len(grouped.block_tokens) < len(plain.block_tokens)
+
+
+@pytest.mark.parametrize("byte_fallback", [True, False])
+@pytest.mark.parametrize("schema", SCHEMAS, ids=["maxLength", "two-fields", "pattern-items", "with-interiors"])
+def test_bounded_strings_lift_to_the_plain_language(schema, byte_fallback):
+    dfa = fst_to_dfa(pynini.connect(json_schema_fst(schema, max_depth=2)))
+    plain, grouped = check_both(dfa, vocab_of(byte_fallback))
+    assert len(grouped.block_tokens) < len(plain.block_tokens)
+
+
+def test_without_chains_the_tables_are_unchanged(monkeypatch):
+    """Where nothing is grouped the DFA is not renumbered: the same tables as before."""
+    monkeypatch.setattr(chain_blocks, "MIN_SHIFTED", 10**9)
+    vocab = vocab_of(True)
+    trie = token_trie(vocab)
+    dfa = fst_to_dfa(pynini.connect(regex_fst("[a-z]{2,40}")))
+    a = lift(dfa, trie, vocab.width, share_walks=True)
+    b = lift(dfa, trie, vocab.width, share_walks=False)
+    for f in ("final", "state_block_ptr", "state_block_id", "block_ptr", "block_tokens", "block_next", "char_state"):
+        assert np.array_equal(getattr(a, f), getattr(b, f)), f
+
+
+@pytest.mark.parametrize("rx", REGEXES[:3] + ['"[a-zé]{0,12}"'])
+def test_classes_are_shift_equivalent_by_brute_force(rx):
+    """Two states of one class read every byte string of up to ``rounds`` bytes alike: shifted
+    by their difference until the first absolute arc, the same state after it."""
+    vocab = vocab_of(True)
+    rounds = 4
+    dfa = _Arcs.of(fst_to_dfa(pynini.connect(regex_fst(rx))))
+    found = _chains(dfa, token_trie(vocab))
+    assert found is not None
+    arcs, _, cls, is_abs = found
+    table = {(q, b): (t, a) for q, b, t, a in zip(arcs.src.tolist(), arcs.byte.tolist(), arcs.dst.tolist(), is_abs.tolist())}
+    alphabet = sorted(set(arcs.byte.tolist()))
+
+    def walk(q, w):
+        absolute = False
+        for b in w:
+            if (q, b) not in table:
+                return None
+            q, a = table[q, b]
+            absolute |= a
+        return q, absolute
+
+    words = [w for n in range(1, rounds + 1) for w in itertools.product(alphabet[:6] + alphabet[-2:], repeat=n)]
+    for c in np.unique(cls):
+        members = np.flatnonzero(cls == c).tolist()
+        r0 = members[0]
+        for r in members[1:]:
+            for w in words:
+                x, y = walk(r0, w), walk(r, w)
+                assert (x is None) == (y is None), (rx, r0, r, w)
+                if x is not None:
+                    assert x[1] == y[1] and y[0] == x[0] + (0 if x[1] else r - r0), (rx, r0, r, w)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.parametrize("source", ["[a-z ]{1,120}", {"type": "string", "maxLength": 70}])
+def test_gemma_chains_lift_to_the_plain_language(source, monkeypatch):
+    """On the Gemma 3 tokenizer (262,144 ids, tokens up to 48 bytes), with the real thresholds."""
+    from shared_oracle import assert_same_language_fast
+
+    import fstbeam
+
+    monkeypatch.setattr(chain_blocks, "MIN_SHIFTED", REAL_THRESHOLDS[0])
+    monkeypatch.setattr(chain_blocks, "MIN_DEGREE", REAL_THRESHOLDS[1])
+    vocab = fstbeam.compile_constraints(words=["warm"], tokenizer="default").vocab
+    trie = token_trie(vocab)
+    fst = regex_fst(source) if isinstance(source, str) else json_schema_fst(source)
+    dfa = fst_to_dfa(pynini.connect(fst))
+    plain = lift(dfa, trie, vocab.width, share_walks=False)
+    grouped = lift(dfa, trie, vocab.width, share_walks=True)
+    # (maxLength 70: only the positions with 48 bytes or more left share a walk)
+    assert len(grouped.block_tokens) < 0.75 * len(plain.block_tokens)
+    tg = build_tables(grouped, vocab)
+    check_hard(tg, vocab.width, vocab.eos_ids, "grouped")
+    assert_same_language_fast(build_tables(plain, vocab), tg)
+
+
+def test_hash_collisions_fall_back_to_exact_rows(monkeypatch):
+    """With every arc list hashed alike the comparison with each class's first state fails and
+    the padded rows are sorted instead: the same partition."""
+    dfa = _Arcs.of(fst_to_dfa(pynini.connect(json_schema_fst(SCHEMAS[1], max_depth=2))))
+    src, byte, dst = dfa.src, dfa.byte, dfa.dst
+    is_abs = chain_blocks.absolute_arcs(dfa.num_states, src, dst)
+    degree = np.diff(dfa.ptr)
+    hashed = chain_blocks.shift_classes(dfa.num_states, src, byte, dst, is_abs, 6, degree)
+    monkeypatch.setattr(chain_blocks, "_MIX", np.uint64(0))
+    rows = chain_blocks.shift_classes(dfa.num_states, src, byte, dst, is_abs, 6, degree)
+    assert hashed is not None and rows is not None
+    pairs = set(zip(hashed.tolist(), rows.tolist()))
+    assert len(pairs) == len(set(hashed.tolist())) == len(set(rows.tolist()))  # one partition
