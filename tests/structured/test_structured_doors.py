@@ -138,6 +138,19 @@ def test_api_choice_and_grammar_errors(model_dir, tokenizer):
         fstbeam.compile_constraints(regex="(?=cat)cat", tokenizer=str(model_dir))
 
 
+def test_an_empty_schema_language_names_json_max_depth(model_dir):
+    """A schema whose every document nests past the depth limit (here: forever) is refused with
+    a message that points at json_max_depth; the same depth admits a schema that stops."""
+    node = {"type": "object", "properties": {"a": {"$ref": "#/$defs/n"}}, "required": ["a"]}
+    with pytest.raises(UnsatisfiableConstraintError, match="json_max_depth") as err:
+        fstbeam.compile_constraints(json_schema={"$defs": {"n": node}, "$ref": "#/$defs/n"}, json_max_depth=2,
+                                    tokenizer=str(model_dir))
+    assert "json_schema" in str(err.value)
+    optional = {"type": "object", "properties": {"a": {"$ref": "#/$defs/n"}}}
+    fstbeam.compile_constraints(json_schema={"$defs": {"n": optional}, "$ref": "#/$defs/n"}, json_max_depth=2,
+                                tokenizer=str(model_dir))
+
+
 def test_disk_cache_key_holds_the_pattern(model_dir, tokenizer):
     a = fstbeam.compile_constraints(regex="cat|dog", tokenizer=str(model_dir))
     b = fstbeam.compile_constraints(regex="cat|mat", tokenizer=str(model_dir))

@@ -152,7 +152,9 @@ def _with_grammar(words_text, words_desc, g_lang, g_desc) -> tuple[pynini.Fst, s
     name = lang_name(g_desc)
     g = optimize(g_lang, stage=name[:80])
     if is_empty(g):
-        raise UnsatisfiableConstraintError(f"{name} accepts no text", (name,))
+        hint = (": no document satisfies the schema within its json_max_depth (recursion and free nesting are "
+                "cut there); if the schema recurses, a larger json_max_depth may allow one") if "json_schema " in name else ""
+        raise UnsatisfiableConstraintError(f"{name} accepts no text{hint}", (name,))
     if words_text is None:
         return g, name
     words = pynini.Fst.read_from_string(text_dfa_fst_bytes(words_text))
