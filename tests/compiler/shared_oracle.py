@@ -89,3 +89,26 @@ def assert_same_language_fast(a: HardTables, b: HardTables) -> int:
     seen = _lockstep(a, b, successors, max_pairs=10**9)
     assert len({p[0] for p in seen}) == len(seen) == len({p[1] for p in seen})  # a bijection
     return len(seen)
+
+
+def lift_both(dfa, vocab):
+    """(plain lift, lift with shared walks, their tables) of one character DFA: the pair every
+    lockstep test compares."""
+    from fstbeam.compiler.hard.tables import build_tables
+    from fstbeam.compiler.hard.token_fsa import lift
+    from fstbeam.compiler.hard.token_trie import token_trie
+
+    trie = token_trie(vocab)
+    plain = lift(dfa, trie, vocab.width, share_walks=False)
+    shared = lift(dfa, trie, vocab.width, share_walks=True)
+    return plain, shared, [build_tables(f, vocab, dense_min=3, sparse_max=4) for f in (plain, shared)]
+
+
+def fresh_walk_memos(monkeypatch) -> None:
+    """Empty per-process walk memos for one test (a shape's sharing must not depend on test order)."""
+    import weakref
+
+    from fstbeam.compiler.hard import walk_memo
+
+    monkeypatch.setattr(walk_memo, "_SHARED", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(walk_memo, "_ONCE", weakref.WeakKeyDictionary())

@@ -9,15 +9,14 @@ byte strings for the classes themselves; the table checks of the loader.
 from __future__ import annotations
 
 import itertools
-import weakref
 
 import numpy as np
 import pynini
 import pytest
-from shared_oracle import assert_same_language
+from shared_oracle import assert_same_language, fresh_walk_memos, lift_both
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.hard import chain_blocks, walk_memo
+from fstbeam.compiler.hard import chain_blocks
 from fstbeam.compiler.hard.tables import build_tables
 from fstbeam.compiler.hard.token_fsa import _Arcs, _chains, lift
 from fstbeam.compiler.hard.token_trie import token_trie
@@ -55,15 +54,11 @@ def small_thresholds(monkeypatch):
     """Group blocks on tiny DFAs too; fresh walk memos."""
     monkeypatch.setattr(chain_blocks, "MIN_SHIFTED", 1)
     monkeypatch.setattr(chain_blocks, "MIN_DEGREE", 1)
-    monkeypatch.setattr(walk_memo, "_SHARED", weakref.WeakKeyDictionary())
-    monkeypatch.setattr(walk_memo, "_ONCE", weakref.WeakKeyDictionary())
+    fresh_walk_memos(monkeypatch)
 
 
 def check_both(dfa, vocab):
-    trie = token_trie(vocab)
-    plain = lift(dfa, trie, vocab.width, share_walks=False)
-    grouped = lift(dfa, trie, vocab.width, share_walks=True)
-    tp, tg = (build_tables(f, vocab, dense_min=3, sparse_max=4) for f in (plain, grouped))
+    plain, grouped, (tp, tg) = lift_both(dfa, vocab)
     check_hard(tg, vocab.width, vocab.eos_ids, "grouped")
     assert_same_language(tp, tg, max_pairs=50_000)
     return plain, grouped

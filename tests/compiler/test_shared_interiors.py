@@ -10,16 +10,15 @@ equivalence of the two OpenFst exports; an artifact round trip.
 from __future__ import annotations
 
 import dataclasses
-import weakref
 
 import numpy as np
 import pynini
 import pytest
-from shared_oracle import assert_same_language
+from shared_oracle import assert_same_language, fresh_walk_memos, lift_both
 
 import fstbeam
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.hard import chain_blocks, walk_memo
+from fstbeam.compiler.hard import chain_blocks
 from fstbeam.compiler.hard.tables import build_tables
 from fstbeam.compiler.hard.token_fsa import lift
 from fstbeam.compiler.hard.token_trie import token_trie
@@ -57,16 +56,10 @@ def vocab_of(byte_fallback: bool | str) -> Vocab:
 @pytest.fixture(autouse=True)
 def fresh_memo(monkeypatch):
     monkeypatch.setattr(chain_blocks, "MIN_SHIFTED", 10**9)  # interiors alone (with chains: test_chain_blocks.py)
-    monkeypatch.setattr(walk_memo, "_SHARED", weakref.WeakKeyDictionary())
-    monkeypatch.setattr(walk_memo, "_ONCE", weakref.WeakKeyDictionary())
+    fresh_walk_memos(monkeypatch)
 
 
-def both(dfa, vocab):
-    trie = token_trie(vocab)
-    plain = lift(dfa, trie, vocab.width, share_walks=False)
-    shared = lift(dfa, trie, vocab.width, share_walks=True)
-    tables = [build_tables(f, vocab, dense_min=3, sparse_max=4) for f in (plain, shared)]
-    return plain, shared, tables
+both = lift_both
 
 
 def schema_dfa(schema):
