@@ -35,7 +35,7 @@ log = logging.getLogger("fstbeam")
 JSON_SCHEMA_DEFAULTS: dict[str, Any] = {
     # free JSON (`{}`, free properties, untyped items) nests this many arrays/objects deep from
     # where it starts, and recursion this many instance levels (docs/structured.md, Depth)
-    "max_depth": 4,
+    "max_depth": 3,
     "whitespace": "compact",
     # `whitespace="flexible"`: at most this many of space, tab, newline, CR around each token
     "max_whitespace": 8,
