@@ -30,6 +30,7 @@ from .flags import (
     utf8_text,
 )
 from .inputs import is_jsonl
+from .process_exit import end_process
 
 __all__ = ["add_arguments", "run", "main", "build_parser", "command"]
 
@@ -282,7 +283,7 @@ def run(args, *, process: bool = False) -> int:
         return 2
     code = _generate(args, process)
     if process:
-        _fast_exit(code)
+        end_process(code)
     return code
 
 
@@ -307,16 +308,3 @@ def command() -> int:
     from .main import command as run_command
 
     return run_command()
-
-
-def _fast_exit(code: int) -> None:  # pragma: no cover - ends the process
-    import atexit
-    import os
-
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe: nothing more to say
-            pass
-    atexit._run_exitfuncs()  # logging's flush, fstbeam/_startup's unfreeze, ...
-    os._exit(code)

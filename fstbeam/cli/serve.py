@@ -137,7 +137,7 @@ def run(args, *, process: bool = False) -> int:
                         header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout,
                         idle_timeout_s=args.idle_timeout, max_connections=args.max_connections,
                         max_connections_per_client=args.max_connections_per_client)
-        return serve(args.model, tokenizer=args.tokenizer, host=args.host, port=args.port, device=args.device,
+        code = serve(args.model, tokenizer=args.tokenizer, host=args.host, port=args.port, device=args.device,
                      prompt_format=args.format, packed_weights=args.packed_weights, constraints=dict(args.constraints),
                      warm_cefr=tuple(args.warm_cefr), api_key=args.api_key or os.environ.get("FSTBEAM_API_KEY") or None,
                      model_name=args.model_name, limits=limits, preset=args.preset, grace_s=args.grace,
@@ -145,10 +145,16 @@ def run(args, *, process: bool = False) -> int:
     except (Error, ValueError, OSError) as exc:
         print(f"fstbeam serve: {exc}", file=sys.stderr)
         return 2
+    if process:  # every request is answered: a compile thread still busy does not hold the exit
+        from .process_exit import end_server_process
+
+        end_server_process(code, logging.getLogger("fstbeam.serve"))
+    return code
 
 
 def main(argv=None) -> int:
-    """``python -m fstbeam.serve [options]``: the same as ``fstbeam serve [options]``."""
+    """``python -m fstbeam.serve [options]``: the same as ``fstbeam serve [options]`` (the whole
+    process: it ends the process once every request is answered)."""
     p = argparse.ArgumentParser(prog="python -m fstbeam.serve",
                                 description="An OpenAI-compatible HTTP server with constrained beam search (docs/serve.md).")
     add_arguments(p)
@@ -157,4 +163,4 @@ def main(argv=None) -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
     args.command = "serve"
-    return run(args)
+    return run(args, process=True)

@@ -1,9 +1,10 @@
 """One client's requests at the documented per-request limits do not hold back another client's
 small request: 16 concurrent requests, each with 16 must-include phrases and 16 avoid phrases of
 200 characters (``Limits.max_phrases`` texts of ``Limits.max_phrase_chars``, docs/serve.md), and
-a one-phrase request sent while they compile and decode is answered within 2 s of the time it
-takes alone (measured first, in the same test, on the same server). Bounded: every request has a
-client timeout, and the heavy ones are awaited before the test ends."""
+a one-phrase request sent while they compile and decode is answered before any of them (while
+they compile), while most of them still run (while they decode), and in at most half the time the
+fastest of them takes. Bounded: every request has a client timeout, and the heavy ones are awaited
+before the test ends."""
 from __future__ import annotations
 
 import random
@@ -66,9 +67,16 @@ def test_requests_at_the_limits_leave_a_small_request_answered(server):
           f"{busy2:.2f} s once they decode ({still2} still running)")
     for t in threads:
         t.join(max(1.0, t_end - time.monotonic()))
+    heavy_s = sorted(took for took, _ in results)
+    print("heavy requests: " + " ".join(f"{t:.2f}" for t in heavy_s) + " s")
     assert r.status_code == 200 and r2.status_code == 200, (r.text, r2.text)
-    assert still > 0 and still2 > 0  # the small requests were answered while heavy ones were in the server
-    for took in (busy, busy2):
-        assert took <= alone + 2.0, f"the small request took {took:.2f} s among 16 at the limits, {alone:.2f} s alone"
     assert len(results) == 16 and all(resp.status_code == 200 for _, resp in results), \
         [resp.text[:200] for _, resp in results if resp.status_code != 200]
+    # Not held back: sent after the 16, answered before any of them (while they compile), and
+    # while most of them still run (while they decode); in a fraction of the time the fastest of
+    # them takes. Measured against the heavy requests of the same run, not in seconds: the step
+    # costs of both scale alike with the machine's speed and load (a shared 2-core CI machine).
+    assert still == 16 and still2 >= 8, (still, still2)
+    for took in (busy, busy2):
+        assert took <= 0.5 * heavy_s[0], \
+            f"the small request took {took:.2f} s among 16 at the limits ({alone:.2f} s alone), the fastest of them {heavy_s[0]:.2f} s"
