@@ -7,7 +7,7 @@ import pynini
 import pytest
 
 from fstbeam.fst.inspect import accepted_strings, accepts, stats
-from fstbeam.fst.optimize import FstSizeError, byte_sigma, mark_minimal, optimize, sigma_star
+from fstbeam.fst.optimize import FstSizeError, byte_sigma, optimize, sigma_star
 
 
 def _blowup(n: int) -> pynini.Fst:
@@ -51,22 +51,3 @@ def test_byte_alphabets_are_copies():
     assert sigma_star().num_states() == 1
     one = byte_sigma()
     assert accepts(one, "a") and not accepts(one, "ab") and stats(one)["arcs"] == 255
-
-
-def test_a_marked_minimal_dfa_is_not_minimized_again_until_it_changes():
-    # a deterministic but not minimal acceptor of {ab, cb}: the b-states are not merged
-    f = pynini.Fst()
-    one = pynini.Weight.one(f.weight_type())
-    s, a, c, end1, end2 = (f.add_state() for _ in range(5))
-    f.set_start(s)
-    for q, label, r in ((s, ord("a"), a), (s, ord("c"), c), (a, ord("b"), end1), (c, ord("b"), end2)):
-        f.add_arc(q, pynini.Arc(label, label, one, r))
-    f.set_final(end1)
-    f.set_final(end2)
-    assert optimize(f, stage="x").num_states() == 3  # minimized: a, c and the ends merged
-    mark_minimal(f)  # (a wrong mark, to see the skip: only the minimization is skipped)
-    skipped = optimize(f, stage="x")
-    assert skipped.num_states() == 5 and accepted_strings(skipped, 5) == ["ab", "cb"]
-    f.add_state()  # changed in place: minimized again
-    again = optimize(f, stage="x")
-    assert again.num_states() == 3 and accepted_strings(again, 5) == ["ab", "cb"]
