@@ -62,11 +62,13 @@ def optimize(fst: pynini.Fst, *, stage: str, max_states: int | None = None) -> p
                 limit=max_states,
             )
 
-    out = fst.copy()
-    _check(out, "input")
-    if out.num_states() == 0:
+    _check(fst, "input")
+    if fst.num_states() == 0:
         log.info("%s: empty automaton (0 states)", stage)
-        return out
+        return fst.copy()
+    # rmepsilon and determinize return new automata: the input is copied only where neither
+    # runs and minimize would change it in place
+    out = fst
 
     if out.properties(pynini.EPSILONS, True) == pynini.EPSILONS:
         t = time.perf_counter()
@@ -80,6 +82,8 @@ def optimize(fst: pynini.Fst, *, stage: str, max_states: int | None = None) -> p
         timings.append(f"determinize {time.perf_counter() - t:.3f}s")
         _check(out, "determinize")
 
+    if out is fst:
+        out = fst.copy()
     t = time.perf_counter()
     out.minimize(allow_nondet=False)
     out.connect()

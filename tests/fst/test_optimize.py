@@ -51,3 +51,23 @@ def test_byte_alphabets_are_copies():
     assert sigma_star().num_states() == 1
     one = byte_sigma()
     assert accepts(one, "a") and not accepts(one, "ab") and stats(one)["arcs"] == 255
+
+
+def test_the_input_is_left_as_it_was():
+    # epsilons (rmepsilon copies), nondeterminism (determinize copies), a DFA that only needs
+    # minimizing (copied before minimize works in place), and an empty automaton; its states and
+    # arcs are compared (the header's cached property bits may be filled in: they were before)
+    a, b = pynini.accep("ab"), pynini.accep("cb")
+    dfa = pynini.Fst()
+    one = pynini.Weight.one(dfa.weight_type())
+    s, x, y, e1, e2 = (dfa.add_state() for _ in range(5))
+    dfa.set_start(s)
+    for q, label, r in ((s, ord("a"), x), (s, ord("c"), y), (x, ord("b"), e1), (y, ord("b"), e2)):
+        dfa.add_arc(q, pynini.Arc(label, label, one, r))
+    dfa.set_final(e1)
+    dfa.set_final(e2)
+    for f in (a | b, pynini.union(a, pynini.accep("ac")).rmepsilon(), dfa, pynini.Fst()):
+        before = str(f)
+        out = optimize(f, stage="x")
+        assert str(f) == before and out is not f
+        assert accepted_strings(out, 5) == accepted_strings(f, 5)
