@@ -85,20 +85,10 @@ def fst_bytes_to_dfa(data: bytes) -> CharDFA | None:
     if n == 0 or start < 0:
         return CharDFA(np.full((1, 256), -1, np.int32), np.zeros(1, bool), 0)
     words = np.frombuffer(data, "<i4", offset=at) if (len(data) - at) % 4 == 0 else None
-    if words is None:
+    records = _state_records(words, n) if words is not None else None
+    if records is None:
         return None
-    head = np.empty(n, np.int64)  # word offset of each state's record: sequential (records vary in length)
-    counts = np.empty(n, np.int64)
-    pos = 0
-    for q in range(n):
-        if pos + 3 > len(words):
-            return None
-        head[q] = pos
-        c = int(words[pos + 1]) | (int(words[pos + 2]) << 32)
-        counts[q] = c
-        pos += 3 + 4 * c
-    if pos != len(words):
-        return None
+    head, counts = records
     n_arcs = int(counts.sum())  # (the header's count is not always filled in)
     final = words[head].view("<f4") != np.float32(np.inf)
     src = np.repeat(np.arange(n), counts)
@@ -116,6 +106,46 @@ def fst_bytes_to_dfa(data: bytes) -> CharDFA | None:
         i = int(o[np.flatnonzero(key[o][1:] == key[o][:-1])[0]])
         raise SpecError(f"automaton is not deterministic at state {src[i]}, byte {label[i]:#04x}: optimize it first")
     return CharDFA(table, final, start)
+
+
+def _state_records(words: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(word offset, arc count) of each of the ``n`` state records of a VectorFst body (32-bit
+    words), without a Python step per state; None where the words are not ``n`` records.
+
+    A record is a head (final weight, then the arc count as an int64: 3 words) and 4 words per
+    arc (ilabel, olabel, weight, next state), so where record q starts depends on every count
+    before it. Every offset shaped like a head (the count's high word 0; not the start of an
+    acceptor's arc, whose two labels are equal and nonzero) points at where the next record would
+    start; the records are the chain of those pointers from offset 0, found by pointer doubling
+    (log2 n gathers), and it must reach the end of the body in exactly ``n`` steps. A true head
+    left out by the shape test (a weight whose bits equal its count) breaks the chain: None."""
+    u = words.view("<u4")
+    size = len(u)
+    if size < 3:
+        return None
+    lo, mid = u[:-2], u[1:-1]
+    at = np.flatnonzero((u[2:] == 0) & ((lo != mid) | (lo == 0)))
+    if not len(at) or at[0] != 0:
+        return None
+    count = u[at + 1].astype(np.int64)
+    to = at + 3 + 4 * count
+    c = len(at)
+    end, bad = c, c + 1  # two extra nodes that point at themselves: the body's end, a broken chain
+    idx = np.searchsorted(at, to)
+    hit = at[np.minimum(idx, c - 1)] == to
+    jump = np.concatenate([np.where(to == size, end, np.where(hit, idx, bad)), [end, bad]])
+    # after step k, ``chain`` is the first 2**k nodes from offset 0 in order and ``jump`` goes
+    # 2**k nodes ahead, so the next 2**k are one gather away
+    chain = np.zeros(1, np.int64)
+    for _ in range(int(n).bit_length()):  # 2**steps > n
+        if chain[-1] >= end:  # reached the end (or broke): it stays there
+            break
+        chain = np.concatenate([chain, jump[chain]])
+        jump = jump[jump]
+    stop = int(np.argmax(chain >= end))
+    if stop != n or chain[stop] != end:
+        return None
+    return at[chain[:n]], count[chain[:n]]
 
 
 def _vector_header(data: bytes) -> tuple[int, int, int] | None:

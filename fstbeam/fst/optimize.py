@@ -17,16 +17,7 @@ from .labels import MAX_BYTE_LABEL, MIN_BYTE_LABEL
 
 log = logging.getLogger("fstbeam.fst")
 
-__all__ = ["FstSizeError", "optimize", "mark_minimal", "byte_sigma", "sigma_star"]
-
-# Automata known to be minimal DFAs already (id -> fingerprint), so that `optimize` does not
-# minimize them again: a JSON Schema's document is minimized where it is built and then passed
-# to `optimize` by the hard pipeline (a second minimize of 300,000 states is ~4 CPU-s). A stale
-# entry (an id reused, an automaton changed in place) only skips a minimization: determinism
-# is still checked, so the language is never wrong.
-_MINIMAL: dict[int, tuple[object, ...]] = {}
-_MINIMAL_KEEP = 16
-
+__all__ = ["FstSizeError", "optimize", "byte_sigma", "sigma_star"]
 
 class FstSizeError(Error, ValueError):
     """An automaton is (or would become) larger than the cap its caller set."""
@@ -71,21 +62,18 @@ def optimize(fst: pynini.Fst, *, stage: str, max_states: int | None = None) -> p
                 limit=max_states,
             )
 
-    out = fst.copy()
-    _check(out, "input")
-    if out.num_states() == 0:
+    _check(fst, "input")
+    if fst.num_states() == 0:
         log.info("%s: empty automaton (0 states)", stage)
-        return out
+        return fst.copy()
+    # rmepsilon and determinize return new automata: the input is copied only where neither
+    # runs and minimize would change it in place
+    out = fst
 
     if out.properties(pynini.EPSILONS, True) == pynini.EPSILONS:
         t = time.perf_counter()
         out = pynini.rmepsilon(out)
         timings.append(f"rmepsilon {time.perf_counter() - t:.3f}s")
-
-    if out.properties(pynini.I_DETERMINISTIC, True) == pynini.I_DETERMINISTIC and _is_marked(fst):
-        out.arcsort("ilabel")
-        log.info("%s: %d states, already minimal", stage, n_in)
-        return out
 
     if out.properties(pynini.I_DETERMINISTIC, True) != pynini.I_DETERMINISTIC:
         t = time.perf_counter()
@@ -94,6 +82,8 @@ def optimize(fst: pynini.Fst, *, stage: str, max_states: int | None = None) -> p
         timings.append(f"determinize {time.perf_counter() - t:.3f}s")
         _check(out, "determinize")
 
+    if out is fst:
+        out = fst.copy()
     t = time.perf_counter()
     out.minimize(allow_nondet=False)
     out.connect()
@@ -113,26 +103,6 @@ def optimize(fst: pynini.Fst, *, stage: str, max_states: int | None = None) -> p
         ", ".join(timings),
     )
     return out
-
-
-def mark_minimal(fst: pynini.Fst) -> pynini.Fst:
-    """Note that ``fst`` is a minimal DFA (as `optimize` returns it), so that a later
-    `optimize` of the very same object skips the minimization. Returns ``fst``."""
-    while len(_MINIMAL) >= _MINIMAL_KEEP:
-        del _MINIMAL[next(iter(_MINIMAL))]
-    _MINIMAL[id(fst)] = _fingerprint(fst)
-    return fst
-
-
-def _is_marked(fst: pynini.Fst) -> bool:
-    return _MINIMAL.get(id(fst)) == _fingerprint(fst)
-
-
-def _fingerprint(fst: pynini.Fst) -> tuple[object, ...]:
-    start = fst.start()
-    arcs = fst.num_arcs(start) if start != pynini.NO_STATE_ID else -1
-    props = fst.properties(pynini.EPSILONS | pynini.I_DETERMINISTIC | pynini.ACCEPTOR, True)
-    return (fst.num_states(), start, arcs, props)
 
 
 def _num_arcs(fst: pynini.Fst) -> int:

@@ -1,4 +1,5 @@
-"""`char_dfa.fst_bytes_to_dfa` reads OpenFst's binary VectorFst with numpy: the same DFA as
+"""`char_dfa.fst_bytes_to_dfa` reads OpenFst's binary VectorFst with numpy (its state records found by
+pointer doubling, checked against a record-by-record loop): the same DFA as
 `fst_to_dfa` (which walks pynini's arcs one by one: the oracle), the same errors, and None where
 the bytes are not a plain tropical VectorFst."""
 from __future__ import annotations
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fstbeam.compiler.char_dfa import fst_bytes_to_dfa, fst_to_dfa
+from fstbeam.compiler.char_dfa import _state_records, _vector_header, fst_bytes_to_dfa, fst_to_dfa
 from fstbeam.errors import SpecError
 
 
@@ -67,3 +68,76 @@ def test_other_forms_are_left_to_fst_to_dfa():
     assert fst_bytes_to_dfa(b"not an fst") is None
     log = pynini.arcmap(pynini.accep("ab", token_type="byte"), map_type="to_log")
     assert fst_bytes_to_dfa(log.write_to_string()) is None  # another arc type
+
+
+def _records_by_loop(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """The state records' word offsets and arc counts, one record after the other (the oracle of
+    the pointer doubling in `char_dfa._state_records`)."""
+    start, n, at = _vector_header(data)
+    words = np.frombuffer(data, "<i4", offset=at)
+    heads, counts, pos = [], [], 0
+    for _ in range(n):
+        heads.append(pos)
+        c = int(words[pos + 1].view("<u4")) | (int(words[pos + 2]) << 32)
+        counts.append(c)
+        pos += 3 + 4 * c
+    assert pos == len(words)
+    return np.array(heads, np.int64), np.array(counts, np.int64)
+
+
+def _random_dfa(rng: np.random.Generator, n: int) -> pynini.Fst:
+    """A random DFA over byte labels, shaped to trip a reader that guesses record starts:
+    states without arcs, arcs back to state 0, labels equal to arc counts, final weights 0 and
+    other values (a tropical weight is any float)."""
+    f = pynini.Fst()
+    f.add_states(n)
+    f.set_start(int(rng.integers(n)))
+    one = pynini.Weight.one(f.weight_type())
+    for q in range(n):
+        r = rng.random()
+        if r < 0.3:
+            f.set_final(q)
+        elif r < 0.4:
+            f.set_final(q, pynini.Weight(f.weight_type(), float(rng.integers(1, 5))))
+        k = int(rng.choice([0, 0, 1, 2, 3, 5, 40])) if n > 1 else 2
+        for label in rng.choice(np.arange(1, 256), size=k, replace=False):
+            dst = 0 if rng.random() < 0.2 else int(rng.integers(n))
+            w = one if rng.random() < 0.8 else pynini.Weight(f.weight_type(), 0.5)
+            f.add_arc(q, pynini.Arc(int(label), int(label), w, dst))
+    return f
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_automata_records_and_dfa(seed):
+    rng = np.random.default_rng(seed)
+    for n in [1, 2, 3, 7, 30, 257, 2000]:
+        f = _random_dfa(rng, n)
+        data = f.write_to_string()
+        start, n_states, at = _vector_header(data)
+        got = _state_records(np.frombuffer(data, "<i4", offset=at), n_states)
+        assert got is not None
+        want = _records_by_loop(data)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+        dfa = fst_bytes_to_dfa(data)
+        assert dfa is not None and same(dfa, fst_to_dfa(f))
+
+
+def test_a_head_that_looks_like_an_arc_breaks_the_chain_and_is_left_to_fst_to_dfa():
+    f = _two_arcs(97, 98)
+    f.set_final(1, pynini.Weight(f.weight_type(), float(np.array(1, "<u4").view("<f4"))))
+    f.add_arc(1, pynini.Arc(99, 99, pynini.Weight.one(f.weight_type()), 2))  # state 1's head: 1, 1, 0 (an arc's shape)
+    data = f.write_to_string()
+    assert fst_bytes_to_dfa(data) is None
+    from fstbeam.compiler.pipeline import hard_dfa_from_bytes
+
+    assert same(hard_dfa_from_bytes(data), fst_to_dfa(f))
+
+
+def test_a_body_that_does_not_tile_is_refused():
+    data = _two_arcs(97, 98).write_to_string()
+    start, n, at = _vector_header(data)
+    words = np.frombuffer(data, "<i4", offset=at)
+    assert _state_records(words, n) is not None
+    assert _state_records(words, n + 1) is None  # one record too few
+    assert _state_records(words, n - 1) is None  # the chain goes on past the count
+    assert fst_bytes_to_dfa(data + b"\0" * 12) is None  # a stray empty record at the end (n says 3)

@@ -12,6 +12,8 @@ import json
 import logging
 import os
 import sys
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import pynini
@@ -33,6 +35,20 @@ log = logging.getLogger(__name__)
 HARD_CACHE_ENTRIES = 8
 
 Arcs = tuple  # (final, src, byte, dst, start) of the hard character DFA
+
+
+@dataclass(frozen=True)
+class LazyLanguage:
+    """A hard language built only on a disk-cache miss (a structured constraint's), with what
+    the pipeline must know of it beforehand."""
+
+    build: Callable[[], pynini.Fst]
+    # `build` returns what `optimize` would (a connected minimal DFA, arcs sorted by label), so
+    # the pipeline does not optimize it again (a second minimize of a large schema's document
+    # costs seconds)
+    optimized: bool = False
+    # added to the "accepts no text" error, after the language's name (": ...")
+    empty_hint: str = ""
 
 
 def hard_automaton(comp, stages, wl: WordList | None, g_lang, g_desc, g_hash, opts: dict):
@@ -86,12 +102,13 @@ def compile_hard(stages, comp, wl: WordList | None, g_lang, g_desc, opts: dict) 
                 wl.words, case_variants=opts["case_variants"], digits=opts["digits"],
                 leading_space=opts["leading_space"] and g_lang is None,
             )
-    if callable(g_lang):  # a structured language (regex, choice, JSON Schema): built on a cache miss
+    lazy = g_lang if isinstance(g_lang, LazyLanguage) else None
+    if lazy is not None:  # a structured language (regex, choice, JSON Schema): built on a cache miss
         with stages("structured language"):
-            g_lang = g_lang()
+            g_lang = lazy.build()
     if g_lang is not None:
         with stages("grammar"):
-            hard_fst, hard_desc = _with_grammar(hard_text, hard_desc, g_lang, g_desc)
+            hard_fst, hard_desc = _with_grammar(hard_text, hard_desc, g_lang, g_desc, lazy)
             hard_text = None
         if opts["leading_space"]:
             space = pynini.accep(" ", token_type="byte")
@@ -147,13 +164,13 @@ def lang_name(g_desc) -> str:
     return text if text.startswith(("regex ", "choice ", "json_schema ")) else f"grammar {text}"
 
 
-def _with_grammar(words_text, words_desc, g_lang, g_desc) -> tuple[pynini.Fst, str]:
-    """(the hard language, its description): the grammar, intersected with the word list if any."""
+def _with_grammar(words_text, words_desc, g_lang, g_desc, lazy: LazyLanguage | None) -> tuple[pynini.Fst, str]:
+    """(the hard language, its description): the grammar, intersected with the word list if any.
+    ``lazy``: where the language came built on demand, what its source said of it."""
     name = lang_name(g_desc)
-    g = optimize(g_lang, stage=name[:80])
-    if is_empty(g):
-        hint = (": no document satisfies the schema within its json_max_depth (recursion and free nesting are "
-                "cut there); if the schema recurses, a larger json_max_depth may allow one") if "json_schema " in name else ""
+    g = g_lang if lazy is not None and lazy.optimized else optimize(g_lang, stage=name[:80])
+    if g.num_states() == 0:  # (`optimize`'s result is connected: an empty language has no state)
+        hint = f": {lazy.empty_hint}" if lazy is not None and lazy.empty_hint else ""
         raise UnsatisfiableConstraintError(f"{name} accepts no text{hint}", (name,))
     if words_text is None:
         return g, name

@@ -112,8 +112,49 @@ def build_tables(
 
 def _dense_combinations(dstate: np.ndarray, dblock: np.ndarray, S: int) -> tuple[np.ndarray, list[np.ndarray]]:
     """(row of each state, blocks of each row): states with equal lists of dense blocks share a
-    row, row 0 has none. The lists are compared exactly, one position at a time (no per-state
-    Python)."""
+    row, row 0 has none; the other rows are ordered by the length of their list, then by the list
+    (compared block by block). ``dstate`` is sorted: a state's blocks are contiguous.
+
+    States are grouped by their list's length and two polynomial hashes of it, every state is
+    then compared with its group's first state block by block (a hash collision falls back to
+    `_dense_combinations_by_position`), and only the groups are sorted: no Python per state, and
+    no pass per list position (the lists of a string interior's states are ~200 blocks long)."""
+    count = np.bincount(dstate, minlength=S)
+    first = np.cumsum(count) - count
+    has = np.flatnonzero(count)
+    if not len(has):
+        return np.zeros(S, np.int32), [dblock[:0]]
+    pos = np.arange(len(dblock)) - np.repeat(first[has], count[has])  # each pair's place in its list
+    block = dblock.astype(np.int64)
+    hashes = []
+    for base in (1_000_003, 998_244_353):
+        power = np.ones(int(count.max()), np.int64)
+        for k in range(1, len(power)):  # (a few hundred steps at most: the longest list)
+            power[k] = power[k - 1] * base % _HASH_MOD
+        hashes.append(np.add.reduceat((block + 1) * power[pos] % _HASH_MOD, first[has]))
+    _, grp_first, grp = np.unique(np.stack([count[has], *hashes], axis=1), axis=0, return_index=True,
+                                  return_inverse=True)
+    grp = grp.ravel()
+    rep = has[grp_first]  # a state of each group
+    same = block == block[np.repeat(first[rep[grp]], count[has]) + pos]
+    if not same.all():  # two lists with equal hashes (never seen): compare them position by position
+        return _dense_combinations_by_position(dstate, dblock, S)
+    # groups in (length, list) order: the rows' order
+    lists = [dblock[first[q]:first[q] + count[q]] for q in rep.tolist()]
+    n_grp = len(rep)
+    order = np.array(sorted(range(n_grp), key=lambda g: (len(lists[g]), lists[g].tolist())), np.int64)
+    row_of_grp = np.empty(n_grp, np.int64)
+    row_of_grp[order] = np.arange(1, n_grp + 1)
+    row = np.zeros(S, np.int64)
+    row[has] = row_of_grp[grp]
+    return row.astype(np.int32), [dblock[:0]] + [lists[g] for g in order.tolist()]
+
+
+_HASH_MOD = (1 << 31) - 1
+
+
+def _dense_combinations_by_position(dstate: np.ndarray, dblock: np.ndarray, S: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """`_dense_combinations` comparing the lists exactly, one position at a time."""
     count = np.bincount(dstate, minlength=S)
     first = np.cumsum(count) - count  # dstate is sorted: a state's blocks are contiguous
     rank = np.zeros(S, np.int64)

@@ -19,7 +19,7 @@ from typing import Any
 import pynini
 
 from ...errors import SpecError
-from ...fst.optimize import FstSizeError, mark_minimal, optimize
+from ...fst.optimize import FstSizeError, optimize
 from . import json_containers, json_values
 from .json_disjoint import disjoint
 from .json_lexical import empty, lit, union
@@ -200,7 +200,7 @@ class SchemaCompiler:
         log.info("%s document: %d states, rmepsilon %.2fs -> %d, determinize %.2fs -> %d, "
                  "minimize %.2fs -> %d", self.where, n0, t1 - t0, n1, t2 - t1, n2,
                  time.process_time() - t2, doc.num_states())
-        return mark_minimal(doc)
+        return doc
 
     # -- values ------------------------------------------------------------------------------
     def value(self, node: Any, path: str, loc: Location, rdepth: Unrolling) -> pynini.Fst:

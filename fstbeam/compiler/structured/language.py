@@ -155,8 +155,8 @@ class StructuredSpec:
 
     def join(self, wl: Any, g_lang: Any, g_desc: Any, g_hash: Any, *, case_variants: bool, digits: bool) -> tuple[Any, Any, str, str]:
         """(word list for the hard pipeline, language, description, content hash): this language
-        joined to the grammar's (intersected). The language is a thunk, built only when the disk
-        cache misses. A word list beside a JSON Schema goes into the schema's string values
+        joined to the grammar's (intersected). The language is a `LazyLanguage`, built only when
+        the disk cache misses. A word list beside a JSON Schema goes into the schema's string values
         (``string_words``) and leaves the hard pipeline's running text (None is returned for it)."""
         import pynini
 
@@ -170,16 +170,30 @@ class StructuredSpec:
         h = hashlib.sha256(self.source_hash().encode())
         if words_fst is not None:
             h.update(("\n".join(wl.words) + repr((case_variants, digits))).encode())
+        from ..hard.automaton import LazyLanguage
+
         build = self.builder(words_fst)
         if g_lang is None:
-            return (None if words_fst is not None else wl), build, self.name, h.hexdigest()
+            # a JSON Schema alone is its document, minimized where it is built (`json_schema_fst`)
+            alone = self.json_schema is not None and self.regex is None and self.choice is None
+            lazy = LazyLanguage(build, optimized=alone, empty_hint=self.empty_hint)
+            return (None if words_fst is not None else wl), lazy, self.name, h.hexdigest()
         from ...fst.optimize import optimize
 
         def both() -> Any:
             grammar = optimize(g_lang, stage="grammar")
             return optimize(pynini.intersect(grammar, build()), stage="grammar & structured")
         h.update(str(g_hash).encode())
-        return (None if words_fst is not None else wl), both, f"{g_desc} and {self.name}", h.hexdigest()
+        lazy = LazyLanguage(both, empty_hint=self.empty_hint)
+        return (None if words_fst is not None else wl), lazy, f"{g_desc} and {self.name}", h.hexdigest()
+
+    @property
+    def empty_hint(self) -> str:
+        """What the "accepts no text" error adds: a JSON Schema's language is cut at its depth."""
+        if self.json_schema is None:
+            return ""
+        return ("no document satisfies the schema within its json_max_depth (recursion and free nesting are cut "
+                "there); if the schema recurses, a larger json_max_depth may allow one")
 
     def builder(self, words_fst: Callable[[], Any] | None) -> Callable[[], Any]:
         """A thunk for the hard pipeline: builds the language when the disk cache misses.

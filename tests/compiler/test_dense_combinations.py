@@ -1,0 +1,51 @@
+"""`tables._dense_combinations` groups states by their list of dense blocks with hashes and sorts
+only the groups: the same rows, in the same order, as comparing the lists one position at a
+time (`_dense_combinations_by_position`, the oracle), hash collisions included."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fstbeam.compiler.hard import tables
+
+
+def _random_lists(rng: np.random.Generator, S: int) -> tuple[np.ndarray, np.ndarray]:
+    """(state, block) pairs sorted by state: a few distinct lists, long and short, shared by
+    many states (as a schema's states share a string interior's blocks), some states with none."""
+    n_blocks = int(rng.integers(1, 40))
+    pool = [rng.integers(0, n_blocks, size=int(rng.choice([0, 1, 2, 3, 30, 200]))) for _ in range(int(rng.integers(1, 8)))]
+    pool += [p[: len(p) // 2] for p in pool]  # prefixes: equal up to where one list ends
+    states, blocks = [], []
+    for q in range(S):
+        lst = pool[int(rng.integers(len(pool)))]
+        states += [q] * len(lst)
+        blocks += lst.tolist()
+    return np.asarray(states, np.int64), np.asarray(blocks, np.int64)
+
+
+def _same(a, b) -> bool:
+    return np.array_equal(a[0], b[0]) and a[0].dtype == b[0].dtype and len(a[1]) == len(b[1]) \
+        and all(np.array_equal(x, y) for x, y in zip(a[1], b[1]))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_same_rows_as_comparing_position_by_position(seed):
+    rng = np.random.default_rng(seed)
+    S = int(rng.integers(1, 300))
+    dstate, dblock = _random_lists(rng, S)
+    assert _same(tables._dense_combinations(dstate, dblock, S), tables._dense_combinations_by_position(dstate, dblock, S))
+
+
+def test_hash_collisions_fall_back_to_the_exact_comparison(monkeypatch):
+    monkeypatch.setattr(tables, "_HASH_MOD", 3)  # nearly every pair of lists collides
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        dstate, dblock = _random_lists(rng, 120)
+        assert _same(tables._dense_combinations(dstate, dblock, 120),
+                     tables._dense_combinations_by_position(dstate, dblock, 120))
+
+
+def test_no_dense_block_at_all():
+    none = np.zeros(0, np.int64)
+    got = tables._dense_combinations(none, none, 4)
+    assert _same(got, tables._dense_combinations_by_position(none, none, 4)) and got[0].tolist() == [0] * 4
