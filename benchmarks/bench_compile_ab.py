@@ -118,7 +118,7 @@ def fresh_cache(source: Path) -> Path:
     return tmp
 
 
-def jobs(data: Path, limit: int, seed: int, count: int) -> list[tuple[str, dict]]:
+def jobs(data: Path, limit: int, seed: int, count: int, extra: list[str] | None = None) -> list[tuple[str, dict]]:
     sys.path.insert(0, str(Path(__file__).parent))
     from structured_data import stratified
 
@@ -128,6 +128,8 @@ def jobs(data: Path, limit: int, seed: int, count: int) -> list[tuple[str, dict]
     step = max(1, len(names) // count)
     out = [(n.removesuffix(".json"), {"json_schema": json.loads((data / n).read_text())["schema"]})
            for n in names[::step][:count]]
+    out += [(n, {"json_schema": json.loads((data / f"{n}.json").read_text())["schema"]})
+            for n in extra or [] if n not in {name for name, _ in out}]
     out += [(f"regex {r}", {"regex": r}) for r in REGEXES]
     out += [(f"choice of {len(c)}", {"choice": c}) for c in CHOICES]
     return out
@@ -146,6 +148,8 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=200, help="bench_structured's sample size (default 200)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--count", type=int, default=30, help="schemas taken from the sample (default 30)")
+    ap.add_argument("--names", nargs="+", default=[],
+                    help="more schemas, by file name without .json (e.g. large ones, to guard the slow side)")
     ap.add_argument("--disk-cache", action="store_true", help="disk cache on (fresh folder per tree) instead of off")
     ap.add_argument("--out", type=Path, default=RESULTS / "compile_ab.json")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -154,7 +158,7 @@ def main() -> None:
         return worker()
     if a.data is None or a.before is None:
         ap.error("give the data folder and --before TREE")
-    todo = jobs(a.data, a.limit, a.seed, a.count)
+    todo = jobs(a.data, a.limit, a.seed, a.count, a.names)
     trees = [Tree("A", a.before, a.disk_cache), Tree("B", a.after, a.disk_cache)]
     rows = []
     try:
@@ -190,7 +194,7 @@ def main() -> None:
     print(f"tables identical: {len(rows) - len(summary['different_tables'])}/{len(rows)}")
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps({"before": str(a.before), "after": str(a.after), "disk_cache": a.disk_cache,
-                                 "limit": a.limit, "seed": a.seed, "count": a.count, "summary": summary, "rows": rows},
+                                 "limit": a.limit, "seed": a.seed, "count": a.count, "names": a.names, "summary": summary, "rows": rows},
                                 indent=1))
     print(f"wrote {a.out}")
 

@@ -20,7 +20,7 @@ import pynini
 
 from ...errors import SpecError
 from ...fst.optimize import FstSizeError, optimize
-from . import json_containers, json_values
+from . import json_containers, json_free_values, json_values
 from .json_disjoint import disjoint
 from .json_lexical import empty, lit, union
 from .json_location import Location, Resolver
@@ -116,6 +116,7 @@ class SchemaCompiler:
         # drafts 3-7: an object with a `$ref` is a reference, its other members no keywords
         self.resolver.ref_alone = isinstance(meta, str) and any(
             f"draft-0{n}" in meta for n in range(3, 8))
+        self.whitespace = whitespace
         self.ws = (pynini.closure(json_values.ws_byte(), 0, JSON_SCHEMA_DEFAULTS["max_whitespace"])
                    if whitespace == "flexible" else lit(""))
         self._cache: dict[tuple[Any, ...], pynini.Fst] = {}
@@ -236,7 +237,8 @@ class SchemaCompiler:
         """Every JSON value at ``loc`` to ``depth`` (``only="object"``/``"array"``: those)."""
         key = ("any", loc.shape(depth), depth, only)
         if key not in self._cache:
-            self._cache[key] = json_containers.any_value(self, loc, depth, only)
+            self._cache[key] = json_free_values.free_value(  # shared between compiles
+                self, loc, depth, only, key, (self.whitespace, self.ws.num_states(), self.max_states))
         return self._cache[key]
 
     def _node(self, node: dict[str, Any], path: str, loc: Location,
