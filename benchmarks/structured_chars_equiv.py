@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).parent
 
@@ -44,13 +45,13 @@ def child(schema_path: str, fst_path: str) -> None:
     print(json.dumps({"cpu_s": cpu, "peak_rss_mb": peak, "states": fst.num_states()}))
 
 
-def measure(schema_path: Path, fst_path: Path, cpu: int) -> dict:
+def measure(schema_path: Path, fst_path: Path, cpu: int) -> dict[str, Any]:
     limit = lambda: resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))  # noqa: E731
     cmd = [sys.executable, __file__, "--child", str(schema_path), str(fst_path)]
     p = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=limit)
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     if lines:
-        out: dict = json.loads(lines[-1])
+        out: dict[str, Any] = json.loads(lines[-1])
         return out
     return {"error": f"time-out (> {cpu} CPU-s)" if p.returncode in (-9, -24, 152)
             else f"died (rc {p.returncode}): {p.stderr[-200:]}"}
@@ -84,7 +85,7 @@ def main() -> int:
     folder = Path(args.save or args.against)
     folder.mkdir(parents=True, exist_ok=True)
     before = json.loads((folder / "figures.json").read_text()) if args.against else {}
-    rows: dict[str, dict] = {}
+    rows: dict[str, dict[str, Any]] = {}
     print("| schema | CPU s before | after | peak RSS before | after | states | same language |\n"
           "|---|---|---|---|---|---|---|")
     for name in args.names:
