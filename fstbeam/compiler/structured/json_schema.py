@@ -24,7 +24,7 @@ from . import json_containers, json_free_values, json_values
 from .json_disjoint import disjoint
 from .json_lexical import empty, lit, union
 from .json_location import Location, Resolver
-from .json_refs import Unrolling, recursive_targets, repeated_nodes
+from .json_refs import RecursionReach, Unrolling, recursive_targets, repeated_nodes
 
 log = logging.getLogger("fstbeam.fst")
 
@@ -122,6 +122,7 @@ class SchemaCompiler:
         self._cache: dict[tuple[Any, ...], pynini.Fst] = {}
         self._keep: list[Any] = []  # synthesized nodes, kept alive so their ids stay unique
         self._recursive, targets = recursive_targets(schema, self.resolver)
+        self._reaches = RecursionReach(self.resolver, self._recursive)
         # levels of recursion unrolled (max_depth, fewer where `_check_growth` says so), and
         # the automaton size of each recursive target per level
         self.turns = max_depth
@@ -214,7 +215,8 @@ class SchemaCompiler:
                             f"{type(node).__name__}, not an object or a boolean")
         if id(node) not in self._shared:
             return self._node(node, path, loc, rdepth)
-        key = (id(node), loc.key, rdepth)
+        # the budget tells automata apart only where recursion can be met below
+        key = (id(node), loc.key, rdepth if self._reaches(node) else None)
         if key not in self._cache:
             self._cache[key] = self._node(node, path, loc, rdepth)
             if id(node) in self._recursive:

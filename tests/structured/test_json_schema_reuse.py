@@ -1,0 +1,109 @@
+"""Subschemas that cannot reach recursion are compiled once, whatever the recursion budget left
+where they are met (circleci's executor `oneOf`, once per level of its recursive `jobs`), and
+the language is the one compiled with a budget per level: against `jsonschema` and against the
+automaton built the old way (both differences empty)."""
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pynini
+import pytest
+
+jsonschema = pytest.importorskip("jsonschema")
+
+from fstbeam.compiler.structured import json_schema as js  # noqa: E402
+from fstbeam.compiler.structured.json_location import Resolver, order_instance  # noqa: E402
+from fstbeam.compiler.structured.json_refs import RecursionReach, recursive_targets  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from regex_oracle import accepts  # noqa: E402
+
+# a job holds steps; a step is a command or a nested job (recursion); both pick an executor
+# from a discriminated `oneOf` that holds no `$ref` back
+JOBS = {
+    "$ref": "#/definitions/job",
+    "definitions": {
+        "executor": {"oneOf": [
+            {"type": "object", "properties": {"docker": {"type": "string", "maxLength": 3}},
+             "required": ["docker"], "additionalProperties": False},
+            {"type": "object", "properties": {"machine": {"type": "boolean"}},
+             "required": ["machine"], "additionalProperties": False},
+            {"enum": ["small", "large"]},
+        ]},
+        # recursion through a property named "default" (circleci's step parameters)
+        "param": {"type": "object", "properties": {"default": {"$ref": "#/definitions/job"}},
+                  "additionalProperties": False},
+        "job": {"type": "object", "additionalProperties": False, "required": ["steps"],
+                "properties": {"executor": {"$ref": "#/definitions/executor"},
+                               "param": {"$ref": "#/definitions/param"},
+                               "steps": {"type": "array", "maxItems": 2,
+                                         "items": {"$ref": "#/definitions/step"}}}},
+        "step": {"anyOf": [{"type": "string", "maxLength": 2}, {"$ref": "#/definitions/job"},
+                           {"type": "object", "additionalProperties": False,
+                            "properties": {"run": {"$ref": "#/definitions/executor"},
+                                           "param": {"$ref": "#/definitions/param"}}}]},
+    },
+}
+
+
+def _compile(monkeypatch, old_keys: bool) -> tuple[pynini.Fst, Counter]:
+    calls: Counter = Counter()
+    node = js.SchemaCompiler._node
+
+    def counting(self, n, path, loc, rdepth):
+        calls[path] += 1
+        return node(self, n, path, loc, rdepth)
+
+    with monkeypatch.context() as m:
+        m.setattr(js.SchemaCompiler, "_node", counting)
+        if old_keys:  # every node keyed by its budget, as before
+            m.setattr(RecursionReach, "__call__", lambda self, n: True)
+        fst = js.json_schema_fst(JOBS, max_depth=4)
+    return fst, calls
+
+
+def test_what_reaches_recursion():
+    resolver = Resolver(JOBS, "t")
+    recursive, _ = recursive_targets(JOBS, resolver)
+    reach = RecursionReach(resolver, recursive)
+    d = JOBS["definitions"]
+    assert reach(d["job"]) and reach(d["step"]) and reach(JOBS)
+    assert reach(d["job"]["properties"]["steps"]) and reach(d["param"])
+    assert not reach(d["executor"]) and not reach(d["job"]["properties"]["executor"])
+    assert reach(d["step"]["anyOf"][2])  # (through `param`)
+    assert not reach(d["step"]["anyOf"][0])
+
+
+def test_a_subschema_without_recursion_is_compiled_once_and_the_language_is_unchanged(monkeypatch):
+    new, calls = _compile(monkeypatch, old_keys=False)
+    old, old_calls = _compile(monkeypatch, old_keys=True)
+    assert old_calls["/definitions/executor"] > 1  # one per level of recursion, before
+    assert calls["/definitions/executor"] == 1
+    assert calls["/definitions/job"] > 1  # the recursion itself is still unrolled per level
+    for a, b in ((new, old), (old, new)):
+        d = pynini.difference(a, b)
+        d.connect()
+        assert d.num_states() == 0
+
+
+def _nest(levels: int, executor) -> dict:
+    job: dict = {"steps": ["ls"], "executor": executor}
+    for i in range(levels):
+        job = {"steps": [job, {"run": executor}]} if i % 2 else {"steps": [], "param": {"default": job}}
+    return job
+
+
+@pytest.mark.parametrize("levels", [0, 1, 2])
+def test_nested_jobs_against_jsonschema(levels):
+    fst = js.json_schema_fst(JOBS, max_depth=4)
+    validator = jsonschema.validators.validator_for(JOBS)(JOBS)
+    executors = [{"docker": "abc"}, {"machine": True}, "small", {"docker": "abcd"},
+                 {"docker": "a", "machine": True}, "medium", {}]
+    assert validator.is_valid(_nest(levels, "small"))  # valid instances are among them
+    for ex in executors:
+        value = _nest(levels, ex)
+        text = json.dumps(order_instance(JOBS, value), separators=(",", ":"))
+        assert accepts(fst, text) == validator.is_valid(value), value
