@@ -101,7 +101,7 @@ def test_classes_are_shift_equivalent_by_brute_force(rx):
     dfa = _Arcs.of(fst_to_dfa(pynini.connect(regex_fst(rx))))
     found = _chains(dfa, token_trie(vocab))
     assert found is not None
-    arcs, _, cls, is_abs = found
+    arcs, _, levels, is_abs = found
     table = {(q, b): (t, a) for q, b, t, a in zip(arcs.src.tolist(), arcs.byte.tolist(), arcs.dst.tolist(), is_abs.tolist())}
     alphabet = sorted(set(arcs.byte.tolist()))
 
@@ -115,6 +115,12 @@ def test_classes_are_shift_equivalent_by_brute_force(rx):
         return q, absolute
 
     words = [w for n in range(1, rounds + 1) for w in itertools.product(alphabet[:6] + alphabet[-2:], repeat=n)]
+    assert levels[0][0] == chain_blocks.FULL
+    for limit, cls in levels:  # (a partial level's classes: strings of up to limit + 1 bytes)
+        _check_classes(rx, cls, walk, [w for w in words if len(w) <= limit + 1])
+
+
+def _check_classes(rx, cls, walk, words):
     for c in np.unique(cls):
         members = np.flatnonzero(cls == c).tolist()
         r0 = members[0]
@@ -128,7 +134,8 @@ def test_classes_are_shift_equivalent_by_brute_force(rx):
 
 @pytest.mark.integration
 @pytest.mark.slow
-@pytest.mark.parametrize("source", ["[a-z ]{1,120}", {"type": "string", "maxLength": 70}])
+@pytest.mark.parametrize("source", ["[a-z ]{1,120}", {"type": "string", "maxLength": 70},
+                                    {"type": "string", "maxLength": 30}])
 def test_gemma_chains_lift_to_the_plain_language(source, monkeypatch):
     """On the Gemma 3 tokenizer (262,144 ids, tokens up to 48 bytes), with the real thresholds."""
     from shared_oracle import assert_same_language_fast
@@ -143,8 +150,8 @@ def test_gemma_chains_lift_to_the_plain_language(source, monkeypatch):
     dfa = fst_to_dfa(pynini.connect(fst))
     plain = lift(dfa, trie, vocab.width, share_walks=False)
     grouped = lift(dfa, trie, vocab.width, share_walks=True)
-    # (maxLength 70: only the positions with 48 bytes or more left share a walk)
-    assert len(grouped.block_tokens) < 0.75 * len(plain.block_tokens)
+    # (maxLength 30: every position has fewer than 48 bytes left: partial groups only)
+    assert len(grouped.block_tokens) < 0.5 * len(plain.block_tokens)
     tg = build_tables(grouped, vocab)
     check_hard(tg, vocab.width, vocab.eos_ids, "grouped")
     assert_same_language_fast(build_tables(plain, vocab), tg)
@@ -163,3 +170,57 @@ def test_hash_collisions_fall_back_to_exact_rows(monkeypatch):
     assert hashed is not None and rows is not None
     pairs = set(zip(hashed.tolist(), rows.tolist()))
     assert len(pairs) == len(set(hashed.tolist())) == len(set(rows.tolist()))  # one partition
+
+
+# Tokens longer than the chains below: positions with fewer bytes left than the longest token
+# share a walk only in partial groups (a step limit: the shorter tokens shared, the longer ones
+# each block's own).
+LONG_PIECES = PIECES + ["abcdefgh", "aaaaaaaaaaaa", "abcdefghijklmno", 'abcdef"', 'abcdefghij",', "ab\\nabcdefg",
+                        "zzzzzzzzzzzzzzzzzzzz", "éééééé", "0123456789"]
+
+
+def long_vocab() -> Vocab:
+    raw = [p.encode() for p in LONG_PIECES] + [bytes([c]) for c in range(128, 256)]
+    return Vocab.from_dict(dict(enumerate(raw)), eos_ids=[len(raw)], name="chains-long")
+
+
+@pytest.mark.parametrize("source", [
+    "[a-z]{1,12}", "x[a-c0-9]{2,9}y[a-z]{0,6}", "[a-z]{3,19}|[0-9]{4,16}",
+    {"type": "string", "maxLength": 10},
+    {"type": "object", "properties": {"a": {"type": "string", "maxLength": 7},
+                                      "b": {"type": "string", "minLength": 2, "maxLength": 14}},
+     "required": ["a", "b"], "additionalProperties": False},
+    {"type": "array", "items": {"type": "string", "pattern": "^[a-z0-9]{1,13}$"}, "maxItems": 2},
+], ids=str)
+def test_partial_groups_lift_to_the_plain_language(source, monkeypatch):
+    vocab = long_vocab()
+    trie = token_trie(vocab)
+    levels = chain_blocks.walk_levels(trie)
+    assert levels and max(levels) < chain_blocks.max_token_bytes(trie) == 20
+    fst = regex_fst(source) if isinstance(source, str) else json_schema_fst(source, max_depth=2)
+    dfa = fst_to_dfa(pynini.connect(fst))
+    seen = []
+    groups = chain_blocks.groups
+    monkeypatch.setattr(chain_blocks, "groups", lambda *a: seen.append(groups(*a)) or seen[-1])
+    plain, grouped = check_both(dfa, vocab)
+    assert (seen[0][3] < chain_blocks.FULL).any()  # partial groups were formed
+    assert grouped.state_block_offset.any()
+    assert len(grouped.block_tokens) < len(plain.block_tokens)
+
+
+def test_walk_levels_minimise_the_modelled_cost():
+    """The dynamic program against every subset of levels, on a small trie."""
+    trie = token_trie(long_vocab())
+    c = np.cumsum(chain_blocks.token_lengths(trie))
+    K = len(c) - 1
+    assert int(c[-1]) == len(set(LONG_PIECES)) + 128
+
+    def cost(levels):
+        total = sum(int(c[j]) for j in levels)
+        for m in range(1, K):
+            below = [j for j in levels if j <= m]
+            total += int(c[m] - c[below[-1]]) if below else int(c[m])
+        return total
+
+    best = min(cost(sub) for n in range(5) for sub in itertools.combinations(range(chain_blocks.MIN_LEVEL, K), n))
+    assert cost(chain_blocks.walk_levels(trie)) <= best

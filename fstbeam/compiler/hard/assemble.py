@@ -136,10 +136,12 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next, inner
     g_live = alive[g_next]
     g_g, g_tok, g_next = sorted_triples(g_g[g_live], g_tok[g_live], g_next[g_live])
     g_size = np.bincount(g_g, minlength=len(chain.reps))
-    chain = chain_blocks.Chains(chain.blk_group, chain.blk_shift, chain.reps, (g_g, g_tok, g_next))  # (alive arcs only)
+    chain = chain_blocks.Chains(chain.blk_group, chain.blk_shift, chain.reps, (g_g, g_tok, g_next), chain.own)  # (alive arcs only)
+    own = chain.own_exits()
     abs_size = np.bincount(e_block, minlength=nb)
     grouped_blk = np.flatnonzero(blk_group >= 0)
-    abs_size[grouped_blk] = abs_size[chain.reps[blk_group[grouped_blk]]]  # (the group's exits)
+    full_blk = grouped_blk[~own[blk_group[grouped_blk]]]
+    abs_size[full_blk] = abs_size[chain.reps[blk_group[full_blk]]]  # (a full group's exits; a partial group's are the block's own)
     abs_size[grouped_blk] += g_size[blk_group[grouped_blk]]  # (for the links kept just below: a size, either part)
     sb_keep = ((abs_size > 0) | (blk_inner >= 0))[pair_block]
     q_idx, b_idx, pair_block = q_idx[sb_keep], b_idx[sb_keep], pair_block[sb_keep]
@@ -185,7 +187,8 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next, inner
     abs_size = np.bincount(e_block, minlength=nb)
     in_grp = blk_group[pair_block] >= 0
     grp_of = np.maximum(blk_group[pair_block], 0)
-    rep_of = np.where(in_grp, chain.reps[grp_of] if len(chain.reps) else 0, pair_block)  # the block holding a link's exits
+    full = in_grp & ~own[grp_of] if len(chain.reps) else in_grp
+    rep_of = np.where(full, chain.reps[grp_of] if len(chain.reps) else 0, pair_block)  # the block holding a link's exits
     has_rel = in_grp & (g_size[grp_of] > 0 if len(chain.reps) else in_grp)
     # Blocks: the absolute parts first (in lift order), then the shared interiors.
     is_sh = blk_inner[pair_block] >= 0

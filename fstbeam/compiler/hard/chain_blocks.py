@@ -22,7 +22,14 @@ representative's block, every member's exit block (``state_block_exit``).
 The offset must hold in the *token* automaton's numbering, after pruning: `assemble` checks per
 block that its inside next states are alive exactly where the representative's are, and keep
 one offset; it spells out (absolute arcs) the blocks where not. Sharing is exact or not done.
-Positions near a chain's end (fewer than K bytes left) stay blocks of their own.
+
+Positions near a chain's end (fewer than K bytes left) are not shift-equivalent for K bytes, but
+for j < K bytes: they form **partial groups** at a step limit j (`walk_levels`, `level_classes`).
+The representative is walked j steps: the tokens of up to j bytes that end inside are the shared
+block; the tokens that leave within j bytes are walked on once (`token_fsa`, a block of its own)
+and copied into every member's block; the walk at the limit is handed to every member, shifted,
+and walked on as that member's own (its tokens longer than j bytes). A member's exit block is
+its own block: `Chains.own`.
 """
 from __future__ import annotations
 
@@ -43,24 +50,71 @@ MIN_SHIFTED = 64
 MIN_DEGREE = 16
 # An arc into a state entered from this many states or more is absolute (a chain's exit).
 ABS_SOURCES = 8
+# The step limit of a full group (its walk is not cut: every token of its blocks is inside or an exit).
+FULL = 1 << 30
+# The lowest step limit of a partial group: a group's overhead (its walk restarted per member from
+# the limit, its exits copied to every member) is not worth sharing a few thousand tokens of 1-3
+# bytes (states alike for 1-2 bytes are often no chain at all: a group of a thousand).
+MIN_LEVEL = 4
 
-_DEPTH: weakref.WeakKeyDictionary[TokenTrie, int] = weakref.WeakKeyDictionary()
+_LENGTHS: weakref.WeakKeyDictionary[TokenTrie, np.ndarray] = weakref.WeakKeyDictionary()
 
 
 def max_token_bytes(trie: TokenTrie) -> int:
-    """The trie's depth: the longest token in bytes (nodes are numbered depth by depth)."""
-    depth = _DEPTH.get(trie)
-    if depth is None:
-        depth, lo, hi = 0, 0, 1
+    """The trie's depth: the longest token in bytes."""
+    return len(token_lengths(trie)) - 1
+
+
+def token_lengths(trie: TokenTrie) -> np.ndarray:
+    """Number of tokens of each length in bytes (index 0: none); nodes are numbered depth by
+    depth, so each depth is one id range."""
+    counts = _LENGTHS.get(trie)
+    if counts is None:
+        out, lo, hi = [0], 0, 1
         has = trie.child_hi > trie.child_lo
         while hi > lo:
             kids = np.flatnonzero(has[lo:hi]) + lo
             if not len(kids):
                 break
-            depth += 1
             lo, hi = int(trie.child_lo[kids].min()), int(trie.child_hi[kids].max())
-        _DEPTH[trie] = depth
-    return depth
+            out.append(int(trie.tok_ptr[hi] - trie.tok_ptr[lo]))
+        counts = _LENGTHS[trie] = np.asarray(out, np.int64)
+    return counts
+
+
+def walk_levels(trie: TokenTrie) -> list[int]:
+    """The step limits of partial groups (module docstring), ascending, below the trie's depth K.
+
+    A block in a level-j group stores the tokens longer than j itself: with one block per room
+    m = 1..K-1 (tokens of up to m bytes fit), a level costs its shared block (the tokens of up
+    to j bytes) plus, per room m in [j, next level), the tokens of j+1..m bytes; a room below
+    the lowest level costs all its tokens. The levels minimise that sum (a dynamic program over
+    the K lengths; on Gemma 3: 4, 6, 10 and 19 bytes, below the longest token, 48)."""
+    c = np.cumsum(token_lengths(trie)).tolist()  # c[m]: tokens of at most m bytes
+    K = len(c) - 1
+    if K <= MIN_LEVEL:
+        return []
+    best, nxt = [0] * (K + 1), [K] * (K + 1)  # best[j]: rooms j..K-1 with j a level (best[K] = 0)
+    for j in range(K - 1, MIN_LEVEL - 1, -1):
+        run, best[j] = 0, -1
+        for k in range(j + 1, K + 1):  # the next level k: rooms j..k-1 read level j
+            run += c[k - 1] - c[j]
+            cost = c[j] + run + best[k]
+            if best[j] < 0 or cost < best[j]:
+                best[j], nxt[j] = cost, k
+    below = 0
+    top, first = None, K
+    for j in range(1, K):
+        if j >= MIN_LEVEL:
+            total = below + best[j]
+            if top is None or total < top:
+                top, first = total, j
+        below += c[j]
+    out, j = [], first
+    while j < K:
+        out.append(j)
+        j = nxt[j]
+    return out
 
 
 def depth_first(num_states: int, start: int, ptr: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -118,6 +172,15 @@ def shift_classes(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.nd
     bytes alike, up to the shift between them until the first absolute arc, to the same state
     after it (module docstring); None where too few states with many arcs share a class
     (`worth_sharing`; refinement only splits classes). ``src`` sorted (arcs by state, byte)."""
+    got = level_classes(num_states, src, byte, dst, is_abs, rounds, degree, [])
+    return got[0][1] if got and got[0][0] == FULL else None
+
+
+def level_classes(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.ndarray, is_abs: np.ndarray,
+                  rounds: int, degree: np.ndarray, levels: list[int]) -> list[tuple[int, np.ndarray]]:
+    """[(step limit, classes after that many rounds)], the highest first: `FULL` for the classes
+    of `shift_classes` (``rounds`` rounds), then each of ``levels`` (ascending, below
+    ``rounds``); only those still worth sharing (`worth_sharing`)."""
     S = num_states
     ptr = csr(src, S)
     # a relative arc: its shift (-S, S); an absolute arc: S + 1 + its target
@@ -128,15 +191,22 @@ def shift_classes(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.nd
     pair = np.unique(src[~is_abs] * S + dst[~is_abs])
     u_src, u_dst = pair // S, pair % S
     u_ptr = csr(u_src, S)
-    for _ in range(rounds):
+    out: list[tuple[int, np.ndarray]] = []
+    for done in range(rounds + 1):  # (classes after `done` rounds)
         if not worth_sharing(cls, degree):
-            return None
+            return out[::-1]
+        if done in levels:
+            out.append((done, cls))
+        if done == rounds:
+            break
         new = _classes(u_ptr, u_src, [cls], [cls[u_dst]])
         stable = new.max() == cls.max()
         cls = new
         if stable:  # a fixpoint: every further round gives the same partition
+            out += [(j, cls) for j in levels if j > done]
             break
-    return cls if worth_sharing(cls, degree) else None
+    out.append((FULL, cls))
+    return out[::-1]
 
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
@@ -199,30 +269,38 @@ def worth_sharing(cls: np.ndarray, degree: np.ndarray) -> bool:
     return int((count[cls[big]] >= 2).sum()) >= MIN_SHIFTED
 
 
-def groups(blk_byte: np.ndarray, blk_state: np.ndarray, cls: np.ndarray,
-           skip: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def groups(blk_byte: np.ndarray, blk_state: np.ndarray, levels: list[tuple[int, np.ndarray]],
+           skip: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(group of each block, -1 for none; shift of each block from its group's representative;
-    the representative block of each group): blocks with the same first byte and class, two or
-    more, the ``skip`` blocks (walked otherwise, `shared_walks`) left out; the representative
-    is the block of the lowest state."""
+    the representative block of each group; the step limit of each group): per level of
+    ``levels`` (`level_classes`, the highest first), the blocks not grouped yet with the same
+    first byte and class, two or more, the ``skip`` blocks (walked otherwise, `shared_walks`)
+    left out; the representative is the block of the lowest state."""
     nb = len(blk_byte)
     grp, shift = np.full(nb, -1, np.int64), np.zeros(nb, np.int64)
-    cand = np.arange(nb) if skip is None else np.flatnonzero(~skip)
-    if not len(cand):
-        return grp, shift, np.zeros(0, np.int64)
-    key = blk_byte[cand] * (int(cls.max()) + 1) + cls[blk_state[cand]]
-    o = np.lexsort((blk_state[cand], key))
-    key, cand = key[o], cand[o]
-    first = np.r_[True, key[1:] != key[:-1]]
-    gid = np.cumsum(first) - 1
-    size = np.bincount(gid)
-    multi = size[gid] >= 2
-    _, gid = np.unique(gid[multi], return_inverse=True)
-    cand, first = cand[multi], first[multi]
-    reps = cand[first]
-    grp[cand] = gid
-    shift[cand] = blk_state[cand] - blk_state[reps[gid]]
-    return grp, shift, reps
+    free = np.ones(nb, bool) if skip is None else ~skip
+    reps, limits, G = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], 0
+    for limit, cls in levels:
+        cand = np.flatnonzero(free)
+        if not len(cand):
+            break
+        key = blk_byte[cand] * (int(cls.max()) + 1) + cls[blk_state[cand]]
+        o = np.lexsort((blk_state[cand], key))
+        key, cand = key[o], cand[o]
+        first = np.r_[True, key[1:] != key[:-1]]
+        gid = np.cumsum(first) - 1
+        multi = np.bincount(gid)[gid] >= 2
+        _, gid = np.unique(gid[multi], return_inverse=True)
+        gid = gid.reshape(-1)
+        cand, first = cand[multi], first[multi]
+        rep = cand[first]
+        grp[cand] = G + gid
+        shift[cand] = blk_state[cand] - blk_state[rep[gid]]
+        free[cand] = False
+        reps.append(rep)
+        limits.append(np.full(len(rep), limit, np.int64))
+        G += len(rep)
+    return grp, shift, np.concatenate(reps), np.concatenate(limits)
 
 
 @dataclass(frozen=True, eq=False)
@@ -233,6 +311,12 @@ class Chains:
     blk_shift: np.ndarray  # int64 [NB]: character-state shift from the group's representative
     reps: np.ndarray  # int64 [G]: representative block of each group: its exit (absolute) arcs
     rel: tuple[np.ndarray, np.ndarray, np.ndarray]  # (group, token, next state of the representative): inside arcs
+    #: bool [G]: a partial group (a step limit): each member's exits and longer tokens are its own
+    #: absolute arcs, not the representative's; None: none
+    own: np.ndarray | None = None
+
+    def own_exits(self) -> np.ndarray:
+        return np.zeros(len(self.reps), bool) if self.own is None else self.own
 
 
 def pairs(ch: Chains, e_block: np.ndarray, e_next: np.ndarray, S: int) -> tuple[np.ndarray, ...]:
@@ -257,7 +341,7 @@ def pairs(ch: Chains, e_block: np.ndarray, e_next: np.ndarray, S: int) -> tuple[
     m = is_rep[e_block] >= 0
     key = np.unique(is_rep[e_block[m]] * S + e_next[m])
     ptr, a = csr(key // S, G), key % S
-    k = k[ch.reps[gk] != k]  # members other than the representative
+    k = k[(ch.reps[gk] != k) & ~ch.own_exits()[gk]]  # members of full groups other than the representative
     gk = ch.blk_group[k]
     pos = ranges(ptr, gk)
     return kk, c, c + ch.blk_shift[kk], np.repeat(k, ptr[gk + 1] - ptr[gk]), a[pos]
@@ -275,7 +359,7 @@ def spelled_out(ch: Chains, blocks: np.ndarray, e_block: np.ndarray, e_tok: np.n
     k1 = np.repeat(blocks, gptr[gb + 1] - gptr[gb])
     n1 = nxt[pos] + ch.blk_shift[k1]
     t1 = tok[pos]
-    others = blocks[ch.reps[gb] != blocks]
+    others = blocks[(ch.reps[gb] != blocks) & ~ch.own_exits()[gb]]
     r = ch.reps[ch.blk_group[others]]
     need = np.zeros(len(ch.blk_group), bool)
     need[r] = True

@@ -141,7 +141,7 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     dfa = _Arcs.of(dfa)
     chains = _chains(dfa, trie) if share_walks else None
     if chains is not None:
-        dfa, old_id, cls, is_abs = chains
+        dfa, old_id, levels, is_abs = chains
     S = dfa.num_states
     # 1. Distinct (first byte, state after it) pairs become blocks.
     has_tok = trie.depth1[dfa.byte] >= 0
@@ -162,9 +162,11 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     shared = shared_walks.share(dfa, trie, blk_byte, blk_state, _Arcs.plain, _Stepper) if share_walks else None
     walk = np.ones(nb, bool)
     if chains is not None:  # grouped blocks are not walked: their representative's inside walk is, once per group
-        grp, shift, reps = chain_blocks.groups(blk_byte, blk_state, cls, shared.handled if shared is not None else None)
+        grp, shift, reps, limit = chain_blocks.groups(blk_byte, blk_state, levels, shared.handled if shared is not None else None)
+        own = limit < chain_blocks.FULL
         walk = grp < 0
-        log.info("lift: %d blocks in %d groups of shift-equivalent blocks", int((grp >= 0).sum()), len(reps))
+        log.info("lift: %d blocks in %d groups of shift-equivalent blocks (%d partial)", int((grp >= 0).sum()), len(reps),
+                 int(own.sum()))
     if shared is not None:  # interiors of large components from the memo; the BFS goes on from their exits
         walk &= ~shared.handled
         c_b, c_n, c_s = shared.conts
@@ -178,10 +180,13 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     elif chains is not None:
         node, state, block = node[walk], state[walk], block[walk]
     if chains is not None:  # the representatives' walks: inside arcs kept per group, exits walked on as usual
-        ends, (x_g, x_n, x_s) = _walk_inside(dfa, trie, is_abs, blk_byte[reps], blk_state[reps])
-        node = np.concatenate([node, x_n])
-        state = np.concatenate([state, x_s])
-        block = np.concatenate([block, reps[x_g]])
+        ends, (x_g, x_n, x_s), fronts = _walk_inside(dfa, trie, is_abs, blk_byte[reps], blk_state[reps], limit)
+        # a partial group's exits are walked once, into a block nb + group, copied to its members below;
+        # its members walk on from the representative's walk at the step limit, shifted
+        f_b, f_n, f_s = _to_members(grp, shift, *fronts)
+        node = np.concatenate([node, x_n, f_n])
+        state = np.concatenate([state, x_s, f_s])
+        block = np.concatenate([block, np.where(own[x_g], nb + x_g, reps[x_g]), f_b])
     while len(node):
         has = trie.tok_ptr[node + 1] > trie.tok_ptr[node]
         out_block.append(block[has])
@@ -193,8 +198,12 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     if allowed_tokens is not None:
         ok = np.zeros(width, bool)
         ok[allowed_tokens] = True
-    tblock, tokens, tnext = _expand(trie, np.concatenate(out_block), np.concatenate(out_node),
-                                    np.concatenate(out_state), ok)
+    o_block, o_node, o_state = np.concatenate(out_block), np.concatenate(out_node), np.concatenate(out_state)
+    if chains is not None and own.any():  # a partial group's exits: every member's own
+        pseudo = o_block >= nb
+        p_b, p_n, p_s = _to_members(grp, np.zeros(nb, np.int64), o_block[pseudo] - nb, o_node[pseudo], o_state[pseudo])
+        o_block, o_node, o_state = (np.concatenate([a[~pseudo], b]) for a, b in ((o_block, p_b), (o_node, p_n), (o_state, p_s)))
+    tblock, tokens, tnext = _expand(trie, o_block, o_node, o_state, ok)
     inner = None
     if shared is not None and shared.copies:  # the interiors' token arcs, once per (shape, canonical state, first byte)
         i_k, i_tok, i_rel = shared.inner_arcs  # (sorted by interior, then token: filtering keeps the order)
@@ -211,7 +220,7 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     # 3. Keep what is reachable from the start at token boundaries and can still finish.
     chain = None
     if chains is not None:
-        chain = chain_blocks.Chains(grp, shift, reps, _expand(trie, *ends, ok))
+        chain = chain_blocks.Chains(grp, shift, reps, _expand(trie, *ends, ok), own)
     fields = assemble(dfa, width, q_idx, b_idx, pair_block, tblock, tokens, tnext, inner, chain)
     if chains is not None:
         fields["char_state"] = old_id[fields["char_state"]].astype(np.int32)
@@ -241,22 +250,29 @@ def _chains(dfa: _Arcs, trie: TokenTrie) -> tuple[_Arcs, np.ndarray, np.ndarray,
     o = order_by(src, dfa.byte)
     src, byte, dst = src[o], dfa.byte[o], dst[o]
     is_abs = chain_blocks.absolute_arcs(S, src, dst)
-    cls = chain_blocks.shift_classes(S, src, byte, dst, is_abs, chain_blocks.max_token_bytes(trie), degree[old_id])
-    if cls is None:
+    levels = chain_blocks.level_classes(S, src, byte, dst, is_abs, chain_blocks.max_token_bytes(trie), degree[old_id],
+                                        chain_blocks.walk_levels(trie))
+    if not levels:
         return None
-    return _Arcs(S, int(new_id[dfa.start]), dfa.final[old_id], src, byte, dst), old_id, cls, is_abs
+    return _Arcs(S, int(new_id[dfa.start]), dfa.final[old_id], src, byte, dst), old_id, levels, is_abs
 
 
-def _walk_inside(dfa: _Arcs, trie: TokenTrie, is_abs: np.ndarray, byte: np.ndarray,
-                 state: np.ndarray) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+def _walk_inside(dfa: _Arcs, trie: TokenTrie, is_abs: np.ndarray, byte: np.ndarray, state: np.ndarray,
+                 limit: np.ndarray) -> tuple[tuple[np.ndarray, ...], ...]:
     """Each group representative's walk from ``state`` after first ``byte`` (group = index) until
-    an absolute arc: ((group, node, state) of the token ends inside, (group, child node, state
-    after the absolute arc) of the exits)."""
+    an absolute arc or its step ``limit``: ((group, node, state) of the token ends inside,
+    (group, child node, state after the absolute arc) of the exits, (group, node, state) of the
+    walk at the limit, its token ends not counted inside)."""
     S = dfa.num_states
     step = _Stepper(_Arcs.plain(S + 1, dfa.src, dfa.byte, np.where(is_abs, S, dfa.dst)), trie)
     g, node = np.arange(len(byte), dtype=np.int64), trie.depth1[byte]
-    ends, exits = [], []
+    ends, exits, fronts = [], [], []
+    steps = 0
     while len(node):
+        cut = limit[g] <= steps
+        if cut.any():
+            fronts.append((g[cut], node[cut], state[cut]))
+            g, node, state = g[~cut], node[~cut], state[~cut]
         has = trie.tok_ptr[node + 1] > trie.tok_ptr[node]
         ends.append((g[has], node[has], state[has]))
         s, node, nxt = step(node, state)
@@ -264,10 +280,28 @@ def _walk_inside(dfa: _Arcs, trie: TokenTrie, is_abs: np.ndarray, byte: np.ndarr
         out = nxt == S
         exits.append((g[out], node[out], state[out]))
         g, node, state = g[~out], node[~out], nxt[~out].astype(np.int64)
-    e_g, e_n, e_s = (np.concatenate(x) for x in zip(*ends)) if ends else (np.zeros(0, np.int64),) * 3
-    x_g, x_n, x_s = (np.concatenate(x) for x in zip(*exits)) if exits else (np.zeros(0, np.int64),) * 3
+        steps += 1
+    e_g, e_n, e_s = _cat(ends)
+    x_g, x_n, x_s = _cat(exits)
     x_s = dfa.step(x_s, trie.node_byte[x_n].astype(np.int64)).astype(np.int64)  # (an absolute arc: defined)
-    return (e_g, e_n, e_s), (x_g, x_n, x_s)
+    return (e_g, e_n, e_s), (x_g, x_n, x_s), _cat(fronts)
+
+
+def _cat(parts: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
+    return tuple(np.concatenate(x) for x in zip(*parts)) if parts else (np.zeros(0, np.int64),) * 3
+
+
+def _to_members(grp: np.ndarray, shift: np.ndarray, g: np.ndarray, node: np.ndarray,
+                state: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(member block, node, state + the member's shift) for every (group, node, state) and every
+    member block of the group."""
+    k = np.flatnonzero(grp >= 0)
+    members, ptr = grouped(grp[k], k, int(grp.max()) + 1 if len(k) else 0)
+    if not len(g):
+        return g, node, state
+    n = ptr[g + 1] - ptr[g]
+    m = members[concat_ranges(ptr[g], ptr[g + 1])]
+    return m, np.repeat(node, n), np.repeat(state, n) + shift[m]
 
 
 class _Stepper:
