@@ -2,6 +2,7 @@
 
     python benchmarks/bench_compile_ab.py --before /tmp/base ../shared/data/jsonschemabench_dev
     python benchmarks/bench_compile_ab.py --before /tmp/base DATA --count 30 --disk-cache
+    python benchmarks/bench_compile_ab.py --before /tmp/base DATA --count 0 --names Github_medium---o42568
 
 One worker process per tree (``PYTHONPATH`` = the tree), each set up as bench_structured's is
 (``load_vocab("default")``, one word-list compile to build the per-tokenizer index, one thread,
@@ -118,16 +119,16 @@ def fresh_cache(source: Path) -> Path:
     return tmp
 
 
-def jobs(data: Path, limit: int, seed: int, count: int) -> list[tuple[str, dict]]:
+def jobs(data: Path, limit: int, seed: int, count: int, extra: list[str]) -> list[tuple[str, dict]]:
     sys.path.insert(0, str(Path(__file__).parent))
     from structured_data import stratified
 
     names = stratified([p.name for p in data.glob("*.json")], limit, seed)
     if not names:
         raise SystemExit(f"no *.json schema files in {data}: pass the JSONSchemaBench sample folder")
-    step = max(1, len(names) // count)
-    out = [(n.removesuffix(".json"), {"json_schema": json.loads((data / n).read_text())["schema"]})
-           for n in names[::step][:count]]
+    step = max(1, len(names) // max(count, 1))
+    names = names[::step][:count] + [n if n.endswith(".json") else f"{n}.json" for n in extra]
+    out = [(n.removesuffix(".json"), {"json_schema": json.loads((data / n).read_text())["schema"]}) for n in names]
     out += [(f"regex {r}", {"regex": r}) for r in REGEXES]
     out += [(f"choice of {len(c)}", {"choice": c}) for c in CHOICES]
     return out
@@ -146,6 +147,8 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=200, help="bench_structured's sample size (default 200)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--count", type=int, default=30, help="schemas taken from the sample (default 30)")
+    ap.add_argument("--names", nargs="+", default=[], metavar="SCHEMA",
+                    help="schemas of the data folder (file names, .json optional) compiled besides the sample")
     ap.add_argument("--disk-cache", action="store_true", help="disk cache on (fresh folder per tree) instead of off")
     ap.add_argument("--out", type=Path, default=RESULTS / "compile_ab.json")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -154,7 +157,7 @@ def main() -> None:
         return worker()
     if a.data is None or a.before is None:
         ap.error("give the data folder and --before TREE")
-    todo = jobs(a.data, a.limit, a.seed, a.count)
+    todo = jobs(a.data, a.limit, a.seed, a.count, a.names)
     trees = [Tree("A", a.before, a.disk_cache), Tree("B", a.after, a.disk_cache)]
     rows = []
     try:
