@@ -1,12 +1,38 @@
 """Array helpers of the lift and the tables: CSR pointers, packed sorts, concatenated ranges."""
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+
 import numpy as np
 
+try:  # glibc keeps freed heap pages of mid-sized arrays resident; `trim_heap` hands them back
+    _MALLOC_TRIM = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+except (OSError, AttributeError):  # not glibc: nothing to do
+    _MALLOC_TRIM = None
 
-def csr(keys: np.ndarray, n: int) -> np.ndarray:
+
+TRIM_ABOVE = 1 << 20  # `Parts.take` trims the heap after a search that collected more entries
+
+
+def trim_heap() -> None:
+    """Give freed heap memory back to the system (glibc's ``malloc_trim``; elsewhere nothing):
+    between the lift's phases, the pieces of a finished search (a few MB each) would otherwise
+    stay resident under the next phase's arrays (about 300 MB on a 23 M-arc lift)."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
+
+
+def csr(keys: np.ndarray, n: int, chunk: int = 1 << 22) -> np.ndarray:
+    """CSR pointers of ``keys`` in ``0..n-1``; counted a chunk at a time where the keys are
+    many (`np.bincount` copies int32 keys to int64: a whole column of a lift's arcs)."""
     ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
+    if len(keys) <= chunk:
+        np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
+        return ptr
+    for i in range(0, len(keys), chunk):
+        ptr[1:] += np.bincount(keys[i:i + chunk], minlength=n)
+    np.cumsum(ptr, out=ptr)
     return ptr
 
 
@@ -35,21 +61,95 @@ def grouped(keys: np.ndarray, values: np.ndarray, n: int) -> tuple[np.ndarray, n
     shift = int(values.max()).bit_length()
     if shift + int(n).bit_length() > 63:
         return values[np.lexsort((values, keys))].astype(np.int64), ptr
-    packed = np.sort((keys.astype(np.int64) << shift) | values)
-    return packed & ((1 << shift) - 1), ptr
+    packed = keys.astype(np.int64)  # (built, sorted and unpacked in place: one word per entry)
+    packed <<= shift
+    packed |= values
+    packed.sort()
+    packed &= (1 << shift) - 1
+    return packed, ptr
 
 
-def sorted_triples(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def sorted_triples(a: np.ndarray, b: np.ndarray, c: np.ndarray,
+                   in_place: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(a, b, c)`` reordered by ``(a, b)`` (non-negative ints, pairs distinct); one sort of a
-    packed word when all three fit in 63 bits, else a lexsort."""
+    packed word when all three fit in 63 bits, else a lexsort. The packed word is built and
+    sorted in place and unpacked to int32 (a lift's tens of millions of token arcs: one int64
+    word and three int32 columns, not four int64 copies); ``in_place``: into ``a, b, c``
+    themselves (arrays the caller owns and no one else sees), returned."""
     if not len(a):
         return a, b, c
-    sb, sc = int(b.max()).bit_length(), int(c.max()).bit_length()
-    if sb + sc + int(a.max()).bit_length() > 63:
+    sa, sb, sc = (int(x.max()).bit_length() for x in (a, b, c))
+    if sa + sb + sc > 63:
         o = np.lexsort((b, a))
         return a[o], b[o], c[o]
-    packed = np.sort((((a.astype(np.int64) << sb) | b) << sc) | c)
-    return packed >> (sb + sc), (packed >> sc) & ((1 << sb) - 1), packed & ((1 << sc) - 1)
+    packed = a.astype(np.int64)
+    packed <<= sb
+    packed |= b
+    packed <<= sc
+    packed |= c
+    packed.sort()
+    if in_place:
+        return (_unpack(packed, sb + sc, sa, a), _unpack(packed, sc, sb, b), _unpack(packed, 0, sc, c))
+    return (_unpack(packed, sb + sc, sa), _unpack(packed, sc, sb), _unpack(packed, 0, sc))
+
+
+def _unpack(packed: np.ndarray, shift: int, bits: int, out: np.ndarray | None = None,
+            chunk: int = 1 << 20) -> np.ndarray:
+    """The ``bits``-bit field at ``shift`` of each word (into ``out``, else a new column:
+    int32 where it fits, else int64), a chunk at a time: no int64 temporary as long as the
+    whole column."""
+    if out is None:
+        out = np.empty(len(packed), np.int32 if bits <= 31 else np.int64)
+    for i in range(0, len(packed), chunk):
+        out[i:i + chunk] = (packed[i:i + chunk] >> shift) & ((1 << bits) - 1)
+    return out
+
+
+def narrow(a: np.ndarray) -> np.ndarray:
+    """``a`` (ints) as int32 where every value fits, else unchanged (never wraps around)."""
+    if a.dtype == np.int32:
+        return a
+    if not len(a):
+        return a.astype(np.int32)
+    lo, hi = int(a.min()), int(a.max())
+    return a.astype(np.int32) if -(2**31) <= lo and hi < 2**31 else a
+
+
+def index_concat(parts: list[np.ndarray], bound: int) -> np.ndarray:
+    """``np.concatenate(parts)`` of indices below ``bound``: int32 where the bound allows."""
+    if bound < 2**31:
+        return np.concatenate(parts, dtype=np.int32, casting="same_kind")
+    return np.concatenate(parts).astype(np.int64)
+
+
+class Parts(list):
+    """Pieces of one index array collected in a loop, each kept as int32 where it fits (half
+    the memory of int64 while a lift's search collects tens of millions of token ends);
+    `take` concatenates them once and lets the pieces go."""
+
+    def __init__(self, pieces: tuple[np.ndarray, ...] | list[np.ndarray] = ()):
+        super().__init__(narrow(p) for p in pieces)
+
+    def append(self, piece: np.ndarray) -> None:
+        super().append(narrow(piece))
+
+    def take(self) -> np.ndarray:
+        out = np.concatenate(self) if self else np.zeros(0, np.int32)
+        self.clear()
+        if len(out) > TRIM_ABOVE:  # (a small lift's pieces are not worth a walk of the heap)
+            trim_heap()
+        return out
+
+
+def step_slices(cost: np.ndarray, limit: int = 1 << 21) -> np.ndarray:
+    """Cut points ``0 = c0 < c1 < ... = len(cost)`` of consecutive slices, each of total
+    ``cost`` at most ``limit`` plus its first item's (cut where the running sum passes a
+    multiple of ``limit``)."""
+    if not len(cost) or int(cost.sum()) <= limit:
+        return np.array([0, len(cost)], np.int64)
+    cum = np.cumsum(cost)
+    cuts = np.unique(np.searchsorted(cum, np.arange(limit, int(cum[-1]), limit), side="right"))
+    return np.unique(np.concatenate([[0], cuts, [len(cost)]]))
 
 
 def concat_ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import chain_blocks
-from .array_ops import concat_ranges, csr, grouped, order_by, ranges, sorted_triples
+from .array_ops import concat_ranges, csr, grouped, index_concat, order_by, ranges, sorted_triples
 
 UNREACHABLE = np.iinfo(np.int32).max
 # Above this many absolute token arcs per character state, the searches walk distinct
@@ -49,11 +49,15 @@ class Interiors:
         return Interiors(np.full(nb, -1, np.int64), np.full(nb, -1, np.int64), [], np.zeros(1, np.int64), e, e)
 
 
-def assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next, inner: Interiors | None,
+def assemble(dfa, width, q_idx, b_idx, pair_block, arcs: list[np.ndarray], inner: Interiors | None,
              chain: chain_blocks.Chains | None = None) -> dict:
     """`TokenFSA` fields of the lifted arcs: keep what is reachable from the start at token
     boundaries and can still finish; states renumbered (start = 0, each shared copy contiguous).
+    ``arcs``: the absolute arcs [block, token, next state], taken out of the list (emptied, so
+    that each filtered copy below replaces them in memory rather than adding to them).
     ``chain``: the blocks grouped by `chain_blocks` (their inside arcs once per group)."""
+    e_block, e_tok, e_next = arcs
+    arcs.clear()
     S, nb = dfa.num_states, int(pair_block.max()) + 1 if len(pair_block) else 0
     e0 = np.zeros(0, np.int64)
     if chain is None:
@@ -95,8 +99,8 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next, inner
     # (a string's ~250k tokens reach a dozen states) they walk the distinct pairs only.
     dedupe = len(e_block) > DEDUPE_ARCS_PER_STATE * S
     d_block, d_next = _distinct(e_block, e_next, S) if dedupe else (e_block, e_next)
-    dist = _distances(final, q_idx, pair_block, np.concatenate([d_block, pb, ck, xk]),
-                      np.concatenate([d_next, pn, cn, xn]), nb, S)
+    dist = _distances(final, q_idx, pair_block, index_concat([d_block, pb, ck, xk], nb),
+                      index_concat([d_next, pn, cn, xn], S), nb, S)
     # A grouped block whose inside next states are not alive exactly where its representative's
     # are is spelled out (absolute arcs, pruned below like any other).
     alive = dist < UNREACHABLE
@@ -146,7 +150,7 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next, inner
     sb_keep = ((abs_size > 0) | (blk_inner >= 0))[pair_block]
     q_idx, b_idx, pair_block = q_idx[sb_keep], b_idx[sb_keep], pair_block[sb_keep]
     pb, pn = pseudo(blk_inner)
-    a_block, a_next = np.concatenate([d_block, pb, ck, xk]), np.concatenate([d_next, pn, cn, xn])
+    a_block, a_next = index_concat([d_block, pb, ck, xk], nb), index_concat([d_next, pn, cn, xn], S)
     shared = ok.copy()  # copies still shared: kept whole once one member is reachable
     reach = _reachable(np.array([start]), q_idx, pair_block, a_block, a_next, nb, S)
     while len(sizes):
@@ -157,6 +161,7 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next, inner
             break
         seeds = concat_ranges(copy_off[grow], copy_off[grow] + sizes[grow])
         reach = _reachable(members[seeds], q_idx, pair_block, a_block, a_next, nb, S, seen=reach)
+    del d_block, d_next, a_block, a_next, alive_arc  # (per-arc copies the searches walked: done)
     keep_state = reach & (dist < UNREACHABLE)
     if not keep_state[start]:
         keep_state[:] = False
@@ -212,10 +217,10 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next, inner
     e_keep = abs_used[e_block]
     if not e_keep.all():
         e_block, e_tok, e_next = e_block[e_keep], e_tok[e_keep], e_next[e_keep]
-    e_block, e_next = blk_new[e_block], new_id[e_next]
+    e_block, e_next = blk_new.astype(np.int32)[e_block], new_id.astype(np.int32)[e_next]  # (ids < nb, S)
     if len(e_next) and int(e_next.min()) < 0:  # every kept arc leads to a kept state (see above)
         raise AssertionError("lift: a kept token arc leads to a dropped state")
-    e_block, e_tok, e_next = sorted_triples(e_block, e_tok, e_next)
+    e_block, e_tok, e_next = sorted_triples(e_block, e_tok, e_next, in_place=True)  # (this function's own copies)
     used_k = np.flatnonzero(inner_used)
     pos = concat_ranges(inner.ptr[used_k], inner.ptr[used_k + 1])
     block_ptr = csr(e_block, nabs)
@@ -241,8 +246,8 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, e_block, e_tok, e_next, inner
         state_block_offset=sb_off[sb_order].astype(np.int64),
         state_block_exit=sb_exit[sb_order].astype(np.int32),
         block_ptr=block_ptr.astype(np.int64),
-        block_tokens=np.concatenate([e_tok, inner.tok[pos], g_tok_k]).astype(np.int32),
-        block_next=np.concatenate([e_next, inner.rel[pos], g_next_k]).astype(np.int32),
+        block_tokens=np.concatenate([e_tok, inner.tok[pos], g_tok_k], dtype=np.int32, casting="same_kind"),
+        block_next=np.concatenate([e_next, inner.rel[pos], g_next_k], dtype=np.int32, casting="same_kind"),
         char_state=order.astype(np.int32),
     )
 

@@ -85,8 +85,12 @@ def build_tables(
     sparse_ptr = np.zeros(S + 1, dtype=np.int64)
     np.cumsum(np.bincount(tok_state, minlength=S), out=sparse_ptr[1:])
 
+    sparse_tokens = toks[order].astype(np.int32)
+    del pos, tok_state, toks, order  # (per sparse token: gone before the per-arc key below)
     first = _first_bytes(vocab)
-    blk_of_entry = np.repeat(np.arange(len(sizes)), sizes)
+    # (block * V + token) built in one int64 column, in place: a lift's tens of millions of arcs
+    block_key = np.repeat(np.arange(len(sizes), dtype=np.int64) * V, sizes)
+    block_key += fsa.block_tokens
     return HardTables(
         start=0,
         width=V,
@@ -95,14 +99,14 @@ def build_tables(
         state_block_key=link_state.astype(np.int64) * BYTE_KEYS + fsa.state_block_byte,
         state_block_id=fsa.state_block_id.copy(),
         state_block_ptr=fsa.state_block_ptr.copy(),
-        block_key=blk_of_entry.astype(np.int64) * V + fsa.block_tokens,
+        block_key=block_key,
         block_next=fsa.block_next.copy(),
         block_ptr=fsa.block_ptr.copy(),
         state_block_dense=dense_pairs[is_link],  # the link's own block is in the state's dense row
         dense_masks=dense_masks,
         state_dense_row=state_row,
         state_sparse_ptr=sparse_ptr,
-        state_sparse_tokens=toks[order].astype(np.int32),
+        state_sparse_tokens=sparse_tokens,
         token_first_byte=first,
         eos_ids=np.asarray(vocab.eos_ids, dtype=np.int32),
         state_block_offset=fsa.state_block_offset.astype(np.int64),

@@ -20,7 +20,7 @@ import numpy as np
 from ...contract.hard import factored_fst_bytes
 from ..char_dfa import CharDFA
 from . import chain_blocks, shared_walks
-from .array_ops import concat_ranges, csr, grouped, order_by, sorted_triples  # noqa: F401  (re-exported)
+from .array_ops import Parts, concat_ranges, csr, grouped, order_by, sorted_triples, step_slices  # noqa: F401  (re-exported)
 from .assemble import Interiors, assemble
 from .token_trie import TokenTrie
 from .token_trie import spelled as _expand
@@ -157,7 +157,7 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     state = blk_state
     block = np.arange(nb, dtype=np.int64)
     empty = np.zeros(0, np.int64)
-    out_block, out_node, out_state = [empty], [empty], [empty]
+    out_block, out_node, out_state = Parts([empty]), Parts([empty]), Parts([empty])  # (int32 pieces)
     step = _Stepper(dfa, trie)
     shared = shared_walks.share(dfa, trie, blk_byte, blk_state, _Arcs.plain, _Stepper) if share_walks else None
     walk = np.ones(nb, bool)
@@ -198,12 +198,15 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     if allowed_tokens is not None:
         ok = np.zeros(width, bool)
         ok[allowed_tokens] = True
-    o_block, o_node, o_state = np.concatenate(out_block), np.concatenate(out_node), np.concatenate(out_state)
+    # (token ends as int32 pieces, taken once; the arcs go to `assemble` in a list it empties, so
+    # no copy of them stays referenced here while it runs)
+    o_block, o_node, o_state = out_block.take(), out_node.take(), out_state.take()
     if chains is not None and own.any():  # a partial group's exits: every member's own
         pseudo = o_block >= nb
         p_b, p_n, p_s = _to_members(grp, np.zeros(nb, np.int64), o_block[pseudo] - nb, o_node[pseudo], o_state[pseudo])
         o_block, o_node, o_state = (np.concatenate([a[~pseudo], b]) for a, b in ((o_block, p_b), (o_node, p_n), (o_state, p_s)))
-    tblock, tokens, tnext = _expand(trie, o_block, o_node, o_state, ok)
+    arcs = [*_expand(trie, o_block, o_node, o_state, ok)]
+    del o_block, o_node, o_state
     inner = None
     if shared is not None and shared.copies:  # the interiors' token arcs, once per (shape, canonical state, first byte)
         i_k, i_tok, i_rel = shared.inner_arcs  # (sorted by interior, then token: filtering keeps the order)
@@ -221,7 +224,7 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     chain = None
     if chains is not None:
         chain = chain_blocks.Chains(grp, shift, reps, _expand(trie, *ends, ok), own)
-    fields = assemble(dfa, width, q_idx, b_idx, pair_block, tblock, tokens, tnext, inner, chain)
+    fields = assemble(dfa, width, q_idx, b_idx, pair_block, arcs, inner, chain)
     if chains is not None:
         fields["char_state"] = old_id[fields["char_state"]].astype(np.int32)
     fsa = TokenFSA(**fields)
@@ -330,7 +333,18 @@ class _Stepper:
         self.trie_weight = 8 if self.table is not None else 1
 
     def __call__(self, node: np.ndarray, state: np.ndarray):
-        """(source pair index, child node, next state) of every surviving extension."""
+        """(source pair index, child node, next state) of every surviving extension: the pairs
+        a slice at a time (`step_slices`: the candidates of a wide frontier, six int64 columns
+        each, were 0.7 GB at once), the trie side's extensions before the arcs' as in one step."""
+        cand = self.n_children[node] + (self.arc_ptr[state + 1] - self.arc_ptr[state])  # (a bound)
+        cuts = step_slices(cand)
+        if len(cuts) == 2:
+            return self._step(node, state)
+        parts = [self._step(node[a:b], state[a:b], a) for a, b in zip(cuts[:-1], cuts[1:])]
+        return tuple(np.concatenate([p[0][k] for p in parts] + [p[1][k] for p in parts]) for k in range(3))
+
+    def _step(self, node: np.ndarray, state: np.ndarray, base: int | None = None):
+        """One slice's extensions (with ``base``: as (trie side, arc side), indices from ``base``)."""
         t = self.trie
         lo, n_child = t.child_lo[node], self.n_children[node]
         alo, ahi = self.arc_ptr[state], self.arc_ptr[state + 1]
@@ -345,13 +359,16 @@ class _Stepper:
         keep = ns >= 0
         src1, child1, ns1 = rep[keep], child[keep], ns[keep]
         j = np.flatnonzero(~by_trie)
-        if not len(j):
+        if not len(j) and base is None:
             return src1, child1, ns1.astype(np.int64)
         rep = np.repeat(j, (ahi - alo)[j])
         arc = concat_ranges(alo[j], ahi[j])
         key = node[rep] * 256 + self.arc_byte[arc]
         pos = np.minimum(np.searchsorted(self.child_key, key), len(self.child_key) - 1)
         found = self.child_key[pos] == key if len(self.child_key) else np.zeros(len(key), bool)
+        if base is not None:
+            return ((src1 + base, child1, ns1.astype(np.int64)),
+                    (rep[found] + base, pos[found] + 1, self.arc_next[arc[found]].astype(np.int64)))
         return (
             np.concatenate([src1, rep[found]]),
             np.concatenate([child1, pos[found] + 1]),

@@ -121,13 +121,17 @@ def spelled(trie: TokenTrie, group: np.ndarray, node: np.ndarray, state: np.ndar
             ok: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(group, token id, state) of every token spelled by the trie nodes (only tokens ``ok``).
     Nearly every node spells one token: those are a gather; only the few with several ids (bytes
-    shared by two ids) are expanded. The order does not matter: the lift's `assemble` sorts the arcs."""
-    first = trie.tok_ptr[node]
-    n_tok = trie.tok_ptr[node + 1] - first
-    multi = np.flatnonzero(n_tok > 1)
-    more = concat_ranges(first[multi] + 1, first[multi] + n_tok[multi])  # the ids after each first
-    tokens = np.concatenate([trie.tok_ids[first], trie.tok_ids[more]]).astype(np.int64)
-    extra = np.repeat(multi, n_tok[multi] - 1)
+    shared by two ids) are expanded. The order does not matter: the lift's `assemble` sorts the arcs.
+    Token ids come back int32, ``group`` and ``state`` in their own dtype: per-node lookups, so
+    no int64 column per arc is made (a lift spells tens of millions of token ends)."""
+    n_tok = np.diff(trie.tok_ptr)
+    multi = np.flatnonzero((n_tok > 1)[node])
+    first, n_more = trie.tok_ptr[node[multi]], n_tok[node[multi]] - 1
+    more = concat_ranges(first + 1, first + 1 + n_more)  # the ids after each first
+    last = len(trie.tok_ids) - 1
+    head = trie.tok_ids[np.minimum(trie.tok_ptr[:-1], last)] if last >= 0 else np.zeros(len(n_tok), np.int32)
+    tokens = np.concatenate([head[node], trie.tok_ids[more]])  # (int32: the trie's ids)
+    extra = np.repeat(multi, n_more)
     group = np.concatenate([group, group[extra]])
     state = np.concatenate([state, state[extra]])
     if ok is not None:

@@ -1,0 +1,62 @@
+"""The lift's memory-frugal array helpers against plain numpy (lexsort, bincount, concatenate)."""
+import numpy as np
+import pytest
+
+from fstbeam.compiler.hard.array_ops import Parts, csr, grouped, narrow, sorted_triples, step_slices
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+@pytest.mark.parametrize("big", [False, True])
+def test_sorted_triples_matches_lexsort(in_place, big):
+    rng = np.random.default_rng(1)
+    n = 5000
+    pairs = rng.choice(400 * 300, n, replace=False)
+    a, b = (pairs // 300).astype(np.int32), (pairs % 300).astype(np.int64)
+    c = rng.integers(0, 2**40 if big else 2**20, n)  # big: c needs int64 (no packed word either way)
+    o = np.lexsort((b, a))
+    want = (a[o].copy(), b[o].copy(), c[o].copy())
+    got = sorted_triples(a, b, c, in_place=in_place)
+    for g, w in zip(got, want):
+        assert np.array_equal(g, w)
+    if in_place and not big:  # the caller's own arrays now hold the result
+        assert got[0] is a and got[2] is c
+    if not in_place and not big:  # unpacked to int32 where the fields fit
+        assert all(g.dtype == np.int32 for g in got)
+
+
+def test_csr_in_chunks_matches_bincount():
+    keys = np.random.default_rng(2).integers(0, 50, 10_000).astype(np.int32)
+    want = np.concatenate([[0], np.cumsum(np.bincount(keys, minlength=60))])
+    assert np.array_equal(csr(keys, 60, chunk=777), want)
+    assert np.array_equal(csr(keys, 60), want)
+
+
+def test_grouped_in_place_matches_lexsort():
+    rng = np.random.default_rng(3)
+    keys, vals = rng.integers(0, 30, 2000), rng.integers(0, 1000, 2000).astype(np.int32)
+    got, ptr = grouped(keys, vals, 30)
+    assert np.array_equal(got, vals[np.lexsort((vals, keys))])
+    assert np.array_equal(ptr, csr(keys, 30))
+
+
+def test_narrow_and_parts_keep_values():
+    small, large = np.arange(-5, 5, dtype=np.int64), np.array([1, 2**31], np.int64)
+    assert narrow(small).dtype == np.int32 and np.array_equal(narrow(small), small)
+    assert narrow(large).dtype == np.int64  # never wraps around
+    parts = Parts([np.zeros(0, np.int64)])
+    parts.append(small)
+    parts.append(np.array([7], np.int64))
+    out = parts.take()
+    assert out.dtype == np.int32 and out.tolist() == [*range(-5, 5), 7] and not parts
+    parts.append(large)  # one piece too wide: the whole column stays int64, exact
+    assert parts.take().tolist() == [1, 2**31]
+
+
+def test_step_slices_cover_in_order_within_limit():
+    cost = np.random.default_rng(4).integers(0, 40, 1000)
+    cost[17] = 500  # one item over the limit
+    cuts = step_slices(cost, limit=100)
+    assert cuts[0] == 0 and cuts[-1] == len(cost) and (np.diff(cuts) > 0).all()
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        assert cost[lo:hi].sum() <= 100 + cost[lo]
+    assert step_slices(cost, limit=10**6).tolist() == [0, len(cost)]
