@@ -329,7 +329,7 @@ def pairs(ch: Chains, e_block: np.ndarray, e_next: np.ndarray, S: int) -> tuple[
     if not G:
         return e, e, e, e, e
     g, _, nxt = ch.rel
-    key = np.unique(g * S + nxt)
+    key = np.unique(g.astype(np.int64) * S + nxt)  # (int64: the lift's columns may come as int32)
     ptr, c = csr(key // S, G), key % S
     k = np.flatnonzero(ch.blk_group >= 0)
     gk = ch.blk_group[k]
