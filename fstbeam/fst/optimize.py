@@ -19,6 +19,7 @@ log = logging.getLogger("fstbeam.fst")
 
 __all__ = ["FstSizeError", "optimize", "byte_sigma", "sigma_star"]
 
+
 class FstSizeError(Error, ValueError):
     """An automaton is (or would become) larger than the cap its caller set."""
 

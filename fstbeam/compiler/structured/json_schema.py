@@ -26,8 +26,6 @@ from .json_lexical import empty, lit, union
 from .json_location import Location, Resolver
 from .json_refs import RecursionReach, Unrolling, recursive_targets, repeated_nodes
 
-log = logging.getLogger("fstbeam.fst")
-
 __all__ = ["json_schema_fst", "JSON_SCHEMA_DEFAULTS", "UnsupportedSchema"]
 
 log = logging.getLogger("fstbeam")
