@@ -50,7 +50,7 @@ def _accepts(fst: Any, text: str) -> bool:
 
 def check_schema(path: str, max_depth: int | None = None) -> dict[str, Any]:
     """Compile one benchmark file's schema and check its test instances."""
-    from fstbeam.compiler.structured.json_schema import JSON_SCHEMA_DEFAULTS, json_schema_fst
+    from fstbeam.compiler.structured.json_schema import json_schema_fst
     from fstbeam.errors import SpecError
 
     data = json.loads(Path(path).read_text())
@@ -58,7 +58,7 @@ def check_schema(path: str, max_depth: int | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"file": Path(path).name, "compiled": False}
     t = time.perf_counter()
     try:
-        fst = json_schema_fst(schema, max_depth=max_depth or JSON_SCHEMA_DEFAULTS["max_depth"])
+        fst = json_schema_fst(schema, max_depth=max_depth)  # None: the default rule
     except SpecError as err:
         out["reason"] = getattr(err, "keyword", None) or _reason(str(err))
         out["error"] = str(err)[:300]

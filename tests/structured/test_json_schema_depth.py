@@ -8,6 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
+import pynini
 import pytest
 
 jsonschema = pytest.importorskip("jsonschema")
@@ -151,3 +152,91 @@ def test_keywords_beside_ref_are_ignored_up_to_draft_7(meta, ignored):
               "oneOf": [{"properties": {"t": {"$ref": "#/$defs/p", "enum": [1]}}},
                         {"properties": {"t": {"$ref": "#/$defs/p", "enum": [2]}}}]}
     assert check(one_of, [{"t": 1}, {"t": 3}, {"t": {}}]) == [not ignored, False, False]
+
+
+# ---- the default rule (max_depth not given) -----------------------------------------------------
+def nest(value, levels):
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def verdicts(fst, schema, instances):
+    """(accepted, valid per `jsonschema`) of each instance."""
+    cls = jsonschema.validators.validator_for(schema)
+    return [(accepts(fst, json.dumps(order_instance(schema, v), separators=(",", ":"))),
+             cls(schema).is_valid(v)) for v in instances]
+
+
+def test_default_free_values_nest_one_level_more_in_the_top_two_levels():
+    # JSONSchemaBench Kubernetes kb_1143: a member written `{"type": "object"}` holds a document
+    # nesting 4 levels; a free value further down, or one the schema does not write (an
+    # undeclared member), keeps 3 in a small schema
+    schema = {"type": "object",
+              "properties": {"w": {}, "t": {"type": "object"},
+                             "k": {"type": "object", "additionalProperties": False,
+                                   "properties": {"x": {}}}}}
+    good = [{"w": nest(1, 4)}, {"t": {"a": nest(1, 3)}}, {"k": {"x": nest(1, 3)}},
+            {"e": nest(1, 3)}]
+    cut = [{"w": nest(1, 5)}, {"k": {"x": nest(1, 4)}}, {"e": nest(1, 4)}]
+    bad = [{"k": {"y": 1}}, {"t": 1}]
+    default = json_schema_fst(schema)
+    assert verdicts(default, schema, good + bad) == [(True, True)] * 4 + [(False, False)] * 2
+    # past the bound: cut (valid for jsonschema, documented), never a wrong acceptance
+    assert verdicts(default, schema, cut) == [(False, True)] * 3
+    # a given max_depth is that depth everywhere, as before
+    assert verdicts(json_schema_fst(schema, max_depth=3), schema, good[:2]) == [(False, True)] * 2
+    assert verdicts(json_schema_fst(schema, max_depth=4), schema, cut) == [
+        (False, True), (True, True), (True, True)]
+    # the root value itself is in the top levels too (`{}`: any JSON nesting 4 levels)
+    assert verdicts(json_schema_fst({}), {}, [nest(1, 4), nest(1, 5)]) == [(True, True), (False, True)]
+
+
+def test_default_every_top_free_value_nests_deeper_in_a_large_schema():
+    # JSONSchemaBench Kubernetes kb_84 (44 declared properties): an undeclared member of the root
+    # (a key written with a trailing space) holds 4 levels
+    from fstbeam.compiler.structured.json_schema import JSON_SCHEMA_DEFAULTS
+
+    many = JSON_SCHEMA_DEFAULTS["top_free_properties"]
+    schema = {"type": "object", "properties": {
+        "m": {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(many)}}}}
+    few = {**schema, "properties": {}}
+    big, small = json_schema_fst(schema), json_schema_fst(few)
+    extra4, extra5, deep4 = {"e": nest(1, 4)}, {"e": nest(1, 5)}, {"m": {"e": [nest(1, 3)]}}
+    assert verdicts(big, schema, [extra4, extra5, deep4, {"m": {"p0": "x"}}]) == [
+        (True, True), (False, True), (False, True), (False, False)]
+    assert verdicts(small, few, [extra4, {"e": nest(1, 3)}]) == [(False, True), (True, True)]
+
+
+def test_default_free_values_beside_a_word_list_keep_three_levels():
+    # each level copies the word list's text automaton twice over: no extra level there
+    from fstbeam.compiler.structured.json_lexical import lit
+
+    words = pynini.closure(lit("ab"), 1)
+    fst = json_schema_fst({}, string_words=words)
+    assert accepts(fst, json.dumps(nest("abab", 3)))
+    assert not accepts(fst, json.dumps(nest("abab", 4)))
+    assert not accepts(fst, json.dumps(nest("ba", 1)))
+
+
+def test_default_recursion_takes_a_fourth_level_where_the_document_is_small(caplog):
+    # JSONSchemaBench Github_medium o55244: a group inside a group is 4 instance levels
+    two = {"cases": [{"p": 1}, {"cases": [{"p": 2}]}]}
+    three = {"cases": [{"cases": [{"cases": [{"p": 3}]}]}]}
+    bad = [{"cases": []}, {"cases": [{"cases": [{"q": 1}]}]}]
+    assert verdicts(json_schema_fst(GROUPS), GROUPS, [two, three, *bad]) == [
+        (True, True), (False, True), (False, False), (False, False)]
+    assert verdicts(json_schema_fst(GROUPS, max_depth=3), GROUPS, [two]) == [(False, True)]
+    # a document over the size budget at 3 levels keeps 3, with a WARNING that says why
+    from fstbeam.compiler.structured import json_schema
+
+    budget = json_schema.JSON_SCHEMA_DEFAULTS["deeper_recursion_states"]
+    json_schema.JSON_SCHEMA_DEFAULTS["deeper_recursion_states"] = 10
+    try:
+        with caplog.at_level(logging.WARNING, logger="fstbeam"):
+            fst = json_schema_fst(GROUPS)
+    finally:
+        json_schema.JSON_SCHEMA_DEFAULTS["deeper_recursion_states"] = budget
+    assert "recursion unrolled 3 levels, not 4" in caplog.text
+    assert verdicts(fst, GROUPS, [{"cases": [{"p": 1}]}, two, *bad]) == [
+        (True, True), (False, True), (False, False), (False, False)]

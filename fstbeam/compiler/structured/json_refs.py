@@ -23,22 +23,28 @@ class Unrolling:
     cycle through several definitions is not cut before its first nested value (counting every
     `$ref` hop cut hayson's `hval -> grid -> gridMeta -> dict` at once). ``here``: the recursive
     targets entered at this level since the last counted entry; entering one of them again
-    without descending (an in-place cycle) is counted too, so every path ends."""
+    without descending (an in-place cycle) is counted too, so every path ends. ``top``: the
+    instance levels, from here down, whose free values take the default's deeper nesting
+    (`SchemaCompiler.free_depth`; 0 once below them, and always 0 at a given max_depth)."""
 
     left: int
     here: frozenset[int] = frozenset()
     fresh: bool = True  # descended since the last counted entry (or none yet)
+    top: int = 0
 
     def enter(self, target: int) -> Unrolling | None:
         """The budget inside recursive ``target``; None past the limit."""
         if self.fresh or target in self.here:
-            return Unrolling(self.left - 1, frozenset({target}), False) if self.left > 0 \
-                else None
-        return Unrolling(self.left, self.here | {target}, False)
+            return Unrolling(self.left - 1, frozenset({target}), False, self.top) \
+                if self.left > 0 else None
+        return Unrolling(self.left, self.here | {target}, False, self.top)
 
     def inside(self) -> Unrolling:
         """The budget of a member's or item's value (one instance level down)."""
-        return self if self.fresh and not self.here else Unrolling(self.left)
+        top = max(self.top - 1, 0)
+        if self.fresh and not self.here:
+            return self if top == self.top else Unrolling(self.left, top=top)
+        return Unrolling(self.left, top=top)
 
 
 def repeated_nodes(root: Any) -> set[int]:

@@ -34,6 +34,17 @@ JSON_SCHEMA_DEFAULTS: dict[str, Any] = {
     # free JSON (`{}`, free properties, untyped items) nests this many arrays/objects deep from
     # where it starts, and recursion this many instance levels (docs/structured.md, Depth)
     "max_depth": 3,
+    # where no max_depth is given (None, the doors' default), one level more for the free values
+    # that start in the document's top `top_levels` instance levels (the root and its members or
+    # items) where the schema writes them (`{}`, `{"type": "object"}`), or all of them there in a
+    # schema that declares `top_free_properties` properties or more (not beside a word list, whose
+    # free text doubles per level too); and for the recursion of a schema whose document at
+    # `max_depth` levels stays under `deeper_recursion_states` (its parts' states)
+    "top_free_depth": 4,
+    "top_levels": 2,
+    "top_free_properties": 20,
+    "deeper_recursion": 4,
+    "deeper_recursion_states": 20_000,
     "whitespace": "compact",
     # `whitespace="flexible"`: at most this many of space, tab, newline, CR around each token
     "max_whitespace": 8,
@@ -69,7 +80,7 @@ class UnsupportedSchema(SpecError):
 
 
 def json_schema_fst(schema: Mapping[str, Any] | bool | str, *, where: str = "json_schema",
-                    max_depth: int = JSON_SCHEMA_DEFAULTS["max_depth"],
+                    max_depth: int | None = None,
                     whitespace: str = "compact",
                     string_words: pynini.Fst | None = None) -> pynini.Fst:
     """A minimal deterministic byte acceptor of the JSON texts valid against ``schema``.
@@ -78,7 +89,9 @@ def json_schema_fst(schema: Mapping[str, Any] | bool | str, *, where: str = "jso
     declared keys first in schema order, then any others (`order_instance`). ``whitespace``:
     ``"compact"`` (none) or ``"flexible"`` (up to ``max_whitespace`` JSON whitespace bytes around
     each token). ``string_words``: a byte acceptor of plain text that free string values (no
-    enum, const, pattern or format) must belong to, JSON-escaped.
+    enum, const, pattern or format) must belong to, JSON-escaped. ``max_depth``: free values
+    nest that many levels and recursion is unrolled that many (docs/structured.md, Depth); None:
+    the default rule (`JSON_SCHEMA_DEFAULTS`: 3, one more at the top and for small recursion).
     """
     if isinstance(schema, str):
         try:
@@ -90,7 +103,8 @@ def json_schema_fst(schema: Mapping[str, Any] | bool | str, *, where: str = "jso
                         f"{type(schema).__name__}")
     if whitespace not in ("compact", "flexible"):
         raise SpecError(f"{where}: whitespace must be 'compact' or 'flexible', got {whitespace!r}")
-    if not isinstance(max_depth, int) or max_depth < 0:
+    if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int)
+                                  or max_depth < 0):
         raise SpecError(f"{where}: max_depth must be an integer >= 0, got {max_depth!r}")
     compiler = SchemaCompiler(schema, where=where, max_depth=max_depth, whitespace=whitespace,
                               string_words=string_words)
@@ -101,11 +115,21 @@ class SchemaCompiler:
     """Compiles the nodes of one schema document; sub-automata cached per (node, location,
     recursion budget)."""
 
-    def __init__(self, schema: Any, *, where: str, max_depth: int, whitespace: str,
+    def __init__(self, schema: Any, *, where: str, max_depth: int | None, whitespace: str,
                  string_words: pynini.Fst | None):
         self.root = schema
         self.where = where
-        self.max_depth = max_depth
+        # max_depth None: the default rule; the free values of the top levels nest `top_depth`
+        self.default = max_depth is None
+        self.max_depth = JSON_SCHEMA_DEFAULTS["max_depth"] if max_depth is None else max_depth
+        deeper = self.default and string_words is None
+        self.top_depth = max(self.max_depth, JSON_SCHEMA_DEFAULTS["top_free_depth"]) if deeper \
+            else self.max_depth
+        self.top_levels = JSON_SCHEMA_DEFAULTS["top_levels"] if deeper else 0
+        # every free value of the top levels, not only those the schema writes: a large schema's
+        # (the extra level adds ~670 states per place, up to 1.6x a small schema's compile)
+        self.top_all = deeper and declared_properties(schema) >= JSON_SCHEMA_DEFAULTS[
+            "top_free_properties"]
         self.max_states = JSON_SCHEMA_DEFAULTS["max_states"]
         self.resolver = Resolver(schema, where)
         self.string_words = string_words
@@ -123,7 +147,7 @@ class SchemaCompiler:
         self._reaches = RecursionReach(self.resolver, self._recursive)
         # levels of recursion unrolled (max_depth, fewer where `_check_growth` says so), and
         # the automaton size of each recursive target per level
-        self.turns = max_depth
+        self.turns = self.max_depth
         self._sizes: dict[tuple[Any, ...], dict[int, int]] = {}
         # nodes that may be compiled more than once: only their automata are cached (caching
         # every node kept 78 million arcs alive on kb_145, most of them used once and already
@@ -161,15 +185,16 @@ class SchemaCompiler:
     def document(self) -> pynini.Fst:
         loc = Location([self.root], self.resolver)
         t0 = time.process_time()
-        while True:
-            try:
-                body = self.value(self.root, "", loc, Unrolling(self.turns))
-                break
-            except _TooDeep as err:  # the cache keeps the inner turns: they are not rebuilt
-                log.warning("%s: recursion at %s unrolled %d levels, not %d (one more level "
-                            "would take about %s states)", self.where, err.path or "/",
-                            err.turns, self.turns, f"{err.states:,}")
-                self.turns = err.turns
+        body = self._body(loc)
+        limit = JSON_SCHEMA_DEFAULTS["deeper_recursion_states"]
+        if self.default and self._recursive and self.turns == self.max_depth:
+            if body.num_states() <= limit:
+                body = self._deeper(loc, body)
+            else:
+                log.warning("%s: recursion unrolled %d levels, not %d (the default's extra level "
+                            "is for documents under %s states at %d levels; this one has %s)",
+                            self.where, self.turns, JSON_SCHEMA_DEFAULTS["deeper_recursion"],
+                            f"{limit:,}", self.turns, f"{body.num_states():,}")
         self._cache.clear()  # the parts are copied into the body: free them before the largest step
         if self.ws.num_states() > 1:
             body = self.ws + body + self.ws
@@ -178,6 +203,31 @@ class SchemaCompiler:
         log.info("%s document: parts %.2fs (%d states), commas %.2fs", self.where, t1 - t0,
                  body.num_states(), time.process_time() - t1)
         return self._final(doc)
+
+    def _body(self, loc: Location) -> pynini.Fst:
+        """The document's parts at `self.turns` levels of recursion, fewer where a level would
+        outgrow `max_states` (`_check_growth`)."""
+        while True:
+            try:
+                return self.value(self.root, "", loc, Unrolling(self.turns, top=self.top_levels))
+            except _TooDeep as err:  # the cache keeps the inner turns: they are not rebuilt
+                log.warning("%s: recursion at %s unrolled %d levels, not %d (one more level "
+                            "would take about %s states)", self.where, err.path or "/",
+                            err.turns, self.turns, f"{err.states:,}")
+                self.turns = err.turns
+
+    def _deeper(self, loc: Location, body: pynini.Fst) -> pynini.Fst:
+        """The default rule's extra recursion level for a small document (``body``: its parts
+        at `max_depth` levels); ``body`` itself where that level would outgrow `max_states`."""
+        self.turns = max(self.max_depth, JSON_SCHEMA_DEFAULTS["deeper_recursion"])
+        try:
+            return self.value(self.root, "", loc, Unrolling(self.turns, top=self.top_levels))
+        except _TooDeep as err:
+            log.warning("%s: recursion at %s unrolled %d levels, not %d (one more level would "
+                        "take about %s states)", self.where, err.path or "/", self.max_depth,
+                        self.turns, f"{err.states:,}")
+            self.turns = self.max_depth
+            return body
 
     def _final(self, doc: pynini.Fst) -> pynini.Fst:
         """`opt` of the whole document, in place where it can be: the document is the
@@ -205,7 +255,8 @@ class SchemaCompiler:
     # -- values ------------------------------------------------------------------------------
     def value(self, node: Any, path: str, loc: Location, rdepth: Unrolling) -> pynini.Fst:
         if node is True or (isinstance(node, dict) and _is_free(node)):
-            return self.any_value(self.plain, self.max_depth)
+            # `true` may be an absent keyword's default (additionalProperties): not written
+            return self.any_value(self.plain, self.free_depth(rdepth, written=node is not True))
         if node is False:
             return empty()
         if not isinstance(node, dict):
@@ -213,8 +264,9 @@ class SchemaCompiler:
                             f"{type(node).__name__}, not an object or a boolean")
         if id(node) not in self._shared:
             return self._node(node, path, loc, rdepth)
-        # the budget tells automata apart only where recursion can be met below
-        key = (id(node), loc.key, rdepth if self._reaches(node) else None)
+        # the budget tells automata apart only where recursion can be met below (and, under
+        # the default rule, where the top levels' free values nest deeper)
+        key = (id(node), loc.key, rdepth if self._reaches(node) else rdepth.top)
         if key not in self._cache:
             self._cache[key] = self._node(node, path, loc, rdepth)
             if id(node) in self._recursive:
@@ -225,13 +277,21 @@ class SchemaCompiler:
                       fst: pynini.Fst) -> None:
         """Stop before a level of recursion that would outgrow `max_states`: each level copies
         the one inside it into every place the definition recurs; the next level's size is
-        predicted from the growth of the last (hayson's `dict`: 2.1 million states predicted at
-        the third level, so two are kept)."""
+        predicted from the growth of the last (hayson's `dict`: 32,000 states at the second
+        level, 420,000 at the third, a fourth predicted at 5.5 million: three are kept)."""
         sizes = self._sizes.setdefault((id(node), loc.key, rdepth.here), {})
         sizes[rdepth.left] = n = fst.num_states()
         inner = sizes.get(rdepth.left - 1)
-        if inner and rdepth.left + 1 < self.turns and n * n // inner > self.max_states:
+        # the innermost level (left 0) holds no recursion, so the growth out of it overstates
+        # the next (hayson's `dict`: 57x from level 0 to 1, 13x from 1 to 2): 4x the limit there
+        limit = self.max_states * (4 if rdepth.left == 1 else 1)
+        if inner and rdepth.left + 1 < self.turns and n * n // inner > limit:
             raise _TooDeep(rdepth.left + 1, path, n * n // inner)
+
+    def free_depth(self, rdepth: Unrolling, written: bool) -> int:
+        """How deep a free value that starts here nests: `top_depth` in the top levels where
+        the schema writes it (``written``) or where every free value there takes it."""
+        return self.top_depth if rdepth.top and (written or self.top_all) else self.max_depth
 
     def any_value(self, loc: Location, depth: int, only: str | None = None) -> pynini.Fst:
         """Every JSON value at ``loc`` to ``depth`` (``only="object"``/``"array"``: those)."""
@@ -324,7 +384,8 @@ class SchemaCompiler:
                 parts.append(json_containers.starts_with("{" if t == "object" else "["))
                 continue
             if not as_filter and t in ("object", "array") and not _has_type_keywords(node):
-                parts.append(self.any_value(self.plain, self.max_depth, only=t))
+                parts.append(self.any_value(self.plain, self.free_depth(rdepth, "type" in node),
+                                            only=t))
                 continue
             if t == "null":
                 parts.append(lit("null"))
@@ -432,6 +493,22 @@ _TYPE_KEYWORDS = {
 
 _IN_PLACE = {"$ref", "allOf", "anyOf", "oneOf", "not", "if", "dependentRequired",
              "dependentSchemas", "dependencies", "type", "enum", "const", "nullable", *_REFUSED}
+
+
+def declared_properties(root: Any) -> int:
+    """The members that ``root``'s `properties` keywords declare, each subschema counted once."""
+    seen: set[int] = set()
+    todo, n = [root], 0
+    while todo:
+        node = todo.pop()
+        if isinstance(node, list):
+            todo.extend(node)
+        elif isinstance(node, dict) and id(node) not in seen:
+            seen.add(id(node))
+            props = node.get("properties")
+            n += len(props) if isinstance(props, dict) else 0
+            todo.extend(v for k, v in node.items() if k not in ("enum", "const", "default", "examples"))
+    return n
 
 
 def _is_free(node: dict[str, Any]) -> bool:

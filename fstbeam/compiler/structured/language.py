@@ -97,7 +97,8 @@ class StructuredSpec:
     def json_options(self) -> dict[str, Any]:
         from .json_schema import JSON_SCHEMA_DEFAULTS
 
-        return {"max_depth": self.json_max_depth if self.json_max_depth is not None else JSON_SCHEMA_DEFAULTS["max_depth"],
+        # max_depth None: the default rule (docs/structured.md, Depth), not one number
+        return {"max_depth": self.json_max_depth,
                 "whitespace": self.json_whitespace or JSON_SCHEMA_DEFAULTS["whitespace"]}
 
     @property
@@ -139,7 +140,7 @@ class StructuredSpec:
 
             opts = self.json_options()
             parts.append(json_schema_fst(load_schema(self.json_schema), where="json_schema",
-                                         max_depth=opts["max_depth"], whitespace=opts["whitespace"],
+                                         max_depth=self.json_max_depth, whitespace=opts["whitespace"],
                                          string_words=string_words))
         out = parts[0]
         for p in parts[1:]:
