@@ -190,6 +190,10 @@ def test_default_free_values_nest_one_level_more_in_the_top_two_levels():
         (False, True), (True, True), (True, True)]
     # the root value itself is in the top levels too (`{}`: any JSON nesting 4 levels)
     assert verdicts(json_schema_fst({}), {}, [nest(1, 4), nest(1, 5)]) == [(True, True), (False, True)]
+    # a node with combinators keeps 3 for all its free values (its automata are multiplied)
+    branches = {"anyOf": [schema, {"required": ["w"]}]}
+    assert verdicts(json_schema_fst(branches), branches, [good[0], {"w": nest(1, 3)}, bad[0]]) == [
+        (False, True), (True, True), (False, False)]
 
 
 def test_default_every_top_free_value_nests_deeper_in_a_large_schema():

@@ -39,6 +39,11 @@ class Unrolling:
                 if self.left > 0 else None
         return Unrolling(self.left, self.here | {target}, False, self.top)
 
+    def below_top(self) -> Unrolling:
+        """The same budget without the top levels' deeper free values (a combinator's branches:
+        their automata are multiplied, so deeper free values cost more than their own size)."""
+        return self if not self.top else Unrolling(self.left, self.here, self.fresh)
+
     def inside(self) -> Unrolling:
         """The budget of a member's or item's value (one instance level down)."""
         top = max(self.top - 1, 0)

@@ -312,6 +312,10 @@ class SchemaCompiler:
             t = node["type"]
             node = self.synth({**node, "type": [*(t if isinstance(t, list) else [t]), "null"]})
         types = self._types(node, path)
+        if _COMBINATORS & node.keys():
+            # the free values of a node with combinators keep `max_depth` (their automata are
+            # met, joined and complemented: GeoJSON o63308's root oneOf of 9 took 23 -> 37 s)
+            rdepth = rdepth.below_top()
         parts: list[pynini.Fst] = []
         ref = node.get("$ref")
         if isinstance(ref, str):
@@ -491,6 +495,8 @@ _TYPE_KEYWORDS = {
 }
 
 
+_COMBINATORS = {"allOf", "anyOf", "oneOf", "not", "if", "dependentRequired", "dependentSchemas",
+                "dependencies"}
 _IN_PLACE = {"$ref", "allOf", "anyOf", "oneOf", "not", "if", "dependentRequired",
              "dependentSchemas", "dependencies", "type", "enum", "const", "nullable", *_REFUSED}
 
