@@ -221,7 +221,10 @@ class SchemaCompiler:
         at `max_depth` levels); ``body`` itself where that level would outgrow `max_states`."""
         self.turns = max(self.max_depth, JSON_SCHEMA_DEFAULTS["deeper_recursion"])
         try:
-            return self.value(self.root, "", loc, Unrolling(self.turns, top=self.top_levels))
+            out = self.value(self.root, "", loc, Unrolling(self.turns, top=self.top_levels))
+            log.info("%s: recursion unrolled %d levels (the document had %d states at %d)",
+                     self.where, self.turns, body.num_states(), self.max_depth)
+            return out
         except _TooDeep as err:
             log.warning("%s: recursion at %s unrolled %d levels, not %d (one more level would "
                         "take about %s states)", self.where, err.path or "/", self.max_depth,
