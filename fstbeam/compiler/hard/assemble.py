@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import chain_blocks
-from .array_ops import concat_ranges, csr, grouped, index_concat, narrow, order_by, ranges, sorted_triples
+from .array_ops import TRIM_ABOVE, concat_ranges, csr, grouped, index_concat, narrow, order_by, ranges, sorted_triples, trim_heap
 
 UNREACHABLE = np.iinfo(np.int32).max
 # Above this many absolute token arcs per character state, the searches walk distinct
@@ -58,6 +58,8 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, arcs: list[np.ndarray], inner
     ``chain``: the blocks grouped by `chain_blocks` (their inside arcs once per group)."""
     e_block, e_tok, e_next = arcs
     arcs.clear()
+    if len(e_block) > TRIM_ABOVE:  # (the search's freed pieces, before the searches' per-arc copies)
+        trim_heap()
     S, nb = dfa.num_states, int(pair_block.max()) + 1 if len(pair_block) else 0
     e0 = np.zeros(0, np.int64)
     if chain is None:
@@ -144,7 +146,7 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, arcs: list[np.ndarray], inner
     g_size = np.bincount(g_g, minlength=len(chain.reps))
     chain = chain_blocks.Chains(chain.blk_group, chain.blk_shift, chain.reps, (g_g, g_tok, g_next), chain.own)  # (alive arcs only)
     own = chain.own_exits()
-    abs_size = np.bincount(e_block, minlength=nb)
+    abs_size = np.diff(csr(e_block, nb))  # (counted a chunk at a time: no int64 copy of the column)
     grouped_blk = np.flatnonzero(blk_group >= 0)
     full_blk = grouped_blk[~own[blk_group[grouped_blk]]]
     abs_size[full_blk] = abs_size[chain.reps[blk_group[full_blk]]]  # (a full group's exits; a partial group's are the block's own)
@@ -193,7 +195,7 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, arcs: list[np.ndarray], inner
         e_tok = _cat(e_tok, x_t)
         e_next = _cat(e_next, x_n)
         blk_group[bad] = -1
-    abs_size = np.bincount(e_block, minlength=nb)
+    abs_size = np.diff(csr(e_block, nb))  # (counted a chunk at a time: no int64 copy of the column)
     in_grp = blk_group[pair_block] >= 0
     grp_of = np.maximum(blk_group[pair_block], 0)
     full = in_grp & ~own[grp_of] if len(chain.reps) else in_grp
@@ -218,6 +220,9 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, arcs: list[np.ndarray], inner
     sb_id = np.where(is_sh, inner_new[blk_inner[pair_block]], np.where(has_rel, g_new[grp_of], blk_new[rep_of]))
     sb_off = np.where(is_sh, base[np.maximum(blk_copy[pair_block], 0)], np.where(has_rel, blk_off[pair_block], 0))
     sb_exit = np.where((is_sh | has_rel) & (abs_size[rep_of] > 0), blk_new[rep_of], -1)
+    del in_grp, grp_of, full, rep_of, has_rel, is_sh  # (per character arc; the lift's peak is below)
+    if len(e_block) > TRIM_ABOVE:  # freed arrays under glibc's mmap threshold, handed back before it
+        trim_heap()
     e_keep = abs_used[e_block]
     if not e_keep.all():
         e_block, e_tok, e_next = e_block[e_keep], e_tok[e_keep], e_next[e_keep]
@@ -275,14 +280,14 @@ def _distinct(block: np.ndarray, nxt: np.ndarray, S: int) -> tuple[np.ndarray, n
     dtype = np.int32 if n_keys < 2**31 else np.int64  # (a narrower sort where it fits)
     key = block.astype(dtype)
     key *= dtype(S)
-    key += nxt.astype(dtype, copy=False)
+    key += nxt  # (cast as it is added: no copy of the column; the sum fits ``dtype``)
     key.sort()
     if len(key):
         new = np.empty(len(key), bool)
         new[0] = True
         np.not_equal(key[1:], key[:-1], out=new[1:])
         key = key[new]
-    key = key.astype(np.int64)
+    key = key.astype(np.int64, copy=False)
     return key // S, key % S
 
 

@@ -136,6 +136,7 @@ def compile_hard(stages, comp, wl: WordList | None, g_lang, g_desc, opts: dict) 
             arcs = (dfa.final, np.asarray(source.src, np.int32), np.asarray(source.byte, np.uint8),
                     np.asarray(source.dst, np.int32), dfa.start)
             del dfa
+            source = [source]  # (taken by the lift: these arcs go once it has renumbered them)
         allowed = canonical_tokens(comp.tokenizer, vocab, wl) if opts["canonical"] else None
         fsa = lift(source, trie, vocab.width, allowed_tokens=allowed)
         del hard_text, hard_fst, source

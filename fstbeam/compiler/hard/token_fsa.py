@@ -141,11 +141,14 @@ def char_arcs(dfa: CharDFA) -> _Arcs:
 
 def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None = None,
          share_walks: bool | None = None) -> TokenFSA:
-    """Token automaton for ``dfa`` (a `CharDFA`, its `char_arcs`, or a word list's `TextDFA`) over the tokens in
+    """Token automaton for ``dfa`` (a `CharDFA`, its `char_arcs` (also as ``[arcs]``, taken out of
+    the list), or a word list's `TextDFA`) over the tokens in
     ``trie`` (optionally only ``allowed_tokens``). ``share_walks``: take the walks of large
     components' interiors from the process's memo (`shared_walks`; default: for a `CharDFA`,
     i.e. grammars and structured constraints, not word lists, whose text is one component)."""
     t0 = time.perf_counter()
+    if isinstance(dfa, list):  # taken out of the list: the caller's arcs go once renumbered (`_chains`)
+        dfa = dfa.pop()
     if share_walks is None:
         share_walks = isinstance(dfa, (CharDFA, _Arcs))
     dfa = _Arcs.of(dfa)
@@ -158,6 +161,7 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     q_idx, b_idx, r_idx = dfa.src[has_tok], dfa.byte[has_tok], dfa.dst[has_tok]
     pair_key = b_idx.astype(np.int64) * S + r_idx
     uniq_keys, pair_block = np.unique(pair_key, return_inverse=True)
+    del pair_key, r_idx, has_tok
     nb = len(uniq_keys)
     blk_byte = (uniq_keys // S).astype(np.int64)
     blk_state = (uniq_keys % S).astype(np.int64)
@@ -197,8 +201,9 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         node = np.concatenate([node, x_n, f_n])
         state = np.concatenate([state, x_s, f_s])
         block = np.concatenate([block, np.where(own[x_g], nb + x_g, reps[x_g]), f_b])
+    spells = trie.tok_ptr[1:] > trie.tok_ptr[:-1]  # (per trie node: a bool per frontier pair, not two int64 gathers)
     while len(node):
-        has = trie.tok_ptr[node + 1] > trie.tok_ptr[node]
+        has = spells[node]
         out_block.append(block[has])
         out_node.append(node[has])
         out_state.append(state[has])
@@ -352,7 +357,9 @@ class _Stepper:
         """(source pair index, child node, next state) of every surviving extension: the pairs
         a slice at a time (`step_slices`: the candidates of a wide frontier, six int64 columns
         each, were 0.7 GB at once), the trie side's extensions before the arcs' as in one step."""
-        cand = self.n_children[node] + (self.arc_ptr[state + 1] - self.arc_ptr[state])  # (a bound)
+        cand = self.arc_ptr[state + 1]  # (a bound; built in place: a wide frontier is millions of pairs)
+        cand -= self.arc_ptr[state]
+        cand += self.n_children[node]
         cuts = step_slices(cand)
         if len(cuts) == 2:
             return self._step(node, state)
