@@ -22,9 +22,8 @@ from ..char_dfa import CharDFA
 from . import chain_blocks, shared_walks
 from .array_ops import Parts, concat_ranges, csr, grouped, narrow, order_by, sorted_triples, step_slices  # noqa: F401  (re-exported)
 from .assemble import Interiors, assemble
-from .token_trie import TokenTrie
+from .token_trie import TokenTrie, spelled_taking
 from .token_trie import spelled as _expand
-from .token_trie import spelled_taking
 
 log = logging.getLogger(__name__)
 
