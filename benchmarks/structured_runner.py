@@ -35,7 +35,9 @@ def _rss_mb(field: str) -> float:
 def _reset_peak() -> None:
     """Start the next schema's peak from what the worker holds now, with the memory the previous
     schema freed handed back to the system first (garbage collected, glibc's free lists trimmed):
-    else a schema's peak includes every earlier schema's leftovers (the same for every engine)."""
+    else a schema's peak includes every earlier schema's leftovers (the same for every engine).
+    The previous schema's compiled form is let go before (`_worker`): it held a large schema's
+    tables (660 MB after Github_ultra---o48781) through the next schema's compile."""
     import ctypes
     import gc
 
@@ -75,6 +77,7 @@ def _worker(engine: str, conn: Any) -> None:
     label = adapter.setup()
     conn.send(("ready", {"label": label, "setup_s": round(time.perf_counter() - t, 2), "rss_mb": round(_rss_mb("VmRSS"), 1)}))
     while True:
+        handle: Any = None  # (the previous schema's compiled form: never part of the next schema's peak)
         try:
             job = conn.recv()
         except EOFError:  # the parent is gone

@@ -121,3 +121,25 @@ def test_components_are_mutual_reachability(n, edges):
         reach |= reach[:, [k]] & reach[[k], :]
     comp = shared_walks.components(n, src, dst)
     assert np.array_equal(comp[:, None] == comp[None, :], reach & reach.T)
+
+
+def test_a_bounded_memo_lets_walks_go_but_not_what_is_shared(share_small_interiors, monkeypatch):
+    """Over `walk_memo.SHARED_BYTES` the least recently used shared shapes lose their walks, not
+    their keys: later lifts share the same shapes and build byte-identical tables (walking again)."""
+    vocab = vocab_of(['ab"', '"}', 'a\\"', '":"', 'ba', '",', "abab", '\\\\', 'aa"', '"a'])
+    trie = token_trie(vocab)
+    a_only = accep('"') + pynini.closure(accep("a")) + accep('"')
+    two_shapes = accep("{") + string_field() + accep(",") + a_only + accep(",") + string_field() + accep(",") + a_only + accep("}")
+    dfas = [dfa_of(two_shapes), dfa_of(accep("{") + string_field() + accep("}")), dfa_of(two_shapes)]
+    ref = [build_tables(lift(d, trie, vocab.width, share_walks=True), vocab).arrays() for d in dfas]
+    ref_keys = list(walk_memo._SHARED[trie])
+    assert len(ref_keys) == 2
+    monkeypatch.setattr(walk_memo, "_SHARED", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(walk_memo, "_ONCE", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(walk_memo, "SHARED_BYTES", 0)
+    got = [build_tables(lift(d, trie, vocab.width, share_walks=True), vocab).arrays() for d in dfas]
+    assert list(walk_memo._SHARED[trie]) == ref_keys
+    assert sum(w.nbytes == 0 for w in walk_memo._SHARED[trie].values()) == 1  # all but the last one used
+    for a, b in zip(ref, got):
+        assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    assert any((np.asarray(t["state_block_offset"]) > 0).any() for t in got if "state_block_offset" in t)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import chain_blocks
-from .array_ops import concat_ranges, csr, grouped, index_concat, order_by, ranges, sorted_triples
+from .array_ops import TRIM_ABOVE, concat_ranges, csr, grouped, index_concat, narrow, order_by, ranges, sorted_triples, trim_heap
 
 UNREACHABLE = np.iinfo(np.int32).max
 # Above this many absolute token arcs per character state, the searches walk distinct
@@ -58,6 +58,8 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, arcs: list[np.ndarray], inner
     ``chain``: the blocks grouped by `chain_blocks` (their inside arcs once per group)."""
     e_block, e_tok, e_next = arcs
     arcs.clear()
+    if len(e_block) > TRIM_ABOVE:  # (the search's freed pieces, before the searches' per-arc copies)
+        trim_heap()
     S, nb = dfa.num_states, int(pair_block.max()) + 1 if len(pair_block) else 0
     e0 = np.zeros(0, np.int64)
     if chain is None:
@@ -107,7 +109,9 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, arcs: list[np.ndarray], inner
     bad = chain_blocks.failing(ck, alive[cc] == alive[cn], nb)
     if len(bad):
         x_b, x_t, x_n = chain_blocks.spelled_out(chain, bad, e_block, e_tok, e_next)
-        e_block, e_tok, e_next = np.concatenate([e_block, x_b]), np.concatenate([e_tok, x_t]), np.concatenate([e_next, x_n])
+        e_block = _cat(e_block, x_b)  # (a column at a time: each old one goes before the next is made)
+        e_tok = _cat(e_tok, x_t)
+        e_next = _cat(e_next, x_n)
         blk_group[bad] = -1
         if not dedupe:
             d_block, d_next = e_block, e_next
@@ -122,9 +126,9 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, arcs: list[np.ndarray], inner
         k = blk_inner[undo]
         pos = concat_ranges(inner.ptr[k], inner.ptr[k + 1])
         ub = np.repeat(undo, inner.ptr[k + 1] - inner.ptr[k])
-        e_block = np.concatenate([e_block, ub])
-        e_tok = np.concatenate([e_tok, inner.tok[pos]])
-        e_next = np.concatenate([e_next, members[copy_off[blk_copy[ub]] + inner.rel[pos]]])
+        e_block = _cat(e_block, ub)
+        e_tok = _cat(e_tok, inner.tok[pos])
+        e_next = _cat(e_next, members[copy_off[blk_copy[ub]] + inner.rel[pos]])
         blk_inner[undo] = -1
         d_block, d_next = _distinct(e_block, e_next, S) if dedupe else (e_block, e_next)
     alive_arc = dist[e_next] < UNREACHABLE
@@ -142,7 +146,7 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, arcs: list[np.ndarray], inner
     g_size = np.bincount(g_g, minlength=len(chain.reps))
     chain = chain_blocks.Chains(chain.blk_group, chain.blk_shift, chain.reps, (g_g, g_tok, g_next), chain.own)  # (alive arcs only)
     own = chain.own_exits()
-    abs_size = np.bincount(e_block, minlength=nb)
+    abs_size = np.diff(csr(e_block, nb))  # (counted a chunk at a time: no int64 copy of the column)
     grouped_blk = np.flatnonzero(blk_group >= 0)
     full_blk = grouped_blk[~own[blk_group[grouped_blk]]]
     abs_size[full_blk] = abs_size[chain.reps[blk_group[full_blk]]]  # (a full group's exits; a partial group's are the block's own)
@@ -187,9 +191,11 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, arcs: list[np.ndarray], inner
     bad = bad[blk_group[bad] >= 0]
     if len(bad):
         x_b, x_t, x_n = chain_blocks.spelled_out(chain, bad, e_block, e_tok, e_next)
-        e_block, e_tok, e_next = np.concatenate([e_block, x_b]), np.concatenate([e_tok, x_t]), np.concatenate([e_next, x_n])
+        e_block = _cat(e_block, x_b)  # (a column at a time: each old one goes before the next is made)
+        e_tok = _cat(e_tok, x_t)
+        e_next = _cat(e_next, x_n)
         blk_group[bad] = -1
-    abs_size = np.bincount(e_block, minlength=nb)
+    abs_size = np.diff(csr(e_block, nb))  # (counted a chunk at a time: no int64 copy of the column)
     in_grp = blk_group[pair_block] >= 0
     grp_of = np.maximum(blk_group[pair_block], 0)
     full = in_grp & ~own[grp_of] if len(chain.reps) else in_grp
@@ -214,16 +220,22 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, arcs: list[np.ndarray], inner
     sb_id = np.where(is_sh, inner_new[blk_inner[pair_block]], np.where(has_rel, g_new[grp_of], blk_new[rep_of]))
     sb_off = np.where(is_sh, base[np.maximum(blk_copy[pair_block], 0)], np.where(has_rel, blk_off[pair_block], 0))
     sb_exit = np.where((is_sh | has_rel) & (abs_size[rep_of] > 0), blk_new[rep_of], -1)
+    del in_grp, grp_of, full, rep_of, has_rel, is_sh  # (per character arc; the lift's peak is below)
+    if len(e_block) > TRIM_ABOVE:  # freed arrays under glibc's mmap threshold, handed back before it
+        trim_heap()
     e_keep = abs_used[e_block]
     if not e_keep.all():
         e_block, e_tok, e_next = e_block[e_keep], e_tok[e_keep], e_next[e_keep]
-    e_block, e_next = blk_new.astype(np.int32)[e_block], new_id.astype(np.int32)[e_next]  # (ids < nb, S)
+    del e_keep
+    e_block = blk_new.astype(np.int32)[e_block]  # (ids < nb, S; one column at a time)
+    e_next = new_id.astype(np.int32)[e_next]
     if len(e_next) and int(e_next.min()) < 0:  # every kept arc leads to a kept state (see above)
         raise AssertionError("lift: a kept token arc leads to a dropped state")
     e_block, e_tok, e_next = sorted_triples(e_block, e_tok, e_next, in_place=True)  # (this function's own copies)
     used_k = np.flatnonzero(inner_used)
     pos = concat_ranges(inner.ptr[used_k], inner.ptr[used_k + 1])
     block_ptr = csr(e_block, nabs)
+    del e_block  # (the arcs' columns go as soon as they are read: the lift's peak is here)
     block_ptr = np.concatenate([block_ptr, len(e_tok) + np.cumsum(np.diff(inner.ptr)[used_k])])
     g_keep = g_used[g_g]
     g_tok_k, g_next_k = g_tok[g_keep], new_id[g_next[g_keep]]
@@ -236,6 +248,10 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, arcs: list[np.ndarray], inner
     fin = final[order].copy()
     if not (dist[start] < UNREACHABLE):
         fin[:] = False
+    block_tokens = np.concatenate([e_tok, inner.tok[pos], g_tok_k], dtype=np.int32, casting="same_kind")
+    del e_tok
+    block_next = np.concatenate([e_next, inner.rel[pos], g_next_k], dtype=np.int32, casting="same_kind")
+    del e_next
     return dict(
         width=width,
         final=fin,
@@ -246,17 +262,32 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, arcs: list[np.ndarray], inner
         state_block_offset=sb_off[sb_order].astype(np.int64),
         state_block_exit=sb_exit[sb_order].astype(np.int32),
         block_ptr=block_ptr.astype(np.int64),
-        block_tokens=np.concatenate([e_tok, inner.tok[pos], g_tok_k], dtype=np.int32, casting="same_kind"),
-        block_next=np.concatenate([e_next, inner.rel[pos], g_next_k], dtype=np.int32, casting="same_kind"),
+        block_tokens=block_tokens,
+        block_next=block_next,
         char_state=order.astype(np.int32),
     )
 
 
+def _cat(col: np.ndarray, more: np.ndarray) -> np.ndarray:
+    """``col`` with ``more`` appended, int32 where it fits (a lift's arc columns stay int32)."""
+    return np.concatenate([col, narrow(more)])
+
+
 def _distinct(block: np.ndarray, nxt: np.ndarray, S: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct (block, next state) pairs."""
+    """The distinct (block, next state) pairs, sorted (``np.unique`` of their keys, with the key
+    built and sorted in place: one column, not three temporaries and a sorted copy)."""
     n_keys = (int(block.max()) + 1) * S if len(block) else 0
     dtype = np.int32 if n_keys < 2**31 else np.int64  # (a narrower sort where it fits)
-    key = np.unique(block.astype(dtype) * dtype(S) + nxt.astype(dtype)).astype(np.int64)
+    key = block.astype(dtype)
+    key *= dtype(S)
+    key += nxt  # (cast as it is added: no copy of the column; the sum fits ``dtype``)
+    key.sort()
+    if len(key):
+        new = np.empty(len(key), bool)
+        new[0] = True
+        np.not_equal(key[1:], key[:-1], out=new[1:])
+        key = key[new]
+    key = key.astype(np.int64, copy=False)
     return key // S, key % S
 
 

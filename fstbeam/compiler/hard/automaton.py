@@ -26,8 +26,9 @@ from ...fst.optimize import optimize
 from ...fst.wordlist.language import text_dfa_fst_bytes, word_list_dfa
 from ..char_dfa import fst_bytes_to_dfa, fst_to_dfa
 from ..spec import WordList
+from .array_ops import TRIM_ABOVE, trim_heap
 from .tables import build_tables
-from .token_fsa import lift
+from .token_fsa import char_arcs, lift
 
 log = logging.getLogger(__name__)
 
@@ -122,24 +123,41 @@ def compile_hard(stages, comp, wl: WordList | None, g_lang, g_desc, opts: dict) 
             source = hard_text
         else:
             hard_fst = pynini.connect(hard_fst)
+            g_lang = None  # (its pynini automaton: a large schema's is hundreds of MB, not needed below)
             char_fst = fst_bytes(hard_fst)
             read = fst_bytes_to_dfa(char_fst)  # (numpy over the bytes; None: not a plain VectorFst)
-            source = read if read is not None else fst_to_dfa(hard_fst)
-            q, b = np.nonzero(source.next >= 0)
-            arcs = (source.final, q, b, source.next[q, b], source.start)
+            dfa = read if read is not None else fst_to_dfa(hard_fst)
+            hard_fst = read = None
+            if len(char_fst) > TRIM_ABOVE:  # (the automata's many small blocks, freed: handed back)
+                trim_heap()
+            # the lift reads the arcs, not the [S, 256] table (115 MB at 112k states): dropped here,
+            # before the lift's peak, unless small enough to be its step table (`char_arcs`)
+            source = char_arcs(dfa)
+            arcs = (dfa.final, np.asarray(source.src, np.int32), np.asarray(source.byte, np.uint8),
+                    np.asarray(source.dst, np.int32), dfa.start)
+            del dfa
+            source = [source]  # (taken by the lift: these arcs go once it has renumbered them)
         allowed = canonical_tokens(comp.tokenizer, vocab, wl) if opts["canonical"] else None
         fsa = lift(source, trie, vocab.width, allowed_tokens=allowed)
         del hard_text, hard_fst, source
+        if len(fsa.block_tokens) > TRIM_ABOVE:
+            # the lift's arrays, freed on its return, stay resident in glibc's heap (those under
+            # its mmap threshold, up to 32 MB each: 500 MB on a 22M-arc lift) under the tables'
+            # large arrays, which it cannot reuse: handed back first
+            trim_heap()
     if not fsa.final.any():
         raise UnsatisfiableConstraintError(
             f"no token sequence of {vocab.describe()} spells any text allowed by {hard_desc}",
             (hard_desc, "tokenizer"),
         )
     with stages("tables"):
-        hard = build_tables(fsa, vocab)
+        char_state = fsa.char_state
+        box = [fsa]  # (taken by `build_tables`: the automaton's token column goes before its dense rows)
+        del fsa
+        hard = build_tables(box, vocab)
         out = {f"t_{k}": v for k, v in hard.arrays().items()}
         out.update(
-            t_start=np.int64(hard.start), t_width=np.int64(hard.width), char_state=fsa.char_state,
+            t_start=np.int64(hard.start), t_width=np.int64(hard.width), char_state=char_state,
             char_fst=np.frombuffer(char_fst, np.uint8),
             c_final=arcs[0], c_src=np.asarray(arcs[1], np.int32), c_byte=np.asarray(arcs[2], np.uint8),
             c_dst=np.asarray(arcs[3], np.int32), c_start=np.int64(arcs[4]),

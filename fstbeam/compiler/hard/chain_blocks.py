@@ -338,7 +338,7 @@ def pairs(ch: Chains, e_block: np.ndarray, e_next: np.ndarray, S: int) -> tuple[
     c = c[pos]
     is_rep = np.zeros(nb, np.int64) - 1
     is_rep[ch.reps] = np.arange(G)
-    m = is_rep[e_block] >= 0
+    m = (is_rep >= 0)[e_block]  # (a bool per arc, not an int64 gather of tens of millions)
     key = np.unique(is_rep[e_block[m]] * S + e_next[m])
     ptr, a = csr(key // S, G), key % S
     k = k[(ch.reps[gk] != k) & ~ch.own_exits()[gk]]  # members of full groups other than the representative

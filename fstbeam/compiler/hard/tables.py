@@ -14,6 +14,7 @@ from ...contract.cache import shared_cache
 from ...contract.hard import HardTables
 from ...contract.layout import BYTE_KEYS
 from ...contract.vocab import Vocab
+from .array_ops import TRIM_ABOVE, trim_heap
 from .token_fsa import TokenFSA, concat_ranges, order_by
 
 # A block with at least this many tokens is stored as bits. Below it a sorted id list is smaller
@@ -30,12 +31,20 @@ SHARED_FRACTION = 0.9
 
 
 def build_tables(
-    fsa: TokenFSA,
+    fsa: TokenFSA | list[TokenFSA],
     vocab: Vocab,
     *,
     dense_min: int = DENSE_MIN_TOKENS,
     sparse_max: int = SPARSE_MAX_TOKENS,
 ) -> HardTables:
+    """The tables of ``fsa``. Given as ``[fsa]``, it is taken out of the list (emptied): where the
+    caller keeps no other reference, its token column (80 MB on a large schema) goes once the
+    block keys are built, before the dense rows (`automaton.compile_hard`)."""
+    if isinstance(fsa, list):
+        fsa_ = fsa.pop()
+        fsa.clear()
+        fsa = fsa_
+        del fsa_
     V, S = vocab.width, fsa.num_states
     sizes = np.diff(fsa.block_ptr)
     NB = fsa.num_blocks
@@ -49,12 +58,15 @@ def build_tables(
     if has_exit.any():
         o = np.argsort(sb_state, kind="stable")
         sb_state, sb_block, is_link = sb_state[o], sb_block[o], o < n_links
+        del o
     else:
         is_link = np.ones(n_links, bool)
+    del has_exit
     pair_size = sizes[sb_block]
     dense_pairs = pair_size >= dense_min
     sparse_total = np.bincount(sb_state, weights=np.where(dense_pairs, 0, pair_size), minlength=S)
     dense_pairs |= sparse_total[sb_state] > sparse_max
+    del pair_size, sparse_total
     # A small block that (nearly) every state of a large dense row also uses (punctuation after
     # each word end) joins that row: those states keep sharing one row instead of each repeating
     # the block in its sparse list (C2: 10.3M sparse ids -> 1.7M). A row splits only where a
@@ -67,50 +79,66 @@ def build_tables(
     size = row_size[uniq // (NB + 1)]
     in_all = (cnt >= SHARED_FRACTION * size) & (size >= SHARED_MIN_STATES)
     dense_pairs[np.flatnonzero(cand)[in_all[inv]]] = True
+    del row0, row_size, key, cand, uniq, inv, cnt, size, in_all
+    # (the per-link columns of the result now, and every per-pair temporary gone, before the
+    # large arrays below: the tables' peak is their sum)
+    state_block_dense = dense_pairs[is_link]  # the link's own block is in the state's dense row
+    state_block_key = link_state.astype(np.int64) * BYTE_KEYS + fsa.state_block_byte
+    del link_state, is_link
 
     # Dense rows: distinct combinations of dense blocks per state (row 0 = none).
-    dstate, dblock = sb_state[dense_pairs], sb_block[dense_pairs]
-    state_row, combo_blocks = _dense_combinations(dstate, dblock, S)
-    dense_masks = _dense_rows(combo_blocks, fsa, V)
+    state_row, combo_blocks = _dense_combinations(sb_state[dense_pairs], sb_block[dense_pairs], S)
 
     # Sparse lists: tokens of each state's small blocks, sorted.
     sp = ~dense_pairs
     sp_state, sp_block = sb_state[sp], sb_block[sp]
+    del sp, sb_state, sb_block, dense_pairs
     lo, hi = fsa.block_ptr[sp_block], fsa.block_ptr[sp_block + 1]
     counts = hi - lo
     pos = concat_ranges(lo, hi)
+    del lo, hi, sp_block
     tok_state = np.repeat(sp_state, counts)
     toks = fsa.block_tokens[pos]
+    del pos, sp_state, counts
     order = order_by(tok_state, toks)
     sparse_ptr = np.zeros(S + 1, dtype=np.int64)
     np.cumsum(np.bincount(tok_state, minlength=S), out=sparse_ptr[1:])
 
     sparse_tokens = toks[order].astype(np.int32)
-    del pos, tok_state, toks, order  # (per sparse token: gone before the per-arc key below)
+    del tok_state, toks, order  # (per sparse token: gone before the per-arc key below)
+    if len(fsa.block_tokens) > TRIM_ABOVE:  # the per-link temporaries above, freed into glibc's heap,
+        trim_heap()  # handed back before the keys and the dense rows (mapped anew: they cannot reuse it)
     first = _first_bytes(vocab)
     # (block * V + token) built in one int64 column, in place: a lift's tens of millions of arcs
     block_key = np.repeat(np.arange(len(sizes), dtype=np.int64) * V, sizes)
     block_key += fsa.block_tokens
+    # the rows read their tokens from the keys: the token column can go with the automaton
+    fields = {k: getattr(fsa, k) for k in ("final", "dist_to_final", "state_block_id", "state_block_ptr", "block_next",
+                                          "block_ptr", "state_block_offset", "state_block_exit")}
+    del fsa
+    dense_masks = _dense_rows(combo_blocks, fields["block_ptr"], block_key, V)
+    # (the token automaton's arrays are shared, not copied: both are read-only, and the lift's
+    # next states alone are 80 MB on a large schema)
     return HardTables(
         start=0,
         width=V,
-        final=fsa.final.copy(),
-        dist_to_final=fsa.dist_to_final.copy(),
-        state_block_key=link_state.astype(np.int64) * BYTE_KEYS + fsa.state_block_byte,
-        state_block_id=fsa.state_block_id.copy(),
-        state_block_ptr=fsa.state_block_ptr.copy(),
+        final=fields["final"],
+        dist_to_final=fields["dist_to_final"],
+        state_block_key=state_block_key,
+        state_block_id=fields["state_block_id"],
+        state_block_ptr=fields["state_block_ptr"],
         block_key=block_key,
-        block_next=fsa.block_next.copy(),
-        block_ptr=fsa.block_ptr.copy(),
-        state_block_dense=dense_pairs[is_link],  # the link's own block is in the state's dense row
+        block_next=fields["block_next"],
+        block_ptr=fields["block_ptr"],
+        state_block_dense=state_block_dense,
         dense_masks=dense_masks,
         state_dense_row=state_row,
         state_sparse_ptr=sparse_ptr,
         state_sparse_tokens=sparse_tokens,
         token_first_byte=first,
         eos_ids=np.asarray(vocab.eos_ids, dtype=np.int32),
-        state_block_offset=fsa.state_block_offset.astype(np.int64),
-        state_block_exit=fsa.state_block_exit.astype(np.int32),
+        state_block_offset=fields["state_block_offset"].astype(np.int64, copy=False),
+        state_block_exit=fields["state_block_exit"].astype(np.int32, copy=False),
     )
 
 
@@ -178,32 +206,36 @@ def _dense_combinations_by_position(dstate: np.ndarray, dblock: np.ndarray, S: i
     return row.astype(np.int32), blocks
 
 
-def _dense_rows(combo_blocks: list[np.ndarray], fsa: TokenFSA, V: int) -> np.ndarray:
+def _dense_rows(combo_blocks: list[np.ndarray], ptr: np.ndarray, block_key: np.ndarray, V: int) -> np.ndarray:
     """Bit rows: the OR of each combination's blocks. The current row's tokens are marked in one
     reused bool row, packed once per row (packing every block into its own 32 KiB row first cost
     a gigabyte of zeroed rows at a million words). Going from one row to the next only unmarks
     the blocks it drops and marks the ones it adds: the rows that share a string's ~250k interior
     tokens (its UTF-8 continuation states) do not mark them again. That is exact where a row's
     blocks hold disjoint tokens (one block per first byte; an interior's exit block holds the
-    tokens that leave it); a row whose marks do not add up to its blocks' sizes is marked anew."""
+    tokens that leave it); a row whose marks do not add up to its blocks' sizes is marked anew.
+    A block's tokens are read from its keys (``block * V + token``, `build_tables`)."""
     width = bitmask_width(V)
     masks = np.zeros((len(combo_blocks), width), dtype=np.int32)
     marks = np.zeros(width * 32, dtype=bool)  # packs to exactly ``width`` words
-    ptr, toks = fsa.block_ptr, fsa.block_tokens
+
+    def toks(b: int) -> np.ndarray:  # block b's tokens, from its keys (b * V + token)
+        return block_key[ptr[b]:ptr[b + 1]] - b * V
+
     current: set[int] = set()
     for row, blocks in enumerate(combo_blocks):
         if not len(blocks):
             continue
         ids = set(blocks.tolist())
         for b in current - ids:
-            marks[toks[ptr[b]:ptr[b + 1]]] = False
+            marks[toks(b)] = False
         for b in ids - current:
-            marks[toks[ptr[b]:ptr[b + 1]]] = True
+            marks[toks(b)] = True
         current = ids
         if np.count_nonzero(marks) != int((ptr[blocks + 1] - ptr[blocks]).sum()):  # blocks that share tokens
             marks[:] = False
             for b in ids:
-                marks[toks[ptr[b]:ptr[b + 1]]] = True
+                marks[toks(b)] = True
         masks[row] = pack_bool_mask(marks)
     return masks
 

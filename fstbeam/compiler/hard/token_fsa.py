@@ -20,9 +20,9 @@ import numpy as np
 from ...contract.hard import factored_fst_bytes
 from ..char_dfa import CharDFA
 from . import chain_blocks, shared_walks
-from .array_ops import Parts, concat_ranges, csr, grouped, order_by, sorted_triples, step_slices  # noqa: F401  (re-exported)
+from .array_ops import Parts, concat_ranges, csr, grouped, narrow, order_by, sorted_triples, step_slices  # noqa: F401  (re-exported)
 from .assemble import Interiors, assemble
-from .token_trie import TokenTrie
+from .token_trie import TokenTrie, spelled_taking
 from .token_trie import spelled as _expand
 
 log = logging.getLogger(__name__)
@@ -87,6 +87,8 @@ class _Arcs:
 
     @staticmethod
     def of(dfa) -> "_Arcs":
+        if isinstance(dfa, _Arcs):  # (`char_arcs`: read from a `CharDFA` beforehand)
+            return dfa
         if isinstance(dfa, CharDFA):
             q, b = np.nonzero(dfa.next >= 0)  # row-major: sorted by state, then byte
             arcs = _Arcs(dfa.num_states, dfa.start, dfa.final, q, b, dfa.next[q, b].astype(np.int64))
@@ -122,22 +124,32 @@ class _Arcs:
         """Next state for each (state, byte) pair, -1 where there is no arc."""
         if self.table is not None:
             return self.table[state, byte]
-        key = state * 256 + byte
+        key = state.astype(np.int64) * 256 + byte  # (a frontier's states may come as int32)
         pos = np.minimum(np.searchsorted(self.key, key), max(len(self.key) - 1, 0))
         if not len(self.key):
             return np.full(len(key), -1, np.int64)
         return np.where(self.key[pos] == key, self.dst[pos], -1)
 
 
+def char_arcs(dfa: CharDFA) -> _Arcs:
+    """The arcs `lift` reads of ``dfa`` (its [S, 256] table kept only where it is the lift's step
+    table, `DENSE_STEP_CELLS`): the caller can let the table go before the lift. ``lift`` of the
+    result is ``lift`` of ``dfa``."""
+    return _Arcs.of(dfa)
+
+
 def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None = None,
          share_walks: bool | None = None) -> TokenFSA:
-    """Token automaton for ``dfa`` (a `CharDFA` or a word list's `TextDFA`) over the tokens in
+    """Token automaton for ``dfa`` (a `CharDFA`, its `char_arcs` (also as ``[arcs]``, taken out of
+    the list), or a word list's `TextDFA`) over the tokens in
     ``trie`` (optionally only ``allowed_tokens``). ``share_walks``: take the walks of large
     components' interiors from the process's memo (`shared_walks`; default: for a `CharDFA`,
     i.e. grammars and structured constraints, not word lists, whose text is one component)."""
     t0 = time.perf_counter()
+    if isinstance(dfa, list):  # taken out of the list: the caller's arcs go once renumbered (`_chains`)
+        dfa = dfa.pop()
     if share_walks is None:
-        share_walks = isinstance(dfa, CharDFA)
+        share_walks = isinstance(dfa, (CharDFA, _Arcs))
     dfa = _Arcs.of(dfa)
     chains = _chains(dfa, trie) if share_walks else None
     if chains is not None:
@@ -148,6 +160,7 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     q_idx, b_idx, r_idx = dfa.src[has_tok], dfa.byte[has_tok], dfa.dst[has_tok]
     pair_key = b_idx.astype(np.int64) * S + r_idx
     uniq_keys, pair_block = np.unique(pair_key, return_inverse=True)
+    del pair_key, r_idx, has_tok
     nb = len(uniq_keys)
     blk_byte = (uniq_keys // S).astype(np.int64)
     blk_state = (uniq_keys % S).astype(np.int64)
@@ -187,8 +200,9 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         node = np.concatenate([node, x_n, f_n])
         state = np.concatenate([state, x_s, f_s])
         block = np.concatenate([block, np.where(own[x_g], nb + x_g, reps[x_g]), f_b])
+    spells = trie.tok_ptr[1:] > trie.tok_ptr[:-1]  # (per trie node: a bool per frontier pair, not two int64 gathers)
     while len(node):
-        has = trie.tok_ptr[node + 1] > trie.tok_ptr[node]
+        has = spells[node]
         out_block.append(block[has])
         out_node.append(node[has])
         out_state.append(state[has])
@@ -204,9 +218,15 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     if chains is not None and own.any():  # a partial group's exits: every member's own
         pseudo = o_block >= nb
         p_b, p_n, p_s = _to_members(grp, np.zeros(nb, np.int64), o_block[pseudo] - nb, o_node[pseudo], o_state[pseudo])
-        o_block, o_node, o_state = (np.concatenate([a[~pseudo], b]) for a, b in ((o_block, p_b), (o_node, p_n), (o_state, p_s)))
-    arcs = [*_expand(trie, o_block, o_node, o_state, ok)]
+        keep = ~pseudo
+        # a column at a time, kept int32 where it fits: each replaces its old column (tens of millions of arcs)
+        o_block = np.concatenate([o_block[keep], narrow(p_b)])
+        o_node = np.concatenate([o_node[keep], narrow(p_n)])
+        o_state = np.concatenate([o_state[keep], narrow(p_s)])
+        del pseudo, keep, p_b, p_n, p_s
+    ends_ = [o_block, o_node, o_state]
     del o_block, o_node, o_state
+    arcs = [*spelled_taking(trie, ends_, ok)]
     inner = None
     if shared is not None and shared.copies:  # the interiors' token arcs, once per (shape, canonical state, first byte)
         i_k, i_tok, i_rel = shared.inner_arcs  # (sorted by interior, then token: filtering keeps the order)
@@ -336,12 +356,28 @@ class _Stepper:
         """(source pair index, child node, next state) of every surviving extension: the pairs
         a slice at a time (`step_slices`: the candidates of a wide frontier, six int64 columns
         each, were 0.7 GB at once), the trie side's extensions before the arcs' as in one step."""
-        cand = self.n_children[node] + (self.arc_ptr[state + 1] - self.arc_ptr[state])  # (a bound)
+        cand = self.arc_ptr[state + 1]  # (a bound; built in place: a wide frontier is millions of pairs)
+        cand -= self.arc_ptr[state]
+        cand += self.n_children[node]
         cuts = step_slices(cand)
         if len(cuts) == 2:
             return self._step(node, state)
-        parts = [self._step(node[a:b], state[a:b], a) for a, b in zip(cuts[:-1], cuts[1:])]
-        return tuple(np.concatenate([p[0][k] for p in parts] + [p[1][k] for p in parts]) for k in range(3))
+        # each slice's columns kept int32 where they fit, each output column built and its pieces
+        # let go before the next (a wide frontier's three int64 columns and their pieces at once
+        # were the lift's peak)
+        first: list[list[np.ndarray]] = [[], [], []]
+        second: list[list[np.ndarray]] = [[], [], []]
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            one, two = self._step(node[a:b], state[a:b], a)
+            for k in range(3):
+                first[k].append(narrow(one[k]))
+                second[k].append(narrow(two[k]))
+            del one, two
+        out = []
+        for k in range(3):
+            out.append(np.concatenate(first[k] + second[k]))
+            first[k] = second[k] = []
+        return out[0], out[1], out[2]
 
     def _step(self, node: np.ndarray, state: np.ndarray, base: int | None = None):
         """One slice's extensions (with ``base``: as (trie side, arc side), indices from ``base``)."""
@@ -363,7 +399,7 @@ class _Stepper:
             return src1, child1, ns1.astype(np.int64)
         rep = np.repeat(j, (ahi - alo)[j])
         arc = concat_ranges(alo[j], ahi[j])
-        key = node[rep] * 256 + self.arc_byte[arc]
+        key = node[rep].astype(np.int64) * 256 + self.arc_byte[arc]
         pos = np.minimum(np.searchsorted(self.child_key, key), len(self.child_key) - 1)
         found = self.child_key[pos] == key if len(self.child_key) else np.zeros(len(key), bool)
         if base is not None:

@@ -124,16 +124,29 @@ def spelled(trie: TokenTrie, group: np.ndarray, node: np.ndarray, state: np.ndar
     shared by two ids) are expanded. The order does not matter: the lift's `assemble` sorts the arcs.
     Token ids come back int32, ``group`` and ``state`` in their own dtype: per-node lookups, so
     no int64 column per arc is made (a lift spells tens of millions of token ends)."""
+    return spelled_taking(trie, [group, node, state], ok)
+
+
+def spelled_taking(trie: TokenTrie, ends: list[np.ndarray],
+                   ok: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`spelled` of ``ends = [group, node, state]``, taken out of the list (emptied): where the
+    caller keeps no other reference, each column goes as soon as it is spelled (the nodes once
+    their tokens are read), not after the whole result is built."""
+    group, node, state = ends
+    ends.clear()
     n_tok = np.diff(trie.tok_ptr)
     multi = np.flatnonzero((n_tok > 1)[node])
     first, n_more = trie.tok_ptr[node[multi]], n_tok[node[multi]] - 1
     more = concat_ranges(first + 1, first + 1 + n_more)  # the ids after each first
     last = len(trie.tok_ids) - 1
     head = trie.tok_ids[np.minimum(trie.tok_ptr[:-1], last)] if last >= 0 else np.zeros(len(n_tok), np.int32)
-    tokens = np.concatenate([head[node], trie.tok_ids[more]])  # (int32: the trie's ids)
-    extra = np.repeat(multi, n_more)
-    group = np.concatenate([group, group[extra]])
-    state = np.concatenate([state, state[extra]])
+    tokens = head[node]  # (int32: the trie's ids)
+    del node
+    if len(more):
+        tokens = np.concatenate([tokens, trie.tok_ids[more]])
+        extra = np.repeat(multi, n_more)
+        group = np.concatenate([group, group[extra]])
+        state = np.concatenate([state, state[extra]])
     if ok is not None:
         sel = ok[tokens]
         group, tokens, state = group[sel], tokens[sel], state[sel]

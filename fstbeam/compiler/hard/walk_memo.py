@@ -26,6 +26,11 @@ if TYPE_CHECKING:
 
 # Shared shapes remembered per trie (least recently used dropped first).
 MEMO_SHAPES = 64
+# Bytes of walks kept for the shared shapes: above it the least recently used shapes' walks are
+# let go (walked again when met), their keys kept, so what is shared does not change. (A
+# string-like interior's walks cover the whole trie, tens of MB: 64 of them would be gigabytes
+# held by a long-lived process between compiles.)
+SHARED_BYTES = 256 << 20
 # Bytes of walks kept for shapes walked without sharing (least recently used dropped first).
 ONCE_BYTES = 96 << 20
 
@@ -148,6 +153,7 @@ def walks_for(trie: TokenTrie, key: str, n: int, shared: bool) -> ShapeWalks:
             old_key, old = memo.popitem(last=False)
             once[old_key] = old
         walks = memo[key]
+        _bound_shared(memo, walks)
     else:
         walks = memo.get(key) or once.get(key) or ShapeWalks(n)
         if key not in memo:
@@ -157,6 +163,19 @@ def walks_for(trie: TokenTrie, key: str, n: int, shared: bool) -> ShapeWalks:
     while len(once) > 1 and total > ONCE_BYTES:
         total -= once.popitem(last=False)[1].nbytes
     return walks
+
+
+def _bound_shared(memo: OrderedDict[str, ShapeWalks], keep: ShapeWalks) -> None:
+    """Let go of the least recently used shared shapes' walks (not ``keep``'s) while the walks
+    add up to more than `SHARED_BYTES`; the keys stay, with empty walks."""
+    total = sum(w.nbytes for w in memo.values())
+    for k, w in list(memo.items()):
+        if total <= SHARED_BYTES:
+            break
+        if w is keep or not w.nbytes:
+            continue
+        total -= w.nbytes
+        memo[k] = ShapeWalks(w.n)
 
 
 def clear() -> None:
