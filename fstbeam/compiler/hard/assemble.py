@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import chain_blocks
-from .array_ops import concat_ranges, csr, grouped, index_concat, order_by, ranges, sorted_triples
+from .array_ops import concat_ranges, csr, grouped, index_concat, order_by, ranges, sorted_triples, unique
 
 UNREACHABLE = np.iinfo(np.int32).max
 # Above this many absolute token arcs per character state, the searches walk distinct
@@ -84,7 +84,7 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, arcs: list[np.ndarray], inner
     else:
         owner = np.repeat(np.arange(n_inner), np.diff(inner.ptr))
         width_rel = int(inner.rel.max()) + 1 if len(inner.rel) else 1
-        ukey = np.unique(owner * width_rel + inner.rel)
+        ukey = unique(owner * width_rel + inner.rel)
         u_ptr, u_rel = csr(ukey // width_rel, n_inner), ukey % width_rel
 
     def pseudo(bi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -256,7 +256,7 @@ def _distinct(block: np.ndarray, nxt: np.ndarray, S: int) -> tuple[np.ndarray, n
     """The distinct (block, next state) pairs."""
     n_keys = (int(block.max()) + 1) * S if len(block) else 0
     dtype = np.int32 if n_keys < 2**31 else np.int64  # (a narrower sort where it fits)
-    key = np.unique(block.astype(dtype) * dtype(S) + nxt.astype(dtype)).astype(np.int64)
+    key = unique(block.astype(dtype) * dtype(S) + nxt.astype(dtype)).astype(np.int64)
     return key // S, key % S
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from . import walk_memo
+from .array_ops import unique
 
 if TYPE_CHECKING:
     from .token_trie import TokenTrie
@@ -48,7 +49,7 @@ MAX_EDGES = 1_000_000
 def components(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
     """SCC id of every state (iterative Tarjan over the distinct edges), or None where the graph
     has more than `MAX_EDGES` distinct edges."""
-    edges = np.unique(src.astype(np.int64) * num_states + dst)
+    edges = unique(src.astype(np.int64) * num_states + dst)
     if len(edges) > MAX_EDGES:
         return None
     e_src, e_dst = edges // num_states, edges % num_states
@@ -217,7 +218,7 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
     A shape met once and not shared before stays unshared (its token arcs absolute, in
     ``absolute``), but its walk still comes from the memo (`walk_memo`): the next schema with
     the same interior (free property names) does not walk the trie for it again."""
-    roots = np.unique(blk_state)
+    roots = unique(blk_state)
     roots = roots[dfa.ptr[roots + 1] - dfa.ptr[roots] >= MIN_INSIDE_BYTES]  # (before the components)
     if not len(roots):
         return None
