@@ -30,9 +30,10 @@ log = logging.getLogger(__name__)
 # A DFA with at most this many (state, byte) cells steps through a dense [S, 256] table (a
 # gather) instead of a binary search over its arcs; a word list's million states keep the search.
 DENSE_STEP_CELLS = 1 << 21
-# Above this many arcs per state (on average), a step looks arcs up by rank in a bitmap of the
-# [S, 256] cells (S * 48 bytes, no more than the arcs' own keys), not by binary search.
-RANK_ARCS_PER_STATE = 6
+# From this many arcs per state (on average), a step looks arcs up by rank in a bitmap of the
+# [S, 256] cells (64 bytes a state, no more than the arcs' own int64 keys), not by binary search
+# (a word list's DFA, about one arc a state, keeps the search).
+RANK_ARCS_PER_STATE = 8
 
 # Per trie, built once (`_Stepper`): the sorted (parent, byte) key of every non-root node, and
 # the number of children of every node.
