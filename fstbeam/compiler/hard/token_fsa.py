@@ -283,7 +283,7 @@ def _chains(dfa: _Arcs, trie: TokenTrie) -> tuple[_Arcs, np.ndarray, np.ndarray,
     src, dst = new_id[dfa.src], new_id[dfa.dst]
     o = order_by(src, dfa.byte)
     src, byte, dst = src[o], dfa.byte[o], dst[o]
-    is_abs = chain_blocks.absolute_arcs(S, src, dst)
+    is_abs = is_abs[o]  # (how many states enter an arc's target does not depend on the numbering)
     levels = chain_blocks.level_classes(S, src, byte, dst, is_abs, chain_blocks.max_token_bytes(trie), degree[old_id],
                                         chain_blocks.walk_levels(trie))
     if not levels:
