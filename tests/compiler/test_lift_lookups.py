@@ -18,7 +18,7 @@ def test_unique_is_np_unique(n, hi, dtype):
     assert np.array_equal(got, want)
 
 
-@pytest.mark.parametrize("states,per_state", [(300, 8), (200, 120), (50, 256)])
+@pytest.mark.parametrize("states,per_state", [(300, 12), (200, 120), (50, 256)])
 def test_rank_step_is_the_binary_search(states, per_state):
     rng = np.random.default_rng(states)
     cells = np.unique(rng.integers(0, states * 256, states * per_state))
