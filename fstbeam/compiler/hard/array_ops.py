@@ -23,6 +23,18 @@ def trim_heap() -> None:
         _MALLOC_TRIM(0)
 
 
+def unique(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)``, by one sort: numpy 2.3+ finds plain distinct values by hashing,
+    some 50x slower on the lift's millions of distinct int64 keys (4.5 s against 0.08 s)."""
+    s = np.sort(values, axis=None)
+    if not len(s):
+        return s
+    keep = np.empty(len(s), bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
+
+
 def csr(keys: np.ndarray, n: int, chunk: int = 1 << 22) -> np.ndarray:
     """CSR pointers of ``keys`` in ``0..n-1``; counted a chunk at a time where the keys are
     many (`np.bincount` copies int32 keys to int64: a whole column of a lift's arcs)."""
@@ -148,8 +160,8 @@ def step_slices(cost: np.ndarray, limit: int = 1 << 21) -> np.ndarray:
     if not len(cost) or int(cost.sum()) <= limit:
         return np.array([0, len(cost)], np.int64)
     cum = np.cumsum(cost)
-    cuts = np.unique(np.searchsorted(cum, np.arange(limit, int(cum[-1]), limit), side="right"))
-    return np.unique(np.concatenate([[0], cuts, [len(cost)]]))
+    cuts = unique(np.searchsorted(cum, np.arange(limit, int(cum[-1]), limit), side="right"))
+    return unique(np.concatenate([[0], cuts, [len(cost)]]))
 
 
 def concat_ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import chain_blocks
-from .array_ops import TRIM_ABOVE, concat_ranges, csr, grouped, index_concat, narrow, order_by, ranges, sorted_triples, trim_heap
+from .array_ops import TRIM_ABOVE, concat_ranges, csr, grouped, index_concat, narrow, order_by, ranges, sorted_triples, trim_heap, unique
 
 UNREACHABLE = np.iinfo(np.int32).max
 # Above this many absolute token arcs per character state, the searches walk distinct
@@ -86,7 +86,7 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, arcs: list[np.ndarray], inner
     else:
         owner = np.repeat(np.arange(n_inner), np.diff(inner.ptr))
         width_rel = int(inner.rel.max()) + 1 if len(inner.rel) else 1
-        ukey = np.unique(owner * width_rel + inner.rel)
+        ukey = unique(owner * width_rel + inner.rel)
         u_ptr, u_rel = csr(ukey // width_rel, n_inner), ukey % width_rel
 
     def pseudo(bi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

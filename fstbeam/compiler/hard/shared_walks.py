@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from . import walk_memo
+from .array_ops import unique
 
 if TYPE_CHECKING:
     from .token_trie import TokenTrie
@@ -48,7 +49,7 @@ MAX_EDGES = 1_000_000
 def components(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
     """SCC id of every state (iterative Tarjan over the distinct edges), or None where the graph
     has more than `MAX_EDGES` distinct edges."""
-    edges = np.unique(src.astype(np.int64) * num_states + dst)
+    edges = unique(src.astype(np.int64) * num_states + dst)
     if len(edges) > MAX_EDGES:
         return None
     e_src, e_dst = edges // num_states, edges % num_states
@@ -217,7 +218,7 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
     A shape met once and not shared before stays unshared (its token arcs absolute, in
     ``absolute``), but its walk still comes from the memo (`walk_memo`): the next schema with
     the same interior (free property names) does not walk the trie for it again."""
-    roots = np.unique(blk_state)
+    roots = unique(blk_state)
     roots = roots[dfa.ptr[roots + 1] - dfa.ptr[roots] >= MIN_INSIDE_BYTES]  # (before the components)
     if not len(roots):
         return None
@@ -234,6 +235,14 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
     bounds = np.searchsorted(comp[order], np.arange(int(comp.max()) + 2))
     shapes = {c: canonical_shape(dfa, comp, order[bounds[c]:bounds[c + 1]]) for c in by_comp}
     count = Counter(shape.key for shape in shapes.values())
+    # the blocks of each component's roots, grouped once (an `isin` per component was quadratic:
+    # 14 CPU-s of o21267's lift, thousands of string fields times a million blocks)
+    is_root = np.zeros(dfa.num_states, bool)
+    is_root[roots] = True
+    rooted = np.flatnonzero(is_root[blk_state])
+    rooted_comp = comp[blk_state[rooted]]
+    o = np.argsort(rooted_comp, kind="stable")  # (stable: each component's blocks stay in order)
+    rooted, rooted_comp = rooted[o], rooted_comp[o]
     with walk_memo.LOCK:  # (the server compiles in threads: one lift at a time reads and fills the memo)
         known = walk_memo.shared_keys(trie)
         nb = len(blk_byte)
@@ -250,7 +259,7 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
             # a shape met once, and not shared before, is not shared (no exits to link, no offsets)
             is_shared = count[shape.key] >= 2 or shape.key in known
             members = shape.members
-            blocks = np.flatnonzero(np.isin(blk_state, by_comp[c]))
+            blocks = rooted[np.searchsorted(rooted_comp, c):np.searchsorted(rooted_comp, c, "right")]
             sort_m = np.argsort(members)
             canon = sort_m[np.searchsorted(members[sort_m], blk_state[blocks])]
             codes = canon * 256 + blk_byte[blocks]

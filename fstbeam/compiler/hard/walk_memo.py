@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
-from .array_ops import csr, ranges, sorted_triples
+from .array_ops import csr, ranges, sorted_triples, unique
 from .token_trie import spelled
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ class ShapeWalks:
     def ensure(self, shape: Any, trie: TokenTrie, codes: np.ndarray, make_arcs: Callable[..., Any],
                stepper_cls: Callable[..., Any]) -> None:
         """Walk the starts among ``codes`` not walked before (one level-synchronous BFS)."""
-        todo = np.unique(codes[~self.done[codes]])
+        todo = unique(codes[~self.done[codes]])
         if not len(todo):
             return
         n_states, src, byte, dst = shape.arcs()
@@ -116,7 +116,7 @@ class ShapeWalks:
         if self._next is None:
             ptr, _, rel = self._tokens if self._tokens is not None else self._spell(trie)
             code = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
-            key = np.unique(code * (self.n + 1) + rel)
+            key = unique(code * (self.n + 1) + rel)
             self._next = (csr(key // (self.n + 1), len(ptr) - 1), key % (self.n + 1))
         ptr, rel = self._next
         pos = ranges(ptr, codes)
