@@ -24,7 +24,7 @@ from . import json_containers, json_free_values, json_values
 from .json_disjoint import disjoint
 from .json_lexical import empty, lit, union
 from .json_location import Location, Resolver
-from .json_refs import RecursionReach, Unrolling, recursive_targets, repeated_nodes
+from .json_refs import PossibleTypes, RecursionReach, Unrolling, recursive_targets, repeated_nodes
 
 __all__ = ["json_schema_fst", "JSON_SCHEMA_DEFAULTS", "UnsupportedSchema"]
 
@@ -121,6 +121,7 @@ class SchemaCompiler:
         self._keep: list[Any] = []  # synthesized nodes, kept alive so their ids stay unique
         self._recursive, targets = recursive_targets(schema, self.resolver)
         self._reaches = RecursionReach(self.resolver, self._recursive)
+        self._possible = PossibleTypes(self.resolver)
         # levels of recursion unrolled (max_depth, fewer where `_check_growth` says so), and
         # the automaton size of each recursive target per level
         self.turns = max_depth
@@ -214,7 +215,7 @@ class SchemaCompiler:
         if id(node) not in self._shared:
             return self._node(node, path, loc, rdepth)
         # the budget tells automata apart only where recursion can be met below
-        key = (id(node), loc.key, rdepth if self._reaches(node) else None)
+        key = (id(node), self._view(node, loc), rdepth if self._reaches(node) else None)
         if key not in self._cache:
             self._cache[key] = self._node(node, path, loc, rdepth)
             if id(node) in self._recursive:
@@ -227,11 +228,16 @@ class SchemaCompiler:
         the one inside it into every place the definition recurs; the next level's size is
         predicted from the growth of the last (hayson's `dict`: 2.1 million states predicted at
         the third level, so two are kept)."""
-        sizes = self._sizes.setdefault((id(node), loc.key, rdepth.here), {})
+        sizes = self._sizes.setdefault((id(node), self._view(node, loc), rdepth.here), {})
         sizes[rdepth.left] = n = fst.num_states()
         inner = sizes.get(rdepth.left - 1)
         if inner and rdepth.left + 1 < self.turns and n * n // inner > self.max_states:
             raise _TooDeep(rdepth.left + 1, path, n * n // inner)
+
+    def _view(self, node: dict[str, Any], loc: Location) -> tuple[Any, ...]:
+        """The part of ``loc`` that ``node``'s automaton depends on (`Location.view`)."""
+        types = self._possible.of(node)
+        return loc.view("object" in types, "array" in types)
 
     def any_value(self, loc: Location, depth: int, only: str | None = None) -> pynini.Fst:
         """Every JSON value at ``loc`` to ``depth`` (``only="object"``/``"array"``: those)."""
