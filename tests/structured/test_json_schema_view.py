@@ -92,3 +92,21 @@ def test_against_jsonschema(deploy):
     valid = jsonschema.validators.validator_for(DEPLOY)(DEPLOY).is_valid(value)
     text = json.dumps(order_instance(DEPLOY, value), separators=(",", ":"))
     assert accepts(fst, text) == valid, value
+
+
+def test_one_of_branches_of_different_kinds_are_not_met(monkeypatch):
+    """`deploy`'s array form and its object form cannot overlap: no branch is determinized
+    for their product (and the language is checked against `jsonschema` above)."""
+    opts: Counter = Counter()
+    opt = js.SchemaCompiler.opt
+
+    def counting(self, fst, path):
+        opts[path] += 1
+        return opt(self, fst, path)
+
+    monkeypatch.setattr(js.SchemaCompiler, "opt", counting)
+    js.json_schema_fst(DEPLOY, max_depth=2)
+    # (the object form is a bare `$ref`: only the oneOf would determinize it under this path)
+    assert opts["/properties/deploy/oneOf/1"] == 0
+    # the object branches of `deployment`'s own oneOf may overlap: those are still met
+    assert opts["/definitions/deployment/allOf/1/oneOf/0"] == 1

@@ -353,8 +353,12 @@ class SchemaCompiler:
         # the node's own type and required keys hold beside the oneOf (its result is met with
         # them), so two branches may be told apart within those alone
         parent = _context(node)
+        # branches that hold different kinds of value (travis's `deploy`: an array of
+        # deployments or one) cannot overlap: neither is determinized for a product
+        kinds = [self._possible.of(s) for s in subs]
         pairs = [(i, j) for i in range(len(subs)) for j in range(i + 1, len(subs))
-                 if not disjoint(subs[i], subs[j], self.resolver, within=parent)]
+                 if kinds[i] & kinds[j]
+                 and not disjoint(subs[i], subs[j], self.resolver, within=parent)]
         # deterministic operands: a product of NFAs can blow up where one of DFAs dies early
         # (each branch determinized once, not once per pair it is in)
         dfa = {i: self.opt(langs[i], f"{path}/{i}") for i in sorted({i for p in pairs for i in p})}
