@@ -159,6 +159,20 @@ class Location:
         self.keys: tuple[str, ...] = tuple(keys)
         self._children: dict[Any, Location] = {}
 
+    def view(self, objects: bool, arrays: bool) -> tuple[Any, ...]:
+        """What a node's automaton here reads of this location when its values can only be
+        objects where ``objects`` and arrays where ``arrays``: an object reads the keys and
+        the members' locations, an array its items' location (travis's `deployment`, met as
+        `deploy` and as an item of it, is one automaton, not two)."""
+        if objects and arrays:
+            return self.key
+        out: tuple[Any, ...] = ()
+        if objects:
+            out = (self.keys, tuple(self.prop(k).key for k in self.keys), self.extra().key)
+        if arrays:
+            out += (self.items().key,)
+        return out
+
     def shape(self, depth: int) -> tuple[Any, ...]:
         """What the free value of this location depends on, ``depth`` levels down: two
         locations of one shape share one automaton."""

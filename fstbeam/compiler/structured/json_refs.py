@@ -11,7 +11,7 @@ from typing import Any
 from ...errors import SpecError
 from .json_location import Resolver
 
-__all__ = ["recursive_targets", "repeated_nodes", "Unrolling", "RecursionReach"]
+__all__ = ["recursive_targets", "repeated_nodes", "Unrolling", "RecursionReach", "PossibleTypes"]
 
 
 @dataclass(frozen=True)
@@ -164,3 +164,63 @@ class RecursionReach:
         # every member, `enum` and `default` values too: a property may be named "default"
         # (circleci's step parameters), and a false "maybe" only costs a rebuild
         return any(self(v) for v in node.values())
+
+
+_KINDS = frozenset({"object", "array", "other"})
+
+
+def _kind(name: Any) -> str:
+    return name if name in ("object", "array") else "other"
+
+
+class PossibleTypes:
+    """Which kinds of value (object, array, other) a subschema's automaton can hold, from its
+    `type`, `enum`/`const`, `$ref` and combinators (a superset: `not` and `if` say nothing).
+    `SchemaCompiler` keys a cached automaton on only the parts of its location that those
+    kinds read (`Location.view`)."""
+
+    def __init__(self, resolver: Resolver):
+        self.resolver = resolver
+        self._memo: dict[int, frozenset[str]] = {}
+
+    def of(self, node: Any) -> frozenset[str]:
+        if node is False:
+            return frozenset()
+        if not isinstance(node, dict):
+            return _KINDS
+        key = id(node)
+        if key not in self._memo:
+            self._memo[key] = _KINDS  # while in progress: a cycle says "any"
+            self._memo[key] = self._walk(node)
+        return self._memo[key]
+
+    def _target(self, node: dict[str, Any]) -> frozenset[str]:
+        try:
+            return self.of(self.resolver.resolve(node["$ref"], "")[0])
+        except SpecError:
+            return _KINDS  # refused where it is compiled
+
+    def _walk(self, node: dict[str, Any]) -> frozenset[str]:
+        has_ref = isinstance(node.get("$ref"), str)
+        if has_ref and self.resolver.ref_alone:
+            return self._target(node)  # drafts 3-7: the keywords beside it are ignored
+        out = _KINDS
+        t = node.get("type")
+        if isinstance(t, (str, list)):
+            out = frozenset(_kind(n) for n in (t if isinstance(t, list) else [t]))
+            if node.get("nullable") is True:
+                out |= {"other"}
+        values = [node["const"]] if "const" in node else node.get("enum")
+        if isinstance(values, list):
+            out &= frozenset("object" if isinstance(v, dict) else "array"
+                             if isinstance(v, list) else "other" for v in values)
+        if has_ref:
+            out &= self._target(node)
+        subs = node.get("allOf")
+        for sub in subs if isinstance(subs, list) else []:
+            out &= self.of(sub)
+        for kw in ("anyOf", "oneOf"):
+            subs = node.get(kw)
+            if isinstance(subs, list) and subs:
+                out &= frozenset().union(*(self.of(sub) for sub in subs))
+        return out

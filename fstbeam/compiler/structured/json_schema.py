@@ -24,7 +24,7 @@ from . import json_containers, json_free_values, json_values
 from .json_disjoint import disjoint
 from .json_lexical import empty, lit, union
 from .json_location import Location, Resolver
-from .json_refs import RecursionReach, Unrolling, recursive_targets, repeated_nodes
+from .json_refs import PossibleTypes, RecursionReach, Unrolling, recursive_targets, repeated_nodes
 
 __all__ = ["json_schema_fst", "JSON_SCHEMA_DEFAULTS", "UnsupportedSchema"]
 
@@ -145,6 +145,7 @@ class SchemaCompiler:
         self._keep: list[Any] = []  # synthesized nodes, kept alive so their ids stay unique
         self._recursive, targets = recursive_targets(schema, self.resolver)
         self._reaches = RecursionReach(self.resolver, self._recursive)
+        self._possible = PossibleTypes(self.resolver)
         # levels of recursion unrolled (max_depth, fewer where `_check_growth` says so), and
         # the automaton size of each recursive target per level
         self.turns = self.max_depth
@@ -269,7 +270,7 @@ class SchemaCompiler:
             return self._node(node, path, loc, rdepth)
         # the budget tells automata apart only where recursion can be met below (and, under
         # the default rule, where the top levels' free values nest deeper)
-        key = (id(node), loc.key, rdepth if self._reaches(node) else rdepth.top)
+        key = (id(node), self._view(node, loc), rdepth if self._reaches(node) else rdepth.top)
         if key not in self._cache:
             self._cache[key] = self._node(node, path, loc, rdepth)
             if id(node) in self._recursive:
@@ -282,7 +283,7 @@ class SchemaCompiler:
         the one inside it into every place the definition recurs; the next level's size is
         predicted from the growth of the last (hayson's `dict`: 32,000 states at the second
         level, 420,000 at the third, a fourth predicted at 5.5 million: three are kept)."""
-        sizes = self._sizes.setdefault((id(node), loc.key, rdepth.here), {})
+        sizes = self._sizes.setdefault((id(node), self._view(node, loc), rdepth.here), {})
         sizes[rdepth.left] = n = fst.num_states()
         inner = sizes.get(rdepth.left - 1)
         # the innermost level (left 0) holds no recursion, so the growth out of it overstates
@@ -295,6 +296,11 @@ class SchemaCompiler:
         """How deep a free value that starts here nests: `top_depth` in the top levels where
         the schema writes it (``written``) or where every free value there takes it."""
         return self.top_depth if rdepth.top and (written or self.top_all) else self.max_depth
+
+    def _view(self, node: dict[str, Any], loc: Location) -> tuple[Any, ...]:
+        """The part of ``loc`` that ``node``'s automaton depends on (`Location.view`)."""
+        types = self._possible.of(node)
+        return loc.view("object" in types, "array" in types)
 
     def any_value(self, loc: Location, depth: int, only: str | None = None) -> pynini.Fst:
         """Every JSON value at ``loc`` to ``depth`` (``only="object"``/``"array"``: those)."""
@@ -415,8 +421,12 @@ class SchemaCompiler:
         # the node's own type and required keys hold beside the oneOf (its result is met with
         # them), so two branches may be told apart within those alone
         parent = _context(node)
+        # branches that hold different kinds of value (travis's `deploy`: an array of
+        # deployments or one) cannot overlap: neither is determinized for a product
+        kinds = [self._possible.of(s) for s in subs]
         pairs = [(i, j) for i in range(len(subs)) for j in range(i + 1, len(subs))
-                 if not disjoint(subs[i], subs[j], self.resolver, within=parent)]
+                 if kinds[i] & kinds[j]
+                 and not disjoint(subs[i], subs[j], self.resolver, within=parent)]
         # deterministic operands: a product of NFAs can blow up where one of DFAs dies early
         # (each branch determinized once, not once per pair it is in)
         dfa = {i: self.opt(langs[i], f"{path}/{i}") for i in sorted({i for p in pairs for i in p})}
