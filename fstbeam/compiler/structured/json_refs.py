@@ -1,17 +1,25 @@
 """Which subschemas a JSON Schema compile meets more than once: `$ref` targets (how many
 `$ref`s point at each, and which recurse) and the values of keywords that an object or array
 applies once per member (`additionalProperties`, `items`, ...). `SchemaCompiler` caches the
-automata of those nodes only, and unrolls the recursive ones (`Unrolling`).
+automata of those nodes only, and unrolls the recursive ones (`Unrolling`) as deep as the
+depth rule says (`DepthRule`, docs/structured.md, Depth: a given ``max_depth`` everywhere, or
+the default rule, 3 with a 4th level where it is cheap), with the growth guard that stops a
+level of recursion before it outgrows ``max_states``.
 """
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import SpecError
-from .json_location import Resolver
+import pynini
 
-__all__ = ["recursive_targets", "repeated_nodes", "Unrolling", "RecursionReach", "PossibleTypes"]
+from ...errors import SpecError
+from .json_location import Location, Resolver
+
+__all__ = ["recursive_targets", "repeated_nodes", "Unrolling", "RecursionReach", "PossibleTypes",
+           "DepthRule", "TooDeep", "unrolled_body"]
 
 
 @dataclass(frozen=True)
@@ -25,7 +33,7 @@ class Unrolling:
     targets entered at this level since the last counted entry; entering one of them again
     without descending (an in-place cycle) is counted too, so every path ends. ``top``: the
     instance levels, from here down, whose free values take the default's deeper nesting
-    (`SchemaCompiler.free_depth`; 0 once below them, and always 0 at a given max_depth)."""
+    (`DepthRule.free`; 0 once below them, and always 0 at a given max_depth)."""
 
     left: int
     here: frozenset[int] = frozenset()
@@ -224,3 +232,119 @@ class PossibleTypes:
             if isinstance(subs, list) and subs:
                 out &= frozenset().union(*(self.of(sub) for sub in subs))
         return out
+
+
+log = logging.getLogger("fstbeam")
+
+
+class TooDeep(Exception):
+    """One more level of recursion at ``path`` would pass `max_states`: unroll ``turns``."""
+
+    def __init__(self, turns: int, path: str, states: int):
+        super().__init__(path)
+        self.turns, self.path, self.states = turns, path, states
+
+
+class DepthRule:
+    """The depths of one compile. ``defaults``: `JSON_SCHEMA_DEFAULTS` (read once, here)."""
+
+    def __init__(self, schema: Any, max_depth: int | None, *, beside_words: bool,
+                 defaults: Mapping[str, Any]):
+        self.default = max_depth is None  # the default rule
+        self.max_depth = defaults["max_depth"] if max_depth is None else max_depth
+        deeper = self.default and not beside_words  # a word list's free text doubles per level too
+        self.top_depth = max(self.max_depth, defaults["top_free_depth"]) if deeper else self.max_depth
+        self.top_levels = defaults["top_levels"] if deeper else 0
+        # every free value of the top levels, not only those the schema writes: a large schema's
+        # (the extra level adds ~670 states per place, up to 1.6x a small schema's compile)
+        self.top_all = deeper and declared_properties(schema) >= defaults["top_free_properties"]
+        self.deeper_recursion = defaults["deeper_recursion"]
+        self.deeper_recursion_states = defaults["deeper_recursion_states"]
+        # levels of recursion unrolled (max_depth, fewer where `check_growth` says so), and the
+        # automaton size of each recursive target per level
+        self.turns = self.max_depth
+        self._sizes: dict[tuple[Any, ...], dict[int, int]] = {}
+
+    def free(self, rdepth: Unrolling, written: bool) -> int:
+        """How deep a free value that starts here nests: `top_depth` in the top levels where
+        the schema writes it (``written``) or where every free value there takes it."""
+        return self.top_depth if rdepth.top and (written or self.top_all) else self.max_depth
+
+    def check_growth(self, key: tuple[Any, ...], path: str, rdepth: Unrolling, states: int,
+                     max_states: int) -> None:
+        """Stop before a level of recursion that would outgrow ``max_states``: each level copies
+        the one inside it into every place the definition recurs; the next level's size is
+        predicted from the growth of the last (hayson's `dict`: 32,000 states at the second
+        level, 420,000 at the third, a fourth predicted at 5.5 million: three are kept).
+        ``key``: the recursive target's node, location view and level entries."""
+        sizes = self._sizes.setdefault(key, {})
+        sizes[rdepth.left] = n = states
+        inner = sizes.get(rdepth.left - 1)
+        # the innermost level (left 0) holds no recursion, so the growth out of it overstates
+        # the next (hayson's `dict`: 57x from level 0 to 1, 13x from 1 to 2): 4x the limit there
+        limit = max_states * (4 if rdepth.left == 1 else 1)
+        if inner and rdepth.left + 1 < self.turns and n * n // inner > limit:
+            raise TooDeep(rdepth.left + 1, path, n * n // inner)
+
+
+def unrolled_body(c: Any, loc: Location) -> pynini.Fst:
+    """``c``'s (a `SchemaCompiler`'s) document parts (the root value at ``loc``): recursion unrolled `turns` levels,
+    fewer where a level would outgrow `max_states`; under the default rule one level more
+    where the document at `max_depth` levels is small."""
+    d = c.depth
+    body = _body(c, loc)
+    if d.default and c.recursive and d.turns == d.max_depth:
+        if body.num_states() <= d.deeper_recursion_states:
+            return _deeper(c, loc, body)
+        log.warning("%s: recursion unrolled %d levels, not %d (the default's extra level is for "
+                    "documents under %s states at %d levels; this one has %s)", c.where, d.turns,
+                    d.deeper_recursion, f"{d.deeper_recursion_states:,}", d.turns,
+                    f"{body.num_states():,}")
+    return body
+
+
+def _body(c: Any, loc: Location) -> pynini.Fst:
+    d = c.depth
+    while True:
+        try:
+            body: pynini.Fst = c.value(c.root, "", loc, Unrolling(d.turns, top=d.top_levels))
+            return body
+        except TooDeep as err:  # the cache keeps the inner turns: they are not rebuilt
+            log.warning("%s: recursion at %s unrolled %d levels, not %d (one more level would "
+                        "take about %s states)", c.where, err.path or "/", err.turns, d.turns,
+                        f"{err.states:,}")
+            d.turns = err.turns
+
+
+def _deeper(c: Any, loc: Location, body: pynini.Fst) -> pynini.Fst:
+    """The default rule's extra recursion level for a small document (``body``: its parts at
+    `max_depth` levels); ``body`` itself where that level would outgrow `max_states`."""
+    d = c.depth
+    d.turns = max(d.max_depth, d.deeper_recursion)
+    try:
+        out: pynini.Fst = c.value(c.root, "", loc, Unrolling(d.turns, top=d.top_levels))
+        log.info("%s: recursion unrolled %d levels (the document had %d states at %d)", c.where,
+                 d.turns, body.num_states(), d.max_depth)
+        return out
+    except TooDeep as err:
+        log.warning("%s: recursion at %s unrolled %d levels, not %d (one more level would take "
+                    "about %s states)", c.where, err.path or "/", d.max_depth, d.turns,
+                    f"{err.states:,}")
+        d.turns = d.max_depth
+        return body
+
+
+def declared_properties(root: Any) -> int:
+    """The members that ``root``'s `properties` keywords declare, each subschema counted once."""
+    seen: set[int] = set()
+    todo, n = [root], 0
+    while todo:
+        node = todo.pop()
+        if isinstance(node, list):
+            todo.extend(node)
+        elif isinstance(node, dict) and id(node) not in seen:
+            seen.add(id(node))
+            props = node.get("properties")
+            n += len(props) if isinstance(props, dict) else 0
+            todo.extend(v for k, v in node.items() if k not in ("enum", "const", "default", "examples"))
+    return n

@@ -24,7 +24,7 @@ from . import json_containers, json_free_values, json_values
 from .json_disjoint import disjoint
 from .json_lexical import empty, lit, union
 from .json_location import Location, Resolver
-from .json_refs import PossibleTypes, RecursionReach, Unrolling, recursive_targets, repeated_nodes
+from .json_refs import DepthRule, PossibleTypes, RecursionReach, Unrolling, recursive_targets, repeated_nodes, unrolled_body
 
 __all__ = ["json_schema_fst", "JSON_SCHEMA_DEFAULTS", "UnsupportedSchema"]
 
@@ -60,14 +60,6 @@ _REFUSED = {
     "$recursiveRef": "$recursiveRef is not supported (use $ref)",
 }
 _TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
-
-
-class _TooDeep(Exception):
-    """One more level of recursion at ``path`` would pass `max_states`: unroll ``turns``."""
-
-    def __init__(self, turns: int, path: str, states: int):
-        super().__init__(path)
-        self.turns, self.path, self.states = turns, path, states
 
 
 class UnsupportedSchema(SpecError):
@@ -119,17 +111,10 @@ class SchemaCompiler:
                  string_words: pynini.Fst | None):
         self.root = schema
         self.where = where
-        # max_depth None: the default rule; the free values of the top levels nest `top_depth`
-        self.default = max_depth is None
-        self.max_depth = JSON_SCHEMA_DEFAULTS["max_depth"] if max_depth is None else max_depth
-        deeper = self.default and string_words is None
-        self.top_depth = max(self.max_depth, JSON_SCHEMA_DEFAULTS["top_free_depth"]) if deeper \
-            else self.max_depth
-        self.top_levels = JSON_SCHEMA_DEFAULTS["top_levels"] if deeper else 0
-        # every free value of the top levels, not only those the schema writes: a large schema's
-        # (the extra level adds ~670 states per place, up to 1.6x a small schema's compile)
-        self.top_all = deeper and declared_properties(schema) >= JSON_SCHEMA_DEFAULTS[
-            "top_free_properties"]
+        # how deep free values nest and recursion unrolls (max_depth None: the default rule)
+        self.depth = DepthRule(schema, max_depth, beside_words=string_words is not None,
+                               defaults=JSON_SCHEMA_DEFAULTS)
+        self.max_depth = self.depth.max_depth
         self.max_states = JSON_SCHEMA_DEFAULTS["max_states"]
         self.resolver = Resolver(schema, where)
         self.string_words = string_words
@@ -143,17 +128,13 @@ class SchemaCompiler:
                    if whitespace == "flexible" else lit(""))
         self._cache: dict[tuple[Any, ...], pynini.Fst] = {}
         self._keep: list[Any] = []  # synthesized nodes, kept alive so their ids stay unique
-        self._recursive, targets = recursive_targets(schema, self.resolver)
-        self._reaches = RecursionReach(self.resolver, self._recursive)
+        self.recursive, targets = recursive_targets(schema, self.resolver)
+        self._reaches = RecursionReach(self.resolver, self.recursive)
         self._possible = PossibleTypes(self.resolver)
-        # levels of recursion unrolled (max_depth, fewer where `_check_growth` says so), and
-        # the automaton size of each recursive target per level
-        self.turns = self.max_depth
-        self._sizes: dict[tuple[Any, ...], dict[int, int]] = {}
         # nodes that may be compiled more than once: only their automata are cached (caching
         # every node kept 78 million arcs alive on kb_145, most of them used once and already
         # copied into their parent)
-        self._shared = {t for t, n in targets.items() if n > 1} | self._recursive \
+        self._shared = {t for t, n in targets.items() if n > 1} | self.recursive \
             | repeated_nodes(schema)
         # free values accept every key order: the location's order matters only in complements
         self.plain = Location([], self.resolver)
@@ -186,16 +167,7 @@ class SchemaCompiler:
     def document(self) -> pynini.Fst:
         loc = Location([self.root], self.resolver)
         t0 = time.process_time()
-        body = self._body(loc)
-        limit = JSON_SCHEMA_DEFAULTS["deeper_recursion_states"]
-        if self.default and self._recursive and self.turns == self.max_depth:
-            if body.num_states() <= limit:
-                body = self._deeper(loc, body)
-            else:
-                log.warning("%s: recursion unrolled %d levels, not %d (the default's extra level "
-                            "is for documents under %s states at %d levels; this one has %s)",
-                            self.where, self.turns, JSON_SCHEMA_DEFAULTS["deeper_recursion"],
-                            f"{limit:,}", self.turns, f"{body.num_states():,}")
+        body = unrolled_body(self, loc)
         self._cache.clear()  # the parts are copied into the body: free them before the largest step
         if self.ws.num_states() > 1:
             body = self.ws + body + self.ws
@@ -204,34 +176,6 @@ class SchemaCompiler:
         log.info("%s document: parts %.2fs (%d states), commas %.2fs", self.where, t1 - t0,
                  body.num_states(), time.process_time() - t1)
         return self._final(doc)
-
-    def _body(self, loc: Location) -> pynini.Fst:
-        """The document's parts at `self.turns` levels of recursion, fewer where a level would
-        outgrow `max_states` (`_check_growth`)."""
-        while True:
-            try:
-                return self.value(self.root, "", loc, Unrolling(self.turns, top=self.top_levels))
-            except _TooDeep as err:  # the cache keeps the inner turns: they are not rebuilt
-                log.warning("%s: recursion at %s unrolled %d levels, not %d (one more level "
-                            "would take about %s states)", self.where, err.path or "/",
-                            err.turns, self.turns, f"{err.states:,}")
-                self.turns = err.turns
-
-    def _deeper(self, loc: Location, body: pynini.Fst) -> pynini.Fst:
-        """The default rule's extra recursion level for a small document (``body``: its parts
-        at `max_depth` levels); ``body`` itself where that level would outgrow `max_states`."""
-        self.turns = max(self.max_depth, JSON_SCHEMA_DEFAULTS["deeper_recursion"])
-        try:
-            out = self.value(self.root, "", loc, Unrolling(self.turns, top=self.top_levels))
-            log.info("%s: recursion unrolled %d levels (the document had %d states at %d)",
-                     self.where, self.turns, body.num_states(), self.max_depth)
-            return out
-        except _TooDeep as err:
-            log.warning("%s: recursion at %s unrolled %d levels, not %d (one more level would "
-                        "take about %s states)", self.where, err.path or "/", self.max_depth,
-                        self.turns, f"{err.states:,}")
-            self.turns = self.max_depth
-            return body
 
     def _final(self, doc: pynini.Fst) -> pynini.Fst:
         """`opt` of the whole document, in place where it can be: the document is the
@@ -260,7 +204,7 @@ class SchemaCompiler:
     def value(self, node: Any, path: str, loc: Location, rdepth: Unrolling) -> pynini.Fst:
         if node is True or (isinstance(node, dict) and _is_free(node)):
             # `true` may be an absent keyword's default (additionalProperties): not written
-            return self.any_value(self.plain, self.free_depth(rdepth, written=node is not True))
+            return self.any_value(self.plain, self.depth.free(rdepth, written=node is not True))
         if node is False:
             return empty()
         if not isinstance(node, dict):
@@ -273,29 +217,10 @@ class SchemaCompiler:
         key = (id(node), self._view(node, loc), rdepth if self._reaches(node) else rdepth.top)
         if key not in self._cache:
             self._cache[key] = self._node(node, path, loc, rdepth)
-            if id(node) in self._recursive:
-                self._check_growth(node, path, loc, rdepth, self._cache[key])
+            if id(node) in self.recursive:
+                self.depth.check_growth((id(node), self._view(node, loc), rdepth.here), path, rdepth,
+                                        self._cache[key].num_states(), self.max_states)
         return self._cache[key]
-
-    def _check_growth(self, node: dict[str, Any], path: str, loc: Location, rdepth: Unrolling,
-                      fst: pynini.Fst) -> None:
-        """Stop before a level of recursion that would outgrow `max_states`: each level copies
-        the one inside it into every place the definition recurs; the next level's size is
-        predicted from the growth of the last (hayson's `dict`: 32,000 states at the second
-        level, 420,000 at the third, a fourth predicted at 5.5 million: three are kept)."""
-        sizes = self._sizes.setdefault((id(node), self._view(node, loc), rdepth.here), {})
-        sizes[rdepth.left] = n = fst.num_states()
-        inner = sizes.get(rdepth.left - 1)
-        # the innermost level (left 0) holds no recursion, so the growth out of it overstates
-        # the next (hayson's `dict`: 57x from level 0 to 1, 13x from 1 to 2): 4x the limit there
-        limit = self.max_states * (4 if rdepth.left == 1 else 1)
-        if inner and rdepth.left + 1 < self.turns and n * n // inner > limit:
-            raise _TooDeep(rdepth.left + 1, path, n * n // inner)
-
-    def free_depth(self, rdepth: Unrolling, written: bool) -> int:
-        """How deep a free value that starts here nests: `top_depth` in the top levels where
-        the schema writes it (``written``) or where every free value there takes it."""
-        return self.top_depth if rdepth.top and (written or self.top_all) else self.max_depth
 
     def _view(self, node: dict[str, Any], loc: Location) -> tuple[Any, ...]:
         """The part of ``loc`` that ``node``'s automaton depends on (`Location.view`)."""
@@ -329,7 +254,7 @@ class SchemaCompiler:
         ref = node.get("$ref")
         if isinstance(ref, str):
             target, tpath = self.resolver.resolve(ref, f"{path}/$ref")
-            inner = rdepth.enter(id(target)) if id(target) in self._recursive else rdepth
+            inner = rdepth.enter(id(target)) if id(target) in self.recursive else rdepth
             parts.append(self.value(target, tpath, loc, inner) if inner is not None else empty())
         for i, sub in enumerate(node.get("allOf") or []):
             parts.append(self.value(sub, f"{path}/allOf/{i}", loc, rdepth))
@@ -397,7 +322,7 @@ class SchemaCompiler:
                 parts.append(json_containers.starts_with("{" if t == "object" else "["))
                 continue
             if not as_filter and t in ("object", "array") and not _has_type_keywords(node):
-                parts.append(self.any_value(self.plain, self.free_depth(rdepth, "type" in node),
+                parts.append(self.any_value(self.plain, self.depth.free(rdepth, "type" in node),
                                             only=t))
                 continue
             if t == "null":
@@ -512,22 +437,6 @@ _COMBINATORS = {"allOf", "anyOf", "oneOf", "not", "if", "dependentRequired", "de
                 "dependencies"}
 _IN_PLACE = {"$ref", "allOf", "anyOf", "oneOf", "not", "if", "dependentRequired",
              "dependentSchemas", "dependencies", "type", "enum", "const", "nullable", *_REFUSED}
-
-
-def declared_properties(root: Any) -> int:
-    """The members that ``root``'s `properties` keywords declare, each subschema counted once."""
-    seen: set[int] = set()
-    todo, n = [root], 0
-    while todo:
-        node = todo.pop()
-        if isinstance(node, list):
-            todo.extend(node)
-        elif isinstance(node, dict) and id(node) not in seen:
-            seen.add(id(node))
-            props = node.get("properties")
-            n += len(props) if isinstance(props, dict) else 0
-            todo.extend(v for k, v in node.items() if k not in ("enum", "const", "default", "examples"))
-    return n
 
 
 def _is_free(node: dict[str, Any]) -> bool:
