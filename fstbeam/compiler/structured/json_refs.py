@@ -296,7 +296,8 @@ def unrolled_body(c: Any, loc: Location) -> pynini.Fst:
     if d.default and c.recursive and d.turns == d.max_depth:
         if body.num_states() <= d.deeper_recursion_states:
             return _deeper(c, loc, body)
-        log.warning("%s: recursion unrolled %d levels, not %d (the default's extra level is for "
+        # (INFO: the default's extra level is a bonus; max_depth levels are what it promises)
+        log.info("%s: recursion unrolled %d levels, not %d (the default's extra level is for "
                     "documents under %s states at %d levels; this one has %s)", c.where, d.turns,
                     d.deeper_recursion, f"{d.deeper_recursion_states:,}", d.turns,
                     f"{body.num_states():,}")
@@ -327,7 +328,7 @@ def _deeper(c: Any, loc: Location, body: pynini.Fst) -> pynini.Fst:
                  d.turns, body.num_states(), d.max_depth)
         return out
     except TooDeep as err:
-        log.warning("%s: recursion at %s unrolled %d levels, not %d (one more level would take "
+        log.info("%s: recursion at %s unrolled %d levels, not %d (one more level would take "
                     "about %s states)", c.where, err.path or "/", d.max_depth, d.turns,
                     f"{err.states:,}")
         d.turns = d.max_depth
