@@ -170,6 +170,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=30.0, help="CPU seconds per schema's compile (default 30; wall: 8x)")
     ap.add_argument("--walk-timeout", type=float, default=120.0, help="CPU seconds per schema's instance walks (default 120)")
     ap.add_argument("--e2e", type=int, default=0, metavar="N", help="also decode N schemas end to end with the default model")
+    ap.add_argument("--e2e-without-anchors", action="store_true", help="end to end: fstbeam only (not the llguidance logits processor)")
     ap.add_argument("--e2e-only", action="store_true", help="only the end-to-end part (kept from --out if present)")
     ap.add_argument("--e2e-from", metavar="JSON", help="take the end-to-end part from another result file of the same sample")
     ap.add_argument("--out", default=str(RESULTS / "structured.json"))
@@ -238,7 +239,7 @@ def main() -> int:
     if args.e2e:
         from structured_e2e import run_e2e
 
-        result["e2e"] = run_e2e(cases, args.e2e)
+        result["e2e"] = run_e2e(cases, args.e2e, anchors=not args.e2e_without_anchors)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(result, indent=1))
     print(f"wrote {out_path}")

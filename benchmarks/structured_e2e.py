@@ -88,7 +88,9 @@ class LlguidanceProcessor:
         return scores
 
 
-def run_e2e(cases: list[Any], n: int, beam: int = 5) -> dict[str, Any]:
+def run_e2e(cases: list[Any], n: int, beam: int = 5, anchors: bool = True) -> dict[str, Any]:
+    """``anchors`` False: fstbeam alone (a rerun after a compiler change; the anchors' rows of an
+    earlier run on the same schemas stay comparable, their packages unchanged)."""
     import llguidance
     import llguidance.hf
     import torch
@@ -123,7 +125,7 @@ def run_e2e(cases: list[Any], n: int, beam: int = 5) -> dict[str, Any]:
         except Exception as exc:  # a schema fstbeam refuses: recorded, the anchor still runs
             row["fstbeam"] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}", "seconds": round(time.perf_counter() - t, 2)}
         inp = torch.tensor([dec.encode(prompt)])  # the same chat-formatted prompt fstbeam decoded
-        for label, beams in (("llguidance_greedy", 1), (f"llguidance_beam{beam}", beam)):
+        for label, beams in (("llguidance_greedy", 1), (f"llguidance_beam{beam}", beam)) if anchors else ():
             t, cpu = time.perf_counter(), time.process_time()
             try:
                 grammar = llguidance.LLMatcher.grammar_from_json_schema(c.schema, overrides=opts)
