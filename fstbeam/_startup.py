@@ -6,16 +6,21 @@ them garbage; CPython's cyclic collector runs dozens of passes over them meanwhi
 3.3 s import on the 2-core dev machine). :func:`no_gc` turns it off for the start-up and then
 freezes what exists (``gc.freeze``: those objects live as long as the process, so later passes
 skip them). Only the commands use it; a program that makes a ``Decoder`` keeps its own settings.
+:func:`lower_thread_priority` lets a background thread of ``fstbeam serve`` yield the CPU.
 """
 from __future__ import annotations
 
 import atexit
 import contextlib
 import gc
+import logging
+import os
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 
-__all__ = ["Stages", "no_gc"]
+__all__ = ["LOW_PRIORITY_NICE", "Stages", "lower_thread_priority", "no_gc"]
 
 
 @contextlib.contextmanager
@@ -65,3 +70,20 @@ class Stages:
     def total(self) -> tuple[float, float]:
         """(wall, CPU) seconds since this object was made."""
         return time.perf_counter() - self.t0, time.process_time() - self.c0
+
+
+log = logging.getLogger(__name__)
+LOW_PRIORITY_NICE = 10
+
+
+def lower_thread_priority() -> None:
+    """This thread yields the CPU to the others: the server's large-compile threads and its
+    batches of many phrase automata call it (serve/engine.py), so on a busy machine small
+    requests' decode steps and the quick lane come first, where those threads' pure-Python work would otherwise take the GIL
+    from them half the time (tests/serve/test_fairness.py). On Linux a thread has its own nice
+    value, and raising it needs no privilege; elsewhere it would nice the whole process."""
+    if sys.platform.startswith("linux"):
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOW_PRIORITY_NICE)
+        except OSError:  # a sandbox may forbid it: the thread runs at the usual priority
+            log.debug("could not lower a thread's priority", exc_info=True)

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Generic, TypeVar
 
+from .._startup import lower_thread_priority
 from ..runtime.config import SearchConfig
 from ..runtime.search.continuous import ContinuousEngine, RequestSource, Ticket
 from .errors import RequestError
@@ -70,8 +71,8 @@ class Job:
 class Worker:
     """A decoding thread with one continuous batch (one search setting)."""
 
-    def __init__(self, owner: "ServeEngine", cfg: SearchConfig, eos_ids):
-        self.owner, self.cfg = owner, cfg
+    def __init__(self, owner: "ServeEngine", cfg: SearchConfig, eos_ids, heavy: bool = False):
+        self.owner, self.cfg, self.heavy = owner, cfg, heavy
         dec = owner.decoder
         self.engine = ContinuousEngine(dec.adapter, cfg, eos_ids=eos_ids, device=dec.device, lock=owner.model_lock)
         self.engine.on_step = self._on_step
@@ -105,6 +106,8 @@ class Worker:
         import torch
 
         dec, metrics = self.owner.decoder, self.owner.metrics
+        if self.heavy:  # a batch of many phrase automata: small requests' batches step first
+            lower_thread_priority()
         try:
             with torch.inference_mode():
                 for raw in self.engine.serve(self.source):
@@ -227,7 +230,8 @@ class ServeEngine:
         # for long (a word list, a grammar, a schema, many or long phrases) in ``compile_threads``
         # threads; cache hits, small phrase sets and tokenizing in a quick lane of their own, so
         # they never queue behind another client's large compiles (tests/serve/test_fairness.py)
-        self._compiler = ThreadPoolExecutor(max_workers=config.limits.compile_threads, thread_name_prefix="fstbeam-compile")
+        self._compiler = ThreadPoolExecutor(max_workers=config.limits.compile_threads, thread_name_prefix="fstbeam-compile",
+                                            initializer=lower_thread_priority)
         self._quick = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fstbeam-quick")
 
     # ---- constraints -------------------------------------------------------------------------
@@ -355,7 +359,7 @@ class ServeEngine:
             victim = idle[0]
             victim.source.close()
             self.workers = {k: v for k, v in self.workers.items() if v is not victim}
-        w = self.workers[(cfg, heavy)] = Worker(self, cfg, self.decoder.stop_ids(cfg))
+        w = self.workers[(cfg, heavy)] = Worker(self, cfg, self.decoder.stop_ids(cfg), heavy)
         return w
 
     def update_gauges(self) -> None:

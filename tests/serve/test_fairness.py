@@ -7,12 +7,16 @@ fastest of them takes. Bounded: every request has a client timeout, and the heav
 before the test ends."""
 from __future__ import annotations
 
+import os
 import random
+import sys
 import threading
 import time
 
 import httpx
+import pytest
 
+from fstbeam._startup import LOW_PRIORITY_NICE
 from fstbeam.serve.config import Limits
 
 WORDS = ["a", "cat", "dog", "the", "sat", "on", "mat", "ran", "and"]
@@ -80,3 +84,20 @@ def test_requests_at_the_limits_leave_a_small_request_answered(server):
     for took in (busy, busy2):
         assert took <= 0.5 * heavy_s[0], \
             f"the small request took {took:.2f} s among 16 at the limits ({alone:.2f} s alone), the fastest of them {heavy_s[0]:.2f} s"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own nice value is Linux's")
+def test_large_compile_threads_run_below_decoding(server):
+    """The compile pool's thread (started at ready by the phrase-index warm-up) runs at the lower
+    priority; the process's main thread keeps the usual one."""
+    pid = server.proc.pid
+    nice = {}
+    for _ in range(100):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/stat") as fh:
+                nice[int(tid)] = int(fh.read().rsplit(")", 1)[1].split()[16])  # field 19: nice
+        if LOW_PRIORITY_NICE in nice.values():
+            break
+        time.sleep(0.1)
+    assert nice[pid] == 0, nice
+    assert LOW_PRIORITY_NICE in nice.values(), nice
