@@ -19,6 +19,7 @@ from fstbeam.compiler.structured.json_location import Resolver, order_instance  
 from fstbeam.compiler.structured.json_refs import RecursionReach, recursive_targets  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
+from node_builds import compile_counting  # noqa: E402
 from regex_oracle import accepts  # noqa: E402
 
 # a job holds steps; a step is a command or a nested job (recursion); both pick an executor
@@ -50,19 +51,10 @@ JOBS = {
 
 
 def _compile(monkeypatch, old_keys: bool) -> tuple[pynini.Fst, Counter]:
-    calls: Counter = Counter()
-    node = js.SchemaCompiler._node
+    def old(m):  # every node keyed by its budget, as before
+        m.setattr(RecursionReach, "__call__", lambda self, n: True)
 
-    def counting(self, n, path, loc, rdepth):
-        calls[path] += 1
-        return node(self, n, path, loc, rdepth)
-
-    with monkeypatch.context() as m:
-        m.setattr(js.SchemaCompiler, "_node", counting)
-        if old_keys:  # every node keyed by its budget, as before
-            m.setattr(RecursionReach, "__call__", lambda self, n: True)
-        fst = js.json_schema_fst(JOBS, max_depth=4)
-    return fst, calls
+    return compile_counting(monkeypatch, JOBS, max_depth=4, patch=old if old_keys else None)
 
 
 def test_what_reaches_recursion():

@@ -19,6 +19,7 @@ from fstbeam.compiler.structured.json_location import Location, Resolver, order_
 from fstbeam.compiler.structured.json_refs import PossibleTypes  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
+from node_builds import compile_counting  # noqa: E402
 from regex_oracle import accepts  # noqa: E402
 
 DEPLOY = {
@@ -43,19 +44,10 @@ DEPLOY = {
 
 
 def _compile(monkeypatch, whole_location: bool) -> tuple[pynini.Fst, Counter]:
-    calls: Counter = Counter()
-    node = js.SchemaCompiler._node
+    def old(m):  # keyed on every node of the location, as before
+        m.setattr(Location, "view", lambda self, objects, arrays: self.key)
 
-    def counting(self, n, path, loc, rdepth):
-        calls[path] += 1
-        return node(self, n, path, loc, rdepth)
-
-    with monkeypatch.context() as m:
-        m.setattr(js.SchemaCompiler, "_node", counting)
-        if whole_location:  # keyed on every node of the location, as before
-            m.setattr(Location, "view", lambda self, objects, arrays: self.key)
-        fst = js.json_schema_fst(DEPLOY, max_depth=2)
-    return fst, calls
+    return compile_counting(monkeypatch, DEPLOY, max_depth=2, patch=old if whole_location else None)
 
 
 def test_possible_types():
