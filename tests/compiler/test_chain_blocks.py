@@ -224,3 +224,49 @@ def test_walk_levels_minimise_the_modelled_cost():
 
     best = min(cost(sub) for n in range(5) for sub in itertools.combinations(range(chain_blocks.MIN_LEVEL, K), n))
     assert cost(chain_blocks.walk_levels(trie)) <= best
+
+
+# npm's package name (o77304): a pattern's characters may be written as \u00XX escapes, so each
+# position is entered from the position before it and from the last digit state of each escape
+# (8 of them), yet it is no exit.
+ESCAPED_CHAIN = {"type": "string", "pattern": "^(?:@[a-z0-9-~][a-z0-9-._~]*/)?[a-z0-9-~][a-z0-9-._~]*$",
+                 "maxLength": 40}
+
+
+def test_absolute_arcs_by_brute_force():
+    """An arc is absolute iff its target is entered from `ABS_SOURCES` states or more, two of
+    which read the same set of bytes (a chain's exit), checked state by state in Python."""
+    for fst in (json_schema_fst(ESCAPED_CHAIN), json_schema_fst(SCHEMAS[3], max_depth=2), regex_fst(REGEXES[3])):
+        dfa = _Arcs.of(fst_to_dfa(pynini.connect(fst)))
+        src, byte, dst = dfa.src.tolist(), dfa.byte.tolist(), dfa.dst.tolist()
+        reads: dict[int, set[int]] = {}
+        for q, b in zip(src, byte):
+            reads.setdefault(q, set()).add(b)
+        sources: dict[int, set[int]] = {}
+        for q, t in zip(src, dst):
+            sources.setdefault(t, set()).add(q)
+
+        def exit_like(t):
+            kinds = {frozenset(reads[q]) for q in sources[t]}
+            return len(sources[t]) >= chain_blocks.ABS_SOURCES and len(kinds) < len(sources[t])
+
+        got = chain_blocks.absolute_arcs(dfa.num_states, dfa.src, dfa.dst, dfa.byte)
+        assert got.tolist() == [exit_like(t) for t in dst]
+        # without the bytes: by the number of sources alone
+        plain = chain_blocks.absolute_arcs(dfa.num_states, dfa.src, dfa.dst)
+        assert plain.tolist() == [len(sources[t]) >= chain_blocks.ABS_SOURCES for t in dst]
+
+
+def test_escaped_chain_positions_are_shared(monkeypatch):
+    """The positions of ESCAPED_CHAIN are shift-equivalent once their escapes' arcs into the
+    next position are relative: more sharing than with every arc into a many-source state
+    absolute, and the plain lift's language."""
+    dfa = fst_to_dfa(pynini.connect(json_schema_fst(ESCAPED_CHAIN)))
+    vocab = long_vocab()
+    _, grouped = check_both(dfa, vocab)
+    by_count = chain_blocks.absolute_arcs
+    monkeypatch.setattr(chain_blocks, "absolute_arcs", lambda n, s, d, b=None: by_count(n, s, d))
+    trie = token_trie(vocab)
+    fresh_walk_memos(monkeypatch)
+    before = lift(dfa, trie, vocab.width, share_walks=True)
+    assert len(grouped.block_tokens) < 0.7 * len(before.block_tokens)

@@ -7,9 +7,9 @@ the same ``r`` (`token_fsa`), so a long chain costs (positions x vocabulary) tok
 
 Numbered in depth-first postorder (`depth_first`), a chain is *affine*: position p + 1 is laid
 out like position p, its states shifted by a constant. An arc into a state entered from many
-states (`absolute_arcs`: the chain's exit, reached from every position) is *absolute*. Two
-states ``r0 < r`` are **shift-equivalent** when every byte string of at most K bytes (K: the
-longest token) is read from both alike: shifted by ``d = r - r0`` until the first absolute arc,
+states that read alike (`absolute_arcs`: the chain's exit, reached from every position) is
+*absolute*. Two states ``r0 < r`` are **shift-equivalent** when every byte string of at most K
+bytes (K: the longest token) is read from both alike: shifted by ``d = r - r0`` until the first absolute arc,
 the same states after it. K rounds of partition refinement find them (`shift_classes`; a
 state's signature: per byte, its shift and the target's class, or the absolute target).
 
@@ -152,12 +152,28 @@ def depth_first(num_states: int, start: int, ptr: np.ndarray, dst: np.ndarray) -
     return np.asarray(order + rest, np.int64)
 
 
-def absolute_arcs(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+def absolute_arcs(num_states: int, src: np.ndarray, dst: np.ndarray, byte: np.ndarray | None = None) -> np.ndarray:
     """bool per arc: its target is entered from `ABS_SOURCES` states or more (a chain's exit,
-    reached from every position): read as the same state from every position, not shifted."""
+    reached from every position): read as the same state from every position, not shifted.
+
+    With ``byte`` (arcs sorted by state, then byte), a target entered only from states that
+    each read a different set of bytes stays relative: it is a chain's next position, entered
+    from the position before it and from that position's side states (the last digit of each
+    ``\\u00XX`` escape of a pattern's characters: o77304's package name, 8 of them and more),
+    not an exit, which is entered from every position of a chain, states that read alike."""
     pair = unique(dst.astype(np.int64) * num_states + src)
-    sources = np.bincount(pair // num_states, minlength=num_states)
-    return sources[dst] >= ABS_SOURCES
+    p_dst = pair // num_states
+    sources = np.bincount(p_dst, minlength=num_states)
+    many = sources >= ABS_SOURCES
+    if byte is None or not many.any():
+        return many[dst]
+    ptr = csr(src, num_states)
+    kind = _classes(ptr, src, [np.diff(ptr)], [byte])  # (the bytes a state reads: numbering-free)
+    sel = many[p_dst]
+    key = unique(p_dst[sel] * (int(kind.max()) + 1) + kind[pair[sel] % num_states])
+    # a target whose sources read alike nowhere: as many distinct kinds as sources
+    kinds = np.bincount(key // (int(kind.max()) + 1), minlength=num_states)
+    return (many & (kinds < sources))[dst]
 
 
 def unshifted_classes(ptr: np.ndarray, src: np.ndarray, byte: np.ndarray, dst: np.ndarray, is_abs: np.ndarray) -> np.ndarray:

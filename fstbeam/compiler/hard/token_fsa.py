@@ -294,7 +294,7 @@ def _chains(dfa: _Arcs, trie: TokenTrie) -> tuple[_Arcs, np.ndarray, np.ndarray,
     degree = np.diff(dfa.ptr)
     if int((degree >= chain_blocks.MIN_DEGREE).sum()) < chain_blocks.MIN_SHIFTED:
         return None
-    is_abs = chain_blocks.absolute_arcs(S, dfa.src, dfa.dst)  # (numbering-free: a first, cheap rejection)
+    is_abs = chain_blocks.absolute_arcs(S, dfa.src, dfa.dst, dfa.byte)  # (numbering-free: a first, cheap rejection)
     if not chain_blocks.worth_sharing(chain_blocks.unshifted_classes(dfa.ptr, dfa.src, dfa.byte, dfa.dst, is_abs), degree):
         return None
     old_id = chain_blocks.depth_first(S, dfa.start, dfa.ptr, dfa.dst)
