@@ -9,8 +9,8 @@ Numbered in depth-first postorder (`depth_first`), a chain is *affine*: position
 out like position p, its states shifted by a constant. An arc into a state entered from many
 states that read alike (`absolute_arcs`: the chain's exit, reached from every position) is
 *absolute*. Two states ``r0 < r`` are **shift-equivalent** when every byte string of at most K
-bytes (K: the longest token) is read from both alike: shifted by ``d = r - r0`` until the first absolute arc,
-the same states after it. K rounds of partition refinement find them (`shift_classes`; a
+bytes (K: the longest token) is read from both alike: shifted by ``d = r - r0`` until the first
+absolute arc, the same states after it. K rounds of partition refinement find them (`shift_classes`; a
 state's signature: per byte, its shift and the target's class, or the absolute target).
 
 Blocks with the same first byte and class form a *group*. Its representative (the lowest

@@ -1,7 +1,7 @@
 """A JSON Schema as one byte automaton (UTF-8) of the JSON texts that validate against it.
 
 `json_schema_fst(schema)` is exact where the schema is regular: combinators are automaton
-operations (`allOf` intersection, `anyOf` union, `oneOf` union minus pairwise intersections,
+operations (`allOf` intersection, `anyOf` union, `oneOf` the texts exactly one branch accepts,
 `not` difference from the JSON values of the location, `if`/`then`/`else`), and `$ref`
 recursion and free nesting are unrolled to `max_depth`. A keyword that cannot be honoured is a
 `SpecError` naming the keyword and its JSON-pointer path. The rules (property order, whitespace,
@@ -20,6 +20,7 @@ import pynini
 
 from ...errors import SpecError
 from ...fst.optimize import FstSizeError, optimize
+from ..exactly_one import exactly_one
 from . import json_containers, json_free_values, json_values
 from .json_disjoint import disjoint
 from .json_lexical import empty, lit, union
@@ -187,6 +188,8 @@ class SchemaCompiler:
         det = pynini.I_DETERMINISTIC  # type: ignore[attr-defined]
         if doc.properties(det, True) != det:
             doc = pynini.determinize(doc, nstate=self.max_states + 1)
+        else:  # (OpenFst's minimize of unsorted arcs can miss merges: o63308's oneOf, one state)
+            doc.arcsort("ilabel")
         if doc.num_states() > self.max_states:
             raise SpecError(f"{self.where}: the automaton of the whole document needs more "
                             f"than {self.max_states:,} states at /; lower json_max_depth or simplify "
@@ -352,18 +355,13 @@ class SchemaCompiler:
         pairs = [(i, j) for i in range(len(subs)) for j in range(i + 1, len(subs))
                  if kinds[i] & kinds[j]
                  and not disjoint(subs[i], subs[j], self.resolver, within=parent)]
-        # deterministic operands: a product of NFAs can blow up where one of DFAs dies early
-        # (each branch determinized once, not once per pair it is in)
-        dfa = {i: self.opt(langs[i], f"{path}/{i}") for i in sorted({i for p in pairs for i in p})}
-        overlaps = []
-        for i, j in pairs:
-            both = self.meet(dfa[i], dfa[j])
-            if both.num_states():
-                overlaps.append(both)
-        out = union(langs)
-        if overlaps:
-            out = pynini.difference(out, self.opt(union(overlaps), path))
-        return out
+        # the branches that may overlap: one determinization of their DFAs' union that counts
+        # which accept (`exactly_one`); the others are disjoint from every branch
+        paired = sorted({i for p in pairs for i in p})
+        if not paired:
+            return union(langs)
+        one = exactly_one([self.opt(langs[i], f"{path}/{i}") for i in paired], self.max_states)
+        return union([self.opt(one, path), *(lang for i, lang in enumerate(langs) if i not in paired)])
 
     def _if(self, node: dict[str, Any], path: str, loc: Location,
             rdepth: Unrolling) -> pynini.Fst:

@@ -1,0 +1,85 @@
+"""The texts that exactly one of several byte DFAs accepts (JSON Schema's ``oneOf``), in one
+determinization.
+
+Each DFA's final states get an arc on a marker label of its own (``MARKER + i``) to a new final
+state, instead of being final. The union of the marked DFAs, determinized, reaches after a text
+the tuple of the DFAs' states; the markers leaving that state say which DFAs accept the text.
+A state is final in the result iff exactly one marker leaves it; the markers are then dropped
+(counted with numpy over OpenFst's binary form, `char_dfa`'s reader).
+
+The pairwise way (the union minus the union of every pair's product) determinized the pairs'
+products, their union, and later the union beside that difference: o63308's GeoJSON ``oneOf`` of
+9 was 87,000 states of overlaps and a 244,000-state document before minimization.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pynini
+
+from .char_dfa import _state_records, _vector_header
+
+# Marker labels: above every label of the inputs (bytes 1..255, and the member marks from 256 up
+# of `json_containers`, which a branch still holds inside its objects).
+MARKER = 1 << 30
+
+
+def exactly_one(dfas: list[pynini.Fst], max_states: int | None = None) -> pynini.Fst:
+    """An epsilon-free deterministic acceptor (not minimized, arcs sorted by label) of the texts
+    that exactly one of ``dfas`` (deterministic byte acceptors) accepts. ``max_states``: the
+    determinization stops past it (the result then has more states: the caller's check)."""
+    marked = []
+    for i, d in enumerate(dfas):
+        if d.start() < 0:  # (an empty language: no start state, which a union would lose all to)
+            continue
+        m = d.copy()
+        zero = pynini.Weight.zero(m.weight_type())
+        end = m.add_state()
+        for s in range(end):
+            if m.final(s) != zero:
+                m.set_final(s, zero)
+                m.add_arc(s, pynini.Arc(MARKER + i, MARKER + i, pynini.Weight.one(m.weight_type()), end))
+        m.set_final(end)
+        marked.append(m)
+    if not marked:
+        return pynini.Fst()
+    both = pynini.union(*marked).rmepsilon()
+    det = pynini.determinize(both, nstate=(max_states + 1) if max_states is not None else pynini.NO_STATE_ID)
+    if max_states is not None and det.num_states() > max_states:
+        return det
+    return _count_markers(det, len(dfas))
+
+
+def _count_markers(det: pynini.Fst, n_markers: int) -> pynini.Fst:
+    """``det`` (changed in place) with a state final iff exactly one marker arc leaves it, the
+    markers dropped (the last arcs of each state once sorted by label)."""
+    det.arcsort("ilabel")
+    n = det.num_states()
+    marks = _markers_per_state(det, n_markers)
+    if marks is None:  # (not a plain VectorFst: one Python step per arc)
+        marks = np.array([sum(a.ilabel >= MARKER for a in det.arcs(s)) for s in range(n)], np.int64)
+    one, zero = pynini.Weight.one(det.weight_type()), pynini.Weight.zero(det.weight_type())
+    for s in range(n):  # (the states after a marker: final, left unreachable below)
+        det.set_final(s, zero)
+    for s in np.flatnonzero(marks).tolist():
+        det.delete_arcs(s, int(marks[s]))
+    for s in np.flatnonzero(marks == 1).tolist():
+        det.set_final(s, one)
+    return det.connect()
+
+
+def _markers_per_state(det: pynini.Fst, n_markers: int) -> np.ndarray | None:
+    """Marker arcs leaving each state, read from OpenFst's binary form with numpy (an arc is 4
+    words: ilabel, olabel, weight, next state; a marker's two labels are equal and in the
+    marker range, which no weight, count or state id of the body is)."""
+    data = det.write_to_string()
+    fields = _vector_header(data)
+    if fields is None or (len(data) - fields[2]) % 4:
+        return None
+    start, n, at = fields
+    words = np.frombuffer(data, "<i4", offset=at)
+    records = _state_records(words, n)
+    if records is None:
+        return None
+    head, _ = records
+    pos = np.flatnonzero((words[:-1] >= MARKER) & (words[:-1] < MARKER + n_markers) & (words[:-1] == words[1:]))
+    return np.bincount(np.searchsorted(head, pos, side="right") - 1, minlength=n)
