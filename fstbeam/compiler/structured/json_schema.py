@@ -188,8 +188,6 @@ class SchemaCompiler:
         det = pynini.I_DETERMINISTIC  # type: ignore[attr-defined]
         if doc.properties(det, True) != det:
             doc = pynini.determinize(doc, nstate=self.max_states + 1)
-        else:  # (OpenFst's minimize of unsorted arcs can miss merges: o63308's oneOf, one state)
-            doc.arcsort("ilabel")
         if doc.num_states() > self.max_states:
             raise SpecError(f"{self.where}: the automaton of the whole document needs more "
                             f"than {self.max_states:,} states at /; lower json_max_depth or simplify "
