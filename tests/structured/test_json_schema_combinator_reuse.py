@@ -95,3 +95,13 @@ def test_nested_tasks_against_jsonschema(levels, tasks_fst):
         value = _nest(levels, task)
         text = json.dumps(order_instance(TASKS, value), separators=(",", ":"))
         assert accepts(fst, text) == validator.is_valid(value), value
+
+
+def test_the_document_is_the_minimal_dfa(tasks_fst):
+    # (the oneOf's difference is determinized where it is made, so the document may reach its
+    # final step deterministic and untrimmed: it must still come out minimal)
+    again = pynini.determinize(tasks_fst)
+    again.connect()
+    again.minimize()
+    again.connect()
+    assert tasks_fst.num_states() == again.num_states()
