@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -128,6 +128,7 @@ class SchemaCompiler:
         self.ws = (pynini.closure(json_values.ws_byte(), 0, JSON_SCHEMA_DEFAULTS["max_whitespace"])
                    if whitespace == "flexible" else lit(""))
         self._cache: dict[tuple[Any, ...], pynini.Fst] = {}
+        self._opt_memo: dict[int, tuple[pynini.Fst, pynini.Fst]] = {}  # `opt_part`
         self._keep: list[Any] = []  # synthesized nodes, kept alive so their ids stay unique
         self.recursive, targets = recursive_targets(schema, self.resolver)
         self._reaches = RecursionReach(self.resolver, self.recursive)
@@ -153,6 +154,19 @@ class SchemaCompiler:
                             f"{self.max_states:,} states; lower json_max_depth or simplify the "
                             "schema there") from err
 
+    def opt_part(self, fst: pynini.Fst, path: str) -> pynini.Fst:
+        """`opt` of a part, once per cached automaton: a shared node's automaton (circleci's
+        executor `oneOf`, a branch of `jobs`' `oneOf` at each level of the recursive `orbs`) is
+        determinized for each combinator it is an operand of."""
+        key = id(fst)
+        hit = self._opt_memo.get(key)
+        if hit is not None and hit[0] is fst:
+            return hit[1]
+        out = self.opt(fst, path)
+        if any(fst is v for v in self._cache.values()):
+            self._opt_memo[key] = (fst, out)  # (the input kept: its id stays its own)
+        return out
+
     def meet(self, a: pynini.Fst, b: pynini.Fst) -> pynini.Fst:
         """The intersection, trimmed (not determinized: structural results stay NFAs until
         an operation needs a DFA, so no subtree is determinized once per level above it)."""
@@ -169,6 +183,7 @@ class SchemaCompiler:
         loc = Location([self.root], self.resolver)
         t0 = time.process_time()
         body = unrolled_body(self, loc)
+        self._opt_memo.clear()
         self._cache.clear()  # the parts are copied into the body: free them before the largest step
         if self.ws.num_states() > 1:
             body = self.ws + body + self.ws
@@ -193,6 +208,10 @@ class SchemaCompiler:
                             f"than {self.max_states:,} states at /; lower json_max_depth or simplify "
                             "the schema")
         t2, n2 = time.process_time(), doc.num_states()
+        # arcs sorted first, as determinize leaves them: OpenFst's minimization of a DFA whose
+        # arcs are not (a document deterministic before this step, its parts determinized)
+        # left 3 states too many on GeoJSON o63308 (37,787; 37,784 minimized again)
+        doc.arcsort("ilabel")
         doc.minimize(allow_nondet=False)
         doc.connect()
         doc.arcsort("ilabel")
@@ -263,13 +282,16 @@ class SchemaCompiler:
             parts.append(union([self.value(s, f"{path}/anyOf/{i}", loc, rdepth)
                                 for i, s in enumerate(node["anyOf"])]))
         if node.get("oneOf"):
-            parts.append(self._one_of(node, f"{path}/oneOf", loc, rdepth))
+            parts.append(self._held("oneOf", node, node["oneOf"], loc, rdepth,
+                                    lambda: self._one_of(node, f"{path}/oneOf", loc, rdepth)))
         if "not" in node:
             banned = self.value(node["not"], f"{path}/not", loc, rdepth)
             parts.append(pynini.difference(self.any_value(loc, self.max_depth),
                                            self.opt(banned, path)))
         if "if" in node and ("then" in node or "else" in node):
-            parts.append(self._if(node, path, loc, rdepth))
+            subs = [node["if"], node.get("then", True), node.get("else", True)]
+            parts.append(self._held("if", node, subs, loc, rdepth,
+                                    lambda: self._if(node, path, loc, rdepth)))
         parts.extend(self._dependencies(node, path, loc, rdepth))
         # With in-place parts, an unconstrained type is a filter on the first byte (exact at any
         # depth) instead of the depth-limited free value, which would cut the parts' nesting.
@@ -286,6 +308,22 @@ class SchemaCompiler:
             if out.num_states() > size:
                 out = self.opt(out, path)
         return out
+
+    def _held(self, kind: str, node: dict[str, Any], subs: list[Any], loc: Location,
+              rdepth: Unrolling, build: Callable[[], pynini.Fst]) -> pynini.Fst:
+        """``build()`` (the node's ``kind`` combinator over ``subs``), cached where the node's
+        automaton depends on the recursion budget and ``subs`` do not: circleci's `jobs` member
+        (whose `steps` recur) was built once per level of the recursive `orbs`, and its executor
+        `oneOf` (three branches, their products and a difference) with it, the same each time."""
+        # (each sub asked alone: `RecursionReach` memoizes by id, and a list made here is not kept)
+        if id(node) not in self._shared or not self._reaches(node) \
+                or any(self._reaches(s) for s in subs):
+            return build()
+        types = frozenset().union(*(self._possible.of(s) for s in subs))
+        key = (kind, id(node), loc.view("object" in types, "array" in types), rdepth.top)
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
 
     def _types(self, node: dict[str, Any], path: str) -> tuple[str, ...]:
         t = node.get("type", list(_TYPES))
@@ -358,7 +396,8 @@ class SchemaCompiler:
         paired = sorted({i for p in pairs for i in p})
         if not paired:
             return union(langs)
-        one = exactly_one([self.opt(langs[i], f"{path}/{i}") for i in paired], self.max_states)
+        # (each branch determinized once per cached automaton, not once per oneOf it is in)
+        one = exactly_one([self.opt_part(langs[i], f"{path}/{i}") for i in paired], self.max_states)
         return union([self.opt(one, path), *(lang for i, lang in enumerate(langs) if i not in paired)])
 
     def _if(self, node: dict[str, Any], path: str, loc: Location,
