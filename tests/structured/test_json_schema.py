@@ -38,6 +38,7 @@ CANDIDATES = SCALARS + [
     {}, {"a": 1}, {"a": "x"}, {"b": 2}, {"a": 1, "b": 2}, {"b": 2, "a": 1}, {"c": None},
     {"a": 1, "c": [1]}, {"a": {"a": 1}}, {"a": {"b": {"a": 2}}}, {"a": [1, {"b": 1}]},
     {"a": 3, "b": "x", "c": True}, {"k": "a"}, {"k": "b", "v": 1}, {"k": "c"}, {"k": "a", "v": 2},
+    {"k": "c", "v": 1}, {"k": 1},
 ]
 
 SCHEMAS = [
@@ -87,6 +88,13 @@ SCHEMAS = [
     {"type": "object", "required": ["k"],
      "oneOf": [{"properties": {"k": {"const": "a"}}}, {"properties": {"k": {"const": "b"}}},
                {"properties": {"k": {"enum": ["a", "c"]}}}]},
+    # a branch whose key is every name but the others' (`not` of their enum): told apart
+    # statically, and still exact (travis's `provider`)
+    {"type": "object", "required": ["k"],
+     "oneOf": [{"properties": {"k": {"enum": ["a"]}, "v": {"type": "integer"}}},
+               {"properties": {"k": {"const": "b"}}, "required": ["v"]},
+               {"properties": {"k": {"type": "string", "not": {"enum": ["a", "b"]}}}},
+               {"properties": {"k": {"not": {"enum": ["a"]}}}}]},
     {"required": ["k"],  # no type: non-objects match both branches, so none is valid
      "oneOf": [{"properties": {"k": {"const": "a"}}}, {"properties": {"k": {"const": "b"}}}]},
     {"type": "object", "required": ["b"],
@@ -244,3 +252,21 @@ def test_json_text_schema_and_bad_options():
         json_schema_fst("{nope")
     with pytest.raises(SpecError, match="whitespace"):
         json_schema_fst({}, whitespace="pretty")
+
+
+def test_disjoint_by_a_not_enum_of_the_other_names():
+    """`disjoint` proves a listed value apart from a `not` that names it (and only then): the
+    oneOf schema above checks that the compiled language stays exact."""
+    from fstbeam.compiler.structured.json_disjoint import disjoint
+    from fstbeam.compiler.structured.json_location import Resolver
+
+    res = Resolver({}, "t")
+    others = {"type": "string", "not": {"enum": ["a", "b"]}}
+    assert disjoint({"enum": ["a"]}, others, res) and disjoint(others, {"const": "b"}, res)
+    assert not disjoint({"enum": ["a", "c"]}, others, res)  # "c" is valid against both
+    assert not disjoint({"const": 1}, {"not": {"enum": [1.0]}}, res)  # numbers: the automata
+    assert not disjoint({"const": "a"}, {"not": {"enum": ["a"], "minLength": 5}}, res)
+    for a, b in (({"enum": ["a"]}, others), ({"enum": ["a", "c"]}, others),
+                 ({"const": "a"}, {"not": {"enum": ["a"], "minLength": 5}})):
+        both = [v for v in ("a", "b", "c", 1) if valid(a, v) and valid(b, v)]
+        assert bool(both) != disjoint(a, b, res)  # jsonschema agrees

@@ -70,6 +70,14 @@ def disjoint(a: Any, b: Any, resolver: Resolver, depth: int = 3,
     va, vb = _values(a), _values(b)
     if va is not None and vb is not None and not va & vb:
         return True
+    # every value one side lists, the other excludes by name (travis's `provider`: an enum of
+    # one beside `{"not": {"enum": [the others' names]}}`)
+    for vals, other in ((va, b), (vb, a)):
+        banned = other.get("not")
+        if vals is not None and isinstance(banned, dict) and set(banned) <= {"enum", "const"}:
+            out = _values(banned)
+            if out is not None and vals <= out:
+                return True
     if (ta & tb) <= {"object"}:
         # parent's required keys apply to objects
         extra = {r for r in (within or {}).get("required") or [] if isinstance(r, str)}
