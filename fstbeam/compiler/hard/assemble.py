@@ -238,7 +238,7 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, arcs: list[np.ndarray], inner
     del e_block  # (the arcs' columns go as soon as they are read: the lift's peak is here)
     block_ptr = np.concatenate([block_ptr, len(e_tok) + np.cumsum(np.diff(inner.ptr)[used_k])])
     g_keep = g_used[g_g]
-    g_tok_k, g_next_k = g_tok[g_keep], new_id[g_next[g_keep]]
+    g_tok_k, g_next_k = g_tok[g_keep], new_id.astype(np.int32)[g_next[g_keep]]  # (ids < S, as `e_next`)
     if len(g_next_k) and int(g_next_k.min()) < 0:  # (checked by `chain_blocks.offsets`)
         raise AssertionError("lift: a group's inside arc leads to a dropped state")
     block_ptr = np.concatenate([block_ptr, block_ptr[-1] + np.cumsum(g_size[g_used])])

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .array_ops import concat_ranges, csr, grouped, ranges, unique
+from .array_ops import concat_ranges, csr, grouped, narrow, ranges, unique
 
 if TYPE_CHECKING:
     from .token_trie import TokenTrie
@@ -375,7 +375,9 @@ def pairs(ch: Chains, e_block: np.ndarray, e_next: np.ndarray, S: int) -> tuple[
     k = k[(ch.reps[gk] != k) & ~ch.own_exits()[gk]]  # members of full groups other than the representative
     gk = ch.blk_group[k]
     pos = ranges(ptr, gk)
-    return kk, c, c + ch.blk_shift[kk], np.repeat(k, ptr[gk + 1] - ptr[gk]), a[pos]
+    # (int32 where they fit: a large schema's inside pairs are tens of millions, held through `assemble`)
+    n = narrow(c + ch.blk_shift[kk])
+    return narrow(kk), narrow(c), n, narrow(np.repeat(k, ptr[gk + 1] - ptr[gk])), narrow(a[pos])
 
 
 def spelled_out(ch: Chains, blocks: np.ndarray, e_block: np.ndarray, e_tok: np.ndarray,

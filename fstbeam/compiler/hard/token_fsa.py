@@ -204,7 +204,12 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     out_block, out_node, out_state = Parts([empty]), Parts([empty]), Parts([empty])  # (int32 pieces)
     step = _Stepper(dfa, trie)
     shared = shared_walks.share(dfa, trie, blk_byte, blk_state, _Arcs.plain, _Stepper) if share_walks else None
+    ok = None
+    if allowed_tokens is not None:
+        ok = np.zeros(width, bool)
+        ok[allowed_tokens] = True
     walk = np.ones(nb, bool)
+    chain = None
     if chains is not None:  # grouped blocks are not walked: their representative's inside walk is, once per group
         grp, shift, reps, limit = chain_blocks.groups(blk_byte, blk_state, levels, shared.handled if shared is not None else None)
         own = limit < chain_blocks.FULL
@@ -225,12 +230,17 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         node, state, block = node[walk], state[walk], block[walk]
     if chains is not None:  # the representatives' walks: inside arcs kept per group, exits walked on as usual
         ends, (x_g, x_n, x_s), fronts = _walk_inside(dfa, trie, is_abs, blk_byte[reps], blk_state[reps], limit)
+        # the groups' inside arcs spelled now, as int32 where they fit, and the token ends let go:
+        # held through the search and `assemble` they were 100 MB (int64) on a large schema
+        chain = chain_blocks.Chains(grp, shift, reps, _expand(trie, *(narrow(x) for x in ends), ok), own)
+        del ends
         # a partial group's exits are walked once, into a block nb + group, copied to its members below;
         # its members walk on from the representative's walk at the step limit, shifted
         f_b, f_n, f_s = _to_members(grp, shift, *fronts)
         node = np.concatenate([node, x_n, f_n])
         state = np.concatenate([state, x_s, f_s])
         block = np.concatenate([block, np.where(own[x_g], nb + x_g, reps[x_g]), f_b])
+        del x_g, x_n, x_s, f_b, f_n, f_s, fronts  # (in the frontier now: not kept through the search)
     spells = trie.tok_ptr[1:] > trie.tok_ptr[:-1]  # (per trie node: a bool per frontier pair, not two int64 gathers)
     while len(node):
         has = spells[node]
@@ -239,10 +249,6 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         out_state.append(state[has])
         src, node, state = step(node, state)
         block = block[src]
-    ok = None
-    if allowed_tokens is not None:
-        ok = np.zeros(width, bool)
-        ok[allowed_tokens] = True
     # (token ends as int32 pieces, taken once; the arcs go to `assemble` in a list it empties, so
     # no copy of them stays referenced here while it runs)
     o_block, o_node, o_state = out_block.take(), out_node.take(), out_state.take()
@@ -272,9 +278,6 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         inner = Interiors(shared.blk_inner, shared.blk_copy, shared.copies, csr(i_k, n_inner), i_tok, i_rel, distinct)
 
     # 3. Keep what is reachable from the start at token boundaries and can still finish.
-    chain = None
-    if chains is not None:
-        chain = chain_blocks.Chains(grp, shift, reps, _expand(trie, *ends, ok), own)
     fields = assemble(dfa, width, q_idx, b_idx, pair_block, arcs, inner, chain)
     if chains is not None:
         fields["char_state"] = old_id[fields["char_state"]].astype(np.int32)
@@ -355,7 +358,11 @@ def _to_members(grp: np.ndarray, shift: np.ndarray, g: np.ndarray, node: np.ndar
         return g, node, state
     n = ptr[g + 1] - ptr[g]
     m = members[concat_ranges(ptr[g], ptr[g + 1])]
-    return m, np.repeat(node, n), np.repeat(state, n) + shift[m]
+    # (each column int32 where it fits, built one at a time: a large schema's partial groups
+    # hand tens of millions of pairs to their members)
+    s = np.repeat(state, n)
+    s = narrow(s + shift[m])
+    return narrow(m), narrow(np.repeat(node, n)), s
 
 
 class _Stepper:
