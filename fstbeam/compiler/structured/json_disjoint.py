@@ -8,6 +8,7 @@ automata decide.
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 from ...errors import SpecError
@@ -101,3 +102,25 @@ def _objects_disjoint(a: dict[str, Any], b: dict[str, Any], resolver: Resolver,
         if closed and any(p not in other_props for p in mine):
             return True
     return False
+
+
+def context_of(node: dict[str, Any]) -> dict[str, Any] | None:
+    """What ``node``'s own keywords ensure beside its combinators (for `disjoint`): its types
+    and, for objects, its required keys."""
+    ctx: dict[str, Any] = {k: node[k] for k in ("type", "required") if k in node}
+    return ctx or None
+
+
+def type_of(v: Any, draft4: bool) -> str:
+    """The JSON Schema type of a Python value (draft 4: 1.0 is a number, not an integer)."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and not draft4):
+        return "integer"
+    if isinstance(v, (float, Decimal)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    return "array" if isinstance(v, list) else "object"

@@ -13,16 +13,15 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping
-from decimal import Decimal
 from typing import Any
 
 import pynini
 
 from ...errors import SpecError
-from ...fst.optimize import FstSizeError, optimize
+from ...fst.optimize import FstSizeError, optimize, optimize_in_place
 from ..exactly_one import exactly_one
 from . import json_containers, json_free_values, json_values
-from .json_disjoint import disjoint
+from .json_disjoint import context_of, disjoint, type_of
 from .json_lexical import empty, lit, union
 from .json_location import Location, Resolver
 from .json_refs import DepthRule, PossibleTypes, RecursionReach, Unrolling, recursive_targets, repeated_nodes, unrolled_body
@@ -194,31 +193,12 @@ class SchemaCompiler:
         return self._final(doc)
 
     def _final(self, doc: pynini.Fst) -> pynini.Fst:
-        """`opt` of the whole document, in place where it can be: the document is the
-        largest automaton of the compile (kb_145: 280,000 states and 6 million arcs), so each
-        copy that `optimize` would keep beside it is a few hundred megabytes."""
-        t0, n0 = time.process_time(), doc.num_states()
-        doc.rmepsilon()
-        t1, n1 = time.process_time(), doc.num_states()
-        det = pynini.I_DETERMINISTIC  # type: ignore[attr-defined]
-        if doc.properties(det, True) != det:
-            doc = pynini.determinize(doc, nstate=self.max_states + 1)
-        if doc.num_states() > self.max_states:
+        try:
+            return optimize_in_place(doc, stage=f"{self.where} document", max_states=self.max_states)
+        except FstSizeError:
             raise SpecError(f"{self.where}: the automaton of the whole document needs more "
                             f"than {self.max_states:,} states at /; lower json_max_depth or simplify "
-                            "the schema")
-        t2, n2 = time.process_time(), doc.num_states()
-        # arcs sorted first, as determinize leaves them: OpenFst's minimization of a DFA whose
-        # arcs are not (a document deterministic before this step, its parts determinized)
-        # left 3 states too many on GeoJSON o63308 (37,787; 37,784 minimized again)
-        doc.arcsort("ilabel")
-        doc.minimize(allow_nondet=False)
-        doc.connect()
-        doc.arcsort("ilabel")
-        log.info("%s document: %d states, rmepsilon %.2fs -> %d, determinize %.2fs -> %d, "
-                 "minimize %.2fs -> %d", self.where, n0, t1 - t0, n1, t2 - t1, n2,
-                 time.process_time() - t2, doc.num_states())
-        return doc
+                            "the schema") from None
 
     # -- values ------------------------------------------------------------------------------
     def value(self, node: Any, path: str, loc: Location, rdepth: Unrolling) -> pynini.Fst:
@@ -314,7 +294,7 @@ class SchemaCompiler:
         """``build()`` (the node's ``kind`` combinator over ``subs``), cached where the node's
         automaton depends on the recursion budget and ``subs`` do not: circleci's `jobs` member
         (whose `steps` recur) was built once per level of the recursive `orbs`, and its executor
-        `oneOf` (three branches, their products and a difference) with it, the same each time."""
+        `oneOf` (three branches determinized together) with it, the same each time."""
         # (each sub asked alone: `RecursionReach` memoizes by id, and a list made here is not kept)
         if id(node) not in self._shared or not self._reaches(node) \
                 or any(self._reaches(s) for s in subs):
@@ -344,8 +324,8 @@ class SchemaCompiler:
             values = [node["const"]] if "const" in node else node["enum"]
             if not isinstance(values, list):
                 raise self.fail("enum", f"{path}/enum", "enum must be an array")
-            keep = [v for v in values if _type_of(v, self.draft4) in types
-                    or (_type_of(v, self.draft4) == "integer" and "number" in types)]
+            keep = [v for v in values if type_of(v, self.draft4) in types
+                    or (type_of(v, self.draft4) == "integer" and "number" in types)]
             lang = union(json_values.literals(self, keep, f"{path}/enum", loc))
             if not _has_type_keywords(node):
                 return lang
@@ -384,7 +364,7 @@ class SchemaCompiler:
         langs = [self.value(s, f"{path}/{i}", loc, rdepth) for i, s in enumerate(subs)]
         # the node's own type and required keys hold beside the oneOf (its result is met with
         # them), so two branches may be told apart within those alone
-        parent = _context(node)
+        parent = context_of(node)
         # branches that hold different kinds of value (travis's `deploy`: an array of
         # deployments or one) cannot overlap: neither is determinized for a product
         kinds = [self._possible.of(s) for s in subs]
@@ -431,27 +411,6 @@ class SchemaCompiler:
                 cond = self.synth({"if": has, "then": then})
                 out.append(self.value(cond, f"{path}/{kw}/{name}", loc, rdepth))
         return out
-
-
-def _context(node: dict[str, Any]) -> dict[str, Any] | None:
-    """What ``node``'s own keywords ensure beside its combinators (for `disjoint`): its types
-    and, for objects, its required keys."""
-    ctx: dict[str, Any] = {k: node[k] for k in ("type", "required") if k in node}
-    return ctx or None
-
-
-def _type_of(v: Any, draft4: bool) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and not draft4):
-        return "integer"
-    if isinstance(v, (float, Decimal)):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    return "array" if isinstance(v, list) else "object"
 
 
 _OBJECT_KEYWORDS = {"properties", "required", "additionalProperties", "patternProperties",
