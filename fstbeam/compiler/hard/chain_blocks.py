@@ -420,3 +420,20 @@ def offsets(k: np.ndarray, c: np.ndarray, n: np.ndarray, new_id: np.ndarray, nb:
     off[k] = diff  # (any pair's; checked below)
     ok = (a >= 0) & (b >= 0) & (diff == off[k]) & (diff >= 0)
     return off, failing(k, ok, nb)
+
+
+def to_members(grp: np.ndarray, shift: np.ndarray, g: np.ndarray, node: np.ndarray,
+                state: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(member block, node, state + the member's shift) for every (group, node, state) and every
+    member block of the group."""
+    k = np.flatnonzero(grp >= 0)
+    members, ptr = grouped(grp[k], k, int(grp.max()) + 1 if len(k) else 0)
+    if not len(g):
+        return g, node, state
+    n = ptr[g + 1] - ptr[g]
+    m = members[concat_ranges(ptr[g], ptr[g + 1])]
+    # (each column int32 where it fits, built one at a time: a large schema's partial groups
+    # hand tens of millions of pairs to their members)
+    s = np.repeat(state, n)
+    s = narrow(s + shift[m])
+    return narrow(m), narrow(np.repeat(node, n)), s

@@ -236,7 +236,7 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         del ends
         # a partial group's exits are walked once, into a block nb + group, copied to its members below;
         # its members walk on from the representative's walk at the step limit, shifted
-        f_b, f_n, f_s = _to_members(grp, shift, *fronts)
+        f_b, f_n, f_s = chain_blocks.to_members(grp, shift, *fronts)
         node = np.concatenate([node, x_n, f_n])
         state = np.concatenate([state, x_s, f_s])
         block = np.concatenate([block, np.where(own[x_g], nb + x_g, reps[x_g]), f_b])
@@ -254,7 +254,7 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     o_block, o_node, o_state = out_block.take(), out_node.take(), out_state.take()
     if chains is not None and own.any():  # a partial group's exits: every member's own
         pseudo = o_block >= nb
-        p_b, p_n, p_s = _to_members(grp, np.zeros(nb, np.int64), o_block[pseudo] - nb, o_node[pseudo], o_state[pseudo])
+        p_b, p_n, p_s = chain_blocks.to_members(grp, np.zeros(nb, np.int64), o_block[pseudo] - nb, o_node[pseudo], o_state[pseudo])
         keep = ~pseudo
         # a column at a time, kept int32 where it fits: each replaces its old column (tens of millions of arcs)
         o_block = np.concatenate([o_block[keep], narrow(p_b)])
@@ -346,23 +346,6 @@ def _walk_inside(dfa: _Arcs, trie: TokenTrie, is_abs: np.ndarray, byte: np.ndarr
 
 def _cat(parts: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
     return tuple(np.concatenate(x) for x in zip(*parts)) if parts else (np.zeros(0, np.int64),) * 3
-
-
-def _to_members(grp: np.ndarray, shift: np.ndarray, g: np.ndarray, node: np.ndarray,
-                state: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(member block, node, state + the member's shift) for every (group, node, state) and every
-    member block of the group."""
-    k = np.flatnonzero(grp >= 0)
-    members, ptr = grouped(grp[k], k, int(grp.max()) + 1 if len(k) else 0)
-    if not len(g):
-        return g, node, state
-    n = ptr[g + 1] - ptr[g]
-    m = members[concat_ranges(ptr[g], ptr[g + 1])]
-    # (each column int32 where it fits, built one at a time: a large schema's partial groups
-    # hand tens of millions of pairs to their members)
-    s = np.repeat(state, n)
-    s = narrow(s + shift[m])
-    return narrow(m), narrow(np.repeat(node, n)), s
 
 
 class _Stepper:
