@@ -79,9 +79,10 @@ LOW_PRIORITY_NICE = 10
 def lower_thread_priority() -> None:
     """This thread yields the CPU to the others: the server's large-compile threads and its
     batches of many phrase automata call it (serve/engine.py), so on a busy machine small
-    requests' decode steps and the quick lane come first, where those threads' pure-Python work would otherwise take the GIL
-    from them half the time (tests/serve/test_fairness.py). On Linux a thread has its own nice
-    value, and raising it needs no privilege; elsewhere it would nice the whole process."""
+    requests' decode steps and the quick lane come first, where those threads' pure-Python
+    work would otherwise take the GIL from them half the time (tests/serve/test_fairness.py).
+    On Linux a thread has its own nice value, and raising it needs no privilege; elsewhere it
+    would nice the whole process."""
     if sys.platform.startswith("linux"):
         try:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOW_PRIORITY_NICE)

@@ -76,7 +76,7 @@ def fst_bytes_to_dfa(data: bytes) -> CharDFA | None:
     where the bytes are not a plain tropical VectorFst (symbol tables, another type): use
     `fst_to_dfa` then. The same errors for labels outside 1..255 and non-determinism."""
     try:
-        fields = _vector_header(data)
+        fields = vector_header(data)
     except (ValueError, struct.error):
         return None
     if fields is None:
@@ -85,7 +85,7 @@ def fst_bytes_to_dfa(data: bytes) -> CharDFA | None:
     if n == 0 or start < 0:
         return CharDFA(np.full((1, 256), -1, np.int32), np.zeros(1, bool), 0)
     words = np.frombuffer(data, "<i4", offset=at) if (len(data) - at) % 4 == 0 else None
-    records = _state_records(words, n) if words is not None else None
+    records = state_records(words, n) if words is not None else None
     if records is None:
         return None
     head, counts = records
@@ -108,7 +108,7 @@ def fst_bytes_to_dfa(data: bytes) -> CharDFA | None:
     return CharDFA(table, final, start)
 
 
-def _state_records(words: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+def state_records(words: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(word offset, arc count) of each of the ``n`` state records of a VectorFst body (32-bit
     words), without a Python step per state; None where the words are not ``n`` records.
 
@@ -148,7 +148,7 @@ def _state_records(words: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray] |
     return at[chain[:n]], count[chain[:n]]
 
 
-def _vector_header(data: bytes) -> tuple[int, int, int] | None:
+def vector_header(data: bytes) -> tuple[int, int, int] | None:
     """(start, states, body offset) of a binary tropical VectorFst without symbol tables."""
     at = 0
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pynini
 
-from .char_dfa import _state_records, _vector_header
+from .char_dfa import state_records, vector_header
 
 # Marker labels: above every label of the inputs (bytes 1..255, and the member marks from 256 up
 # of `json_containers`, which a branch still holds inside its objects).
@@ -72,12 +72,12 @@ def _markers_per_state(det: pynini.Fst, n_markers: int) -> np.ndarray | None:
     words: ilabel, olabel, weight, next state; a marker's two labels are equal and in the
     marker range, which no weight, count or state id of the body is)."""
     data = det.write_to_string()
-    fields = _vector_header(data)
+    fields = vector_header(data)
     if fields is None or (len(data) - fields[2]) % 4:
         return None
-    start, n, at = fields
+    _, n, at = fields
     words = np.frombuffer(data, "<i4", offset=at)
-    records = _state_records(words, n)
+    records = state_records(words, n)
     if records is None:
         return None
     head, _ = records

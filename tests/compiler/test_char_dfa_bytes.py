@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fstbeam.compiler.char_dfa import _state_records, _vector_header, fst_bytes_to_dfa, fst_to_dfa
+from fstbeam.compiler.char_dfa import fst_bytes_to_dfa, fst_to_dfa, state_records, vector_header
 from fstbeam.errors import SpecError
 
 
@@ -72,8 +72,8 @@ def test_other_forms_are_left_to_fst_to_dfa():
 
 def _records_by_loop(data: bytes) -> tuple[np.ndarray, np.ndarray]:
     """The state records' word offsets and arc counts, one record after the other (the oracle of
-    the pointer doubling in `char_dfa._state_records`)."""
-    start, n, at = _vector_header(data)
+    the pointer doubling in `char_dfa.state_records`)."""
+    start, n, at = vector_header(data)
     words = np.frombuffer(data, "<i4", offset=at)
     heads, counts, pos = [], [], 0
     for _ in range(n):
@@ -113,8 +113,8 @@ def test_random_automata_records_and_dfa(seed):
     for n in [1, 2, 3, 7, 30, 257, 2000]:
         f = _random_dfa(rng, n)
         data = f.write_to_string()
-        start, n_states, at = _vector_header(data)
-        got = _state_records(np.frombuffer(data, "<i4", offset=at), n_states)
+        start, n_states, at = vector_header(data)
+        got = state_records(np.frombuffer(data, "<i4", offset=at), n_states)
         assert got is not None
         want = _records_by_loop(data)
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
@@ -135,9 +135,9 @@ def test_a_head_that_looks_like_an_arc_breaks_the_chain_and_is_left_to_fst_to_df
 
 def test_a_body_that_does_not_tile_is_refused():
     data = _two_arcs(97, 98).write_to_string()
-    start, n, at = _vector_header(data)
+    start, n, at = vector_header(data)
     words = np.frombuffer(data, "<i4", offset=at)
-    assert _state_records(words, n) is not None
-    assert _state_records(words, n + 1) is None  # one record too few
-    assert _state_records(words, n - 1) is None  # the chain goes on past the count
+    assert state_records(words, n) is not None
+    assert state_records(words, n + 1) is None  # one record too few
+    assert state_records(words, n - 1) is None  # the chain goes on past the count
     assert fst_bytes_to_dfa(data + b"\0" * 12) is None  # a stray empty record at the end (n says 3)

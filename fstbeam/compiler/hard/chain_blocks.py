@@ -170,9 +170,10 @@ def absolute_arcs(num_states: int, src: np.ndarray, dst: np.ndarray, byte: np.nd
     ptr = csr(src, num_states)
     kind = _classes(ptr, src, [np.diff(ptr)], [byte])  # (the bytes a state reads: numbering-free)
     sel = many[p_dst]
-    key = unique(p_dst[sel] * (int(kind.max()) + 1) + kind[pair[sel] % num_states])
+    n_kinds = int(kind.max()) + 1
+    key = unique(p_dst[sel] * n_kinds + kind[pair[sel] % num_states])
     # a target whose sources read alike nowhere: as many distinct kinds as sources
-    kinds = np.bincount(key // (int(kind.max()) + 1), minlength=num_states)
+    kinds = np.bincount(key // n_kinds, minlength=num_states)
     return (many & (kinds < sources))[dst]
 
 
