@@ -41,7 +41,7 @@ class ShapeWalks:
     def __init__(self, n: int) -> None:
         self.n = n
         self.done = np.zeros(n * 256, bool)
-        zero, ptr = np.zeros(0, np.int64), np.zeros(n * 256 + 1, np.int64)
+        zero, ptr = np.zeros(0, np.int32), np.zeros(n * 256 + 1, np.int64)
         # token ends inside: (trie node, canonical state); exits: (child node read on the exit
         # byte, canonical state it was read from); both grouped by start code
         self.e_ptr, self.e_node, self.e_state = ptr, zero, zero
@@ -85,8 +85,9 @@ class ShapeWalks:
         old = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
         code = np.concatenate([old, *(p[0] for p in parts)])
         order = np.argsort(code, kind="stable")
-        node = np.concatenate([node, *(p[1] for p in parts)]).astype(np.int64)[order]
-        state = np.concatenate([state, *(p[2] for p in parts)]).astype(np.int64)[order]
+        # int32 (trie nodes, canonical states): held between compiles, half the bytes of int64
+        node = np.concatenate([node, *(p[1] for p in parts)], dtype=np.int32, casting="same_kind")[order]
+        state = np.concatenate([state, *(p[2] for p in parts)], dtype=np.int32, casting="same_kind")[order]
         return csr(code, len(ptr) - 1), node, state
 
     def ends(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
