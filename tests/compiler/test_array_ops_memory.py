@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from fstbeam.compiler.hard.array_ops import Parts, csr, grouped, narrow, sorted_triples, step_slices
+from fstbeam.compiler.hard import array_ops
+from fstbeam.compiler.hard.array_ops import Parts, csr, grouped, narrow, sorted_triples, sorted_triples_csr, step_slices
 
 
 @pytest.mark.parametrize("in_place", [False, True])
@@ -22,6 +23,37 @@ def test_sorted_triples_matches_lexsort(in_place, big):
         assert got[0] is a and got[2] is c
     if not in_place and not big:  # unpacked to int32 where the fields fit
         assert all(g.dtype == np.int32 for g in got)
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_sorted_triples_csr_matches_lexsort_and_bincount(big):
+    rng = np.random.default_rng(5)
+    n, nk = 6000, 400
+    pairs = rng.choice(nk * 300, n, replace=False)
+    a, b = (pairs // 300).astype(np.int32), (pairs % 300).astype(np.int32)
+    c = rng.integers(0, 2**40 if big else 2**20, n)  # big: no packed word (a lexsort)
+    o = np.lexsort((b, a))
+    want_b, want_c = b[o].copy(), c[o].copy()
+    want_ptr = np.concatenate([[0], np.cumsum(np.bincount(a, minlength=nk + 3))])
+    cols = [a, b, c]
+    ptr, got_b, got_c = sorted_triples_csr(cols, nk + 3, chunk=1000)
+    assert not cols  # taken out of the caller's list
+    assert np.array_equal(ptr, want_ptr) and np.array_equal(got_b, want_b) and np.array_equal(got_c, want_c)
+    e = np.zeros(0, np.int32)
+    ptr, got_b, got_c = sorted_triples_csr([e, e, e], 4)
+    assert ptr.tolist() == [0] * 5 and not len(got_b) and not len(got_c)
+
+
+def test_parts_take_trims_while_copying(monkeypatch):
+    trims = []
+    monkeypatch.setattr(array_ops, "trim_heap", lambda: trims.append(1))
+    monkeypatch.setattr(array_ops, "TAKE_TRIM", 1000)
+    rng = np.random.default_rng(6)
+    pieces = [rng.integers(-(2**30), 2**30, int(k)) for k in rng.integers(0, 300, 40)]
+    parts = Parts(pieces)
+    out = parts.take()
+    assert out.dtype == np.int32 and np.array_equal(out, np.concatenate(pieces)) and not parts
+    assert len(trims) >= sum(p.size * 4 for p in pieces) // (1000 + 300 * 4)  # (once past 1000 bytes: at most a piece more)
 
 
 def test_csr_in_chunks_matches_bincount():

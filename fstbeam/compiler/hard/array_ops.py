@@ -13,6 +13,7 @@ except (OSError, AttributeError):  # not glibc: nothing to do
 
 
 TRIM_ABOVE = 1 << 20  # `Parts.take` trims the heap after a search that collected more entries
+TAKE_TRIM = 32 << 20  # `Parts.take` trims the heap each time it has copied (and freed) this many bytes of pieces
 
 
 def trim_heap() -> None:
@@ -105,6 +106,35 @@ def sorted_triples(a: np.ndarray, b: np.ndarray, c: np.ndarray,
     return (_unpack(packed, sb + sc, sa), _unpack(packed, sc, sb), _unpack(packed, 0, sc))
 
 
+def sorted_triples_csr(cols: list[np.ndarray], n: int,
+                       chunk: int = 1 << 22) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(CSR pointers of ``a`` over ``0..n-1``, ``b``, ``c``) of the triples ``cols = [a, b, c]``
+    sorted by ``(a, b)`` (as `sorted_triples`): the columns are taken out of the list (emptied)
+    and ``a`` is never unpacked, only counted from the packed words, so the sort holds one int64
+    word and two columns (16 bytes a triple), not four columns; ``b`` and ``c`` are written in
+    place (arrays no one else sees)."""
+    a, b, c = cols
+    cols.clear()
+    if not len(a):
+        return csr(a, n), b, c
+    sa, sb, sc = (int(x.max()).bit_length() for x in (a, b, c))
+    if sa + sb + sc > 63:
+        o = np.lexsort((b, a))
+        return csr(a, n), b[o], c[o]
+    packed = a.astype(np.int64)
+    del a
+    packed <<= sb
+    packed |= b
+    packed <<= sc
+    packed |= c
+    packed.sort()
+    ptr = np.zeros(n + 1, np.int64)
+    for i in range(0, len(packed), chunk):
+        ptr[1:] += np.bincount(packed[i:i + chunk] >> (sb + sc), minlength=n)
+    np.cumsum(ptr, out=ptr)
+    return ptr, _unpack(packed, sc, sb, b), _unpack(packed, 0, sc, c)
+
+
 def _unpack(packed: np.ndarray, shift: int, bits: int, out: np.ndarray | None = None,
             chunk: int = 1 << 20) -> np.ndarray:
     """The ``bits``-bit field at ``shift`` of each word (into ``out``, else a new column:
@@ -146,8 +176,24 @@ class Parts(list):
         super().append(narrow(piece))
 
     def take(self) -> np.ndarray:
-        out = np.concatenate(self) if self else np.zeros(0, np.int32)
+        """The pieces concatenated; each piece let go as soon as it is copied, and the heap
+        trimmed every `TAKE_TRIM` bytes copied, so the pieces and the whole column are not held
+        at once (a lift's tens of millions of token ends: a column's worth at its search's peak)."""
+        if not self:
+            return np.zeros(0, np.int32)
+        pieces = list(self)
         self.clear()
+        out = np.empty(sum(len(p) for p in pieces), np.result_type(*pieces))  # (pages touched as filled)
+        pos = copied = 0
+        for i in range(len(pieces)):
+            p, pieces[i] = pieces[i], None
+            out[pos:pos + len(p)] = p
+            pos += len(p)
+            copied += p.nbytes
+            del p
+            if copied > TAKE_TRIM:
+                trim_heap()
+                copied = 0
         if len(out) > TRIM_ABOVE:  # (a small lift's pieces are not worth a walk of the heap)
             trim_heap()
         return out

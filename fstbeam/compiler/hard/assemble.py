@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import chain_blocks
-from .array_ops import TRIM_ABOVE, concat_ranges, csr, grouped, index_concat, narrow, order_by, ranges, sorted_triples, trim_heap, unique
+from .array_ops import TRIM_ABOVE, concat_ranges, csr, grouped, index_concat, narrow, order_by, ranges, sorted_triples, sorted_triples_csr, trim_heap, unique
 
 UNREACHABLE = np.iinfo(np.int32).max
 # Above this many absolute token arcs per character state, the searches walk distinct
@@ -49,13 +49,16 @@ class Interiors:
         return Interiors(np.full(nb, -1, np.int64), np.full(nb, -1, np.int64), [], np.zeros(1, np.int64), e, e)
 
 
-def assemble(dfa, width, q_idx, b_idx, pair_block, arcs: list[np.ndarray], inner: Interiors | None,
+def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner: Interiors | None,
              chain: chain_blocks.Chains | None = None) -> dict:
     """`TokenFSA` fields of the lifted arcs: keep what is reachable from the start at token
     boundaries and can still finish; states renumbered (start = 0, each shared copy contiguous).
-    ``arcs``: the absolute arcs [block, token, next state], taken out of the list (emptied, so
-    that each filtered copy below replaces them in memory rather than adding to them).
+    ``links``: the state -> block links [state, first byte, block], and ``arcs``: the absolute
+    arcs [block, token, next state], each taken out of its list (emptied, so that each filtered
+    copy below replaces them in memory rather than adding to them).
     ``chain``: the blocks grouped by `chain_blocks` (their inside arcs once per group)."""
+    q_idx, b_idx, pair_block = links
+    links.clear()
     e_block, e_tok, e_next = arcs
     arcs.clear()
     if len(e_block) > TRIM_ABOVE:  # (the search's freed pieces, before the searches' per-arc copies)
@@ -231,11 +234,11 @@ def assemble(dfa, width, q_idx, b_idx, pair_block, arcs: list[np.ndarray], inner
     e_next = new_id.astype(np.int32)[e_next]
     if len(e_next) and int(e_next.min()) < 0:  # every kept arc leads to a kept state (see above)
         raise AssertionError("lift: a kept token arc leads to a dropped state")
-    e_block, e_tok, e_next = sorted_triples(e_block, e_tok, e_next, in_place=True)  # (this function's own copies)
+    # sorted by (block, token), the block column read as CSR pointers, never unpacked (the arcs'
+    # columns go as soon as they are read: the lift's peak is here)
+    block_ptr, e_tok, e_next = sorted_triples_csr([e_block, e_tok, e_next], nabs)
     used_k = np.flatnonzero(inner_used)
     pos = concat_ranges(inner.ptr[used_k], inner.ptr[used_k + 1])
-    block_ptr = csr(e_block, nabs)
-    del e_block  # (the arcs' columns go as soon as they are read: the lift's peak is here)
     block_ptr = np.concatenate([block_ptr, len(e_tok) + np.cumsum(np.diff(inner.ptr)[used_k])])
     g_keep = g_used[g_g]
     g_tok_k, g_next_k = g_tok[g_keep], new_id.astype(np.int32)[g_next[g_keep]]  # (ids < S, as `e_next`)

@@ -278,7 +278,9 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         inner = Interiors(shared.blk_inner, shared.blk_copy, shared.copies, csr(i_k, n_inner), i_tok, i_rel, distinct)
 
     # 3. Keep what is reachable from the start at token boundaries and can still finish.
-    fields = assemble(dfa, width, q_idx, b_idx, pair_block, arcs, inner, chain)
+    links = [q_idx, b_idx, pair_block]  # (taken by `assemble`, as the arcs: its filtered copies replace them)
+    del q_idx, b_idx, pair_block
+    fields = assemble(dfa, width, links, arcs, inner, chain)
     if chains is not None:
         fields["char_state"] = old_id[fields["char_state"]].astype(np.int32)
     fsa = TokenFSA(**fields)
