@@ -10,12 +10,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fstbeam.compiler.char_dfa import fst_bytes_to_dfa, fst_to_dfa, state_records, vector_header
+from fstbeam.compiler.char_dfa import fst_bytes_to_arcs, fst_bytes_to_dfa, fst_to_dfa, state_records, vector_header
 from fstbeam.errors import SpecError
 
 
 def same(a, b) -> bool:
     return np.array_equal(a.next, b.next) and np.array_equal(a.final, b.final) and a.start == b.start
+
+
+def same_arcs(arcs, dfa) -> bool:
+    """`fst_bytes_to_arcs` against the table's arcs in ``np.nonzero`` order (what the lift reads)."""
+    q, b = np.nonzero(dfa.next >= 0)
+    return (arcs.num_states == dfa.num_states and arcs.start == dfa.start and np.array_equal(arcs.final, dfa.final)
+            and np.array_equal(arcs.src, q) and np.array_equal(arcs.byte, b) and np.array_equal(arcs.dst, dfa.next[q, b]))
 
 
 @settings(max_examples=60, deadline=None)
@@ -28,6 +35,7 @@ def test_the_bytes_give_the_same_dfa(words, loop):
     fst = pynini.connect(fst.optimize())
     got = fst_bytes_to_dfa(fst.write_to_string())
     assert got is not None and same(got, fst_to_dfa(fst))
+    assert same_arcs(fst_bytes_to_arcs(fst.write_to_string()), fst_to_dfa(fst))
 
 
 def test_a_json_schema_automaton():
@@ -57,6 +65,14 @@ def test_the_same_errors(a, b, message):
         fst_to_dfa(f)
     with pytest.raises(SpecError, match=message):
         fst_bytes_to_dfa(f.write_to_string())
+    with pytest.raises(SpecError, match=message):
+        fst_bytes_to_arcs(f.write_to_string())
+
+
+def test_arcs_stored_out_of_byte_order_come_sorted():
+    f = _two_arcs(120, 97)  # (state 0's arcs stored 'x' then 'a')
+    arcs = fst_bytes_to_arcs(f.write_to_string())
+    assert arcs is not None and same_arcs(arcs, fst_to_dfa(f)) and arcs.byte.tolist() == [97, 120]
 
 
 def test_other_forms_are_left_to_fst_to_dfa():

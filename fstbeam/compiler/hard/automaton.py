@@ -24,7 +24,7 @@ from ...contract.vocab import Vocab
 from ...errors import SpecError, UnsatisfiableConstraintError
 from ...fst.optimize import optimize
 from ...fst.wordlist.language import text_dfa_fst_bytes, word_list_dfa
-from ..char_dfa import fst_bytes_to_dfa, fst_to_dfa
+from ..char_dfa import fst_bytes_to_arcs, fst_to_dfa
 from ..spec import WordList
 from .array_ops import TRIM_ABOVE, trim_heap
 from .tables import build_tables
@@ -125,13 +125,14 @@ def compile_hard(stages, comp, wl: WordList | None, g_lang, g_desc, opts: dict) 
             hard_fst = pynini.connect(hard_fst)
             g_lang = None  # (its pynini automaton: a large schema's is hundreds of MB, not needed below)
             char_fst = fst_bytes(hard_fst)
-            read = fst_bytes_to_dfa(char_fst)  # (numpy over the bytes; None: not a plain VectorFst)
+            # the lift reads the arcs, not the [S, 256] table (115 MB at 112k states): read straight
+            # from the bytes (numpy; None: not a plain VectorFst), the table built only where it is
+            # small enough to be the lift's step table (`char_arcs`)
+            read = fst_bytes_to_arcs(char_fst)
             dfa = read if read is not None else fst_to_dfa(hard_fst)
             hard_fst = read = None
             if len(char_fst) > TRIM_ABOVE:  # (the automata's many small blocks, freed: handed back)
                 trim_heap()
-            # the lift reads the arcs, not the [S, 256] table (115 MB at 112k states): dropped here,
-            # before the lift's peak, unless small enough to be its step table (`char_arcs`)
             source = char_arcs(dfa)
             arcs = (dfa.final, np.asarray(source.src, np.int32), np.asarray(source.byte, np.uint8),
                     np.asarray(source.dst, np.int32), dfa.start)

@@ -18,7 +18,7 @@ from functools import cached_property
 import numpy as np
 
 from ...contract.hard import factored_fst_bytes
-from ..char_dfa import CharDFA
+from ..char_dfa import ByteArcs, CharDFA
 from . import chain_blocks, shared_walks
 from .array_ops import Parts, concat_ranges, csr, grouped, narrow, order_by, sorted_triples, step_slices  # noqa: F401  (re-exported)
 from .assemble import Interiors, assemble
@@ -93,6 +93,8 @@ class _Arcs:
     def of(dfa) -> "_Arcs":
         if isinstance(dfa, _Arcs):  # (`char_arcs`: read from a `CharDFA` beforehand)
             return dfa
+        if isinstance(dfa, ByteArcs):  # (read from OpenFst bytes: the arcs of its `CharDFA`, no table)
+            return _Arcs(dfa.num_states, dfa.start, dfa.final, dfa.src, dfa.byte, dfa.dst)
         if isinstance(dfa, CharDFA):
             q, b = np.nonzero(dfa.next >= 0)  # row-major: sorted by state, then byte
             arcs = _Arcs(dfa.num_states, dfa.start, dfa.final, q, b, dfa.next[q, b].astype(np.int64))
@@ -162,10 +164,10 @@ class _Arcs:
         return np.where(self.key[pos] == key, self.dst[pos], -1)
 
 
-def char_arcs(dfa: CharDFA) -> _Arcs:
+def char_arcs(dfa: CharDFA | ByteArcs) -> _Arcs:
     """The arcs `lift` reads of ``dfa`` (its [S, 256] table kept only where it is the lift's step
-    table, `DENSE_STEP_CELLS`): the caller can let the table go before the lift. ``lift`` of the
-    result is ``lift`` of ``dfa``."""
+    table, `DENSE_STEP_CELLS`, and built from the arcs of a `ByteArcs` there): the caller can let
+    the table go before the lift. ``lift`` of the result is ``lift`` of ``dfa``."""
     return _Arcs.of(dfa)
 
 
@@ -180,7 +182,7 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     if isinstance(dfa, list):  # taken out of the list: the caller's arcs go once renumbered (`_chains`)
         dfa = dfa.pop()
     if share_walks is None:
-        share_walks = isinstance(dfa, (CharDFA, _Arcs))
+        share_walks = isinstance(dfa, (CharDFA, ByteArcs, _Arcs))
     dfa = _Arcs.of(dfa)
     chains = _chains(dfa, trie) if share_walks else None
     if chains is not None:
@@ -242,6 +244,8 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         block = np.concatenate([block, np.where(own[x_g], nb + x_g, reps[x_g]), f_b])
         del x_g, x_n, x_s, f_b, f_n, f_s, fronts  # (in the frontier now: not kept through the search)
     spells = trie.tok_ptr[1:] > trie.tok_ptr[:-1]  # (per trie node: a bool per frontier pair, not two int64 gathers)
+    # the frontier as int32 (a wide one is millions of pairs, its steps' peak); a step's slices come int32 too
+    node, state, block = narrow(node), narrow(state), narrow(block)
     while len(node):
         has = spells[node]
         out_block.append(block[has])
