@@ -21,7 +21,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import chain_blocks
-from .array_ops import TRIM_ABOVE, concat_ranges, csr, grouped, index_concat, narrow, order_by, ranges, sorted_triples, sorted_triples_csr, trim_heap, unique
+from .array_ops import (
+    TRIM_ABOVE,
+    concat_ranges,
+    csr,
+    grouped,
+    index_concat,
+    narrow,
+    order_by,
+    ranges,
+    sorted_triples,
+    sorted_triples_csr,
+    trim_heap,
+    unique,
+)
 
 UNREACHABLE = np.iinfo(np.int32).max
 # Above this many absolute token arcs per character state, the searches walk distinct
