@@ -27,9 +27,10 @@ from .token_trie import spelled as _expand
 
 log = logging.getLogger(__name__)
 
-# A DFA with at most this many (state, byte) cells steps through a dense [S, 256] table (a
-# gather) instead of a binary search over its arcs; a word list's million states keep the search.
-DENSE_STEP_CELLS = 1 << 21
+# A DFA with at most this many (state, byte) cells steps through a dense [S, 256] table (one gather,
+# a fifth of a rank query's time; 40 MB at most: o77304's 34k states, not jscsrc's 114k) instead
+# of its arcs; a word list's million states keep the search.
+DENSE_STEP_CELLS = 10 << 20
 # From this many arcs per state (on average), a step looks arcs up by rank in a bitmap of the
 # [S, 256] cells (64 bytes a state, no more than the arcs' own int64 keys), not by binary search
 # (a word list's DFA, about one arc a state, keeps the search).
@@ -242,6 +243,7 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         block = np.concatenate([block, np.where(own[x_g], nb + x_g, reps[x_g]), f_b])
         del x_g, x_n, x_s, f_b, f_n, f_s, fronts  # (in the frontier now: not kept through the search)
     spells = trie.tok_ptr[1:] > trie.tok_ptr[:-1]  # (per trie node: a bool per frontier pair, not two int64 gathers)
+    block = narrow(block)  # (int32: the widest frontier's block column, gathered each step, is the BFS's peak)
     while len(node):
         has = spells[node]
         out_block.append(block[has])
@@ -388,11 +390,13 @@ class _Stepper:
         # were the lift's peak)
         first: list[list[np.ndarray]] = [[], [], []]
         second: list[list[np.ndarray]] = [[], [], []]
+        # (pair index, node and state bounded below 2**31: int32 without `narrow`'s two scans)
+        fits = max(len(node), self.trie.num_nodes, self.dfa.num_states) < 2**31
         for a, b in zip(cuts[:-1], cuts[1:]):
             one, two = self._step(node[a:b], state[a:b], a)
             for k in range(3):
-                first[k].append(narrow(one[k]))
-                second[k].append(narrow(two[k]))
+                first[k].append(one[k].astype(np.int32) if fits else narrow(one[k]))
+                second[k].append(two[k].astype(np.int32) if fits else narrow(two[k]))
             del one, two
         out = []
         for k in range(3):
@@ -403,14 +407,20 @@ class _Stepper:
     def _step(self, node: np.ndarray, state: np.ndarray, base: int | None = None):
         """One slice's extensions (with ``base``: as (trie side, arc side), indices from ``base``)."""
         t = self.trie
-        lo, n_child = t.child_lo[node], self.n_children[node]
-        alo, ahi = self.arc_ptr[state], self.arc_ptr[state + 1]
-        by_trie = n_child <= self.trie_weight * (ahi - alo)
+        n_child, alo = self.n_children[node], self.arc_ptr[state]
+        n_arc = self.arc_ptr[state + 1] - alo
+        by_trie = n_child <= self.trie_weight * n_arc
         i = np.flatnonzero(by_trie)
-        rep = np.repeat(i, n_child[i])
-        child = concat_ranges(lo[i], lo[i] + n_child[i])
-        if self.table is not None:
-            ns = self.table[state[rep], t.node_byte[child]]
+        ni = n_child[i]
+        rep = np.repeat(i, ni)
+        child = np.repeat(t.child_lo[node[i]] - (np.cumsum(ni) - ni), ni)  # (`concat_ranges`, its ends known)
+        child += np.arange(len(child))
+        if self.table is not None:  # (one gather from the flat table: a third of a 2-D index's time)
+            key = state[rep].astype(np.int64)
+            key <<= 8
+            key |= t.node_byte[child]
+            ns = self.table.reshape(-1)[key]
+            del key
         else:
             ns = self.dfa.step(state[rep], t.node_byte[child].astype(np.int64))
         keep = ns >= 0
@@ -418,8 +428,8 @@ class _Stepper:
         j = np.flatnonzero(~by_trie)
         if not len(j) and base is None:
             return src1, child1, ns1.astype(np.int64)
-        rep = np.repeat(j, (ahi - alo)[j])
-        arc = concat_ranges(alo[j], ahi[j])
+        rep = np.repeat(j, n_arc[j])
+        arc = concat_ranges(alo[j], alo[j] + n_arc[j])
         key = node[rep].astype(np.int64) * 256 + self.arc_byte[arc]
         pos = np.minimum(np.searchsorted(self.child_key, key), len(self.child_key) - 1)
         found = self.child_key[pos] == key if len(self.child_key) else np.zeros(len(key), bool)
