@@ -20,7 +20,7 @@ import numpy as np
 from ...contract.hard import factored_fst_bytes
 from ..char_dfa import CharDFA
 from . import chain_blocks, shared_walks
-from .array_ops import Parts, concat_ranges, csr, grouped, narrow, order_by, sorted_triples, step_slices  # noqa: F401  (re-exported)
+from .array_ops import Parts, concat_ranges, csr, grouped, narrow, order_by, rank_step, sorted_triples, step_slices  # noqa: F401  (re-exported)
 from .assemble import Interiors, assemble
 from .token_trie import TokenTrie, spelled_taking
 from .token_trie import spelled as _expand
@@ -148,14 +148,7 @@ class _Arcs:
         if self.table is not None:
             return self.table[state, byte]
         if self.rank is not None:
-            bits, before = self.rank
-            key = state.astype(np.int64) * 256 + byte  # (a frontier's states may come as int32)
-            w = bits[key >> 6]
-            b = (key & 63).astype(np.uint64)
-            has = (w >> b) & np.uint64(1)
-            below = w & (np.left_shift(np.uint64(1), b) - np.uint64(1))
-            pos = before[key >> 6] + np.bitwise_count(below)
-            return np.where(has.astype(bool), self.dst[np.where(has.astype(bool), pos, 0)], -1)
+            return rank_step(self.rank, self.dst, state, byte)
         key = state.astype(np.int64) * 256 + byte  # (a frontier's states may come as int32)
         pos = np.minimum(np.searchsorted(self.key, key), max(len(self.key) - 1, 0))
         if not len(self.key):
