@@ -49,3 +49,24 @@ def test_no_dense_block_at_all():
     none = np.zeros(0, np.int64)
     got = tables._dense_combinations(none, none, 4)
     assert _same(got, tables._dense_combinations_by_position(none, none, 4)) and got[0].tolist() == [0] * 4
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_rows_are_ordered_as_python_sorts_length_then_list(seed):
+    # the padded-matrix lexsort against Python's own sort of (len, list), and the large-input
+    # fallback (that sort) giving the same rows
+    rng = np.random.default_rng(100 + seed)
+    lists = [rng.integers(0, 5, size=int(rng.integers(0, 12))) for _ in range(int(rng.integers(1, 60)))]
+    uniq = {tuple(x.tolist()) for x in lists}  # (groups hold distinct lists)
+    lists = [np.asarray(x, np.int64) for x in uniq]
+    length = np.asarray([len(x) for x in lists], np.int64)
+    start = np.cumsum(length) - length
+    flat = np.concatenate(lists) if lists else np.zeros(0, np.int64)
+    want = sorted(range(len(lists)), key=lambda g: (len(lists[g]), lists[g].tolist()))
+    assert tables._by_length_then_list(flat, start, length).tolist() == want
+    S = 150
+    dstate, dblock = _random_lists(rng, S)
+    matrix = tables._dense_combinations(dstate, dblock, S)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(tables, "SORT_MATRIX_CELLS", 0)
+        assert _same(matrix, tables._dense_combinations(dstate, dblock, S))

@@ -51,3 +51,44 @@ def test_order_is_lexsort(seed):
         assert np.array_equal(_order([k, h]), np.lexsort([h, k]))
     three = [k, k % 3, rng.integers(-5, 5, n)]  # (more keys: the lexsort itself)
     assert np.array_equal(_order(three), np.lexsort(three[::-1]))
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("table", [True, False])
+@pytest.mark.parametrize("slice_limit", [None, 7])
+def test_a_step_extends_every_pair_as_a_loop_does(monkeypatch, seed, table, slice_limit):
+    # one BFS step of the lift (`_Stepper`: the trie's children or the state's arcs, the dense
+    # table's flat gather or the arcs' lookups, one slice or many) against a plain Python loop
+    from fstbeam.compiler.hard import token_fsa
+    from fstbeam.compiler.hard.token_trie import _build
+    from fstbeam.contract.vocab import Vocab
+
+    rng = np.random.default_rng(seed)
+    alphabet = b"ab\"c"
+    toks = {bytes(rng.choice(list(alphabet), int(rng.integers(1, 5)))) for _ in range(40)}
+    trie = _build(Vocab(tuple(sorted(toks)), (), frozenset(), "plain", "t"))
+    S = 12
+    cells = np.unique(rng.integers(0, S * 256, 300))
+    cells = cells[np.isin(cells % 256, list(alphabet)) | (rng.random(len(cells)) < 0.1)]
+    src, byte, dst = cells // 256, cells % 256, rng.integers(0, S, len(cells))
+    arcs = _Arcs.plain(S, src, byte, dst)
+    if not table:
+        arcs.__dict__["table"] = None
+    if slice_limit is not None:
+        monkeypatch.setattr(token_fsa, "step_slices", lambda cost: _cuts(cost, slice_limit))  # (many slices)
+    node = rng.integers(0, trie.num_nodes, 60)
+    state = rng.integers(0, S, 60)
+    got = token_fsa._Stepper(arcs, trie)(node, state)
+    delta = {(int(q), int(b)): int(r) for q, b, r in zip(src, byte, dst)}
+    want = sorted((k, c, delta[(int(state[k]), int(trie.node_byte[c]))])
+                  for k in range(len(node)) for c in range(trie.child_lo[node[k]], trie.child_hi[node[k]])
+                  if (int(state[k]), int(trie.node_byte[c])) in delta)
+    assert sorted(zip(*(x.tolist() for x in got))) == want
+
+
+def _cuts(cost: np.ndarray, limit: int) -> np.ndarray:
+    from fstbeam.compiler.hard.array_ops import step_slices
+
+    cuts = step_slices(cost, limit)
+    assert len(cuts) > 2  # (the sliced path is the one under test)
+    return cuts

@@ -222,3 +222,25 @@ def ranges(ptr: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Positions of CSR rows ``ids`` in ``ptr``'s value arrays, concatenated."""
     return concat_ranges(ptr[ids], ptr[ids + 1])
 
+
+
+def rank_step(rank: tuple[np.ndarray, np.ndarray], dst: np.ndarray, state: np.ndarray, byte: np.ndarray) -> np.ndarray:
+    """``dst`` of each (state, byte) arc found by rank (`token_fsa._Arcs.rank`: a bit per
+    (state, byte) cell in uint64 words, arcs before each word), -1 where there is none. Built in
+    place: a fifth fewer passes than plain expressions over a frontier's millions of pairs."""
+    bits, before = rank
+    one = np.uint64(1)
+    key = state.astype(np.int64)  # (a frontier's states may come as int32)
+    key <<= 8
+    key |= byte
+    word = key >> 6
+    w = bits[word]
+    key &= 63
+    has = ((w >> key.view(np.uint64)) & one).astype(bool)
+    w &= np.left_shift(one, key.view(np.uint64)) - one  # (the arcs below this one in its word)
+    pos = before[word]
+    pos += np.bitwise_count(w)
+    pos[~has] = 0
+    out = dst[pos]
+    out[~has] = -1
+    return out

@@ -20,16 +20,17 @@ import numpy as np
 from ...contract.hard import factored_fst_bytes
 from ..char_dfa import ByteArcs, CharDFA
 from . import chain_blocks, shared_walks
-from .array_ops import Parts, concat_ranges, csr, grouped, narrow, order_by, sorted_triples, step_slices  # noqa: F401  (re-exported)
+from .array_ops import Parts, concat_ranges, csr, grouped, narrow, order_by, rank_step, sorted_triples, step_slices  # noqa: F401  (re-exported)
 from .assemble import Interiors, assemble
 from .token_trie import TokenTrie, spelled_taking
 from .token_trie import spelled as _expand
 
 log = logging.getLogger(__name__)
 
-# A DFA with at most this many (state, byte) cells steps through a dense [S, 256] table (a
-# gather) instead of a binary search over its arcs; a word list's million states keep the search.
-DENSE_STEP_CELLS = 1 << 21
+# A DFA with at most this many (state, byte) cells steps through a dense [S, 256] table (one gather,
+# a fifth of a rank query's time; 40 MB at most: o77304's 34k states, not jscsrc's 114k) instead
+# of its arcs; a word list's million states keep the search.
+DENSE_STEP_CELLS = 10 << 20
 # From this many arcs per state (on average), a step looks arcs up by rank in a bitmap of the
 # [S, 256] cells (64 bytes a state, no more than the arcs' own int64 keys), not by binary search
 # (a word list's DFA, about one arc a state, keeps the search).
@@ -149,14 +150,7 @@ class _Arcs:
         if self.table is not None:
             return self.table[state, byte]
         if self.rank is not None:
-            bits, before = self.rank
-            key = state.astype(np.int64) * 256 + byte  # (a frontier's states may come as int32)
-            w = bits[key >> 6]
-            b = (key & 63).astype(np.uint64)
-            has = (w >> b) & np.uint64(1)
-            below = w & (np.left_shift(np.uint64(1), b) - np.uint64(1))
-            pos = before[key >> 6] + np.bitwise_count(below)
-            return np.where(has.astype(bool), self.dst[np.where(has.astype(bool), pos, 0)], -1)
+            return rank_step(self.rank, self.dst, state, byte)
         key = state.astype(np.int64) * 256 + byte  # (a frontier's states may come as int32)
         pos = np.minimum(np.searchsorted(self.key, key), max(len(self.key) - 1, 0))
         if not len(self.key):
@@ -394,11 +388,13 @@ class _Stepper:
         # were the lift's peak)
         first: list[list[np.ndarray]] = [[], [], []]
         second: list[list[np.ndarray]] = [[], [], []]
+        # (pair index, node and state bounded below 2**31: int32 without `narrow`'s two scans)
+        fits = max(len(node), self.trie.num_nodes, self.dfa.num_states) < 2**31
         for a, b in zip(cuts[:-1], cuts[1:]):
             one, two = self._step(node[a:b], state[a:b], a)
             for k in range(3):
-                first[k].append(narrow(one[k]))
-                second[k].append(narrow(two[k]))
+                first[k].append(one[k].astype(np.int32) if fits else narrow(one[k]))
+                second[k].append(two[k].astype(np.int32) if fits else narrow(two[k]))
             del one, two
         out = []
         for k in range(3):
@@ -409,14 +405,20 @@ class _Stepper:
     def _step(self, node: np.ndarray, state: np.ndarray, base: int | None = None):
         """One slice's extensions (with ``base``: as (trie side, arc side), indices from ``base``)."""
         t = self.trie
-        lo, n_child = t.child_lo[node], self.n_children[node]
-        alo, ahi = self.arc_ptr[state], self.arc_ptr[state + 1]
-        by_trie = n_child <= self.trie_weight * (ahi - alo)
+        n_child, alo = self.n_children[node], self.arc_ptr[state]
+        n_arc = self.arc_ptr[state + 1] - alo
+        by_trie = n_child <= self.trie_weight * n_arc
         i = np.flatnonzero(by_trie)
-        rep = np.repeat(i, n_child[i])
-        child = concat_ranges(lo[i], lo[i] + n_child[i])
-        if self.table is not None:
-            ns = self.table[state[rep], t.node_byte[child]]
+        ni = n_child[i]
+        rep = np.repeat(i, ni)
+        child = np.repeat(t.child_lo[node[i]] - (np.cumsum(ni) - ni), ni)  # (`concat_ranges`, its ends known)
+        child += np.arange(len(child))
+        if self.table is not None:  # (one gather from the flat table: a third of a 2-D index's time)
+            key = state[rep].astype(np.int64)
+            key <<= 8
+            key |= t.node_byte[child]
+            ns = self.table.reshape(-1)[key]
+            del key
         else:
             ns = self.dfa.step(state[rep], t.node_byte[child].astype(np.int64))
         keep = ns >= 0
@@ -424,8 +426,8 @@ class _Stepper:
         j = np.flatnonzero(~by_trie)
         if not len(j) and base is None:
             return src1, child1, ns1.astype(np.int64)
-        rep = np.repeat(j, (ahi - alo)[j])
-        arc = concat_ranges(alo[j], ahi[j])
+        rep = np.repeat(j, n_arc[j])
+        arc = concat_ranges(alo[j], alo[j] + n_arc[j])
         key = node[rep].astype(np.int64) * 256 + self.arc_byte[arc]
         pos = np.minimum(np.searchsorted(self.child_key, key), len(self.child_key) - 1)
         found = self.child_key[pos] == key if len(self.child_key) else np.zeros(len(key), bool)
