@@ -29,20 +29,17 @@ MAX_NAMES = 8  # 2^8 subset states at most
 def required_choices(node: Mapping[str, Any], slots: Collection[str]) -> list[tuple[str, list[list[str]]]]:
     """The node's `oneOf`/`anyOf` that are rules over its members: ``(keyword, [names of
     each branch])``. Only where the node's own object is built (an object keyword beside them,
-    no `enum`/`const`), every name is one of ``slots`` and, for a `oneOf` of two or more
-    branches, the node holds objects only (any other value meets every branch, so none)."""
+    no `enum`/`const`) and every name is one of ``slots``. (Any other value meets every branch:
+    a `oneOf` of two or more leaves the node objects only, its caller's part.)"""
     if "enum" in node or "const" in node or not any(k in node for k in _OBJECT_KEYS):
         return []
     t = node.get("type")
     if t is not None and "object" not in (t if isinstance(t, list) else [t]):
         return []
-    only_objects = t == "object" or t == ["object"]
     out = []
     for kw in ("oneOf", "anyOf"):
         branches = node.get(kw)
         if not isinstance(branches, list) or not branches:
-            continue
-        if kw == "oneOf" and len(branches) > 1 and not only_objects:
             continue
         sets = []
         for b in branches:

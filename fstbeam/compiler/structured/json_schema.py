@@ -253,7 +253,9 @@ class SchemaCompiler:
             rdepth = rdepth.below_top()
         parts: list[pynini.Fst] = []
         # a oneOf/anyOf that only requires members: a rule inside the node's own object
-        ruled = {kw for kw, _ in required_choices(node, json_containers.object_slots(node, loc))}
+        ruled = {kw: len(s) for kw, s in required_choices(node, json_containers.object_slots(node, loc))}
+        if ruled.get("oneOf", 0) > 1:  # (every other value meets all branches)
+            types = ("object",)
         ref = node.get("$ref")
         if isinstance(ref, str):
             target, tpath = self.resolver.resolve(ref, f"{path}/$ref")
