@@ -119,6 +119,18 @@ SCHEMAS = [
                       "c": {"description": "x", "not": {"required": ["a", "b"]}}}},
     {"$schema": "http://json-schema.org/draft-07/schema#", "properties": {"a": {"type": "integer"}},
      "dependencies": {"a": {"not": {"required": ["b"]}}, "b": {"not": {"required": ["c"]}}}},
+    # oneOf/anyOf that only require members: a rule over the members (required_choices)
+    {"type": "object", "properties": {"a": {"type": "integer"}},
+     "oneOf": [{"required": ["a", "b"]}, {"description": "x", "required": ["a", "c"]}]},
+    {"properties": {"a": {}}, "anyOf": [{"required": ["a"]}, {"required": ["b", "c"]}]},
+    {"properties": {"a": {}}, "oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
+    {"type": ["object", "null", "integer"], "properties": {"a": {}},
+     "oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
+    {"type": ["object", "null"], "properties": {"b": {}}, "oneOf": [{"required": ["b"]}]},
+    {"type": "object", "properties": {"a": {}, "b": {}}, "additionalProperties": False,
+     "oneOf": [{"required": ["a"]}, {"required": ["c"]}, {"required": []}]},
+    {"type": "object", "minProperties": 2, "dependentRequired": {"b": ["c"]},
+     "anyOf": [{"required": ["b"]}, {"required": ["k"]}], "oneOf": [{"required": ["a"]}]},
     # an upper bound of 0 (pynini.closure(f, 0, 0) has no upper bound)
     {"maxItems": 0},
     {"properties": {"a": {"maxItems": 0}}},

@@ -31,7 +31,9 @@ TASKS = {
         "properties": {"a": {"type": ["integer", "string"], "maxLength": 2},
                        "b": {"type": "boolean"},
                        "sub": {"$ref": "#/additionalProperties"}},
-        "oneOf": [{"required": ["a"]}, {"required": ["b"]}],
+        # (`minProperties` beside `required`, implied by it: a combinator, not the member rule
+        # of required_choices that a required-only oneOf is)
+        "oneOf": [{"required": ["a"], "minProperties": 1}, {"required": ["b"]}],
         "if": {"properties": {"a": {"type": "integer"}}},
         "then": {"properties": {"a": {"maximum": 5}}},
     },

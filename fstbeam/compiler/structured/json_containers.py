@@ -15,6 +15,7 @@ from typing import Any
 import pynini
 
 from ...fst.optimize import optimize, sigma_star
+from ..required_choices import choice_rule, required_choices
 from .json_lexical import any_char, empty, free_string, lit, number_fst, repeat, string_of
 from .json_lexical import union as union_of
 from .json_location import Location, SchemaContext
@@ -175,8 +176,9 @@ def object_value(c: SchemaContext, node: dict[str, Any], path: str, loc: Locatio
     counted = _needs_count(lo, hi, len(set(required)), None if may_extra else len(slots))
     deps = _list_dependencies(node)
     excl = member_exclusions(node, slots)
+    choices = required_choices(node, slots)  # (their combinators left out by `json_schema`)
     # own markers: one label per slot where dependencies must see which member is which
-    unique = bool(deps) or bool(excl)
+    unique = bool(deps) or bool(excl) or bool(choices)
     label = _COUNTED if counted or unique else _MARK
     slot_label: dict[str, int] = {}
     members = lit("")
@@ -213,6 +215,7 @@ def object_value(c: SchemaContext, node: dict[str, Any], path: str, loc: Locatio
              for a, bs in deps if a in slot_label]
     rules += [_excludes(own, slot_label[a], [slot_label[b] for b in bs])
               for a, bs in excl.items() if a in slot_label and all(b in slot_label for b in bs)]
+    rules += [choice_rule(kw, sets, slot_label, set(range(1, 257)) | own) for kw, sets in choices]
     return _resolve(c, members, lo, hi, counted, "{", "}", path, own=own, rules=rules)
 
 

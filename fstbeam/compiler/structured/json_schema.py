@@ -20,6 +20,7 @@ import pynini
 from ...errors import SpecError
 from ...fst.optimize import FstSizeError, optimize, optimize_in_place
 from ..exactly_one import exactly_one
+from ..required_choices import required_choices
 from . import json_containers, json_free_values, json_values
 from .json_disjoint import context_of, disjoint, type_of
 from .json_lexical import empty, lit, union
@@ -251,6 +252,10 @@ class SchemaCompiler:
             # met, joined and complemented: GeoJSON o63308's root oneOf of 9 took 23 -> 37 s)
             rdepth = rdepth.below_top()
         parts: list[pynini.Fst] = []
+        # a oneOf/anyOf that only requires members: a rule inside the node's own object
+        ruled = {kw: len(s) for kw, s in required_choices(node, json_containers.object_slots(node, loc))}
+        if ruled.get("oneOf", 0) > 1:  # (every other value meets all branches)
+            types = ("object",)
         ref = node.get("$ref")
         if isinstance(ref, str):
             target, tpath = self.resolver.resolve(ref, f"{path}/$ref")
@@ -258,10 +263,10 @@ class SchemaCompiler:
             parts.append(self.value(target, tpath, loc, inner) if inner is not None else empty())
         for i, sub in enumerate(node.get("allOf") or []):
             parts.append(self.value(sub, f"{path}/allOf/{i}", loc, rdepth))
-        if node.get("anyOf"):
+        if node.get("anyOf") and "anyOf" not in ruled:
             parts.append(union([self.value(s, f"{path}/anyOf/{i}", loc, rdepth)
                                 for i, s in enumerate(node["anyOf"])]))
-        if node.get("oneOf"):
+        if node.get("oneOf") and "oneOf" not in ruled:
             parts.append(self._held("oneOf", node, node["oneOf"], loc, rdepth,
                                     lambda: self._one_of(node, f"{path}/oneOf", loc, rdepth)))
         if "not" in node:

@@ -1,0 +1,77 @@
+"""A `oneOf`/`anyOf` whose branches only require members, as a rule over member markers.
+
+``{"type": "object", "properties": {...}, "oneOf": [{"required": ["a", "b"]},
+{"required": ["a", "c"]}]}`` (44 of the 1,600 JSON Schema Bench schemas; travis's npm deployment)
+says which *sets* of the object's own members may be present together. Compiled as combinators,
+each branch is a whole object automaton (a free-value slot per member of the location),
+determinized and counted against the others (`exactly_one`) and met with the object: seconds on
+travis. Every member of an object is written once, after a marker of its own
+(`json_containers.object_value`), so the same condition is a small automaton over those markers:
+a state per subset of the named members seen so far, final where exactly one (`oneOf`) or at
+least one (`anyOf`) branch has all of its names.
+"""
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+import pynini
+
+__all__ = ["required_choices", "choice_rule"]
+
+_NOTES = {"description", "title", "$comment"}
+# keywords that make `_typed` build the node's own object (not a free value or a type filter)
+_OBJECT_KEYS = ("properties", "required", "additionalProperties", "patternProperties",
+                "minProperties", "maxProperties", "propertyNames")
+MAX_NAMES = 8  # 2^8 subset states at most
+
+
+def required_choices(node: Mapping[str, Any], slots: Collection[str]) -> list[tuple[str, list[list[str]]]]:
+    """The node's `oneOf`/`anyOf` that are rules over its members: ``(keyword, [names of
+    each branch])``. Only where the node's own object is built (an object keyword beside them,
+    no `enum`/`const`) and every name is one of ``slots``. (Any other value meets every branch:
+    a `oneOf` of two or more leaves the node objects only, its caller's part.)"""
+    if "enum" in node or "const" in node or not any(k in node for k in _OBJECT_KEYS):
+        return []
+    t = node.get("type")
+    if t is not None and "object" not in (t if isinstance(t, list) else [t]):
+        return []
+    out = []
+    for kw in ("oneOf", "anyOf"):
+        branches = node.get(kw)
+        if not isinstance(branches, list) or not branches:
+            continue
+        sets = []
+        for b in branches:
+            names = b.get("required") if isinstance(b, dict) and set(b) - _NOTES == {"required"} else None
+            if not (isinstance(names, list) and all(isinstance(n, str) and n in slots for n in names)):
+                break
+            sets.append(list(dict.fromkeys(names)))
+        else:
+            if len({n for s in sets for n in s}) <= MAX_NAMES:
+                out.append((kw, sets))
+    return out
+
+
+def choice_rule(kind: str, sets: Sequence[Sequence[str]], slot_label: Mapping[str, int],
+                alphabet: Collection[int]) -> pynini.Fst:
+    """Label sequences over ``alphabet`` in which exactly one (``kind`` "oneOf") or at least
+    one ("anyOf") of ``sets`` has all of its members' labels (``slot_label``; a name without
+    one is a member that cannot appear). Each member label appears at most once (a slot)."""
+    names = sorted({n for s in sets for n in s if n in slot_label})
+    bit = {slot_label[n]: 1 << i for i, n in enumerate(names)}
+    needs = [sum(1 << names.index(n) for n in s) if all(n in slot_label for n in s) else None
+             for s in sets]
+    f = pynini.Fst()
+    one = pynini.Weight.one(f.weight_type())  # type: ignore[attr-defined]
+    states = [f.add_state() for _ in range(1 << len(names))]
+    f.set_start(states[0])
+    labels = sorted(alphabet)
+    for seen, s in enumerate(states):
+        met = sum(1 for need in needs if need is not None and need & seen == need)
+        if met == 1 if kind == "oneOf" else met >= 1:
+            f.set_final(s)
+        for label in labels:
+            to = states[seen | bit[label]] if label in bit else s
+            f.add_arc(s, pynini.Arc(label, label, one, to))  # type: ignore[attr-defined]
+    return f
