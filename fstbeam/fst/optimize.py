@@ -114,8 +114,10 @@ def optimize_in_place(fst: pynini.Fst, *, stage: str, max_states: int) -> pynini
     t0, n0 = time.process_time(), fst.num_states()
     fst.rmepsilon()
     t1, n1 = time.process_time(), fst.num_states()
+    # (the known properties only: testing them walks every arc, 0.6 s of circleci's 4.5M; a
+    # deterministic input that is not known to be one is determinized, one pass)
     det = pynini.I_DETERMINISTIC  # type: ignore[attr-defined]
-    if fst.properties(det, True) != det:
+    if fst.properties(det, False) != det:
         fst = pynini.determinize(fst, nstate=max_states + 1)
     if fst.num_states() > max_states:
         raise FstSizeError(f"{stage}: determinize produced more than {max_states:,} states", stage=stage,

@@ -21,7 +21,7 @@ from ...errors import SpecError
 from ...fst.optimize import FstSizeError, optimize, optimize_in_place
 from ..exactly_one import exactly_one
 from . import json_containers, json_free_values, json_values
-from .json_disjoint import context_of, disjoint, type_of
+from .json_disjoint import context_of, disjoint, join, type_of
 from .json_lexical import empty, lit, union
 from .json_location import Location, Resolver
 from .json_refs import DepthRule, PossibleTypes, RecursionReach, Unrolling, recursive_targets, repeated_nodes, unrolled_body
@@ -128,6 +128,7 @@ class SchemaCompiler:
                    if whitespace == "flexible" else lit(""))
         self._cache: dict[tuple[Any, ...], pynini.Fst] = {}
         self._opt_memo: dict[int, tuple[pynini.Fst, pynini.Fst]] = {}  # `opt_part`
+        self._joined: dict[bytes, pynini.Fst] = {}  # `join`, by content
         self._keep: list[Any] = []  # synthesized nodes, kept alive so their ids stay unique
         self.recursive, targets = recursive_targets(schema, self.resolver)
         self._reaches = RecursionReach(self.resolver, self.recursive)
@@ -183,6 +184,7 @@ class SchemaCompiler:
         t0 = time.process_time()
         body = unrolled_body(self, loc)
         self._opt_memo.clear()
+        self._joined.clear()
         self._cache.clear()  # the parts are copied into the body: free them before the largest step
         if self.ws.num_states() > 1:
             body = self.ws + body + self.ws
@@ -259,8 +261,8 @@ class SchemaCompiler:
         for i, sub in enumerate(node.get("allOf") or []):
             parts.append(self.value(sub, f"{path}/allOf/{i}", loc, rdepth))
         if node.get("anyOf"):
-            parts.append(union([self.value(s, f"{path}/anyOf/{i}", loc, rdepth)
-                                for i, s in enumerate(node["anyOf"])]))
+            parts.append(self._join(node["anyOf"], [self.value(s, f"{path}/anyOf/{i}", loc, rdepth)
+                                                    for i, s in enumerate(node["anyOf"])], path))
         if node.get("oneOf"):
             parts.append(self._held("oneOf", node, node["oneOf"], loc, rdepth,
                                     lambda: self._one_of(node, f"{path}/oneOf", loc, rdepth)))
@@ -375,10 +377,14 @@ class SchemaCompiler:
         # which accept (`exactly_one`); the others are disjoint from every branch
         paired = sorted({i for p in pairs for i in p})
         if not paired:
-            return union(langs)
+            return self._join(subs, langs, path)
         # (each branch determinized once per cached automaton, not once per oneOf it is in)
         one = exactly_one([self.opt_part(langs[i], f"{path}/{i}") for i in paired], self.max_states)
         return union([self.opt(one, path), *(lang for i, lang in enumerate(langs) if i not in paired)])
+
+    def _join(self, subs: list[Any], langs: list[pynini.Fst], path: str) -> pynini.Fst:
+        return join(subs, [self._possible.of(s) for s in subs], langs, self.resolver, path,
+                    self.max_states, self._joined)
 
     def _if(self, node: dict[str, Any], path: str, loc: Location,
             rdepth: Unrolling) -> pynini.Fst:
