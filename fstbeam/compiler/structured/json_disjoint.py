@@ -7,7 +7,6 @@ automata decide.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from decimal import Decimal
 from typing import Any
@@ -155,6 +154,8 @@ def join(subs: list[Any], kinds: list[frozenset[str]], langs: list[pynini.Fst], 
     if out.num_states() < JOIN_OPT_STATES or sum(_open_object(subs[i], kinds[i], resolver)
                                                  for i in keep) < 2:
         return out
+    import hashlib  # (here: a schema without such a union does not load it)
+
     key = hashlib.blake2b(out.write_to_string(), digest_size=20).digest()
     if key not in memo:
         try:
