@@ -8,6 +8,7 @@ automata decide.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -18,10 +19,10 @@ from ...fst.optimize import FstSizeError, optimize
 from .json_lexical import union
 from .json_location import Resolver
 
-__all__ = ["disjoint", "join"]
+__all__ = ["disjoint", "join", "open_union", "minimal_once"]
 
-# A union this large whose branches may both be objects (or both arrays) is determinized and
-# minimized where it is built (`join`); a smaller one is left to the document's minimization.
+# An `open_union` node's automaton this large is minimized where it is built (`minimal_once`); a
+# smaller one is left to the document's minimization.
 JOIN_OPT_STATES = 2_000
 
 _ALL = {"null", "boolean", "object", "array", "number", "integer", "string"}
@@ -134,34 +135,40 @@ def type_of(v: Any, draft4: bool) -> str:
     return "array" if isinstance(v, list) else "object"
 
 
-def join(subs: list[Any], kinds: list[frozenset[str]], langs: list[pynini.Fst], resolver: Resolver,
-         stage: str, max_states: int, memo: dict[bytes, pynini.Fst]) -> pynini.Fst:
-    """The union of the automata ``langs`` of ``subs`` (``kinds``: their `PossibleTypes`), the
-    branches of an `anyOf` or of a `oneOf` whose branches are disjoint. A branch automaton met
-    twice (a cached node: draft-4 `$ref`s to `{}` beside their ignored enums) is taken once.
-    Objects of one location whose undeclared members are free hold a slot for each key of the
-    location and the same free tail: two such branches repeat those once each, and the union is
-    copied into every level that holds it: minimized here when large (circleci's `step` anyOf
-    11,586 -> 2,644 states, its parameter `oneOf` of 7 13,061 -> 4,001: the whole document's
-    determinization and minimization 9.6 -> 4.8 CPU-s), once per content in ``memo`` (two
-    recursion budgets may build one union). Closed objects share little (o68391's `block`
-    oneOf, 50,746 -> 48,306 states in 2.9 s): left as they are, as is a union past ``max_states``."""
-    seen: dict[int, int] = {}
-    for i, f in enumerate(langs):
-        seen.setdefault(id(f), i)
-    keep = list(seen.values())
-    out = union([langs[i] for i in keep])
-    if out.num_states() < JOIN_OPT_STATES or sum(_open_object(subs[i], kinds[i], resolver)
-                                                 for i in keep) < 2:
-        return out
+def join(langs: list[pynini.Fst]) -> pynini.Fst:
+    """The union of the branch automata of an `anyOf` (or of a `oneOf` whose branches are
+    disjoint), each taken once (a cached node met twice: draft-4 `$ref`s to `{}` beside their
+    ignored enums, circleci's `step`)."""
+    return union(list({id(f): f for f in langs}.values()))
+
+
+def open_union(node: dict[str, Any], kinds: Callable[[Any], frozenset[str]], resolver: Resolver) -> bool:
+    """Has ``node`` an `anyOf` or `oneOf` with two branches that may be objects whose undeclared
+    members take any value? Those hold a slot for each key of their location and the same free
+    tail, repeated once per branch in their union: `minimal_once` of the node's automaton."""
+    return any(sum(_open_object(s, kinds(s), resolver) for s in node.get(kw) or []) >= 2
+               for kw in ("anyOf", "oneOf"))
+
+
+def minimal_once(fst: pynini.Fst, stage: str, max_states: int,
+                 memo: dict[bytes, pynini.Fst]) -> pynini.Fst:
+    """``fst`` (the automaton of an `open_union` node) minimized where it is large and not yet
+    deterministic, once per content in ``memo`` (two recursion budgets may build one automaton):
+    it is copied into every level that holds it (circleci's `step` anyOf 11,586 -> 2,644 states,
+    its parameter `oneOf` of 7 13,061 -> 4,001: the whole document's determinization and
+    minimization 9.6 -> 4.8 CPU-s). Closed objects share little (o68391's `block` oneOf, 50,746
+    -> 48,306 states in 2.9 s): not asked. As is past ``max_states``."""
+    det = pynini.I_DETERMINISTIC  # type: ignore[attr-defined]
+    if fst.num_states() < JOIN_OPT_STATES or fst.properties(det, False) == det:
+        return fst
     import hashlib  # (here: a schema without such a union does not load it)
 
-    key = hashlib.blake2b(out.write_to_string(), digest_size=20).digest()
+    key = hashlib.blake2b(fst.write_to_string(), digest_size=20).digest()
     if key not in memo:
         try:
-            memo[key] = optimize(out, stage=stage, max_states=max_states)
+            memo[key] = optimize(fst, stage=stage, max_states=max_states)
         except FstSizeError:
-            memo[key] = out
+            memo[key] = fst
     return memo[key].copy()
 
 

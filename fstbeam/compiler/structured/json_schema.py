@@ -21,7 +21,7 @@ from ...errors import SpecError
 from ...fst.optimize import FstSizeError, optimize, optimize_in_place
 from ..exactly_one import exactly_one
 from . import json_containers, json_free_values, json_values
-from .json_disjoint import context_of, disjoint, join, type_of
+from .json_disjoint import context_of, disjoint, join, minimal_once, open_union, type_of
 from .json_lexical import empty, lit, union
 from .json_location import Location, Resolver
 from .json_refs import DepthRule, PossibleTypes, RecursionReach, Unrolling, recursive_targets, repeated_nodes, unrolled_body
@@ -261,8 +261,8 @@ class SchemaCompiler:
         for i, sub in enumerate(node.get("allOf") or []):
             parts.append(self.value(sub, f"{path}/allOf/{i}", loc, rdepth))
         if node.get("anyOf"):
-            parts.append(self._join(node["anyOf"], [self.value(s, f"{path}/anyOf/{i}", loc, rdepth)
-                                                    for i, s in enumerate(node["anyOf"])], path))
+            parts.append(join([self.value(s, f"{path}/anyOf/{i}", loc, rdepth)
+                               for i, s in enumerate(node["anyOf"])]))
         if node.get("oneOf"):
             parts.append(self._held("oneOf", node, node["oneOf"], loc, rdepth,
                                     lambda: self._one_of(node, f"{path}/oneOf", loc, rdepth)))
@@ -279,8 +279,6 @@ class SchemaCompiler:
         # depth) instead of the depth-limited free value, which would cut the parts' nesting.
         own = self._typed(node, path, loc, rdepth, types, as_filter=bool(parts))
         out = own if own is not None else parts.pop(0)
-        if not parts:
-            return out
         # A product that outgrows its operands is minimized at once: eight if/then branches
         # over one document grew 12k -> 1.7M states as unminimized products, ~35k minimized.
         # (Minimizing every product instead costs a determinization per level above it.)
@@ -289,6 +287,8 @@ class SchemaCompiler:
             out = self.meet(out, p)
             if out.num_states() > size:
                 out = self.opt(out, path)
+        if open_union(node, self._possible.of, self.resolver):
+            return minimal_once(out, f"{self.where} {path or '/'}", self.max_states, self._joined)
         return out
 
     def _held(self, kind: str, node: dict[str, Any], subs: list[Any], loc: Location,
@@ -377,14 +377,10 @@ class SchemaCompiler:
         # which accept (`exactly_one`); the others are disjoint from every branch
         paired = sorted({i for p in pairs for i in p})
         if not paired:
-            return self._join(subs, langs, path)
+            return join(langs)
         # (each branch determinized once per cached automaton, not once per oneOf it is in)
         one = exactly_one([self.opt_part(langs[i], f"{path}/{i}") for i in paired], self.max_states)
         return union([self.opt(one, path), *(lang for i, lang in enumerate(langs) if i not in paired)])
-
-    def _join(self, subs: list[Any], langs: list[pynini.Fst], path: str) -> pynini.Fst:
-        return join(subs, [self._possible.of(s) for s in subs], langs, self.resolver, path,
-                    self.max_states, self._joined)
 
     def _if(self, node: dict[str, Any], path: str, loc: Location,
             rdepth: Unrolling) -> pynini.Fst:
