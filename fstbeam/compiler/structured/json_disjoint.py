@@ -156,7 +156,7 @@ def minimal_once(fst: pynini.Fst, stage: str, max_states: int,
     deterministic, once per content in ``memo`` (two recursion budgets may build one automaton):
     it is copied into every level that holds it (circleci's `step` anyOf 11,586 -> 2,644 states,
     its parameter `oneOf` of 7 13,061 -> 4,001: the whole document's determinization and
-    minimization 9.6 -> 4.8 CPU-s). Closed objects share little (o68391's `block` oneOf, 50,746
+    minimization 9.4 -> 4.7 CPU-s). Closed objects share little (o68391's `block` oneOf, 50,746
     -> 48,306 states in 2.9 s): not asked. As is past ``max_states``."""
     det = pynini.I_DETERMINISTIC  # type: ignore[attr-defined]
     if fst.num_states() < JOIN_OPT_STATES or fst.properties(det, False) == det:

@@ -128,7 +128,7 @@ class SchemaCompiler:
                    if whitespace == "flexible" else lit(""))
         self._cache: dict[tuple[Any, ...], pynini.Fst] = {}
         self._opt_memo: dict[int, tuple[pynini.Fst, pynini.Fst]] = {}  # `opt_part`
-        self._joined: dict[bytes, pynini.Fst] = {}  # `join`, by content
+        self._joined: dict[bytes, pynini.Fst] = {}  # `minimal_once`, by content
         self._keep: list[Any] = []  # synthesized nodes, kept alive so their ids stay unique
         self.recursive, targets = recursive_targets(schema, self.resolver)
         self._reaches = RecursionReach(self.resolver, self.recursive)
