@@ -22,7 +22,7 @@ from ...fst.optimize import FstSizeError, optimize, optimize_in_place
 from ..exactly_one import exactly_one
 from ..required_choices import required_choices
 from . import json_containers, json_free_values, json_values
-from .json_disjoint import context_of, disjoint, type_of
+from .json_disjoint import context_of, disjoint, join, minimal_once, open_union, type_of
 from .json_lexical import empty, lit, union
 from .json_location import Location, Resolver
 from .json_refs import DepthRule, PossibleTypes, RecursionReach, Unrolling, recursive_targets, repeated_nodes, unrolled_body
@@ -129,6 +129,7 @@ class SchemaCompiler:
                    if whitespace == "flexible" else lit(""))
         self._cache: dict[tuple[Any, ...], pynini.Fst] = {}
         self._opt_memo: dict[int, tuple[pynini.Fst, pynini.Fst]] = {}  # `opt_part`
+        self._joined: dict[bytes, pynini.Fst] = {}  # `minimal_once`, by content
         self._keep: list[Any] = []  # synthesized nodes, kept alive so their ids stay unique
         self.recursive, targets = recursive_targets(schema, self.resolver)
         self._reaches = RecursionReach(self.resolver, self.recursive)
@@ -184,6 +185,7 @@ class SchemaCompiler:
         t0 = time.process_time()
         body = unrolled_body(self, loc)
         self._opt_memo.clear()
+        self._joined.clear()
         self._cache.clear()  # the parts are copied into the body: free them before the largest step
         if self.ws.num_states() > 1:
             body = self.ws + body + self.ws
@@ -264,8 +266,8 @@ class SchemaCompiler:
         for i, sub in enumerate(node.get("allOf") or []):
             parts.append(self.value(sub, f"{path}/allOf/{i}", loc, rdepth))
         if node.get("anyOf") and "anyOf" not in ruled:
-            parts.append(union([self.value(s, f"{path}/anyOf/{i}", loc, rdepth)
-                                for i, s in enumerate(node["anyOf"])]))
+            parts.append(join([self.value(s, f"{path}/anyOf/{i}", loc, rdepth)
+                               for i, s in enumerate(node["anyOf"])]))
         if node.get("oneOf") and "oneOf" not in ruled:
             parts.append(self._held("oneOf", node, node["oneOf"], loc, rdepth,
                                     lambda: self._one_of(node, f"{path}/oneOf", loc, rdepth)))
@@ -282,8 +284,6 @@ class SchemaCompiler:
         # depth) instead of the depth-limited free value, which would cut the parts' nesting.
         own = self._typed(node, path, loc, rdepth, types, as_filter=bool(parts))
         out = own if own is not None else parts.pop(0)
-        if not parts:
-            return out
         # A product that outgrows its operands is minimized at once: eight if/then branches
         # over one document grew 12k -> 1.7M states as unminimized products, ~35k minimized.
         # (Minimizing every product instead costs a determinization per level above it.)
@@ -292,6 +292,8 @@ class SchemaCompiler:
             out = self.meet(out, p)
             if out.num_states() > size:
                 out = self.opt(out, path)
+        if open_union(node, self._possible.of, self.resolver):
+            return minimal_once(out, f"{self.where} {path or '/'}", self.max_states, self._joined)
         return out
 
     def _held(self, kind: str, node: dict[str, Any], subs: list[Any], loc: Location,
@@ -380,7 +382,7 @@ class SchemaCompiler:
         # which accept (`exactly_one`); the others are disjoint from every branch
         paired = sorted({i for p in pairs for i in p})
         if not paired:
-            return union(langs)
+            return join(langs)
         # (each branch determinized once per cached automaton, not once per oneOf it is in)
         one = exactly_one([self.opt_part(langs[i], f"{path}/{i}") for i in paired], self.max_states)
         return union([self.opt(one, path), *(lang for i, lang in enumerate(langs) if i not in paired)])
