@@ -7,6 +7,7 @@ automata decide.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from decimal import Decimal
@@ -161,8 +162,6 @@ def minimal_once(fst: pynini.Fst, stage: str, max_states: int,
     det = pynini.I_DETERMINISTIC  # type: ignore[attr-defined]
     if fst.num_states() < JOIN_OPT_STATES or fst.properties(det, False) == det:
         return fst
-    import hashlib  # (here: a schema without such a union does not load it)
-
     key = hashlib.blake2b(fst.write_to_string(), digest_size=20).digest()
     if key not in memo:
         try:
