@@ -70,3 +70,27 @@ def test_rows_are_ordered_as_python_sorts_length_then_list(seed):
     with pytest.MonkeyPatch.context() as m:
         m.setattr(tables, "SORT_MATRIX_CELLS", 0)
         assert _same(matrix, tables._dense_combinations(dstate, dblock, S))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_dense_rows_store_each_distinct_row_once(seed):
+    # combinations of different blocks that hold the same tokens (blocks belong to states) get one
+    # row; every combination's row is still the OR of its blocks' tokens (a Python set oracle)
+    from fstbeam.contract.bitmask import pack_bool_mask
+
+    rng = np.random.default_rng(200 + seed)
+    V = int(rng.integers(40, 300))
+    token_sets = [np.unique(rng.integers(0, V, size=int(rng.integers(1, 30)))) for _ in range(6)]
+    blocks = [token_sets[int(rng.integers(len(token_sets)))] for _ in range(int(rng.integers(4, 40)))]
+    ptr = np.concatenate([[0], np.cumsum([len(b) for b in blocks])]).astype(np.int64)
+    block_key = np.concatenate([b + i * V for i, b in enumerate(blocks)]).astype(np.int64)
+    combos = [np.zeros(0, np.int64)] + [np.unique(rng.integers(0, len(blocks), size=int(rng.integers(1, 4))))
+                                       for _ in range(int(rng.integers(1, 30)))]
+    rows, row_of = tables._dense_rows(combos, ptr, block_key, V)
+    assert row_of[0] == 0 and not rows[0].any()
+    assert len({r.tobytes() for r in rows}) == len(rows)  # each distinct row once
+    for c, blk in enumerate(combos):
+        want = np.zeros(V, bool)
+        for b in blk.tolist():
+            want[blocks[b]] = True
+        assert np.array_equal(rows[row_of[c]], pack_bool_mask(want))

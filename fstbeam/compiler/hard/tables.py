@@ -116,7 +116,8 @@ def build_tables(
     fields = {k: getattr(fsa, k) for k in ("final", "dist_to_final", "state_block_id", "state_block_ptr", "block_next",
                                           "block_ptr", "state_block_offset", "state_block_exit")}
     del fsa
-    dense_masks = _dense_rows(combo_blocks, fields["block_ptr"], block_key, V)
+    dense_masks, row_of_combo = _dense_rows(combo_blocks, fields["block_ptr"], block_key, V)
+    state_row = row_of_combo[state_row]
     # (the token automaton's arrays are shared, not copied: both are read-only, and the lift's
     # next states alone are 80 MB on a large schema)
     return HardTables(
@@ -223,8 +224,12 @@ def _dense_combinations_by_position(dstate: np.ndarray, dblock: np.ndarray, S: i
     return row.astype(np.int32), blocks
 
 
-def _dense_rows(combo_blocks: list[np.ndarray], ptr: np.ndarray, block_key: np.ndarray, V: int) -> np.ndarray:
-    """Bit rows: the OR of each combination's blocks. The current row's tokens are marked in one
+def _dense_rows(combo_blocks: list[np.ndarray], ptr: np.ndarray, block_key: np.ndarray,
+                V: int) -> tuple[np.ndarray, np.ndarray]:
+    """(bit rows, row of each combination): the OR of each combination's blocks, each distinct row
+    stored once. Combinations of different blocks often hold the same tokens: blocks belong to
+    states, and every string interior's blocks hold the same ~250k tokens (jscsrc: 12,696
+    combinations, 183 distinct rows: 397 MB -> 6 MB). The current row's tokens are marked in one
     reused bool row, packed once per row (packing every block into its own 32 KiB row first cost
     a gigabyte of zeroed rows at a million words). Going from one row to the next only unmarks
     the blocks it drops and marks the ones it adds: the rows that share a string's ~250k interior
@@ -233,8 +238,10 @@ def _dense_rows(combo_blocks: list[np.ndarray], ptr: np.ndarray, block_key: np.n
     tokens that leave it); a row whose marks do not add up to its blocks' sizes is marked anew.
     A block's tokens are read from its keys (``block * V + token``, `build_tables`)."""
     width = bitmask_width(V)
-    masks = np.zeros((len(combo_blocks), width), dtype=np.int32)
     marks = np.zeros(width * 32, dtype=bool)  # packs to exactly ``width`` words
+    rows = [np.zeros(width, dtype=np.int32)]  # row 0: no dense block
+    row_of: dict[bytes, int] = {rows[0].tobytes(): 0}
+    row_of_combo = np.zeros(len(combo_blocks), dtype=np.int32)
 
     def toks(b: int) -> np.ndarray:  # block b's tokens, from its keys (b * V + token)
         return block_key[ptr[b]:ptr[b + 1]] - b * V
@@ -253,8 +260,12 @@ def _dense_rows(combo_blocks: list[np.ndarray], ptr: np.ndarray, block_key: np.n
             marks[:] = False
             for b in ids:
                 marks[toks(b)] = True
-        masks[row] = pack_bool_mask(marks)
-    return masks
+        packed = pack_bool_mask(marks)
+        found = row_of.setdefault(packed.tobytes(), len(rows))
+        if found == len(rows):
+            rows.append(packed)
+        row_of_combo[row] = found
+    return np.stack(rows), row_of_combo
 
 
 def _first_bytes(vocab: Vocab) -> np.ndarray:
