@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from . import walk_memo
-from .array_ops import unique
+from .array_ops import concat_ranges, unique
 
 if TYPE_CHECKING:
     from .token_trie import TokenTrie
@@ -135,13 +135,15 @@ class Shape:
             lo, hi = int(arcs.ptr[s]), int(arcs.ptr[s + 1])
             byte, nxt = arcs.byte[lo:hi], arcs.dst[lo:hi]
             inside = comp[nxt] == comp[root]
-            targets = []
-            for t in nxt[inside].tolist():
+            # targets numbered on first sight, arcs in byte order (a string interior's state has
+            # ~100 inside arcs to a few states: the distinct ones in Python, the arcs in C)
+            t_in = nxt[inside].tolist()
+            for t in dict.fromkeys(t_in):
                 if t not in canon:
                     canon[t] = len(members)
                     members.append(t)
-                targets.append(canon[t])
-            rows.append((byte[inside].astype(np.int64), np.asarray(targets, np.int64), byte[~inside].astype(np.int64)))
+            targets = np.fromiter(map(canon.__getitem__, t_in), np.int64, len(t_in))
+            rows.append((byte[inside].astype(np.int64), targets, byte[~inside].astype(np.int64)))
             i += 1
         self.members = np.asarray(members, np.int64)  # canonical id -> concrete state
         self.rows = rows  # per canonical state: (inside bytes, their canonical targets, exit bytes)
@@ -151,6 +153,13 @@ class Shape:
                 h.update(a.tobytes())
                 h.update(b"|")
         self.key = h.hexdigest()
+
+    @classmethod
+    def of(cls, members: np.ndarray, rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]], key: str) -> "Shape":
+        """A shape known beforehand (`shapes_of`): ``members`` in canonical order, its rows and key."""
+        shape = cls.__new__(cls)
+        shape.members, shape.rows, shape.key = members, rows, key
+        return shape
 
     def arcs(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
         """The interior as `_Arcs`-like arrays: exits go to the sink state ``len(members)``."""
@@ -194,6 +203,52 @@ def canonical_shape(arcs: Any, comp: np.ndarray, members: np.ndarray) -> Shape:
     return min((Shape(arcs, comp, s) for s, g in zip(members.tolist(), sig) if g == low), key=lambda sh: sh.key)
 
 
+# Shapes met before (the process's), by their component's layout relative to its first member:
+# the copies of a string interior are laid out alike in every schema, and numbering one from its
+# canonical root (`canonical_shape`, Python per state) was half of a median schema's `share`.
+SHAPE_LAYOUTS = 4096
+_LAYOUTS: dict[bytes, tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray, np.ndarray]], str]] = {}
+
+
+def shapes_of(arcs: Any, comp: np.ndarray, order: np.ndarray, bounds: np.ndarray, comps: list[int]) -> dict[int, Shape]:
+    """`canonical_shape` of each component in ``comps`` (its members ``order[bounds[c]:bounds[c + 1]]``,
+    ascending). A component laid out as one met before (the same arcs between the same members,
+    the same exit bytes, every state counted from the first member) has the same shape, its
+    members shifted: taken from `_LAYOUTS`, not numbered again."""
+    cs = np.asarray(comps, np.int64)
+    m_lo, m_hi = bounds[cs], bounds[cs + 1]
+    n_mem = m_hi - m_lo
+    mem = order[concat_ranges(m_lo, m_hi)].astype(np.int64)
+    m_first = np.cumsum(n_mem) - n_mem
+    base = mem[m_first]
+    rel_mem = mem - np.repeat(base, n_mem)
+    a_lo, a_hi = arcs.ptr[mem], arcs.ptr[mem + 1]
+    n_arc = a_hi - a_lo
+    pos = concat_ranges(a_lo, a_hi)
+    a_base = np.repeat(np.repeat(base, n_mem), n_arc)
+    dst = arcs.dst[pos]
+    inside = comp[dst] == np.repeat(np.repeat(cs, n_mem), n_arc)
+    # per arc: its source and target counted from the first member (-1: an exit), and its byte
+    cols = np.stack([np.repeat(rel_mem, n_arc), np.where(inside, dst - a_base, -1), arcs.byte[pos]], axis=1).astype(np.int64)
+    arc_ends = np.cumsum(np.add.reduceat(n_arc, m_first) if len(n_arc) else n_arc)
+    out: dict[int, Shape] = {}
+    for k, c in enumerate(comps):
+        a, b = int(m_first[k]), int(m_first[k] + n_mem[k])
+        layout = rel_mem[a:b].tobytes() + b"|" + cols[int(arc_ends[k - 1]) if k else 0:int(arc_ends[k])].tobytes()
+        lkey = hashlib.sha1(layout).digest()
+        hit = _LAYOUTS.get(lkey)
+        offset = int(base[k])
+        if hit is None:
+            shape = canonical_shape(arcs, comp, mem[a:b])
+            if len(_LAYOUTS) >= SHAPE_LAYOUTS:
+                _LAYOUTS.clear()
+            _LAYOUTS[lkey] = (shape.members - offset, shape.rows, shape.key)
+        else:
+            shape = Shape.of(hit[0] + offset, hit[1], hit[2])
+        out[c] = shape
+    return out
+
+
 @dataclass(frozen=True, eq=False)
 class Shared:
     """What `share` hands the lift: blocks it walked, their interiors, the exits to walk on."""
@@ -233,7 +288,7 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
         by_comp.setdefault(int(comp[r]), []).append(r)
     order = np.argsort(comp, kind="stable")
     bounds = np.searchsorted(comp[order], np.arange(int(comp.max()) + 2))
-    shapes = {c: canonical_shape(dfa, comp, order[bounds[c]:bounds[c + 1]]) for c in by_comp}
+    shapes = shapes_of(dfa, comp, order, bounds, list(by_comp))
     count = Counter(shape.key for shape in shapes.values())
     # the blocks of each component's roots, grouped once (an `isin` per component was quadratic:
     # 14 CPU-s of o21267's lift, thousands of string fields times a million blocks)
