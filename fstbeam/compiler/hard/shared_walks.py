@@ -310,6 +310,7 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
         inner_next: list[tuple[np.ndarray, ...]] = []
         absolute: list[tuple[np.ndarray, ...]] = []
         exits: list[tuple[np.ndarray, ...]] = []  # (block, child node, concrete state): walked on below in one step
+        gathered: dict[tuple[str, bytes], list[Any]] = {}  # (shape, start codes) -> [its exits, its token ends]
         for c, shape in shapes.items():
             # a shape met once, and not shared before, is not shared (no exits to link, no offsets)
             is_shared = count[shape.key] >= 2 or shape.key in known
@@ -320,24 +321,31 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
             codes = canon * 256 + blk_byte[blocks]
             walks = walk_memo.walks_for(trie, shape.key, len(members), is_shared)
             walks.ensure(shape, trie, codes, make_arcs, stepper_cls)
-            i, x_n, x_s = walks.exits(codes)
+            # the copies of a shape mostly start from the same codes: their walks gathered once
+            met = gathered.get((shape.key, codes.tobytes()))
+            if met is None:
+                met = gathered[shape.key, codes.tobytes()] = [walks.exits(codes), None]
+            i, x_n, x_s = met[0]
             exits.append((blocks[i], x_n, members[x_s]))
             handled[blocks] = True
             if not is_shared:
-                i, e_n, e_s = walks.ends(codes)
+                if met[1] is None:
+                    met[1] = walks.ends(codes)
+                i, e_n, e_s = met[1]
                 absolute.append((blocks[i], e_n, members[e_s]))
                 continue
             # interior ids: one per (shape, start code), numbered in the order the blocks meet them
             ids = ids_of.setdefault(shape.key, np.full(len(members) * 256, -1, np.int64))
-            uniq, first = np.unique(codes, return_index=True)
-            new = uniq[np.argsort(first, kind="stable")]
-            new = new[ids[new] < 0]
-            ids[new] = n_inner + np.arange(len(new))
-            n_inner += len(new)
-            i, tok, rel = walks.tokens(trie, new)
-            inner_arcs.append((ids[new][i], tok, rel))  # (new ids ascending: the parts stay sorted)
-            i, rel = walks.next_states(trie, new)
-            inner_next.append((ids[new][i], rel))
+            new = codes[ids[codes] < 0]
+            if len(new):
+                uniq, first = np.unique(new, return_index=True)
+                new = uniq[np.argsort(first, kind="stable")]
+                ids[new] = n_inner + np.arange(len(new))
+                n_inner += len(new)
+                i, tok, rel = walks.tokens(trie, new)
+                inner_arcs.append((ids[new][i], tok, rel))  # (new ids ascending: the parts stay sorted)
+                i, rel = walks.next_states(trie, new)
+                inner_next.append((ids[new][i], rel))
             blk_inner[blocks], blk_copy[blocks] = ids[codes], len(copies)
             copies.append(members)
     empty = (np.zeros(0, np.int64),) * 3
