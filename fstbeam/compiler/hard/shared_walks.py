@@ -65,28 +65,43 @@ def components(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray 
     for root in range(num_states):
         if index[root] >= 0:
             continue
-        work = [(root, starts[root])]
+        if starts[root] == starts[root + 1]:  # no successor: a component of its own (most states
+            index[root] = counter  # of `regions`' second pass, whose edges stay inside large components)
+            counter += 1
+            comp[root] = n_comp
+            n_comp += 1
+            continue
+        # the DFS path as two lists (state, next edge to read): no tuple per edge
+        path_v, path_i = [root], [starts[root]]
         index[root] = low[root] = counter
         counter += 1
         stack.append(root)
         on_stack[root] = True
-        while work:
-            v, i = work[-1]
-            if i < starts[v + 1]:
-                work[-1] = (v, i + 1)
+        while path_v:
+            v, i = path_v[-1], path_i[-1]
+            end = starts[v + 1]
+            w = -1
+            while i < end:  # the successors already visited, in one tight loop
                 w = succ[i]
+                i += 1
                 if index[w] < 0:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on_stack[w] = True
-                    work.append((w, starts[w]))
-                elif on_stack[w] and index[w] < low[v]:
+                    break
+                if on_stack[w] and index[w] < low[v]:
                     low[v] = index[w]
+                w = -1
+            if w >= 0:  # descend into w
+                path_i[-1] = i
+                index[w] = low[w] = counter
+                counter += 1
+                stack.append(w)
+                on_stack[w] = True
+                path_v.append(w)
+                path_i.append(starts[w])
                 continue
-            work.pop()
-            if work:
-                u = work[-1][0]
+            path_v.pop()
+            path_i.pop()
+            if path_v:
+                u = path_v[-1]
                 if low[v] < low[u]:
                     low[u] = low[v]
             if low[v] == index[v]:
@@ -113,9 +128,12 @@ def regions(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.ndarray)
     big = np.bincount(comp)[comp] > MAX_COMPONENT
     if not big.any():
         return comp
+    inner = np.flatnonzero(big[src] & big[dst])
     pair = src.astype(np.int64) * num_states + dst
-    _, inv, cnt = np.unique(pair, return_inverse=True, return_counts=True)
-    keep = ~((cnt[inv] == 1) & (byte < 0x80)) & big[src] & big[dst]
+    every = np.sort(pair)  # (the arcs between the same two states counted by two searches: no np.unique)
+    pair = pair[inner]
+    single = np.searchsorted(every, pair, "right") - np.searchsorted(every, pair) == 1
+    keep = inner[~(single & (byte[inner] < 0x80))]
     fine = components(num_states, src[keep], dst[keep])
     if fine is None:
         return comp
