@@ -199,11 +199,12 @@ def roots_worth_sharing(arcs: Any, comp: np.ndarray, states: np.ndarray) -> np.n
     """bool per state in ``states``: a root whose component keeps many bytes inside."""
     lo, hi = arcs.ptr[states], arcs.ptr[states + 1]
     out = np.zeros(len(states), bool)
-    size = np.bincount(comp)
-    for i, (s, a, b) in enumerate(zip(states.tolist(), lo.tolist(), hi.tolist())):
-        if b - a < MIN_INSIDE_BYTES or size[comp[s]] > MAX_COMPONENT:
-            continue
-        out[i] = int((comp[arcs.dst[a:b]] == comp[s]).sum()) >= MIN_INSIDE_BYTES
+    cand = np.flatnonzero((hi - lo >= MIN_INSIDE_BYTES) & (np.bincount(comp)[comp[states]] <= MAX_COMPONENT))
+    if not len(cand):
+        return out
+    n = hi[cand] - lo[cand]
+    inside = comp[arcs.dst[concat_ranges(lo[cand], hi[cand])]] == np.repeat(comp[states[cand]], n)
+    out[cand] = np.add.reduceat(inside.astype(np.int64), np.cumsum(n) - n) >= MIN_INSIDE_BYTES
     return out
 
 
