@@ -225,8 +225,10 @@ def canonical_shape(arcs: Any, comp: np.ndarray, members: np.ndarray) -> Shape:
 # Shapes met before (the process's), by their component's layout relative to its first member:
 # the copies of a string interior are laid out alike in every schema, and numbering one from its
 # canonical root (`canonical_shape`, Python per state) was half of a median schema's `share`.
-SHAPE_LAYOUTS = 4096
+# Forgotten all at once past this many bytes of shapes (a string interior's: ~20 KB).
+SHAPE_LAYOUT_BYTES = 16 << 20
 _LAYOUTS: dict[bytes, tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray, np.ndarray]], str]] = {}
+_layout_bytes = [0]
 
 
 def shapes_of(arcs: Any, comp: np.ndarray, order: np.ndarray, bounds: np.ndarray, comps: list[int]) -> dict[int, Shape]:
@@ -259,9 +261,12 @@ def shapes_of(arcs: Any, comp: np.ndarray, order: np.ndarray, bounds: np.ndarray
         offset = int(base[k])
         if hit is None:
             shape = canonical_shape(arcs, comp, mem[a:b])
-            if len(_LAYOUTS) >= SHAPE_LAYOUTS:
+            size = shape.members.nbytes + sum(x.nbytes for row in shape.rows for x in row)
+            if _layout_bytes[0] + size > SHAPE_LAYOUT_BYTES:
                 _LAYOUTS.clear()
+                _layout_bytes[0] = 0
             _LAYOUTS[lkey] = (shape.members - offset, shape.rows, shape.key)
+            _layout_bytes[0] += size
         else:
             shape = Shape.of(hit[0] + offset, hit[1], hit[2])
         out[c] = shape
