@@ -94,3 +94,25 @@ def test_dense_rows_store_each_distinct_row_once(seed):
         for b in blk.tolist():
             want[blocks[b]] = True
         assert np.array_equal(rows[row_of[c]], pack_bool_mask(want))
+
+
+def test_blocks_with_equal_sums_but_other_tokens_are_other_classes():
+    # {1, 5, 6} and {2, 3, 7}: the same size, sum and sum of squares (the candidates' key), other
+    # tokens: compared token by token, they stay apart; a true copy of a block joins its class
+    from fstbeam.contract.bitmask import pack_bool_mask
+
+    V = 10
+    blocks = [np.array([1, 5, 6]), np.array([2, 3, 7]), np.array([1, 5, 6]), np.array([0, 9])]
+    ptr = np.concatenate([[0], np.cumsum([len(b) for b in blocks])]).astype(np.int64)
+    block_key = np.concatenate([b + i * V for i, b in enumerate(blocks)]).astype(np.int64)
+    combos = [np.zeros(0, np.int64), np.array([0]), np.array([1]), np.array([2]), np.array([1, 2]), np.array([3])]
+    cls, first = tables._token_classes(combos, ptr, block_key, V)
+    assert cls[0] == cls[2] != cls[1] and len(set(cls.tolist())) == 3
+    assert all(np.array_equal(blocks[first[cls[b]]], blocks[b]) for b in range(len(blocks)))
+    rows, row_of = tables._dense_rows(combos, ptr, block_key, V)
+    for c, blk in enumerate(combos):
+        want = np.zeros(V, bool)
+        for b in blk.tolist():
+            want[blocks[b]] = True
+        assert np.array_equal(rows[row_of[c]], pack_bool_mask(want))
+    assert row_of[1] == row_of[3] != row_of[2]

@@ -19,7 +19,7 @@ from shared_oracle import assert_same_language
 from fstbeam.compiler.char_dfa import fst_to_dfa
 from fstbeam.compiler.hard import shared_walks, walk_memo
 from fstbeam.compiler.hard.tables import build_tables
-from fstbeam.compiler.hard.token_fsa import lift
+from fstbeam.compiler.hard.token_fsa import char_arcs, lift
 from fstbeam.compiler.hard.token_trie import token_trie
 from fstbeam.contract.vocab import Vocab
 
@@ -143,3 +143,28 @@ def test_a_bounded_memo_lets_walks_go_but_not_what_is_shared(share_small_interio
     for a, b in zip(ref, got):
         assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
     assert any((np.asarray(t["state_block_offset"]) > 0).any() for t in got if "state_block_offset" in t)
+
+
+def test_shapes_from_the_layout_memo_are_the_numbered_ones(monkeypatch):
+    """`shapes_of` takes a component's shape from the layout memo where a component laid out
+    alike was numbered before (here: the other string fields of a record, then a second record
+    met with a full memo); each is the shape `canonical_shape` numbers from scratch."""
+    monkeypatch.setattr(shared_walks, "_LAYOUTS", {})
+    numbered, met = [], 0
+    numbering = shared_walks.canonical_shape
+    monkeypatch.setattr(shared_walks, "canonical_shape", lambda *a: numbered.append(1) or numbering(*a))
+    for fst in (record(4), accep("[") + record(3) + accep(",") + record(5) + accep("]")):
+        dfa = dfa_of(fst)
+        arcs = char_arcs(dfa)
+        comp = shared_walks.regions(arcs.num_states, arcs.src, arcs.byte, arcs.dst)
+        comps = sorted({int(c) for c in comp[np.flatnonzero(np.bincount(comp)[comp] > 1)]})
+        assert len(comps) >= 4  # the string interiors
+        order = np.argsort(comp, kind="stable")
+        bounds = np.searchsorted(comp[order], np.arange(int(comp.max()) + 2))
+        got = shared_walks.shapes_of(arcs, comp, order, bounds, comps)
+        met += len(comps)
+        for c in comps:
+            want = numbering(arcs, comp, order[bounds[c]:bounds[c + 1]])
+            assert got[c].key == want.key and np.array_equal(got[c].members, want.members)
+            assert all(all(np.array_equal(x, y) for x, y in zip(r, s)) for r, s in zip(got[c].rows, want.rows))
+    assert 0 < len(numbered) == len(shared_walks._LAYOUTS) < met / 2  # most copies were taken from the memo

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from . import walk_memo
-from .array_ops import unique
+from .array_ops import concat_ranges, unique
 
 if TYPE_CHECKING:
     from .token_trie import TokenTrie
@@ -65,28 +65,43 @@ def components(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray 
     for root in range(num_states):
         if index[root] >= 0:
             continue
-        work = [(root, starts[root])]
+        if starts[root] == starts[root + 1]:  # no successor: a component of its own (most states
+            index[root] = counter  # of `regions`' second pass, whose edges stay inside large components)
+            counter += 1
+            comp[root] = n_comp
+            n_comp += 1
+            continue
+        # the DFS path as two lists (state, next edge to read): no tuple per edge
+        path_v, path_i = [root], [starts[root]]
         index[root] = low[root] = counter
         counter += 1
         stack.append(root)
         on_stack[root] = True
-        while work:
-            v, i = work[-1]
-            if i < starts[v + 1]:
-                work[-1] = (v, i + 1)
+        while path_v:
+            v, i = path_v[-1], path_i[-1]
+            end = starts[v + 1]
+            w = -1
+            while i < end:  # the successors already visited, in one tight loop
                 w = succ[i]
+                i += 1
                 if index[w] < 0:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on_stack[w] = True
-                    work.append((w, starts[w]))
-                elif on_stack[w] and index[w] < low[v]:
+                    break
+                if on_stack[w] and index[w] < low[v]:
                     low[v] = index[w]
+                w = -1
+            if w >= 0:  # descend into w
+                path_i[-1] = i
+                index[w] = low[w] = counter
+                counter += 1
+                stack.append(w)
+                on_stack[w] = True
+                path_v.append(w)
+                path_i.append(starts[w])
                 continue
-            work.pop()
-            if work:
-                u = work[-1][0]
+            path_v.pop()
+            path_i.pop()
+            if path_v:
+                u = path_v[-1]
                 if low[v] < low[u]:
                     low[u] = low[v]
             if low[v] == index[v]:
@@ -113,9 +128,12 @@ def regions(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.ndarray)
     big = np.bincount(comp)[comp] > MAX_COMPONENT
     if not big.any():
         return comp
+    inner = np.flatnonzero(big[src] & big[dst])
     pair = src.astype(np.int64) * num_states + dst
-    _, inv, cnt = np.unique(pair, return_inverse=True, return_counts=True)
-    keep = ~((cnt[inv] == 1) & (byte < 0x80)) & big[src] & big[dst]
+    every = np.sort(pair)  # (the arcs between the same two states counted by two searches: no np.unique)
+    pair = pair[inner]
+    single = np.searchsorted(every, pair, "right") - np.searchsorted(every, pair) == 1
+    keep = inner[~(single & (byte[inner] < 0x80))]
     fine = components(num_states, src[keep], dst[keep])
     if fine is None:
         return comp
@@ -135,13 +153,15 @@ class Shape:
             lo, hi = int(arcs.ptr[s]), int(arcs.ptr[s + 1])
             byte, nxt = arcs.byte[lo:hi], arcs.dst[lo:hi]
             inside = comp[nxt] == comp[root]
-            targets = []
-            for t in nxt[inside].tolist():
+            # targets numbered on first sight, arcs in byte order (a string interior's state has
+            # ~100 inside arcs to a few states: the distinct ones in Python, the arcs in C)
+            t_in = nxt[inside].tolist()
+            for t in dict.fromkeys(t_in):
                 if t not in canon:
                     canon[t] = len(members)
                     members.append(t)
-                targets.append(canon[t])
-            rows.append((byte[inside].astype(np.int64), np.asarray(targets, np.int64), byte[~inside].astype(np.int64)))
+            targets = np.fromiter(map(canon.__getitem__, t_in), np.int64, len(t_in))
+            rows.append((byte[inside].astype(np.int64), targets, byte[~inside].astype(np.int64)))
             i += 1
         self.members = np.asarray(members, np.int64)  # canonical id -> concrete state
         self.rows = rows  # per canonical state: (inside bytes, their canonical targets, exit bytes)
@@ -151,6 +171,13 @@ class Shape:
                 h.update(a.tobytes())
                 h.update(b"|")
         self.key = h.hexdigest()
+
+    @classmethod
+    def of(cls, members: np.ndarray, rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]], key: str) -> "Shape":
+        """A shape known beforehand (`shapes_of`): ``members`` in canonical order, its rows and key."""
+        shape = cls.__new__(cls)
+        shape.members, shape.rows, shape.key = members, rows, key
+        return shape
 
     def arcs(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
         """The interior as `_Arcs`-like arrays: exits go to the sink state ``len(members)``."""
@@ -172,11 +199,12 @@ def roots_worth_sharing(arcs: Any, comp: np.ndarray, states: np.ndarray) -> np.n
     """bool per state in ``states``: a root whose component keeps many bytes inside."""
     lo, hi = arcs.ptr[states], arcs.ptr[states + 1]
     out = np.zeros(len(states), bool)
-    size = np.bincount(comp)
-    for i, (s, a, b) in enumerate(zip(states.tolist(), lo.tolist(), hi.tolist())):
-        if b - a < MIN_INSIDE_BYTES or size[comp[s]] > MAX_COMPONENT:
-            continue
-        out[i] = int((comp[arcs.dst[a:b]] == comp[s]).sum()) >= MIN_INSIDE_BYTES
+    cand = np.flatnonzero((hi - lo >= MIN_INSIDE_BYTES) & (np.bincount(comp)[comp[states]] <= MAX_COMPONENT))
+    if not len(cand):
+        return out
+    n = hi[cand] - lo[cand]
+    inside = comp[arcs.dst[concat_ranges(lo[cand], hi[cand])]] == np.repeat(comp[states[cand]], n)
+    out[cand] = np.add.reduceat(inside.astype(np.int64), np.cumsum(n) - n) >= MIN_INSIDE_BYTES
     return out
 
 
@@ -192,6 +220,57 @@ def canonical_shape(arcs: Any, comp: np.ndarray, members: np.ndarray) -> Shape:
         sig.append(hashlib.sha1(b[inside].tobytes() + b"|" + b[~inside].tobytes()).hexdigest())
     low = min(sig)
     return min((Shape(arcs, comp, s) for s, g in zip(members.tolist(), sig) if g == low), key=lambda sh: sh.key)
+
+
+# Shapes met before (the process's), by their component's layout relative to its first member:
+# the copies of a string interior are laid out alike in every schema, and numbering one from its
+# canonical root (`canonical_shape`, Python per state) was half of a median schema's `share`.
+# Forgotten all at once past this many bytes of shapes (a string interior's: ~20 KB).
+SHAPE_LAYOUT_BYTES = 16 << 20
+_LAYOUTS: dict[bytes, tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray, np.ndarray]], str]] = {}
+_layout_bytes = [0]
+
+
+def shapes_of(arcs: Any, comp: np.ndarray, order: np.ndarray, bounds: np.ndarray, comps: list[int]) -> dict[int, Shape]:
+    """`canonical_shape` of each component in ``comps`` (its members ``order[bounds[c]:bounds[c + 1]]``,
+    ascending). A component laid out as one met before (the same arcs between the same members,
+    the same exit bytes, every state counted from the first member) has the same shape, its
+    members shifted: taken from `_LAYOUTS`, not numbered again."""
+    cs = np.asarray(comps, np.int64)
+    m_lo, m_hi = bounds[cs], bounds[cs + 1]
+    n_mem = m_hi - m_lo
+    mem = order[concat_ranges(m_lo, m_hi)].astype(np.int64)
+    m_first = np.cumsum(n_mem) - n_mem
+    base = mem[m_first]
+    rel_mem = mem - np.repeat(base, n_mem)
+    a_lo, a_hi = arcs.ptr[mem], arcs.ptr[mem + 1]
+    n_arc = a_hi - a_lo
+    pos = concat_ranges(a_lo, a_hi)
+    a_base = np.repeat(np.repeat(base, n_mem), n_arc)
+    dst = arcs.dst[pos]
+    inside = comp[dst] == np.repeat(np.repeat(cs, n_mem), n_arc)
+    # per arc: its source and target counted from the first member (-1: an exit), and its byte
+    cols = np.stack([np.repeat(rel_mem, n_arc), np.where(inside, dst - a_base, -1), arcs.byte[pos]], axis=1).astype(np.int64)
+    arc_ends = np.cumsum(np.add.reduceat(n_arc, m_first) if len(n_arc) else n_arc)
+    out: dict[int, Shape] = {}
+    for k, c in enumerate(comps):
+        a, b = int(m_first[k]), int(m_first[k] + n_mem[k])
+        layout = rel_mem[a:b].tobytes() + b"|" + cols[int(arc_ends[k - 1]) if k else 0:int(arc_ends[k])].tobytes()
+        lkey = hashlib.sha1(layout).digest()
+        hit = _LAYOUTS.get(lkey)
+        offset = int(base[k])
+        if hit is None:
+            shape = canonical_shape(arcs, comp, mem[a:b])
+            size = shape.members.nbytes + sum(x.nbytes for row in shape.rows for x in row)
+            if _layout_bytes[0] + size > SHAPE_LAYOUT_BYTES:
+                _LAYOUTS.clear()
+                _layout_bytes[0] = 0
+            _LAYOUTS[lkey] = (shape.members - offset, shape.rows, shape.key)
+            _layout_bytes[0] += size
+        else:
+            shape = Shape.of(hit[0] + offset, hit[1], hit[2])
+        out[c] = shape
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -233,7 +312,7 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
         by_comp.setdefault(int(comp[r]), []).append(r)
     order = np.argsort(comp, kind="stable")
     bounds = np.searchsorted(comp[order], np.arange(int(comp.max()) + 2))
-    shapes = {c: canonical_shape(dfa, comp, order[bounds[c]:bounds[c + 1]]) for c in by_comp}
+    shapes = shapes_of(dfa, comp, order, bounds, list(by_comp))
     count = Counter(shape.key for shape in shapes.values())
     # the blocks of each component's roots, grouped once (an `isin` per component was quadratic:
     # 14 CPU-s of o21267's lift, thousands of string fields times a million blocks)
@@ -255,6 +334,7 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
         inner_next: list[tuple[np.ndarray, ...]] = []
         absolute: list[tuple[np.ndarray, ...]] = []
         exits: list[tuple[np.ndarray, ...]] = []  # (block, child node, concrete state): walked on below in one step
+        gathered: dict[tuple[str, bytes], list[Any]] = {}  # (shape, start codes) -> [its exits, its token ends]
         for c, shape in shapes.items():
             # a shape met once, and not shared before, is not shared (no exits to link, no offsets)
             is_shared = count[shape.key] >= 2 or shape.key in known
@@ -265,24 +345,31 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
             codes = canon * 256 + blk_byte[blocks]
             walks = walk_memo.walks_for(trie, shape.key, len(members), is_shared)
             walks.ensure(shape, trie, codes, make_arcs, stepper_cls)
-            i, x_n, x_s = walks.exits(codes)
+            # the copies of a shape mostly start from the same codes: their walks gathered once
+            met = gathered.get((shape.key, codes.tobytes()))
+            if met is None:
+                met = gathered[shape.key, codes.tobytes()] = [walks.exits(codes), None]
+            i, x_n, x_s = met[0]
             exits.append((blocks[i], x_n, members[x_s]))
             handled[blocks] = True
             if not is_shared:
-                i, e_n, e_s = walks.ends(codes)
+                if met[1] is None:
+                    met[1] = walks.ends(codes)
+                i, e_n, e_s = met[1]
                 absolute.append((blocks[i], e_n, members[e_s]))
                 continue
             # interior ids: one per (shape, start code), numbered in the order the blocks meet them
             ids = ids_of.setdefault(shape.key, np.full(len(members) * 256, -1, np.int64))
-            uniq, first = np.unique(codes, return_index=True)
-            new = uniq[np.argsort(first, kind="stable")]
-            new = new[ids[new] < 0]
-            ids[new] = n_inner + np.arange(len(new))
-            n_inner += len(new)
-            i, tok, rel = walks.tokens(trie, new)
-            inner_arcs.append((ids[new][i], tok, rel))  # (new ids ascending: the parts stay sorted)
-            i, rel = walks.next_states(trie, new)
-            inner_next.append((ids[new][i], rel))
+            new = codes[ids[codes] < 0]
+            if len(new):
+                uniq, first = np.unique(new, return_index=True)
+                new = uniq[np.argsort(first, kind="stable")]
+                ids[new] = n_inner + np.arange(len(new))
+                n_inner += len(new)
+                i, tok, rel = walks.tokens(trie, new)
+                inner_arcs.append((ids[new][i], tok, rel))  # (new ids ascending: the parts stay sorted)
+                i, rel = walks.next_states(trie, new)
+                inner_next.append((ids[new][i], rel))
             blk_inner[blocks], blk_copy[blocks] = ids[codes], len(copies)
             copies.append(members)
     empty = (np.zeros(0, np.int64),) * 3

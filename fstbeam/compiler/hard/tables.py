@@ -14,7 +14,7 @@ from ...contract.cache import shared_cache
 from ...contract.hard import HardTables
 from ...contract.layout import BYTE_KEYS
 from ...contract.vocab import Vocab
-from .array_ops import TRIM_ABOVE, trim_heap
+from .array_ops import TRIM_ABOVE, trim_heap, unique
 from .token_fsa import TokenFSA, concat_ranges, order_by
 
 # A block with at least this many tokens is stored as bits. Below it a sorted id list is smaller
@@ -229,43 +229,95 @@ def _dense_rows(combo_blocks: list[np.ndarray], ptr: np.ndarray, block_key: np.n
     """(bit rows, row of each combination): the OR of each combination's blocks, each distinct row
     stored once. Combinations of different blocks often hold the same tokens: blocks belong to
     states, and every string interior's blocks hold the same ~250k tokens (jscsrc: 12,696
-    combinations, 183 distinct rows: 397 MB -> 6 MB). The current row's tokens are marked in one
+    combinations, 183 distinct rows: 397 MB -> 6 MB). Blocks holding the same tokens are one
+    *class* (`_token_classes`): a combination is its set of classes, and a set met before takes
+    its row without marking anything (a median schema: ~100 combinations of ~2,000 blocks,
+    ~30 sets of ~300 classes). The current row's tokens are marked in one
     reused bool row, packed once per row (packing every block into its own 32 KiB row first cost
     a gigabyte of zeroed rows at a million words). Going from one row to the next only unmarks
-    the blocks it drops and marks the ones it adds: the rows that share a string's ~250k interior
+    the classes it drops and marks the ones it adds: the rows that share a string's ~250k interior
     tokens (its UTF-8 continuation states) do not mark them again. That is exact where a row's
-    blocks hold disjoint tokens (one block per first byte; an interior's exit block holds the
-    tokens that leave it); a row whose marks do not add up to its blocks' sizes is marked anew.
+    classes hold disjoint tokens (one block per first byte; an interior's exit block holds the
+    tokens that leave it); a row whose marks do not add up to its classes' sizes is marked anew.
     A block's tokens are read from its keys (``block * V + token``, `build_tables`)."""
     width = bitmask_width(V)
     marks = np.zeros(width * 32, dtype=bool)  # packs to exactly ``width`` words
     rows = [np.zeros(width, dtype=np.int32)]  # row 0: no dense block
     row_of: dict[bytes, int] = {rows[0].tobytes(): 0}
     row_of_combo = np.zeros(len(combo_blocks), dtype=np.int32)
+    cls, first_block = _token_classes(combo_blocks, ptr, block_key, V)
+    size = np.diff(ptr)[first_block]
 
-    def toks(b: int) -> np.ndarray:  # block b's tokens, from its keys (b * V + token)
+    def toks(c: int) -> np.ndarray:  # class c's tokens, from its first block's keys (b * V + token)
+        b = int(first_block[c])
         return block_key[ptr[b]:ptr[b + 1]] - b * V
 
+    row_of_set: dict[bytes, int] = {}
     current: set[int] = set()
     for row, blocks in enumerate(combo_blocks):
         if not len(blocks):
             continue
-        ids = set(blocks.tolist())
-        for b in current - ids:
-            marks[toks(b)] = False
-        for b in ids - current:
-            marks[toks(b)] = True
-        current = ids
-        if np.count_nonzero(marks) != int((ptr[blocks + 1] - ptr[blocks]).sum()):  # blocks that share tokens
-            marks[:] = False
-            for b in ids:
-                marks[toks(b)] = True
-        packed = pack_bool_mask(marks)
-        found = row_of.setdefault(packed.tobytes(), len(rows))
-        if found == len(rows):
-            rows.append(packed)
+        classes = unique(cls[blocks])
+        key = classes.tobytes()
+        found = row_of_set.get(key)
+        if found is None:
+            ids = set(classes.tolist())
+            for c in current - ids:
+                marks[toks(c)] = False
+            for c in ids - current:
+                marks[toks(c)] = True
+            current = ids
+            if np.count_nonzero(marks) != int(size[classes].sum()):  # classes that share tokens
+                marks[:] = False
+                for c in ids:
+                    marks[toks(c)] = True
+            packed = pack_bool_mask(marks)
+            found = row_of_set[key] = row_of.setdefault(packed.tobytes(), len(rows))
+            if found == len(rows):
+                rows.append(packed)
         row_of_combo[row] = found
     return np.stack(rows), row_of_combo
+
+
+def _token_classes(combo_blocks: list[np.ndarray], ptr: np.ndarray, block_key: np.ndarray,
+                   V: int) -> tuple[np.ndarray, np.ndarray]:
+    """(class of each block, first block of each class): the blocks of the combinations grouped
+    by their tokens (other blocks: -1). Candidates are found by each block's size and the sums of
+    its keys and their squares (one pass over the keys, no gather: ``sum(t)`` and ``sum(t * t)``
+    follow from them and the block's ``b * V``), then compared token by token with their
+    candidate class's first block; a block that differs (never seen) is a class of its own."""
+    cls = np.full(len(ptr) - 1, -1, np.int64)
+    used = unique(np.concatenate(combo_blocks)) if len(combo_blocks) > 1 else np.zeros(0, np.int64)
+    if not len(used):
+        return cls, used
+    n = (ptr[used + 1] - ptr[used]).astype(np.uint64)
+    key = block_key.view(np.uint64)  # (keys are non-negative: the same values, no copy)
+    nonempty = np.flatnonzero(np.diff(ptr) > 0)  # (reduceat over the nonempty blocks: every key counted once)
+    s1 = np.zeros(len(ptr) - 1, np.uint64)
+    s2 = np.zeros(len(ptr) - 1, np.uint64)
+    if len(nonempty):
+        s1[nonempty] = np.add.reduceat(key, ptr[nonempty])
+        s2[nonempty] = np.add.reduceat(key * key, ptr[nonempty])
+    off = used.astype(np.uint64) * np.uint64(V)  # (sums mod 2**64: exact for equal token lists)
+    t1 = s1[used] - n * off
+    t2 = s2[used] - np.uint64(2) * off * t1 - n * off * off
+    _, first, inv = np.unique(np.stack([n, t1, t2], axis=1), axis=0, return_index=True, return_inverse=True)
+    inv = inv.ravel()
+    # compare each block with its candidate's first block where they are not the same block
+    dup = np.flatnonzero(first[inv] != np.arange(len(used)))
+    if len(dup):
+        a, b = used[dup], used[first[inv[dup]]]
+        pa = concat_ranges(ptr[a], ptr[a + 1])
+        pb = concat_ranges(ptr[b], ptr[b + 1])
+        shift = np.repeat((a - b) * V, ptr[a + 1] - ptr[a])
+        bad = (block_key[pa] - block_key[pb]) != shift
+        if bad.any():
+            wrong = np.zeros(len(used), bool)
+            wrong[dup[np.unique(np.repeat(np.arange(len(dup)), ptr[a + 1] - ptr[a])[bad])]] = True
+            inv = np.where(wrong, len(first) + np.arange(len(used)), inv)
+            _, first, inv = np.unique(inv, return_index=True, return_inverse=True)
+    cls[used] = inv
+    return cls, used[first]
 
 
 def _first_bytes(vocab: Vocab) -> np.ndarray:
