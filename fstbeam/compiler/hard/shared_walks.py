@@ -18,6 +18,7 @@ states are laid out contiguously in that order (docs/tables.md, "Shared interior
 from __future__ import annotations
 
 import hashlib
+from array import array
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from . import walk_memo
-from .array_ops import unique
+from .array_ops import concat_ranges, unique
 
 if TYPE_CHECKING:
     from .token_trie import TokenTrie
@@ -122,34 +123,62 @@ def regions(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.ndarray)
     return np.where(big, int(comp.max()) + 1 + fine, comp)
 
 
+class Rows:
+    """Each state's row as a shape reads it, for the members of the components to number: its
+    inside arcs' bytes (int64 bytes) and targets, then its exit bytes, read with a slice each (a
+    shape numbered with numpy calls per state was 2-4 CPU-s of a large schema's lift)."""
+
+    def __init__(self, arcs: Any, comp: np.ndarray, states: np.ndarray) -> None:
+        lo, hi = arcs.ptr[states], arcs.ptr[states + 1]
+        arc = concat_ranges(lo, hi)
+        owner = np.repeat(np.arange(len(states)), hi - lo)
+        leaves = comp[arcs.dst[arc]] != comp[arcs.src[arc]]
+        o = np.lexsort((leaves, owner))  # (stable: by state, inside arcs first, each part in byte order)
+        arc, leaves, owner = arc[o], leaves[o], owner[o]
+        start = np.zeros(len(states) + 1, np.int64)
+        np.cumsum(hi - lo, out=start[1:])
+        mid = start[:-1] + np.bincount(owner[~leaves], minlength=len(states))
+        self.span = dict(zip(states.tolist(), zip(start[:-1].tolist(), mid.tolist(), start[1:].tolist())))
+        byte = arcs.byte[arc]
+        self.b8 = byte.astype(np.int64).tobytes()
+        self.own, self.width = byte.tobytes(), byte.itemsize  # (as the arcs hold them: the signatures' bytes)
+        self.dst = arcs.dst[arc].tolist()
+
+    def signature(self, s: int) -> str:
+        """Hash of ``s``'s inside and exit bytes (its row, whatever its targets)."""
+        a, m, e = self.span[s]
+        w = self.width
+        return hashlib.sha1(self.own[a * w:m * w] + b"|" + self.own[m * w:e * w]).hexdigest()
+
+
 class Shape:
     """The interior of ``root``'s component numbered from ``root`` (canonical id 0)."""
 
-    def __init__(self, arcs: Any, comp: np.ndarray, root: int) -> None:
+    def __init__(self, rows: Rows, root: int) -> None:
         members = [root]
         canon = {root: 0}
-        rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        b8, dst = rows.b8, rows.dst
+        out: list[tuple[bytes, bytes, bytes]] = []
+        h = hashlib.sha1()
         i = 0
         while i < len(members):
-            s = members[i]
-            lo, hi = int(arcs.ptr[s]), int(arcs.ptr[s + 1])
-            byte, nxt = arcs.byte[lo:hi], arcs.dst[lo:hi]
-            inside = comp[nxt] == comp[root]
+            a, m, e = rows.span[members[i]]
             targets = []
-            for t in nxt[inside].tolist():
-                if t not in canon:
-                    canon[t] = len(members)
+            for t in dst[a:m]:
+                c = canon.get(t)
+                if c is None:
+                    c = canon[t] = len(members)
                     members.append(t)
-                targets.append(canon[t])
-            rows.append((byte[inside].astype(np.int64), np.asarray(targets, np.int64), byte[~inside].astype(np.int64)))
+                targets.append(c)
+            row = (b8[8 * a:8 * m], array("q", targets).tobytes(), b8[8 * m:8 * e])
+            for x in row:
+                h.update(x)
+                h.update(b"|")
+            out.append(row)
             i += 1
         self.members = np.asarray(members, np.int64)  # canonical id -> concrete state
-        self.rows = rows  # per canonical state: (inside bytes, their canonical targets, exit bytes)
-        h = hashlib.sha1()
-        for ib, it, eb in rows:
-            for a in (ib, it, eb):
-                h.update(a.tobytes())
-                h.update(b"|")
+        # per canonical state: (inside bytes, their canonical targets, exit bytes) as int64 bytes
+        self.rows = out
         self.key = h.hexdigest()
 
     def arcs(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
@@ -158,7 +187,8 @@ class Shape:
         src: list[np.ndarray] = []
         byte: list[np.ndarray] = []
         dst: list[np.ndarray] = []
-        for q, (ib, it, eb) in enumerate(self.rows):
+        for q, row in enumerate(self.rows):
+            ib, it, eb = (np.frombuffer(x, np.int64) for x in row)
             b = np.concatenate([ib, eb])
             t = np.concatenate([it, np.full(len(eb), n, np.int64)])
             o = np.argsort(b, kind="stable")
@@ -180,18 +210,13 @@ def roots_worth_sharing(arcs: Any, comp: np.ndarray, states: np.ndarray) -> np.n
     return out
 
 
-def canonical_shape(arcs: Any, comp: np.ndarray, members: np.ndarray) -> Shape:
+def canonical_shape(rows: Rows, members: np.ndarray) -> Shape:
     """The component's shape numbered from its canonical root: the member whose shape key is
     smallest, so every copy of the component is numbered alike whatever block meets it first.
     Only the members whose own row (inside and exit bytes) has the smallest hash are tried."""
-    c = comp[members[0]]
-    sig = []
-    for s in members.tolist():
-        lo, hi = int(arcs.ptr[s]), int(arcs.ptr[s + 1])
-        b, inside = arcs.byte[lo:hi], comp[arcs.dst[lo:hi]] == c
-        sig.append(hashlib.sha1(b[inside].tobytes() + b"|" + b[~inside].tobytes()).hexdigest())
+    sig = [rows.signature(s) for s in members.tolist()]
     low = min(sig)
-    return min((Shape(arcs, comp, s) for s, g in zip(members.tolist(), sig) if g == low), key=lambda sh: sh.key)
+    return min((Shape(rows, s) for s, g in zip(members.tolist(), sig) if g == low), key=lambda sh: sh.key)
 
 
 @dataclass(frozen=True, eq=False)
@@ -233,7 +258,9 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
         by_comp.setdefault(int(comp[r]), []).append(r)
     order = np.argsort(comp, kind="stable")
     bounds = np.searchsorted(comp[order], np.arange(int(comp.max()) + 2))
-    shapes = {c: canonical_shape(dfa, comp, order[bounds[c]:bounds[c + 1]]) for c in by_comp}
+    rows = Rows(dfa, comp, np.concatenate([order[bounds[c]:bounds[c + 1]] for c in by_comp]))
+    shapes = {c: canonical_shape(rows, order[bounds[c]:bounds[c + 1]]) for c in by_comp}
+    del rows
     count = Counter(shape.key for shape in shapes.values())
     # the blocks of each component's roots, grouped once (an `isin` per component was quadratic:
     # 14 CPU-s of o21267's lift, thousands of string fields times a million blocks)
