@@ -143,3 +143,37 @@ def test_a_bounded_memo_lets_walks_go_but_not_what_is_shared(share_small_interio
     for a, b in zip(ref, got):
         assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
     assert any((np.asarray(t["state_block_offset"]) > 0).any() for t in got if "state_block_offset" in t)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(1, 7), seed=st.integers(0, 2**32 - 1))
+def test_a_shape_is_the_same_for_every_numbering_of_a_component(n, seed):
+    # a random DFA (some arcs leaving to an outside state n) and a relabelled copy of it: both
+    # numbered from their canonical roots give the same key, rows and arcs, and the members map
+    # every inside arc of one onto the other's (the numbering is an isomorphism)
+    rng = np.random.default_rng(seed)
+    rows = {(int(q), int(b)): int(t) for q, b, t in zip(rng.integers(0, n, 40), rng.integers(32, 40, 40),
+                                                        rng.integers(0, n + 1, 40))}
+    perm = np.r_[rng.permutation(n), n]
+    keys = []
+    for p in (np.arange(n + 1), perm):
+        arcs = sorted((int(p[q]), b, int(p[t])) for (q, b), t in rows.items())
+        src, byte, dst = (np.array([a[i] for a in arcs], np.int64).reshape(-1) for i in range(3))
+
+        class Arcs:
+            pass
+        a = Arcs()
+        a.src, a.byte, a.dst = src, byte, dst
+        a.ptr = np.searchsorted(src, np.arange(n + 2))
+        comp = shared_walks.components(n + 1, src, dst)
+        members = np.flatnonzero(comp == comp[int(p[0])])
+        shape = shared_walks.canonical_shape(shared_walks.Rows(a, comp, members), members)
+        assert sorted(shape.members.tolist()) == sorted(members.tolist())
+        canon = {int(s): i for i, s in enumerate(shape.members.tolist())}
+        inside = {(canon[q], b, canon[t]) for q, b, t in arcs if q in canon and t in canon}
+        s_n, s_src, s_byte, s_dst = shape.arcs()
+        assert {(q, b, t) for q, b, t in zip(s_src.tolist(), s_byte.tolist(), s_dst.tolist()) if t < s_n - 1} == inside
+        exits = {(canon[q], b) for q, b, t in arcs if q in canon and t not in canon}
+        assert {(q, b) for q, b, t in zip(s_src.tolist(), s_byte.tolist(), s_dst.tolist()) if t == s_n - 1} == exits
+        keys.append((shape.key, shape.rows, len(members)))
+    assert keys[0] == keys[1]
