@@ -18,6 +18,7 @@ states are laid out contiguously in that order (docs/tables.md, "Shared interior
 from __future__ import annotations
 
 import hashlib
+from array import array
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
@@ -140,40 +141,66 @@ def regions(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.ndarray)
     return np.where(big, int(comp.max()) + 1 + fine, comp)
 
 
+class Rows:
+    """Each state's row as a shape reads it, for the members of the components to number: its
+    inside arcs' bytes (int64 bytes) and targets, then its exit bytes, read with a slice each (a
+    shape numbered with numpy calls per state was 2-4 CPU-s of a large schema's lift)."""
+
+    def __init__(self, arcs: Any, comp: np.ndarray, states: np.ndarray) -> None:
+        lo, hi = arcs.ptr[states], arcs.ptr[states + 1]
+        arc = concat_ranges(lo, hi)
+        owner = np.repeat(np.arange(len(states)), hi - lo)
+        leaves = comp[arcs.dst[arc]] != comp[arcs.src[arc]]
+        o = np.lexsort((leaves, owner))  # (stable: by state, inside arcs first, each part in byte order)
+        arc, leaves, owner = arc[o], leaves[o], owner[o]
+        start = np.zeros(len(states) + 1, np.int64)
+        np.cumsum(hi - lo, out=start[1:])
+        mid = start[:-1] + np.bincount(owner[~leaves], minlength=len(states))
+        self.span = dict(zip(states.tolist(), zip(start[:-1].tolist(), mid.tolist(), start[1:].tolist())))
+        byte = arcs.byte[arc]
+        self.b8 = byte.astype(np.int64).tobytes()
+        self.own, self.width = byte.tobytes(), byte.itemsize  # (as the arcs hold them: the signatures' bytes)
+        self.dst = arcs.dst[arc].tolist()
+
+    def signature(self, s: int) -> str:
+        """Hash of ``s``'s inside and exit bytes (its row, whatever its targets)."""
+        a, m, e = self.span[s]
+        w = self.width
+        return hashlib.sha1(self.own[a * w:m * w] + b"|" + self.own[m * w:e * w]).hexdigest()
+
+
 class Shape:
     """The interior of ``root``'s component numbered from ``root`` (canonical id 0)."""
 
-    def __init__(self, arcs: Any, comp: np.ndarray, root: int) -> None:
+    def __init__(self, rows: Rows, root: int) -> None:
         members = [root]
         canon = {root: 0}
-        rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        b8, dst = rows.b8, rows.dst
+        out: list[tuple[bytes, bytes, bytes]] = []
+        h = hashlib.sha1()
         i = 0
         while i < len(members):
-            s = members[i]
-            lo, hi = int(arcs.ptr[s]), int(arcs.ptr[s + 1])
-            byte, nxt = arcs.byte[lo:hi], arcs.dst[lo:hi]
-            inside = comp[nxt] == comp[root]
-            # targets numbered on first sight, arcs in byte order (a string interior's state has
-            # ~100 inside arcs to a few states: the distinct ones in Python, the arcs in C)
-            t_in = nxt[inside].tolist()
-            for t in dict.fromkeys(t_in):
-                if t not in canon:
-                    canon[t] = len(members)
+            a, m, e = rows.span[members[i]]
+            targets = []
+            for t in dst[a:m]:
+                c = canon.get(t)
+                if c is None:
+                    c = canon[t] = len(members)
                     members.append(t)
-            targets = np.fromiter(map(canon.__getitem__, t_in), np.int64, len(t_in))
-            rows.append((byte[inside].astype(np.int64), targets, byte[~inside].astype(np.int64)))
+                targets.append(c)
+            row = (b8[8 * a:8 * m], array("q", targets).tobytes(), b8[8 * m:8 * e])
+            for x in row:
+                h.update(x)
+                h.update(b"|")
+            out.append(row)
             i += 1
         self.members = np.asarray(members, np.int64)  # canonical id -> concrete state
-        self.rows = rows  # per canonical state: (inside bytes, their canonical targets, exit bytes)
-        h = hashlib.sha1()
-        for ib, it, eb in rows:
-            for a in (ib, it, eb):
-                h.update(a.tobytes())
-                h.update(b"|")
+        # per canonical state: (inside bytes, their canonical targets, exit bytes) as int64 bytes
+        self.rows = out
         self.key = h.hexdigest()
 
     @classmethod
-    def of(cls, members: np.ndarray, rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]], key: str) -> "Shape":
+    def of(cls, members: np.ndarray, rows: list[tuple[bytes, bytes, bytes]], key: str) -> "Shape":
         """A shape known beforehand (`shapes_of`): ``members`` in canonical order, its rows and key."""
         shape = cls.__new__(cls)
         shape.members, shape.rows, shape.key = members, rows, key
@@ -185,7 +212,8 @@ class Shape:
         src: list[np.ndarray] = []
         byte: list[np.ndarray] = []
         dst: list[np.ndarray] = []
-        for q, (ib, it, eb) in enumerate(self.rows):
+        for q, row in enumerate(self.rows):
+            ib, it, eb = (np.frombuffer(x, np.int64) for x in row)
             b = np.concatenate([ib, eb])
             t = np.concatenate([it, np.full(len(eb), n, np.int64)])
             o = np.argsort(b, kind="stable")
@@ -208,18 +236,13 @@ def roots_worth_sharing(arcs: Any, comp: np.ndarray, states: np.ndarray) -> np.n
     return out
 
 
-def canonical_shape(arcs: Any, comp: np.ndarray, members: np.ndarray) -> Shape:
+def canonical_shape(rows: Rows, members: np.ndarray) -> Shape:
     """The component's shape numbered from its canonical root: the member whose shape key is
     smallest, so every copy of the component is numbered alike whatever block meets it first.
     Only the members whose own row (inside and exit bytes) has the smallest hash are tried."""
-    c = comp[members[0]]
-    sig = []
-    for s in members.tolist():
-        lo, hi = int(arcs.ptr[s]), int(arcs.ptr[s + 1])
-        b, inside = arcs.byte[lo:hi], comp[arcs.dst[lo:hi]] == c
-        sig.append(hashlib.sha1(b[inside].tobytes() + b"|" + b[~inside].tobytes()).hexdigest())
+    sig = [rows.signature(s) for s in members.tolist()]
     low = min(sig)
-    return min((Shape(arcs, comp, s) for s, g in zip(members.tolist(), sig) if g == low), key=lambda sh: sh.key)
+    return min((Shape(rows, s) for s, g in zip(members.tolist(), sig) if g == low), key=lambda sh: sh.key)
 
 
 # Shapes met before (the process's), by their component's layout relative to its first member:
@@ -227,7 +250,7 @@ def canonical_shape(arcs: Any, comp: np.ndarray, members: np.ndarray) -> Shape:
 # canonical root (`canonical_shape`, Python per state) was half of a median schema's `share`.
 # Forgotten all at once past this many bytes of shapes (a string interior's: ~20 KB).
 SHAPE_LAYOUT_BYTES = 16 << 20
-_LAYOUTS: dict[bytes, tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray, np.ndarray]], str]] = {}
+_LAYOUTS: dict[bytes, tuple[np.ndarray, list[tuple[bytes, bytes, bytes]], str]] = {}
 _layout_bytes = [0]
 
 
@@ -252,24 +275,27 @@ def shapes_of(arcs: Any, comp: np.ndarray, order: np.ndarray, bounds: np.ndarray
     # per arc: its source and target counted from the first member (-1: an exit), and its byte
     cols = np.stack([np.repeat(rel_mem, n_arc), np.where(inside, dst - a_base, -1), arcs.byte[pos]], axis=1).astype(np.int64)
     arc_ends = np.cumsum(np.add.reduceat(n_arc, m_first) if len(n_arc) else n_arc)
-    out: dict[int, Shape] = {}
+    spans = [(int(m_first[k]), int(m_first[k] + n_mem[k])) for k in range(len(comps))]
+    lkeys = [hashlib.sha1(rel_mem[a:b].tobytes() + b"|" + cols[int(arc_ends[k - 1]) if k else 0:int(arc_ends[k])].tobytes()).digest()
+             for k, (a, b) in enumerate(spans)]
+    # the members of the components met for the first time: their rows read once for all of them
+    missed = [mem[a:b] for (a, b), lkey in zip(spans, lkeys) if lkey not in _LAYOUTS]
+    rows = Rows(arcs, comp, np.concatenate(missed)) if missed else None
+    out: dict[int, Shape] = {}  # (in the order of ``comps``: `share` numbers interiors in it)
     for k, c in enumerate(comps):
-        a, b = int(m_first[k]), int(m_first[k] + n_mem[k])
-        layout = rel_mem[a:b].tobytes() + b"|" + cols[int(arc_ends[k - 1]) if k else 0:int(arc_ends[k])].tobytes()
-        lkey = hashlib.sha1(layout).digest()
-        hit = _LAYOUTS.get(lkey)
-        offset = int(base[k])
-        if hit is None:
-            shape = canonical_shape(arcs, comp, mem[a:b])
-            size = shape.members.nbytes + sum(x.nbytes for row in shape.rows for x in row)
-            if _layout_bytes[0] + size > SHAPE_LAYOUT_BYTES:
-                _LAYOUTS.clear()
-                _layout_bytes[0] = 0
-            _LAYOUTS[lkey] = (shape.members - offset, shape.rows, shape.key)
-            _layout_bytes[0] += size
-        else:
-            shape = Shape.of(hit[0] + offset, hit[1], hit[2])
-        out[c] = shape
+        offset, hit = int(base[k]), _LAYOUTS.get(lkeys[k])  # (also a copy of a layout met just before)
+        if hit is not None:
+            out[c] = Shape.of(hit[0] + offset, hit[1], hit[2])
+            continue
+        m = mem[spans[k][0]:spans[k][1]]
+        # (a layout found at first but forgotten since, the memo cleared just above: read now)
+        shape = out[c] = canonical_shape(rows if rows is not None and int(m[0]) in rows.span else Rows(arcs, comp, m), m)
+        size = shape.members.nbytes + sum(len(x) for row in shape.rows for x in row)
+        if _layout_bytes[0] + size > SHAPE_LAYOUT_BYTES:
+            _LAYOUTS.clear()
+            _layout_bytes[0] = 0
+        _LAYOUTS[lkeys[k]] = (shape.members - offset, shape.rows, shape.key)
+        _layout_bytes[0] += size
     return out
 
 
