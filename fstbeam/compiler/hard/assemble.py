@@ -147,7 +147,7 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
         e_next = _cat(e_next, members[copy_off[blk_copy[ub]] + inner.rel[pos]])
         blk_inner[undo] = -1
         d_block, d_next = _distinct(e_block, e_next, S) if dedupe else (e_block, e_next)
-    alive_arc = dist[e_next] < UNREACHABLE
+    alive_arc = alive[e_next]  # (a bool per arc: ``dist[e_next]`` was an int64 column, o48781's peak)
     if not alive_arc.all():  # (a word list: every arc is alive; skip copying ten million arcs)
         e_block, e_tok, e_next = e_block[alive_arc], e_tok[alive_arc], e_next[alive_arc]
         if dedupe:
@@ -182,6 +182,8 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
         seeds = concat_ranges(copy_off[grow], copy_off[grow] + sizes[grow])
         reach = _reachable(members[seeds], q_idx, pair_block, a_block, a_next, nb, S, seen=reach)
     del d_block, d_next, a_block, a_next, alive_arc  # (per-arc copies the searches walked: done)
+    if len(e_block) > TRIM_ABOVE:  # (the searches' freed pieces, resident under the arcs' plateau below)
+        trim_heap()
     keep_state = reach & (dist < UNREACHABLE)
     if not keep_state[start]:
         keep_state[:] = False

@@ -381,6 +381,7 @@ class _Stepper:
         cand -= self.arc_ptr[state]
         cand += self.n_children[node]
         cuts = step_slices(cand)
+        del cand  # (int64 per pair: not held through the slices)
         if len(cuts) == 2:
             return self._step(node, state)
         # each slice's columns kept int32 where they fit, each output column built and its pieces
