@@ -72,11 +72,14 @@ def test_rows_are_ordered_as_python_sorts_length_then_list(seed):
         assert _same(matrix, tables._dense_combinations(dstate, dblock, S))
 
 
+@pytest.mark.parametrize("chunk", [1 << 22, 1, 7])  # (keys `_token_classes` reads at a time)
 @pytest.mark.parametrize("seed", range(8))
-def test_dense_rows_store_each_distinct_row_once(seed):
+def test_dense_rows_store_each_distinct_row_once(seed, chunk, monkeypatch):
     # combinations of different blocks that hold the same tokens (blocks belong to states) get one
     # row; every combination's row is still the OR of its blocks' tokens (a Python set oracle)
     from fstbeam.contract.bitmask import pack_bool_mask
+
+    monkeypatch.setattr(tables, "CLASS_CHUNK_KEYS", chunk)
 
     rng = np.random.default_rng(200 + seed)
     V = int(rng.integers(40, 300))
@@ -96,10 +99,13 @@ def test_dense_rows_store_each_distinct_row_once(seed):
         assert np.array_equal(rows[row_of[c]], pack_bool_mask(want))
 
 
-def test_blocks_with_equal_sums_but_other_tokens_are_other_classes():
+@pytest.mark.parametrize("chunk", [1 << 22, 1, 4])
+def test_blocks_with_equal_sums_but_other_tokens_are_other_classes(chunk, monkeypatch):
     # {1, 5, 6} and {2, 3, 7}: the same size, sum and sum of squares (the candidates' key), other
     # tokens: compared token by token, they stay apart; a true copy of a block joins its class
     from fstbeam.contract.bitmask import pack_bool_mask
+
+    monkeypatch.setattr(tables, "CLASS_CHUNK_KEYS", chunk)
 
     V = 10
     blocks = [np.array([1, 5, 6]), np.array([2, 3, 7]), np.array([1, 5, 6]), np.array([0, 9])]

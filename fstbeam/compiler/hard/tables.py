@@ -295,9 +295,15 @@ def _token_classes(combo_blocks: list[np.ndarray], ptr: np.ndarray, block_key: n
     nonempty = np.flatnonzero(np.diff(ptr) > 0)  # (reduceat over the nonempty blocks: every key counted once)
     s1 = np.zeros(len(ptr) - 1, np.uint64)
     s2 = np.zeros(len(ptr) - 1, np.uint64)
-    if len(nonempty):
-        s1[nonempty] = np.add.reduceat(key, ptr[nonempty])
-        s2[nonempty] = np.add.reduceat(key * key, ptr[nonempty])
+    # (a few million keys at a time: a large schema's keys are tens of millions, and a temporary
+    # per key, as the squares, was half a gigabyte of jscsrc's tables stage)
+    lo_, hi_ = ptr[nonempty], ptr[nonempty + 1]
+    for i, j in _runs(hi_ - lo_):
+        k = key[lo_[i]:hi_[j - 1]]
+        at = lo_[i:j] - lo_[i]
+        s1[nonempty[i:j]] = np.add.reduceat(k, at)
+        s2[nonempty[i:j]] = np.add.reduceat(k * k, at)
+        del k
     off = used.astype(np.uint64) * np.uint64(V)  # (sums mod 2**64: exact for equal token lists)
     t1 = s1[used] - n * off
     t2 = s2[used] - np.uint64(2) * off * t1 - n * off * off
@@ -305,19 +311,36 @@ def _token_classes(combo_blocks: list[np.ndarray], ptr: np.ndarray, block_key: n
     inv = inv.ravel()
     # compare each block with its candidate's first block where they are not the same block
     dup = np.flatnonzero(first[inv] != np.arange(len(used)))
-    if len(dup):
-        a, b = used[dup], used[first[inv[dup]]]
-        pa = concat_ranges(ptr[a], ptr[a + 1])
-        pb = concat_ranges(ptr[b], ptr[b + 1])
-        shift = np.repeat((a - b) * V, ptr[a + 1] - ptr[a])
-        bad = (block_key[pa] - block_key[pb]) != shift
-        if bad.any():
-            wrong = np.zeros(len(used), bool)
-            wrong[dup[np.unique(np.repeat(np.arange(len(dup)), ptr[a + 1] - ptr[a])[bad])]] = True
-            inv = np.where(wrong, len(first) + np.arange(len(used)), inv)
-            _, first, inv = np.unique(inv, return_index=True, return_inverse=True)
+    wrong = np.zeros(len(used), bool)
+    a, b = used[dup], used[first[inv[dup]]]
+    lens = ptr[a + 1] - ptr[a]
+    for i, j in _runs(lens):
+        aa, bb = a[i:j], b[i:j]
+        diff = block_key[concat_ranges(ptr[aa], ptr[aa + 1])] - block_key[concat_ranges(ptr[bb], ptr[bb + 1])]
+        diff -= np.repeat((aa - bb) * V, lens[i:j])
+        wrong[dup[i + np.unique(np.repeat(np.arange(j - i), lens[i:j])[diff != 0])]] = True
+        del diff
+    if wrong.any():
+        inv = np.where(wrong, len(first) + np.arange(len(used)), inv)
+        _, first, inv = np.unique(inv, return_index=True, return_inverse=True)
     cls[used] = inv
     return cls, used[first]
+
+
+# Keys read at a time by `_token_classes` (a block larger than this is read alone).
+CLASS_CHUNK_KEYS = 1 << 22
+
+
+def _runs(lengths: np.ndarray) -> list[tuple[int, int]]:
+    """``[i, j)`` ranges of consecutive items whose ``lengths`` add up to at most
+    `CLASS_CHUNK_KEYS` (at least one item each)."""
+    ends = np.cumsum(lengths)
+    out, i = [], 0
+    while i < len(lengths):
+        j = max(i + 1, int(np.searchsorted(ends, (ends[i - 1] if i else 0) + CLASS_CHUNK_KEYS, "right")))
+        out.append((i, j))
+        i = j
+    return out
 
 
 def _first_bytes(vocab: Vocab) -> np.ndarray:
