@@ -14,7 +14,7 @@ from ...contract.cache import shared_cache
 from ...contract.hard import HardTables
 from ...contract.layout import BYTE_KEYS
 from ...contract.vocab import Vocab
-from .array_ops import TRIM_ABOVE, trim_heap, unique
+from .array_ops import TRIM_ABOVE, step_slices, trim_heap, unique
 from .token_fsa import TokenFSA, concat_ranges, order_by
 
 # A block with at least this many tokens is stored as bits. Below it a sorted id list is smaller
@@ -298,7 +298,8 @@ def _token_classes(combo_blocks: list[np.ndarray], ptr: np.ndarray, block_key: n
     # (a few million keys at a time: a large schema's keys are tens of millions, and a temporary
     # per key, as the squares, was half a gigabyte of jscsrc's tables stage)
     lo_, hi_ = ptr[nonempty], ptr[nonempty + 1]
-    for i, j in _runs(hi_ - lo_):
+    cuts = step_slices(hi_ - lo_, CLASS_CHUNK_KEYS) if len(nonempty) else np.zeros(1, np.int64)
+    for i, j in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
         k = key[lo_[i]:hi_[j - 1]]
         at = lo_[i:j] - lo_[i]
         s1[nonempty[i:j]] = np.add.reduceat(k, at)
@@ -314,7 +315,8 @@ def _token_classes(combo_blocks: list[np.ndarray], ptr: np.ndarray, block_key: n
     wrong = np.zeros(len(used), bool)
     a, b = used[dup], used[first[inv[dup]]]
     lens = ptr[a + 1] - ptr[a]
-    for i, j in _runs(lens):
+    cuts = step_slices(lens, CLASS_CHUNK_KEYS)
+    for i, j in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
         aa, bb = a[i:j], b[i:j]
         diff = block_key[concat_ranges(ptr[aa], ptr[aa + 1])] - block_key[concat_ranges(ptr[bb], ptr[bb + 1])]
         diff -= np.repeat((aa - bb) * V, lens[i:j])
@@ -327,20 +329,8 @@ def _token_classes(combo_blocks: list[np.ndarray], ptr: np.ndarray, block_key: n
     return cls, used[first]
 
 
-# Keys read at a time by `_token_classes` (a block larger than this is read alone).
+# Keys read at a time by `_token_classes` (`step_slices`: a block larger than this is read alone).
 CLASS_CHUNK_KEYS = 1 << 22
-
-
-def _runs(lengths: np.ndarray) -> list[tuple[int, int]]:
-    """``[i, j)`` ranges of consecutive items whose ``lengths`` add up to at most
-    `CLASS_CHUNK_KEYS` (at least one item each)."""
-    ends = np.cumsum(lengths)
-    out, i = [], 0
-    while i < len(lengths):
-        j = max(i + 1, int(np.searchsorted(ends, (ends[i - 1] if i else 0) + CLASS_CHUNK_KEYS, "right")))
-        out.append((i, j))
-        i = j
-    return out
 
 
 def _first_bytes(vocab: Vocab) -> np.ndarray:
