@@ -4,7 +4,8 @@
   every member's shape, dtype and sha256; ``manifest.sha256``: the manifest's own checksum
   (format version 2 on);
 - ``hard/*.npy``: the hard automaton's tables (docs/tables.md), ``light/<i>/*.npy`` per-request ones;
-- ``token.fst`` / ``char.fst``: the OpenFst token and character automata (readable by OpenFst tools).
+- ``token.fst`` / ``char.fst``: the OpenFst token and character automata (readable by OpenFst tools;
+  ``token.fst`` only up to `TOKEN_FST_MAX_ARCS` arcs).
 
 No pickle anywhere. An artifact is untrusted input: loading validates the file, the zip, the
 manifest (schema and checksum), every member's size, checksum, dtype and shape, the OpenFst
@@ -16,10 +17,11 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 import json
+import logging
 import os
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 from typing import Any, Callable
@@ -61,28 +63,54 @@ READS = (1, 2, 3, 4, 5)
 LIGHT_RULE_SINCE = 4
 MAGIC = "fstbeam-constraints"
 
+log = logging.getLogger(__name__)
+#: ``token.fst`` is written up to this many arcs (16 bytes each in OpenFst's vector format: 128 MB,
+#: a few times that while it is built; a CEFR C2 word list's has 2.6M) and this many times the
+#: tables' own token arcs (a word list's is about 1x; shared interiors copied out are 20-100x).
+TOKEN_FST_MAX_ARCS = 8_000_000
+TOKEN_FST_MAX_RATIO = 4
+TOKEN_FST_SMALL = 1 << 20  # this many arcs are written whatever the ratio
 
 
-def _npy(a: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(a), allow_pickle=False)
-    return buf.getvalue()
+
+Member = np.ndarray | bytes  # an array is written as .npy, bytes as they are
+
+
+def _write_member(fp: Any, value: Member) -> None:
+    """``value`` into ``fp`` in pieces (numpy writes an array 16 MiB at a time to a stream): the
+    tables are never copied whole (a large JSON Schema's are 400 MB)."""
+    if isinstance(value, np.ndarray):
+        np.lib.format.write_array(fp, np.ascontiguousarray(value), allow_pickle=False)
+    else:
+        fp.write(value)
+
+
+class _Digest:
+    """A write-only stream that keeps a member's sha256 and size."""
+
+    def __init__(self) -> None:
+        self.sha, self.size = hashlib.sha256(), 0
+
+    def write(self, data: bytes) -> int:
+        self.sha.update(data)
+        self.size += len(data)
+        return len(data)
 
 
 _LIGHT_SKIP = LightAutomaton.DERIVED_FIELDS
 
 
-def _light_members(prefix: str, a: LightAutomaton) -> tuple[dict[str, Any], dict[str, bytes]]:
+def _light_members(prefix: str, a: LightAutomaton) -> tuple[dict[str, Any], dict[str, Member]]:
     """Fields of a light automaton: arrays as .npy members, bytes as hex, plain values in the
     manifest. Derived and debugging-only fields (distances, the character DFA) are not stored."""
     meta: dict[str, Any] = {"class": type(a).__name__}
-    members: dict[str, bytes] = {}
+    members: dict[str, Member] = {}
     for f in dataclasses.fields(a):
         v = getattr(a, f.name)
         if f.name in _LIGHT_SKIP:
             continue
         if isinstance(v, np.ndarray):
-            members[f"{prefix}/{f.name}.npy"] = _npy(v)
+            members[f"{prefix}/{f.name}.npy"] = v
         elif isinstance(v, bytes):
             meta[f.name] = {"hex": v.hex()}
         elif v is None or isinstance(v, (str, int, float, bool)):
@@ -92,13 +120,36 @@ def _light_members(prefix: str, a: LightAutomaton) -> tuple[dict[str, Any], dict
     return meta, members
 
 
+def _token_fst(cc: Any, manifest: dict[str, Any]) -> bytes | None:
+    """The ``token.fst`` member, or None where its OpenFst form would pass `TOKEN_FST_MAX_ARCS`
+    or `TOKEN_FST_MAX_RATIO` times the tables' token arcs (the manifest's ``token_fst`` says
+    which, with the count; the tables hold the same language, and ``cc.hard.token_fst()`` still
+    builds it). A flat automaton has no relative next states, so each copy of a shared interior
+    is written out in full: a one-field JSON Schema's 0.28M token arcs are 6M arcs there, a large
+    schema's 9M over a billion."""
+    kept: bytes | None = cc.token_fst  # read from an artifact: kept as it was
+    if kept is not None or cc.hard is None:
+        return kept
+    arcs, stored = cc.hard.token_fst_arcs(), len(cc.hard.block_key)
+    written = arcs <= min(TOKEN_FST_MAX_ARCS, max(TOKEN_FST_MAX_RATIO * stored, TOKEN_FST_SMALL))
+    manifest["token_fst"] = {"arcs": arcs, "written": written}
+    if not written:
+        log.info("token.fst (the OpenFst form of the token automaton) is not written into the artifact: "
+                 "%s arcs against %s in the tables (shared string interiors are copied out in a flat "
+                 "automaton; limits %s arcs and %sx); the tables hold the same language",
+                 f"{arcs:,}", f"{stored:,}", f"{TOKEN_FST_MAX_ARCS:,}", TOKEN_FST_MAX_RATIO)
+        return None
+    built: bytes = cc.hard.token_fst()
+    return built
+
+
 def save_artifact(cc: Any, path: str | os.PathLike[str]) -> None:
     """Write ``cc`` (a `CompiledConstraints`) to ``path``: a new file, or one that replaces a
     regular file (never a device node, FIFO or socket: the rename would replace the node)."""
     from ..validate import check_output_path
 
     path = Path(check_output_path(path, "artifact path", error=ArtifactError))
-    members: dict[str, bytes] = {}
+    members: dict[str, Member] = {}
     manifest: dict[str, Any] = {
         "magic": MAGIC,
         "format_version": FORMAT_VERSION,
@@ -119,7 +170,7 @@ def save_artifact(cc: Any, path: str | os.PathLike[str]) -> None:
     if cc.hard is not None:
         manifest["hard"] = {"start": cc.hard.start, "width": cc.hard.width}
         for name, arr in cc.hard.arrays().items():
-            members[f"hard/{name}.npy"] = _npy(arr)
+            members[f"hard/{name}.npy"] = arr
     prefix = [cc.prefix] if cc.prefix is not None else []
     for role, items in zip(LIGHT_ROLES, (cc.phrases, cc.avoid, prefix)):
         for a in items:
@@ -128,20 +179,20 @@ def save_artifact(cc: Any, path: str | os.PathLike[str]) -> None:
             meta["role"] = role
             manifest["light"].append(meta)
             members.update(mem)
-    token_fst = cc.token_fst_bytes()
+    token_fst = _token_fst(cc, manifest)
     if token_fst is not None:
         members["token.fst"] = token_fst
     if cc.char_fst is not None:
         members["char.fst"] = cc.char_fst
     if cc.char_state is not None:
-        members["char_state.npy"] = _npy(cc.char_state)
-    manifest["members"] = {
-        name: {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)} for name, data in members.items()
-    }
-    for name, data in members.items():
-        if name.endswith(".npy"):
-            arr = np.load(io.BytesIO(data), allow_pickle=False)
-            manifest["members"][name].update(shape=list(arr.shape), dtype=str(arr.dtype))
+        members["char_state.npy"] = cc.char_state
+    manifest["members"] = {}
+    for name, value in members.items():  # first pass: checksums and sizes, for the manifest written first
+        digest = _Digest()
+        _write_member(digest, value)
+        manifest["members"][name] = {"sha256": digest.sha.hexdigest(), "bytes": digest.size}
+        if isinstance(value, np.ndarray):
+            manifest["members"][name].update(shape=list(value.shape), dtype=str(value.dtype))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -152,8 +203,11 @@ def save_artifact(cc: Any, path: str | os.PathLike[str]) -> None:
             text = json.dumps(manifest, indent=1, default=str).encode("utf-8")
             zf.writestr("manifest.json", text)
             zf.writestr("manifest.sha256", hashlib.sha256(text).hexdigest() + "\n")
-            for name, data in members.items():
-                zf.writestr(name, data)
+            for name, value in members.items():
+                info = zipfile.ZipInfo(name, date_time=time.localtime()[:6])
+                info.external_attr, info.file_size = 0o600 << 16, manifest["members"][name]["bytes"]
+                with zf.open(info, "w") as out:
+                    _write_member(out, value)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; an artifact is an ordinary file

@@ -110,6 +110,53 @@ def test_the_openfst_export_is_equivalent():
     assert pynini.equivalent(dfa(tp.token_fst()), dfa(ts.token_fst()))
 
 
+def test_the_export_arc_count_is_counted_without_building_it():
+    vocab = vocab_of(True)
+    for schema in SCHEMAS:
+        _, _, (tp, ts) = both(schema_dfa(schema), vocab)
+        for tables in (tp, ts):
+            f = pynini.Fst.read_from_string(tables.token_fst())
+            assert tables.token_fst_arcs() == sum(f.num_arcs(q) for q in f.states())
+        assert ts.token_fst_arcs() > tp.token_fst_arcs()  # each copy of an interior written out
+
+
+def test_an_artifact_leaves_out_an_export_over_the_arc_limit(tmp_path, monkeypatch, caplog):
+    from fstbeam.contract import artifact
+
+    vocab = vocab_of(True)
+    cc = fstbeam.compile_constraints(json_schema=SCHEMAS[0], tokenizer=vocab)
+    arcs = cc.hard.token_fst_arcs()
+    caplog.set_level("INFO", logger=artifact.__name__)
+    monkeypatch.setattr(artifact, "TOKEN_FST_MAX_RATIO", 10**6)
+    for limit, written in ((arcs, True), (arcs - 1, False)):
+        monkeypatch.setattr(artifact, "TOKEN_FST_MAX_ARCS", limit)
+        path = tmp_path / f"{limit}.fstbeam"
+        caplog.clear()
+        cc.save(path)
+        manifest = artifact.read_manifest(path)
+        assert manifest["token_fst"] == {"arcs": arcs, "written": written}
+        assert ("token.fst" in manifest["members"]) is written
+        assert ("not written" in caplog.text) is not written
+        back = load_constraints(path, tokenizer=vocab)
+        assert_same_language(cc.hard, back.hard)  # the tables hold the language either way
+        assert (back.token_fst is not None) is written
+
+
+def test_an_artifact_leaves_out_an_export_many_times_its_tables(tmp_path, monkeypatch):
+    from fstbeam.contract import artifact
+
+    vocab = vocab_of(True)
+    cc = fstbeam.compile_constraints(json_schema=SCHEMAS[0], tokenizer=vocab)
+    arcs, stored = cc.hard.token_fst_arcs(), len(cc.hard.block_key)
+    monkeypatch.setattr(artifact, "TOKEN_FST_MAX_ARCS", 10**9)
+    monkeypatch.setattr(artifact, "TOKEN_FST_SMALL", 0)
+    assert arcs > stored  # the interiors' copies
+    for ratio, written in ((arcs // stored, arcs % stored == 0), (arcs // stored + 1, True)):
+        monkeypatch.setattr(artifact, "TOKEN_FST_MAX_RATIO", ratio)
+        cc.save(tmp_path / "r.fstbeam")
+        assert artifact.read_manifest(tmp_path / "r.fstbeam")["token_fst"] == {"arcs": arcs, "written": written}
+
+
 def test_artifact_round_trip_keeps_shared_tables(tmp_path):
     vocab = vocab_of(True)
     cc = fstbeam.compile_constraints(json_schema=SCHEMAS[0], tokenizer=vocab)
