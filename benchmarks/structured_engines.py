@@ -87,7 +87,8 @@ class Fstbeam:
         self.fstbeam = fstbeam
         self.vocab = fstbeam.load_vocab("default")
         self.buf = np.zeros(WIDTH // 32, np.int32)
-        fstbeam.compile_constraints(words=["warm"], tokenizer=self.vocab)  # the per-tokenizer index, built once
+        warm = fstbeam.compile_constraints(words=["warm"], tokenizer=self.vocab)  # the per-tokenizer index, built once
+        self.fill(self.start(warm))  # and the mask kernel compiled (numba): no schema's cost
         return f"fstbeam {fstbeam.__version__} ({'compile_constraints(json_schema=...)' if _direct() else 'grammar=json_schema_fst(schema)'})"
 
     def compile(self, schema: Any) -> Any:

@@ -98,11 +98,8 @@ def probe(jobs: list[tuple[str, Any, list[tuple[bool, list[int]]]]], conn: Any) 
     from structured_runner import THREAD_VARS
 
     os.environ.update(THREAD_VARS)
-    import torch
-
-    torch.set_num_threads(1)
     from structured_engines import ENGINES, walk
-    from structured_runner import _reset_peak, _rss_mb
+    from structured_runner import _one_thread, _reset_peak, _rss_mb
 
     from fstbeam.compiler.hard import array_ops
 
@@ -119,6 +116,7 @@ def probe(jobs: list[tuple[str, Any, list[tuple[bool, list[int]]]]], conn: Any) 
         array_ops._MALLOC_TRIM = timed_trim
     adapter = ENGINES["fstbeam"]()
     adapter.setup()
+    _one_thread()
     ready = round(_rss_mb("VmRSS"), 1)
     print(f"worker ready: {ready} MB", flush=True)
     sampler = StageSampler()

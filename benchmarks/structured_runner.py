@@ -66,15 +66,23 @@ def reason(exc: BaseException | str) -> str:
     return text[:90]
 
 
-def _worker(engine: str, conn: Any) -> None:
-    import torch
+def _one_thread() -> None:
+    """torch to one thread where the engine loaded it (XGrammar's bitmasks are torch tensors);
+    a worker imports only what its engine needs, so an engine's peak RSS holds no library it
+    never uses (torch alone is 266 MB; the thread variables cover a later import)."""
+    import sys
 
-    torch.set_num_threads(1)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
+
+
+def _worker(engine: str, conn: Any) -> None:
     from structured_engines import ENGINES, walk
 
     t = time.perf_counter()
     adapter = ENGINES[engine]()
     label = adapter.setup()
+    _one_thread()
     conn.send(("ready", {"label": label, "setup_s": round(time.perf_counter() - t, 2), "rss_mb": round(_rss_mb("VmRSS"), 1)}))
     while True:
         handle: Any = None  # (the previous schema's compiled form: never part of the next schema's peak)

@@ -7,9 +7,13 @@ needed mask word once per column and writes each output word once: about a milli
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import torch
 from numba import njit
+
+if TYPE_CHECKING:  # `fill_state_row` works on numpy alone: a compile and its first mask never load torch
+    import torch
 
 __all__ = ["fill_state_row", "select_bits"]
 
@@ -33,6 +37,8 @@ def _select_bits(mask, words, shifts, out):  # pragma: no cover - compiled
 def select_bits(mask: torch.Tensor, words: torch.Tensor, shifts: torch.Tensor) -> torch.Tensor:
     """int32 ``[R, ceil(M/32)]``: bit ``shifts[c]`` of word ``words[c]`` of each row of ``mask``
     (int32 ``[R, W]``, CPU) at bit ``c``; ``words``/``shifts`` int64 ``[M]`` (``ids >> 5``, ``ids & 31``)."""
+    import torch
+
     M = int(words.shape[0])
     out = torch.empty((mask.shape[0], -(-M // 32)), dtype=torch.int32)
     _select_bits(mask.contiguous().numpy(), words.numpy(), shifts.numpy(), out.numpy())
