@@ -46,6 +46,7 @@ from .artifact_validate import (
     npy_array,
     open_archive,
     read_member,
+    read_member_buffer,
 )
 from .hard import HardTables
 from .layout import LIGHT_ROLES
@@ -288,9 +289,9 @@ def read_artifact(path: str | os.PathLike[str], tokenizer: Any = None) -> dict[s
         manifest = _manifest(zf, path)
         members = manifest["members"]
 
-        blobs: dict[str, bytes] = {}
+        blobs: dict[str, bytearray] = {}
         for name, info in members.items():  # verify everything, also members we would not read
-            data = read_member(zf, name, info["bytes"], path)
+            data = read_member_buffer(zf, name, info["bytes"], path)
             if hashlib.sha256(data).hexdigest() != info["sha256"]:
                 raise ArtifactCorruptError(f"{path}: member {name} fails its checksum (edited or damaged); recompile it")
             blobs[name] = data
@@ -324,10 +325,10 @@ def read_artifact(path: str | os.PathLike[str], tokenizer: Any = None) -> dict[s
         char_state = array("char_state.npy") if "char_state.npy" in members else None
         char_fst = token_fst = None
         if "char.fst" in members:
-            char_fst = check_char_fst(member("char.fst"), path, hard_states=len(hard.final) if hard else 0,
+            char_fst = check_char_fst(bytes(member("char.fst")), path, hard_states=len(hard.final) if hard else 0,
                                       char_state=char_state)
         if "token.fst" in members:
-            token_fst, _ = check_vector_fst(member("token.fst"), "token.fst", path, max_label=width, epsilon=True)
+            token_fst, _ = check_vector_fst(bytes(member("token.fst")), "token.fst", path, max_label=width, epsilon=True)
         return dict(
             vocab=vocab, hard=hard, phrases=tuple(phrases), avoid=tuple(avoid), prefix=prefix,
             spec=manifest["spec"], spec_hash=manifest["spec_hash"], stats=manifest.get("stats", {}),

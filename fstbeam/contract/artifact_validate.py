@@ -111,37 +111,43 @@ def _check_zip(zf: zipfile.ZipFile, size: int, path: PathArg) -> None:
 # ---- 2. bounded member reads ---------------------------------------------------------------------
 def read_member(zf: zipfile.ZipFile, name: str, limit: int, path: PathArg) -> bytes:
     """The member's bytes, reading at most ``limit`` bytes (its size from the manifest)."""
+    return bytes(read_member_buffer(zf, name, limit, path))
+
+
+def read_member_buffer(zf: zipfile.ZipFile, name: str, limit: int, path: PathArg) -> bytearray:
+    """`read_member` into one buffer of ``limit`` bytes, read in place (no list of pieces joined,
+    no copy): a `npy_array` of it is a view, so an artifact's tables take their size once."""
     try:
         info = zf.getinfo(name)
     except KeyError:
         raise corrupt(path, f"member {name} is missing") from None
     if info.file_size != limit:
         raise corrupt(path, f"member {name} holds {info.file_size:,} bytes, the manifest says {limit:,}")
+    data = bytearray(limit)
+    view, got = memoryview(data), 0
     try:
         with zf.open(info) as fh:
-            chunks, left = [], limit
-            while left > 0:
-                block = fh.read(min(left, 1 << 20))
-                if not block:
+            while got < limit:
+                n = fh.readinto(view[got:got + (1 << 24)])  # type: ignore[attr-defined]  # (a ZipExtFile: io.BufferedIOBase)
+                if not n:
                     break
-                chunks.append(block)
-                left -= len(block)
+                got += n
     except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, struct.error) as exc:
         raise corrupt(path, f"member {name} cannot be read ({type(exc).__name__}: {exc})") from None
-    data = b"".join(chunks)
-    if len(data) != limit:
-        raise corrupt(path, f"member {name} is truncated ({len(data):,} of {limit:,} bytes)")
+    if got != limit:
+        raise corrupt(path, f"member {name} is truncated ({got:,} of {limit:,} bytes)")
     return data
 
 
 # ---- 3. arrays -----------------------------------------------------------------------------------
-def npy_array(data: bytes, name: str, shape: list[int], dtype: str, path: PathArg) -> np.ndarray:
-    """Parse a ``.npy`` member whose header must declare exactly ``shape`` and ``dtype``."""
+def npy_array(data: bytes | bytearray, name: str, shape: list[int], dtype: str, path: PathArg) -> np.ndarray:
+    """Parse a ``.npy`` member whose header must declare exactly ``shape`` and ``dtype``: a
+    read-only view of ``data`` where it is already the declared dtype, in C order."""
     want = np.dtype(dtype)
     nbytes = shape_bytes(shape, want.itemsize, name, path)
     if not nbytes <= len(data) <= nbytes + _NPY_HEADER_MAX:
         raise corrupt(path, f"member {name} has {len(data):,} bytes, not what shape {shape} of {dtype} implies")
-    fh = io.BytesIO(data)
+    fh = io.BytesIO(memoryview(data)[:_NPY_HEADER_MAX + 16])  # the header alone (not a copy of the body)
     try:
         version = np.lib.format.read_magic(fh)
         if version == (1, 0):
@@ -154,11 +160,13 @@ def npy_array(data: bytes, name: str, shape: list[int], dtype: str, path: PathAr
         raise corrupt(path, f"member {name} is not a plain .npy array ({type(exc).__name__})") from None
     if list(hshape) != list(shape) or hdtype != want:
         raise corrupt(path, f"member {name} holds {hdtype} {list(hshape)}, the manifest says {dtype} {shape}")
-    body = data[fh.tell():]
+    body = memoryview(data)[fh.tell():]
     if len(body) != nbytes:
         raise corrupt(path, f"member {name} has {len(body):,} data bytes, shape {shape} of {dtype} needs {nbytes:,}")
     arr = np.frombuffer(body, dtype=hdtype).reshape(hshape, order="F" if fortran else "C")
-    return np.ascontiguousarray(arr.astype(want, copy=False))
+    arr = np.ascontiguousarray(arr.astype(want, copy=False))
+    arr.flags.writeable = False  # (as from bytes: tables are never written after loading)
+    return arr
 
 
 def shape_bytes(shape: Any, itemsize: int, name: str, path: Any) -> int:

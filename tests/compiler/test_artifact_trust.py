@@ -143,3 +143,28 @@ def test_flipped_manifest_bit_is_a_project_error(original, tmp_path):
         load_constraints(_write(tmp_path, bytes(data)), tokenizer=small_vocab())
     with pytest.raises(ArtifactCorruptError):
         read_manifest(_write(tmp_path, bytes(data)))
+
+
+def test_a_member_array_is_a_read_only_view_of_the_member_buffer(tmp_path):
+    """Loading takes an artifact's tables once: each array views the buffer its member was read
+    into (a member read in pieces, joined and sliced had been three copies: jscsrc's 443 MB
+    artifact loaded at 1.31 GB peak), and stays read-only, as arrays made from bytes were."""
+    import io
+    import zipfile
+
+    from fstbeam.contract.artifact_validate import npy_array, read_member_buffer
+
+    arr = np.arange(1000, dtype=np.int64) * 7
+    raw = io.BytesIO()
+    np.save(raw, arr, allow_pickle=False)
+    path = tmp_path / "m.zip"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("hard/x.npy", raw.getvalue())
+    with zipfile.ZipFile(path) as zf:
+        data = read_member_buffer(zf, "hard/x.npy", len(raw.getvalue()), path)
+    got = npy_array(data, "hard/x.npy", [1000], "int64", path)
+    assert np.array_equal(got, arr)
+    assert np.shares_memory(got, np.frombuffer(data, np.uint8))
+    assert not got.flags.writeable
+    with zipfile.ZipFile(path) as zf, pytest.raises(Exception, match="holds"):
+        read_member_buffer(zf, "hard/x.npy", len(raw.getvalue()) + 1, path)
