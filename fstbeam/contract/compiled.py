@@ -56,7 +56,9 @@ class CompiledConstraints:
         return light_order(self.phrases, self.avoid, self.prefix)
 
     def token_fst_bytes(self) -> bytes | None:
-        """The hard token automaton as an OpenFst binary (None: no hard automaton)."""
+        """The hard token automaton as an OpenFst binary (None: no hard automaton). With shared
+        interiors (a JSON Schema) it can be far larger than the tables: ``hard.token_fst_arcs()``
+        counts its arcs first (an artifact leaves it out past `artifact.TOKEN_FST_MAX_ARCS`)."""
         if self.token_fst is not None:
             return self.token_fst
         return self.hard.token_fst() if self.hard is not None else None
