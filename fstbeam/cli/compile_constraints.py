@@ -163,8 +163,12 @@ def _inspect(args) -> int:
     print(f"artifact    {args.artifact} (format {manifest['format_version']}, fstbeam {manifest['package_version']})")
     print(f"tokenizer   {cc.vocab.describe()}, fingerprint {cc.vocab.fingerprint[:16]}")
     spec = manifest["spec"]
+    structured = [f"{k}={str(spec[k])!r:.80}" for k in ("regex", "choice", "json_schema") if spec.get(k)]
     print(f"spec        words={spec.get('words')} cefr={spec.get('cefr')} grammar={spec.get('grammar')}"
-          f"{' leading_space=True' if spec.get('leading_space') else ''}")
+          f"{' leading_space=True' if spec.get('leading_space') else ''}{''.join(' ' + x for x in structured)}")
+    if cc.hard is not None and "token.fst" not in manifest["members"] and "token_fst" in manifest:
+        print(f"token.fst   not written ({manifest['token_fst']['arcs']:,} arcs in OpenFst's flat form; "
+              "the tables hold the same language)")
     if cc.hard is not None:
         h = cc.hard
         print(f"states      {h.num_states}")
