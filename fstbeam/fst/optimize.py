@@ -17,7 +17,7 @@ from .labels import MAX_BYTE_LABEL, MIN_BYTE_LABEL
 
 log = logging.getLogger("fstbeam.fst")
 
-__all__ = ["FstSizeError", "optimize", "optimize_in_place", "byte_sigma", "sigma_star"]
+__all__ = ["FstSizeError", "optimize", "determinized", "optimize_in_place", "byte_sigma", "sigma_star"]
 
 
 class FstSizeError(Error, ValueError):
@@ -103,6 +103,26 @@ def optimize(fst: pynini.Fst, *, stage: str, max_states: int | None = None) -> p
         time.perf_counter() - t_all,
         ", ".join(timings),
     )
+    return out
+
+
+def determinized(fst: pynini.Fst, *, stage: str, max_states: int | None = None) -> pynini.Fst:
+    """An equivalent epsilon-free deterministic acceptor, not minimized (``fst`` itself when it
+    already is one): enough for the right operand of a difference, at the cost of determinization
+    alone. `FstSizeError` past ``max_states``, as `optimize`."""
+    t = time.perf_counter()
+    n_in = fst.num_states()
+    out = fst
+    if out.properties(pynini.EPSILONS, True) == pynini.EPSILONS:
+        out = pynini.rmepsilon(out)
+    if out.properties(pynini.I_DETERMINISTIC, True) != pynini.I_DETERMINISTIC:
+        nstate = max_states + 1 if max_states is not None else pynini.NO_STATE_ID
+        out = pynini.determinize(out, nstate=nstate)
+    if max_states is not None and out.num_states() > max_states:
+        raise FstSizeError(f"{stage}: determinize produced more than {max_states:,} states (input had "
+                           f"{n_in:,} states)", stage=stage, states=out.num_states(), limit=max_states)
+    log.info("%s: %d -> %d states determinized in %.3fs", stage, n_in, out.num_states(),
+             time.perf_counter() - t)
     return out
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import pynini
 
 from ...errors import SpecError
-from ...fst.optimize import FstSizeError, optimize, optimize_in_place
+from ...fst.optimize import FstSizeError, determinized, optimize, optimize_in_place
 from ..exactly_one import exactly_one
 from ..required_choices import required_choices
 from . import json_containers, json_free_values, json_values
@@ -133,6 +133,9 @@ class SchemaCompiler:
         self._keep: list[Any] = []  # synthesized nodes, kept alive so their ids stay unique
         self.recursive, targets = recursive_targets(schema, self.resolver)
         self._reaches = RecursionReach(self.resolver, self.recursive)
+        # where recursion is unrolled, its depth follows the parts' state counts (`DepthRule`):
+        # every part minimized as built there (`det`, the root's last product), so they stay put
+        self.sized = bool(self.recursive)
         self._possible = PossibleTypes(self.resolver)
         # nodes that may be compiled more than once: only their automata are cached (caching
         # every node kept 78 million arcs alive on kb_145, most of them used once and already
@@ -148,12 +151,19 @@ class SchemaCompiler:
                                  keyword=keyword, path=path or "/")
 
     def opt(self, fst: pynini.Fst, path: str) -> pynini.Fst:
+        return self._capped(optimize, fst, path)
+
+    def det(self, fst: pynini.Fst, path: str) -> pynini.Fst:
+        """Deterministic, not minimized (but `sized`): what a difference needs of its right operand
+        (minecraft-recipe's 8 `if` conditions, ~11k states, nearly minimal: a third of their cost)."""
+        return self._capped(optimize if self.sized else determinized, fst, path)
+
+    def _capped(self, step: Callable[..., pynini.Fst], fst: pynini.Fst, path: str) -> pynini.Fst:
         try:
-            return optimize(fst, stage=f"{self.where} {path or '/'}", max_states=self.max_states)
+            return step(fst, stage=f"{self.where} {path or '/'}", max_states=self.max_states)
         except FstSizeError as err:
-            raise SpecError(f"{self.where}: the automaton at {path or '/'} needs more than "
-                            f"{self.max_states:,} states; lower json_max_depth or simplify the "
-                            "schema there") from err
+            raise SpecError(f"{self.where}: the automaton at {path or '/'} needs more than {self.max_states:,} "
+                            "states; lower json_max_depth or simplify the schema there") from err
 
     def opt_part(self, fst: pynini.Fst, path: str) -> pynini.Fst:
         """`opt` of a part, once per cached automaton: a shared node's automaton (circleci's
@@ -274,7 +284,7 @@ class SchemaCompiler:
         if "not" in node:
             banned = self.value(node["not"], f"{path}/not", loc, rdepth)
             parts.append(pynini.difference(self.any_value(loc, self.max_depth),
-                                           self.opt(banned, path)))
+                                           self.det(banned, path)))
         if "if" in node and ("then" in node or "else" in node):
             subs = [node["if"], node.get("then", True), node.get("else", True)]
             parts.append(self._held("if", node, subs, loc, rdepth,
@@ -286,11 +296,13 @@ class SchemaCompiler:
         out = own if own is not None else parts.pop(0)
         # A product that outgrows its operands is minimized at once: eight if/then branches
         # over one document grew 12k -> 1.7M states as unminimized products, ~35k minimized.
-        # (Minimizing every product instead costs a determinization per level above it.)
-        for p in parts:
+        # (Minimizing every product instead costs a determinization per level above it.) The
+        # root's last one is left to the document's (o77304: 107k -> 34k states), unless `sized`.
+        last = len(parts) - 1 if node is self.root and not self.sized else -1
+        for k, p in enumerate(parts):
             size = out.num_states() + p.num_states()
             out = self.meet(out, p)
-            if out.num_states() > size:
+            if out.num_states() > size and k != last:
                 out = self.opt(out, path)
         if open_union(node, self._possible.of, self.resolver):
             return minimal_once(out, f"{self.where} {path or '/'}", self.max_states, self._joined)
@@ -389,7 +401,7 @@ class SchemaCompiler:
 
     def _if(self, node: dict[str, Any], path: str, loc: Location,
             rdepth: Unrolling) -> pynini.Fst:
-        cond = self.opt(self.value(node["if"], f"{path}/if", loc, rdepth), path)
+        cond = self.det(self.value(node["if"], f"{path}/if", loc, rdepth), path)
         everything = self.any_value(loc, self.max_depth)
         yes = self.value(node.get("then", True), f"{path}/then", loc, rdepth)
         no = self.value(node.get("else", True), f"{path}/else", loc, rdepth)
@@ -420,24 +432,13 @@ class SchemaCompiler:
         return out
 
 
-_OBJECT_KEYWORDS = {"properties", "required", "additionalProperties", "patternProperties",
-                    "minProperties", "maxProperties", "propertyNames", "dependentRequired",
-                    "dependencies"}
-_ARRAY_KEYWORDS = {"items", "prefixItems", "additionalItems", "minItems", "maxItems",
-                   "uniqueItems", "contains"}
-_TYPE_KEYWORDS = {
-    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
-    "maxLength", "pattern", "format", "properties", "required", "additionalProperties",
-    "patternProperties", "minProperties", "maxProperties", "propertyNames", "items",
-    "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains",
-    "dependentRequired", "dependencies",
-}
-
-
-_COMBINATORS = {"allOf", "anyOf", "oneOf", "not", "if", "dependentRequired", "dependentSchemas",
-                "dependencies"}
-_IN_PLACE = {"$ref", "allOf", "anyOf", "oneOf", "not", "if", "dependentRequired",
-             "dependentSchemas", "dependencies", "type", "enum", "const", "nullable", *_REFUSED}
+_OBJECT_KEYWORDS = {"properties", "required", "additionalProperties", "patternProperties", "minProperties",
+                    "maxProperties", "propertyNames", "dependentRequired", "dependencies"}
+_ARRAY_KEYWORDS = {"items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains"}
+_TYPE_KEYWORDS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
+                  "maxLength", "pattern", "format", *_OBJECT_KEYWORDS, *_ARRAY_KEYWORDS}
+_COMBINATORS = {"allOf", "anyOf", "oneOf", "not", "if", "dependentRequired", "dependentSchemas", "dependencies"}
+_IN_PLACE = {"$ref", "type", "enum", "const", "nullable", *_COMBINATORS, *_REFUSED}
 
 
 def _is_free(node: dict[str, Any]) -> bool:
