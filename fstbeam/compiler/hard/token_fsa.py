@@ -20,9 +20,9 @@ import numpy as np
 from ...contract.hard import factored_fst_bytes
 from ..char_dfa import ByteArcs, CharDFA
 from . import chain_blocks, shared_walks
-from .array_ops import Parts, concat_ranges, csr, grouped, narrow, order_by, rank_step, sorted_triples, step_slices  # noqa: F401  (re-exported)
+from .array_ops import TRIM_ABOVE, Parts, concat_ranges, csr, grouped, narrow, order_by, rank_step, sorted_triples, step_slices, trim_heap  # noqa: F401  (re-exported)
 from .assemble import Interiors, assemble
-from .token_trie import TokenTrie, spelled_taking
+from .token_trie import TokenTrie, spelled_taking  # noqa: F401  (re-exported)
 from .token_trie import spelled as _expand
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,10 @@ DENSE_STEP_CELLS = 10 << 20
 # [S, 256] cells (64 bytes a state, no more than the arcs' own int64 keys), not by binary search
 # (a word list's DFA, about one arc a state, keeps the search).
 RANK_ARCS_PER_STATE = 8
+
+# A step's candidate (pair, child) extensions taken this many at a time (`_Stepper`): each slice's
+# temporaries are some ten int64 columns of its candidates.
+STEP_SLICE_CANDIDATES = 1 << 20
 
 # Per trie, built once (`_Stepper`): the sorted (parent, byte) key of every non-root node, and
 # the number of children of every node.
@@ -179,8 +183,12 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         share_walks = isinstance(dfa, (CharDFA, ByteArcs, _Arcs))
     dfa = _Arcs.of(dfa)
     chains = _chains(dfa, trie) if share_walks else None
+    chained = chains is not None
     if chains is not None:
         dfa, old_id, levels, is_abs = chains
+    del chains  # (its arcs are `dfa`: let go with it, before `assemble`)
+    if chained and len(dfa.src) > TRIM_ABOVE:  # the renumbering's and the classes' per-arc temporaries (under
+        trim_heap()  # glibc's mmap threshold: 200 MB resident through the search on a large schema) handed back
     S = dfa.num_states
     # 1. Distinct (first byte, state after it) pairs become blocks.
     has_tok = trie.depth1[dfa.byte] >= 0
@@ -188,25 +196,30 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     pair_key = b_idx.astype(np.int64) * S + r_idx
     uniq_keys, pair_block = np.unique(pair_key, return_inverse=True)
     del pair_key, r_idx, has_tok
+    # the links held through the search and `assemble` as int32 and bytes (not three int64 columns)
+    q_idx, b_idx, pair_block = narrow(q_idx), b_idx.astype(np.uint8), narrow(pair_block)
     nb = len(uniq_keys)
     blk_byte = (uniq_keys // S).astype(np.int64)
     blk_state = (uniq_keys % S).astype(np.int64)
+    del uniq_keys
 
     # 2. BFS over (trie node, char state, block), emitting (block, node, state) at token ends.
     node = trie.depth1[blk_byte]
     state = blk_state
     block = np.arange(nb, dtype=np.int64)
     empty = np.zeros(0, np.int64)
-    out_block, out_node, out_state = Parts([empty]), Parts([empty]), Parts([empty])  # (int32 pieces)
-    step = _Stepper(dfa, trie)
-    shared = shared_walks.share(dfa, trie, blk_byte, blk_state, _Arcs.plain, _Stepper) if share_walks else None
     ok = None
     if allowed_tokens is not None:
         ok = np.zeros(width, bool)
         ok[allowed_tokens] = True
+    # the token arcs (block, token, next state), spelled as the search finds their ends, as int32
+    # pieces (ends spelled all at once were a fourth column of tens of millions, the lift's peak)
+    out = (Parts([empty]), Parts([np.zeros(0, np.int32)]), Parts([empty]))
+    step = _Stepper(dfa, trie)
+    shared = shared_walks.share(dfa, trie, blk_byte, blk_state, _Arcs.plain, _Stepper) if share_walks else None
     walk = np.ones(nb, bool)
     chain = None
-    if chains is not None:  # grouped blocks are not walked: their representative's inside walk is, once per group
+    if chained:  # grouped blocks are not walked: their representative's inside walk is, once per group
         grp, shift, reps, limit = chain_blocks.groups(blk_byte, blk_state, levels, shared.handled if shared is not None else None)
         own = limit < chain_blocks.FULL
         walk = grp < 0
@@ -219,12 +232,11 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         state = np.concatenate([state[walk], c_s])
         block = np.concatenate([block[walk], c_b])
         a_b, a_n, a_s = shared.absolute  # token ends inside interiors walked from the memo, not shared
-        out_block.append(a_b)
-        out_node.append(a_n)
-        out_state.append(a_s)
-    elif chains is not None:
+        _spell_into(out, trie, a_b, a_n, a_s, ok)
+        del c_b, c_n, c_s, a_b, a_n, a_s
+    elif chained:
         node, state, block = node[walk], state[walk], block[walk]
-    if chains is not None:  # the representatives' walks: inside arcs kept per group, exits walked on as usual
+    if chained:  # the representatives' walks: inside arcs kept per group, exits walked on as usual
         ends, (x_g, x_n, x_s), fronts = _walk_inside(dfa, trie, is_abs, blk_byte[reps], blk_state[reps], limit)
         # the groups' inside arcs spelled now, as int32 where they fit, and the token ends let go:
         # held through the search and `assemble` they were 100 MB (int64) on a large schema
@@ -240,28 +252,15 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     spells = trie.tok_ptr[1:] > trie.tok_ptr[:-1]  # (per trie node: a bool per frontier pair, not two int64 gathers)
     # the frontier as int32 (a wide one is millions of pairs, its steps' peak); a step's slices come int32 too
     node, state, block = narrow(node), narrow(state), narrow(block)
+    if len(node) > TRIM_ABOVE:  # (the temporaries of the blocks, walks and groups above, handed back)
+        trim_heap()
     while len(node):
         has = spells[node]
-        out_block.append(block[has])
-        out_node.append(node[has])
-        out_state.append(state[has])
-        src, node, state = step(node, state)
-        block = block[src]
-    # (token ends as int32 pieces, taken once; the arcs go to `assemble` in a list it empties, so
-    # no copy of them stays referenced here while it runs)
-    o_block, o_node, o_state = out_block.take(), out_node.take(), out_state.take()
-    if chains is not None and own.any():  # a partial group's exits: every member's own
-        pseudo = o_block >= nb
-        p_b, p_n, p_s = chain_blocks.to_members(grp, np.zeros(nb, np.int64), o_block[pseudo] - nb, o_node[pseudo], o_state[pseudo])
-        keep = ~pseudo
-        # a column at a time, kept int32 where it fits: each replaces its old column (tens of millions of arcs)
-        o_block = np.concatenate([o_block[keep], narrow(p_b)])
-        o_node = np.concatenate([o_node[keep], narrow(p_n)])
-        o_state = np.concatenate([o_state[keep], narrow(p_s)])
-        del pseudo, keep, p_b, p_n, p_s
-    ends_ = [o_block, o_node, o_state]
-    del o_block, o_node, o_state
-    arcs = [*spelled_taking(trie, ends_, ok)]
+        _spell_into(out, trie, block[has], node[has], state[has], ok)
+        del has
+        block, node, state = step(node, state, block)
+        if len(node) > TRIM_ABOVE:  # (a level's freed slices, under the next level's pieces)
+            trim_heap()
     inner = None
     if shared is not None and shared.copies:  # the interiors' token arcs, once per (shape, canonical state, first byte)
         i_k, i_tok, i_rel = shared.inner_arcs  # (sorted by interior, then token: filtering keeps the order)
@@ -274,12 +273,26 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
             u_k, u_rel = shared.inner_next
             distinct = (csr(u_k, n_inner), u_rel)
         inner = Interiors(shared.blk_inner, shared.blk_copy, shared.copies, csr(i_k, n_inner), i_tok, i_rel, distinct)
+        del i_k, i_tok, i_rel
+    # `assemble` reads the DFA's final states and start only: its arcs (three int64 columns per
+    # character arc) and what holds them (the steppers, the memo's walks) go before the arcs'
+    # columns are built
+    head = _Arcs(S, dfa.start, dfa.final, empty, empty, empty)
+    del dfa, step, shared, blk_byte, blk_state, node, state, block, spells
+    if len(q_idx) > TRIM_ABOVE:  # (theirs, and the search's last freed slices, under the arcs' columns)
+        trim_heap()
+    # (the arcs as int32 pieces, taken once; they go to `assemble` in a list it empties, so no
+    # copy of them stays referenced here while it runs)
+    arcs = [part.take() for part in out]
+    del out
+    if chained and own.any():  # a partial group's exits: every member's own (tens of millions of arcs)
+        arcs = [*chain_blocks.with_members(grp, arcs, nb)]
 
     # 3. Keep what is reachable from the start at token boundaries and can still finish.
     links = [q_idx, b_idx, pair_block]  # (taken by `assemble`, as the arcs: its filtered copies replace them)
     del q_idx, b_idx, pair_block
-    fields = assemble(dfa, width, links, arcs, inner, chain)
-    if chains is not None:
+    fields = assemble(head, width, links, arcs, inner, chain)
+    if chained:
         fields["char_state"] = old_id[fields["char_state"]].astype(np.int32)
     fsa = TokenFSA(**fields)
     log.info(
@@ -344,6 +357,13 @@ def _walk_inside(dfa: _Arcs, trie: TokenTrie, is_abs: np.ndarray, byte: np.ndarr
     return (e_g, e_n, e_s), (x_g, x_n, x_s), _cat(fronts)
 
 
+def _spell_into(out: tuple[Parts, Parts, Parts], trie: TokenTrie, block: np.ndarray, node: np.ndarray,
+                state: np.ndarray, ok: np.ndarray | None) -> None:
+    """The token arcs of the ends ``(block, node, state)`` (`spelled`) appended to ``out``."""
+    for part, col in zip(out, _expand(trie, block, node, state, ok)):
+        part.append(col)
+
+
 def _cat(parts: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
     return tuple(np.concatenate(x) for x in zip(*parts)) if parts else (np.zeros(0, np.int64),) * 3
 
@@ -373,17 +393,20 @@ class _Stepper:
         # node has many times more children than the state has arcs.
         self.trie_weight = 8 if self.table is not None else 1
 
-    def __call__(self, node: np.ndarray, state: np.ndarray):
+    def __call__(self, node: np.ndarray, state: np.ndarray, carry: np.ndarray | None = None):
         """(source pair index, child node, next state) of every surviving extension: the pairs
         a slice at a time (`step_slices`: the candidates of a wide frontier, six int64 columns
-        each, were 0.7 GB at once), the trie side's extensions before the arcs' as in one step."""
+        each, were 0.7 GB at once), the trie side's extensions before the arcs' as in one step.
+        With ``carry`` (a value per pair): ``carry[source]`` in place of the source index,
+        gathered a slice at a time (no index column for the whole step)."""
         cand = self.arc_ptr[state + 1]  # (a bound; built in place: a wide frontier is millions of pairs)
         cand -= self.arc_ptr[state]
         cand += self.n_children[node]
-        cuts = step_slices(cand)
+        cuts = step_slices(cand, STEP_SLICE_CANDIDATES)
         del cand  # (int64 per pair: not held through the slices)
         if len(cuts) == 2:
-            return self._step(node, state)
+            src, child, nxt = self._step(node, state)
+            return (src if carry is None else carry[src]), child, nxt
         # each slice's columns kept int32 where they fit, each output column built and its pieces
         # let go before the next (a wide frontier's three int64 columns and their pieces at once
         # were the lift's peak)
@@ -393,9 +416,12 @@ class _Stepper:
         fits = max(len(node), self.trie.num_nodes, self.dfa.num_states) < 2**31
         for a, b in zip(cuts[:-1], cuts[1:]):
             one, two = self._step(node[a:b], state[a:b], a)
+            if carry is not None:
+                one, two = (carry[one[0]], *one[1:]), (carry[two[0]], *two[1:])
             for k in range(3):
-                first[k].append(one[k].astype(np.int32) if fits else narrow(one[k]))
-                second[k].append(two[k].astype(np.int32) if fits else narrow(two[k]))
+                exact = fits and (k or carry is None)  # (carried values: narrowed where they fit)
+                first[k].append(one[k].astype(np.int32) if exact else narrow(one[k]))
+                second[k].append(two[k].astype(np.int32) if exact else narrow(two[k]))
             del one, two
         out = []
         for k in range(3):
