@@ -75,7 +75,7 @@ def test_a_step_extends_every_pair_as_a_loop_does(monkeypatch, seed, table, slic
     if not table:
         arcs.__dict__["table"] = None
     if slice_limit is not None:
-        monkeypatch.setattr(token_fsa, "step_slices", lambda cost: _cuts(cost, slice_limit))  # (many slices)
+        monkeypatch.setattr(token_fsa, "step_slices", lambda cost, *_: _cuts(cost, slice_limit))  # (many slices)
     node = rng.integers(0, trie.num_nodes, 60)
     state = rng.integers(0, S, 60)
     got = token_fsa._Stepper(arcs, trie)(node, state)
