@@ -1,7 +1,7 @@
 """The lift's memory-bounded pieces (issue 36) give what one pass over whole columns gives, at
-any chunk size: partial groups' exits copied to their members (`chain_blocks.with_members`), the
-distinct (block, next state) pairs (`assemble._distinct`), a search step's slices
-(`token_fsa.STEP_SLICE_CANDIDATES`)."""
+any chunk size: partial groups' exits copied to their members (`group_exits.with_members`), the
+distinct (block, next state) pairs (`assemble._distinct`), a search step's slices and the
+frontier's pieces (`trie_step.STEP_SLICE_CANDIDATES`, `trie_step.FRONT_PIECE`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +11,7 @@ from shared_oracle import fresh_walk_memos
 from test_chain_blocks import SCHEMAS, vocab_of
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.hard import assemble, chain_blocks, token_fsa
+from fstbeam.compiler.hard import assemble, chain_blocks, group_exits, token_fsa, trie_step
 from fstbeam.compiler.hard.array_ops import narrow
 from fstbeam.compiler.hard.token_trie import token_trie
 from fstbeam.compiler.structured.json_schema import json_schema_fst
@@ -42,7 +42,7 @@ def test_with_members_matches_the_whole_columns(chunk, seed):
     state = rng.integers(0, 5000, n).astype(np.int32)
     want = _members_whole(grp, [block, node, state], nb)
     cols = [block.copy(), node.copy(), state.copy()]
-    got = chain_blocks.with_members(grp, cols, nb, chunk)
+    got = group_exits.with_members(grp, cols, nb, chunk)
     assert cols == []  # (taken out of the list)
     for g, w in zip(got, want):
         assert g.dtype == w.dtype and np.array_equal(g, w)
@@ -75,8 +75,9 @@ def test_lift_in_tiny_pieces_is_the_same_automaton(source, monkeypatch):
     fresh_walk_memos(monkeypatch)
     want = token_fsa.lift(dfa, trie, vocab.width, share_walks=True)
     for chunk in (1, 3, 7):
-        monkeypatch.setattr(token_fsa, "STEP_SLICE_CANDIDATES", chunk)
-        monkeypatch.setattr(chain_blocks, "MEMBERS_CHUNK", chunk)
+        monkeypatch.setattr(trie_step, "STEP_SLICE_CANDIDATES", chunk)
+        monkeypatch.setattr(trie_step, "FRONT_PIECE", chunk)
+        monkeypatch.setattr(group_exits, "MEMBERS_CHUNK", chunk)
         monkeypatch.setattr(assemble, "DISTINCT_CHUNK", chunk)
         monkeypatch.setattr(assemble, "DEDUPE_ARCS_PER_STATE", 0)  # (the distinct pairs' path too)
         fresh_walk_memos(monkeypatch)

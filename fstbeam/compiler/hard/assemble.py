@@ -207,7 +207,7 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     new_id[order] = np.arange(len(order))
     base = new_id[members[copy_off]] if len(sizes) else np.zeros(1, np.int64)  # each copy's first state
     sb_keep = keep_state[q_idx]
-    q_idx, b_idx, pair_block = new_id[q_idx[sb_keep]], b_idx[sb_keep], pair_block[sb_keep]
+    q_idx, b_idx, pair_block = narrow(new_id)[q_idx[sb_keep]], b_idx[sb_keep], pair_block[sb_keep]
     # Grouped blocks: one token-state offset per block for its inside arcs, else spelled out after all.
     used = np.zeros(nb, bool)
     used[pair_block] = True
@@ -243,6 +243,8 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     n_first = nabs + int(inner_used.sum())
     g_new = np.full(len(chain.reps) + 1, -1, np.int64)
     g_new[:-1][g_used] = n_first + np.arange(int(g_used.sum()))
+    # (the new block ids as int32 where they fit: the link columns below come int32, not int64)
+    blk_new, inner_new, g_new = narrow(blk_new), narrow(inner_new), narrow(g_new)
     sb_id = np.where(is_sh, inner_new[blk_inner[pair_block]], np.where(has_rel, g_new[grp_of], blk_new[rep_of]))
     sb_off = np.where(is_sh, base[np.maximum(blk_copy[pair_block], 0)], np.where(has_rel, blk_off[pair_block], 0))
     sb_exit = np.where((is_sh | has_rel) & (abs_size[rep_of] > 0), blk_new[rep_of], -1)

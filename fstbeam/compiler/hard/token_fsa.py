@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import time
-import weakref
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -19,11 +18,13 @@ import numpy as np
 
 from ...contract.hard import factored_fst_bytes
 from ..char_dfa import ByteArcs, CharDFA
-from . import chain_blocks, shared_walks
+from . import chain_blocks, group_exits, shared_walks
 from .array_ops import TRIM_ABOVE, Parts, concat_ranges, csr, grouped, narrow, order_by, rank_step, sorted_triples, step_slices, trim_heap  # noqa: F401  (re-exported)
 from .assemble import Interiors, assemble
 from .token_trie import TokenTrie, spelled_taking  # noqa: F401  (re-exported)
 from .token_trie import spelled as _expand
+from .trie_step import Stepper as _Stepper
+from .trie_step import coalesced
 
 log = logging.getLogger(__name__)
 
@@ -36,13 +37,6 @@ DENSE_STEP_CELLS = 10 << 20
 # (a word list's DFA, about one arc a state, keeps the search).
 RANK_ARCS_PER_STATE = 8
 
-# A step's candidate (pair, child) extensions taken this many at a time (`_Stepper`): each slice's
-# temporaries are some ten int64 columns of its candidates.
-STEP_SLICE_CANDIDATES = 1 << 20
-
-# Per trie, built once (`_Stepper`): the sorted (parent, byte) key of every non-root node, and
-# the number of children of every node.
-_TRIE_AUX: weakref.WeakKeyDictionary[TokenTrie, tuple[np.ndarray, np.ndarray]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True, eq=False)
@@ -250,16 +244,28 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         block = np.concatenate([block, np.where(own[x_g], nb + x_g, reps[x_g]), f_b])
         del x_g, x_n, x_s, f_b, f_n, f_s, fronts  # (in the frontier now: not kept through the search)
     spells = trie.tok_ptr[1:] > trie.tok_ptr[:-1]  # (per trie node: a bool per frontier pair, not two int64 gathers)
-    # the frontier as int32 (a wide one is millions of pairs, its steps' peak); a step's slices come int32 too
-    node, state, block = narrow(node), narrow(state), narrow(block)
-    if len(node) > TRIM_ABOVE:  # (the temporaries of the blocks, walks and groups above, handed back)
+    # The frontier is kept in pieces (in order), each walked and let go in turn: a wide level's
+    # pairs are never held twice (old and new frontier whole, and the new one concatenated).
+    front = [(narrow(block), narrow(node), narrow(state))]  # (as `_Stepper.pieces` gives them)
+    del node, state, block
+    if len(front[0][0]) > TRIM_ABOVE:  # (the temporaries of the blocks, walks and groups above, handed back)
         trim_heap()
-    while len(node):
-        has = spells[node]
-        _spell_into(out, trie, block[has], node[has], state[has], ok)
-        del has
-        block, node, state = step(node, state, block)
-        if len(node) > TRIM_ABOVE:  # (a level's freed slices, under the next level's pieces)
+    while front:
+        first: list[tuple[np.ndarray, ...]] = []
+        second: list[tuple[np.ndarray, ...]] = []
+        front.reverse()  # (popped from the end: in order)
+        while front:
+            block, node, state = front.pop()
+            has = spells[node]
+            _spell_into(out, trie, block[has], node[has], state[has], ok)
+            del has
+            for one, two in step.pieces(node, state, block):  # (a step's trie side before its arc side)
+                first.append(one)
+                second.append(two)
+            del node, state, block
+        front = coalesced(first + second)
+        del first, second
+        if sum(len(p[0]) for p in front) > TRIM_ABOVE:  # (a level's freed slices, under the next level's pieces)
             trim_heap()
     inner = None
     if shared is not None and shared.copies:  # the interiors' token arcs, once per (shape, canonical state, first byte)
@@ -278,7 +284,7 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     # character arc) and what holds them (the steppers, the memo's walks) go before the arcs'
     # columns are built
     head = _Arcs(S, dfa.start, dfa.final, empty, empty, empty)
-    del dfa, step, shared, blk_byte, blk_state, node, state, block, spells
+    del dfa, step, shared, blk_byte, blk_state, spells
     if len(q_idx) > TRIM_ABOVE:  # (theirs, and the search's last freed slices, under the arcs' columns)
         trim_heap()
     # (the arcs as int32 pieces, taken once; they go to `assemble` in a list it empties, so no
@@ -286,7 +292,7 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     arcs = [part.take() for part in out]
     del out
     if chained and own.any():  # a partial group's exits: every member's own (tens of millions of arcs)
-        arcs = [*chain_blocks.with_members(grp, arcs, nb)]
+        arcs = [*group_exits.with_members(grp, arcs, nb)]
 
     # 3. Keep what is reachable from the start at token boundaries and can still finish.
     links = [q_idx, b_idx, pair_block]  # (taken by `assemble`, as the arcs: its filtered copies replace them)
@@ -366,106 +372,6 @@ def _spell_into(out: tuple[Parts, Parts, Parts], trie: TokenTrie, block: np.ndar
 
 def _cat(parts: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
     return tuple(np.concatenate(x) for x in zip(*parts)) if parts else (np.zeros(0, np.int64),) * 3
-
-
-class _Stepper:
-    """One BFS step over (trie node, char state) pairs: every (child, next state) pair.
-
-    A pair can be extended from either side: the node's trie children (checked against the
-    DFA row) or the state's DFA arcs (looked up among the node's children). Each pair takes the
-    side with fewer candidates: inside words a state has a few arcs while a short token's node
-    has dozens of children, and at word starts it is the other way round."""
-
-    def __init__(self, dfa: _Arcs, trie: TokenTrie):
-        self.dfa = dfa
-        self.arc_ptr, self.arc_byte, self.arc_next = dfa.ptr, dfa.byte, dfa.dst
-        self.trie = trie
-        self.table = dfa.table
-        aux = _TRIE_AUX.get(trie)
-        if aux is None:
-            n_children = trie.child_hi - trie.child_lo
-            parent = np.repeat(np.arange(trie.num_nodes), n_children)  # of nodes 1..N-1, in id order
-            key = parent * 256 + trie.node_byte[1:]  # sorted: children are id ranges by byte
-            aux = _TRIE_AUX[trie] = (key, n_children)
-        self.child_key, self.n_children = aux
-        # A child looked up through the dense table is one gather; through an arc, a binary
-        # search over every node of the trie: with the table, the trie side is taken unless the
-        # node has many times more children than the state has arcs.
-        self.trie_weight = 8 if self.table is not None else 1
-
-    def __call__(self, node: np.ndarray, state: np.ndarray, carry: np.ndarray | None = None):
-        """(source pair index, child node, next state) of every surviving extension: the pairs
-        a slice at a time (`step_slices`: the candidates of a wide frontier, six int64 columns
-        each, were 0.7 GB at once), the trie side's extensions before the arcs' as in one step.
-        With ``carry`` (a value per pair): ``carry[source]`` in place of the source index,
-        gathered a slice at a time (no index column for the whole step)."""
-        cand = self.arc_ptr[state + 1]  # (a bound; built in place: a wide frontier is millions of pairs)
-        cand -= self.arc_ptr[state]
-        cand += self.n_children[node]
-        cuts = step_slices(cand, STEP_SLICE_CANDIDATES)
-        del cand  # (int64 per pair: not held through the slices)
-        if len(cuts) == 2:
-            src, child, nxt = self._step(node, state)
-            return (src if carry is None else carry[src]), child, nxt
-        # each slice's columns kept int32 where they fit, each output column built and its pieces
-        # let go before the next (a wide frontier's three int64 columns and their pieces at once
-        # were the lift's peak)
-        first: list[list[np.ndarray]] = [[], [], []]
-        second: list[list[np.ndarray]] = [[], [], []]
-        # (pair index, node and state bounded below 2**31: int32 without `narrow`'s two scans)
-        fits = max(len(node), self.trie.num_nodes, self.dfa.num_states) < 2**31
-        for a, b in zip(cuts[:-1], cuts[1:]):
-            one, two = self._step(node[a:b], state[a:b], a)
-            if carry is not None:
-                one, two = (carry[one[0]], *one[1:]), (carry[two[0]], *two[1:])
-            for k in range(3):
-                exact = fits and (k or carry is None)  # (carried values: narrowed where they fit)
-                first[k].append(one[k].astype(np.int32) if exact else narrow(one[k]))
-                second[k].append(two[k].astype(np.int32) if exact else narrow(two[k]))
-            del one, two
-        out = []
-        for k in range(3):
-            out.append(np.concatenate(first[k] + second[k]))
-            first[k] = second[k] = []
-        return out[0], out[1], out[2]
-
-    def _step(self, node: np.ndarray, state: np.ndarray, base: int | None = None):
-        """One slice's extensions (with ``base``: as (trie side, arc side), indices from ``base``)."""
-        t = self.trie
-        n_child, alo = self.n_children[node], self.arc_ptr[state]
-        n_arc = self.arc_ptr[state + 1] - alo
-        by_trie = n_child <= self.trie_weight * n_arc
-        i = np.flatnonzero(by_trie)
-        ni = n_child[i]
-        rep = np.repeat(i, ni)
-        child = np.repeat(t.child_lo[node[i]] - (np.cumsum(ni) - ni), ni)  # (`concat_ranges`, its ends known)
-        child += np.arange(len(child))
-        if self.table is not None:  # (one gather from the flat table: a third of a 2-D index's time)
-            key = state[rep].astype(np.int64)
-            key <<= 8
-            key |= t.node_byte[child]
-            ns = self.table.reshape(-1)[key]
-            del key
-        else:
-            ns = self.dfa.step(state[rep], t.node_byte[child].astype(np.int64))
-        keep = ns >= 0
-        src1, child1, ns1 = rep[keep], child[keep], ns[keep]
-        j = np.flatnonzero(~by_trie)
-        if not len(j) and base is None:
-            return src1, child1, ns1.astype(np.int64)
-        rep = np.repeat(j, n_arc[j])
-        arc = concat_ranges(alo[j], alo[j] + n_arc[j])
-        key = node[rep].astype(np.int64) * 256 + self.arc_byte[arc]
-        pos = np.minimum(np.searchsorted(self.child_key, key), len(self.child_key) - 1)
-        found = self.child_key[pos] == key if len(self.child_key) else np.zeros(len(key), bool)
-        if base is not None:
-            return ((src1 + base, child1, ns1.astype(np.int64)),
-                    (rep[found] + base, pos[found] + 1, self.arc_next[arc[found]].astype(np.int64)))
-        return (
-            np.concatenate([src1, rep[found]]),
-            np.concatenate([child1, pos[found] + 1]),
-            np.concatenate([ns1, self.arc_next[arc[found]]]),
-        )
 
 
 def token_fst_bytes(fsa: TokenFSA) -> bytes:
