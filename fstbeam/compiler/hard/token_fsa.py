@@ -38,7 +38,6 @@ DENSE_STEP_CELLS = 10 << 20
 RANK_ARCS_PER_STATE = 8
 
 
-
 @dataclass(frozen=True, eq=False)
 class TokenFSA:
     """Factored token automaton (see docs/tables.md). States are renumbered, start = 0."""
