@@ -249,6 +249,7 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     sb_off = np.where(is_sh, base[np.maximum(blk_copy[pair_block], 0)], np.where(has_rel, blk_off[pair_block], 0))
     sb_exit = np.where((is_sh | has_rel) & (abs_size[rep_of] > 0), blk_new[rep_of], -1)
     del in_grp, grp_of, full, rep_of, has_rel, is_sh  # (per character arc; the lift's peak is below)
+    del blk_off, blk_inner, blk_group, abs_size  # (per block: done)
     if len(e_block) > TRIM_ABOVE:  # freed arrays under glibc's mmap threshold, handed back before it
         trim_heap()
     # the links' fields now, in their final dtypes, and the int64 link columns let go: six of
@@ -278,7 +279,7 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
         e_next = e_next[e_keep]
     del e_keep
     e_block = blk_new.astype(np.int32)[e_block]  # (ids < nb, S; one column at a time)
-    del blk_new, blk_off, blk_inner, blk_group, abs_size, abs_used  # (per block: done)
+    del blk_new, abs_used
     e_next = new_id.astype(np.int32)[e_next]
     if len(e_next) and int(e_next.min()) < 0:  # every kept arc leads to a kept state (see above)
         raise AssertionError("lift: a kept token arc leads to a dropped state")
