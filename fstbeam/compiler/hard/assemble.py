@@ -40,6 +40,8 @@ UNREACHABLE = np.iinfo(np.int32).max
 # Above this many absolute token arcs per character state, the searches walk distinct
 # (block, next state) pairs (one sort to find them; a word list's arcs are nearly all distinct).
 DEDUPE_ARCS_PER_STATE = 64
+# Arcs keyed and deduplicated at a time by `_distinct`.
+DISTINCT_CHUNK = 1 << 22
 
 
 @dataclass(frozen=True, eq=False)
@@ -117,6 +119,8 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     # (a string's ~250k tokens reach a dozen states) they walk the distinct pairs only.
     dedupe = len(e_block) > DEDUPE_ARCS_PER_STATE * S
     d_block, d_next = _distinct(e_block, e_next, S) if dedupe else (e_block, e_next)
+    if len(e_block) > TRIM_ABOVE:  # (the pairs' freed temporaries, before the searches' per-pair arrays)
+        trim_heap()
     dist = _distances(final, q_idx, pair_block, index_concat([d_block, pb, ck, xk], nb),
                       index_concat([d_next, pn, cn, xn], S), nb, S)
     # A grouped block whose inside next states are not alive exactly where its representative's
@@ -149,7 +153,10 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
         d_block, d_next = _distinct(e_block, e_next, S) if dedupe else (e_block, e_next)
     alive_arc = alive[e_next]  # (a bool per arc: ``dist[e_next]`` was an int64 column, o48781's peak)
     if not alive_arc.all():  # (a word list: every arc is alive; skip copying ten million arcs)
-        e_block, e_tok, e_next = e_block[alive_arc], e_tok[alive_arc], e_next[alive_arc]
+        # (a column at a time: each old one goes before the next is copied)
+        e_block = e_block[alive_arc]
+        e_tok = e_tok[alive_arc]
+        e_next = e_next[alive_arc]
         if dedupe:
             alive_pair = dist[d_next] < UNREACHABLE
             d_block, d_next = d_block[alive_pair], d_next[alive_pair]
@@ -200,12 +207,13 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     new_id[order] = np.arange(len(order))
     base = new_id[members[copy_off]] if len(sizes) else np.zeros(1, np.int64)  # each copy's first state
     sb_keep = keep_state[q_idx]
-    q_idx, b_idx, pair_block = new_id[q_idx[sb_keep]], b_idx[sb_keep], pair_block[sb_keep]
+    q_idx, b_idx, pair_block = narrow(new_id)[q_idx[sb_keep]], b_idx[sb_keep], pair_block[sb_keep]
     # Grouped blocks: one token-state offset per block for its inside arcs, else spelled out after all.
     used = np.zeros(nb, bool)
     used[pair_block] = True
     in_use = used[ck]
     blk_off, bad = chain_blocks.offsets(ck[in_use], cc[in_use], cn[in_use], new_id, nb)
+    del ck, cc, cn, xk, xn, in_use  # (the grouped blocks' pairs: tens of millions, not held through the sort)
     bad = bad[blk_group[bad] >= 0]
     if len(bad):
         x_b, x_t, x_n = chain_blocks.spelled_out(chain, bad, e_block, e_tok, e_next)
@@ -235,23 +243,53 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     n_first = nabs + int(inner_used.sum())
     g_new = np.full(len(chain.reps) + 1, -1, np.int64)
     g_new[:-1][g_used] = n_first + np.arange(int(g_used.sum()))
+    # (the new block ids as int32 where they fit: the link columns below come int32, not int64)
+    blk_new, inner_new, g_new = narrow(blk_new), narrow(inner_new), narrow(g_new)
     sb_id = np.where(is_sh, inner_new[blk_inner[pair_block]], np.where(has_rel, g_new[grp_of], blk_new[rep_of]))
     sb_off = np.where(is_sh, base[np.maximum(blk_copy[pair_block], 0)], np.where(has_rel, blk_off[pair_block], 0))
     sb_exit = np.where((is_sh | has_rel) & (abs_size[rep_of] > 0), blk_new[rep_of], -1)
     del in_grp, grp_of, full, rep_of, has_rel, is_sh  # (per character arc; the lift's peak is below)
+    del blk_off, blk_inner, blk_group, abs_size  # (per block: done)
     if len(e_block) > TRIM_ABOVE:  # freed arrays under glibc's mmap threshold, handed back before it
         trim_heap()
+    # the links' fields now, in their final dtypes, and the int64 link columns let go: six of
+    # them per character arc (90 MB on a large schema) were held through the arcs' sort below
+    Sn = len(order)
+    sb_order = order_by(q_idx, b_idx)
+    fields = dict(
+        width=width,
+        final=final[order].copy(),
+        dist_to_final=dist[order].astype(np.int32),
+        state_block_ptr=csr(q_idx, Sn),
+        state_block_byte=b_idx[sb_order].astype(np.uint8),
+        state_block_id=sb_id[sb_order].astype(np.int32),
+        state_block_offset=sb_off[sb_order].astype(np.int64),
+        state_block_exit=sb_exit[sb_order].astype(np.int32),
+        char_state=order.astype(np.int32),
+    )
+    if not (dist[start] < UNREACHABLE):
+        fields["final"][:] = False
+    del q_idx, b_idx, pair_block, sb_order, sb_id, sb_off, sb_exit, dist
+    if len(e_block) > TRIM_ABOVE:  # (the links' columns just freed, under the arcs' copies below)
+        trim_heap()
     e_keep = abs_used[e_block]
-    if not e_keep.all():
-        e_block, e_tok, e_next = e_block[e_keep], e_tok[e_keep], e_next[e_keep]
+    if not e_keep.all():  # (a column at a time: each old one goes before the next is copied)
+        e_block = e_block[e_keep]
+        e_tok = e_tok[e_keep]
+        e_next = e_next[e_keep]
     del e_keep
     e_block = blk_new.astype(np.int32)[e_block]  # (ids < nb, S; one column at a time)
+    del blk_new, abs_used
     e_next = new_id.astype(np.int32)[e_next]
     if len(e_next) and int(e_next.min()) < 0:  # every kept arc leads to a kept state (see above)
         raise AssertionError("lift: a kept token arc leads to a dropped state")
     # sorted by (block, token), the block column read as CSR pointers, never unpacked (the arcs'
-    # columns go as soon as they are read: the lift's peak is here)
-    block_ptr, e_tok, e_next = sorted_triples_csr([e_block, e_tok, e_next], nabs)
+    # columns go as soon as they are read: the lift's peak is here; no name here holds them)
+    cols = [e_block, e_tok, e_next]
+    del e_block, e_tok, e_next
+    if len(cols[0]) > TRIM_ABOVE:  # (the links' and renumbering's freed columns, resident under the sort's words)
+        trim_heap()
+    block_ptr, e_tok, e_next = sorted_triples_csr(cols, nabs)
     used_k = np.flatnonzero(inner_used)
     pos = concat_ranges(inner.ptr[used_k], inner.ptr[used_k + 1])
     block_ptr = np.concatenate([block_ptr, len(e_tok) + np.cumsum(np.diff(inner.ptr)[used_k])])
@@ -261,29 +299,12 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
         raise AssertionError("lift: a group's inside arc leads to a dropped state")
     block_ptr = np.concatenate([block_ptr, block_ptr[-1] + np.cumsum(g_size[g_used])])
 
-    Sn = len(order)
-    sb_order = order_by(q_idx, b_idx)
-    fin = final[order].copy()
-    if not (dist[start] < UNREACHABLE):
-        fin[:] = False
     block_tokens = np.concatenate([e_tok, inner.tok[pos], g_tok_k], dtype=np.int32, casting="same_kind")
     del e_tok
     block_next = np.concatenate([e_next, inner.rel[pos], g_next_k], dtype=np.int32, casting="same_kind")
     del e_next
-    return dict(
-        width=width,
-        final=fin,
-        dist_to_final=dist[order].astype(np.int32),
-        state_block_ptr=csr(q_idx, Sn),
-        state_block_byte=b_idx[sb_order].astype(np.uint8),
-        state_block_id=sb_id[sb_order].astype(np.int32),
-        state_block_offset=sb_off[sb_order].astype(np.int64),
-        state_block_exit=sb_exit[sb_order].astype(np.int32),
-        block_ptr=block_ptr.astype(np.int64),
-        block_tokens=block_tokens,
-        block_next=block_next,
-        char_state=order.astype(np.int32),
-    )
+    fields.update(block_ptr=block_ptr.astype(np.int64), block_tokens=block_tokens, block_next=block_next)
+    return fields
 
 
 def _cat(col: np.ndarray, more: np.ndarray) -> np.ndarray:
@@ -291,22 +312,23 @@ def _cat(col: np.ndarray, more: np.ndarray) -> np.ndarray:
     return np.concatenate([col, narrow(more)])
 
 
-def _distinct(block: np.ndarray, nxt: np.ndarray, S: int) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct (block, next state) pairs, sorted (``np.unique`` of their keys, with the key
-    built and sorted in place: one column, not three temporaries and a sorted copy)."""
+def _distinct(block: np.ndarray, nxt: np.ndarray, S: int, chunk: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct (block, next state) pairs, sorted: the distinct keys ``block * S + next`` of
+    each ``chunk`` of arcs, then of those (the pairs are deduplicated where the arcs far
+    outnumber them: no key column as long as the arcs, nor its sort, at once)."""
+    chunk = chunk or DISTINCT_CHUNK
     n_keys = (int(block.max()) + 1) * S if len(block) else 0
     dtype = np.int32 if n_keys < 2**31 else np.int64  # (a narrower sort where it fits)
-    key = block.astype(dtype)
-    key *= dtype(S)
-    key += nxt  # (cast as it is added: no copy of the column; the sum fits ``dtype``)
-    key.sort()
-    if len(key):
-        new = np.empty(len(key), bool)
-        new[0] = True
-        np.not_equal(key[1:], key[:-1], out=new[1:])
-        key = key[new]
-    key = key.astype(np.int64, copy=False)
-    return key // S, key % S
+    parts = []
+    for a in range(0, len(block), chunk):
+        key = block[a:a + chunk].astype(dtype)
+        key *= dtype(S)
+        key += nxt[a:a + chunk]  # (cast as it is added: the sum fits ``dtype``)
+        parts.append(unique(key))
+        del key
+    key = parts[0] if len(parts) == 1 else unique(np.concatenate(parts)) if parts else np.zeros(0, dtype)
+    del parts
+    return key // S, key % S  # (int32 where the keys are: a large schema's pairs are millions)
 
 
 def _distances(final, sb_state, sb_block, e_block, e_next, nb, S) -> np.ndarray:

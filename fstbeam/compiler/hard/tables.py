@@ -330,7 +330,7 @@ def _token_classes(combo_blocks: list[np.ndarray], ptr: np.ndarray, block_key: n
 
 
 # Keys read at a time by `_token_classes` (`step_slices`: a block larger than this is read alone).
-CLASS_CHUNK_KEYS = 1 << 22
+CLASS_CHUNK_KEYS = 1 << 20  # (a chunk's temporaries: some five int64 columns of its keys)
 
 
 def _first_bytes(vocab: Vocab) -> np.ndarray:

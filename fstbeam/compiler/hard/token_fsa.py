@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import time
-import weakref
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -19,11 +18,13 @@ import numpy as np
 
 from ...contract.hard import factored_fst_bytes
 from ..char_dfa import ByteArcs, CharDFA
-from . import chain_blocks, shared_walks
-from .array_ops import Parts, concat_ranges, csr, grouped, narrow, order_by, rank_step, sorted_triples, step_slices  # noqa: F401  (re-exported)
+from . import chain_blocks, group_exits, shared_walks
+from .array_ops import TRIM_ABOVE, Parts, concat_ranges, csr, grouped, narrow, order_by, rank_step, sorted_triples, step_slices, trim_heap  # noqa: F401  (re-exported)
 from .assemble import Interiors, assemble
-from .token_trie import TokenTrie, spelled_taking
+from .token_trie import TokenTrie, spelled_taking  # noqa: F401  (re-exported)
 from .token_trie import spelled as _expand
+from .trie_step import Stepper as _Stepper
+from .trie_step import coalesced
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +36,6 @@ DENSE_STEP_CELLS = 10 << 20
 # [S, 256] cells (64 bytes a state, no more than the arcs' own int64 keys), not by binary search
 # (a word list's DFA, about one arc a state, keeps the search).
 RANK_ARCS_PER_STATE = 8
-
-# Per trie, built once (`_Stepper`): the sorted (parent, byte) key of every non-root node, and
-# the number of children of every node.
-_TRIE_AUX: weakref.WeakKeyDictionary[TokenTrie, tuple[np.ndarray, np.ndarray]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True, eq=False)
@@ -179,8 +176,12 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         share_walks = isinstance(dfa, (CharDFA, ByteArcs, _Arcs))
     dfa = _Arcs.of(dfa)
     chains = _chains(dfa, trie) if share_walks else None
+    chained = chains is not None
     if chains is not None:
         dfa, old_id, levels, is_abs = chains
+    del chains  # (its arcs are `dfa`: let go with it, before `assemble`)
+    if chained and len(dfa.src) > TRIM_ABOVE:  # the renumbering's and the classes' per-arc temporaries (under
+        trim_heap()  # glibc's mmap threshold: 200 MB resident through the search on a large schema) handed back
     S = dfa.num_states
     # 1. Distinct (first byte, state after it) pairs become blocks.
     has_tok = trie.depth1[dfa.byte] >= 0
@@ -188,25 +189,30 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     pair_key = b_idx.astype(np.int64) * S + r_idx
     uniq_keys, pair_block = np.unique(pair_key, return_inverse=True)
     del pair_key, r_idx, has_tok
+    # the links held through the search and `assemble` as int32 and bytes (not three int64 columns)
+    q_idx, b_idx, pair_block = narrow(q_idx), b_idx.astype(np.uint8), narrow(pair_block)
     nb = len(uniq_keys)
     blk_byte = (uniq_keys // S).astype(np.int64)
     blk_state = (uniq_keys % S).astype(np.int64)
+    del uniq_keys
 
     # 2. BFS over (trie node, char state, block), emitting (block, node, state) at token ends.
     node = trie.depth1[blk_byte]
     state = blk_state
     block = np.arange(nb, dtype=np.int64)
     empty = np.zeros(0, np.int64)
-    out_block, out_node, out_state = Parts([empty]), Parts([empty]), Parts([empty])  # (int32 pieces)
-    step = _Stepper(dfa, trie)
-    shared = shared_walks.share(dfa, trie, blk_byte, blk_state, _Arcs.plain, _Stepper) if share_walks else None
     ok = None
     if allowed_tokens is not None:
         ok = np.zeros(width, bool)
         ok[allowed_tokens] = True
+    # the token arcs (block, token, next state), spelled as the search finds their ends, as int32
+    # pieces (ends spelled all at once were a fourth column of tens of millions, the lift's peak)
+    out = (Parts([empty]), Parts([np.zeros(0, np.int32)]), Parts([empty]))
+    step = _Stepper(dfa, trie)
+    shared = shared_walks.share(dfa, trie, blk_byte, blk_state, _Arcs.plain, _Stepper) if share_walks else None
     walk = np.ones(nb, bool)
     chain = None
-    if chains is not None:  # grouped blocks are not walked: their representative's inside walk is, once per group
+    if chained:  # grouped blocks are not walked: their representative's inside walk is, once per group
         grp, shift, reps, limit = chain_blocks.groups(blk_byte, blk_state, levels, shared.handled if shared is not None else None)
         own = limit < chain_blocks.FULL
         walk = grp < 0
@@ -219,12 +225,11 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         state = np.concatenate([state[walk], c_s])
         block = np.concatenate([block[walk], c_b])
         a_b, a_n, a_s = shared.absolute  # token ends inside interiors walked from the memo, not shared
-        out_block.append(a_b)
-        out_node.append(a_n)
-        out_state.append(a_s)
-    elif chains is not None:
+        _spell_into(out, trie, a_b, a_n, a_s, ok)
+        del c_b, c_n, c_s, a_b, a_n, a_s
+    elif chained:
         node, state, block = node[walk], state[walk], block[walk]
-    if chains is not None:  # the representatives' walks: inside arcs kept per group, exits walked on as usual
+    if chained:  # the representatives' walks: inside arcs kept per group, exits walked on as usual
         ends, (x_g, x_n, x_s), fronts = _walk_inside(dfa, trie, is_abs, blk_byte[reps], blk_state[reps], limit)
         # the groups' inside arcs spelled now, as int32 where they fit, and the token ends let go:
         # held through the search and `assemble` they were 100 MB (int64) on a large schema
@@ -238,30 +243,29 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         block = np.concatenate([block, np.where(own[x_g], nb + x_g, reps[x_g]), f_b])
         del x_g, x_n, x_s, f_b, f_n, f_s, fronts  # (in the frontier now: not kept through the search)
     spells = trie.tok_ptr[1:] > trie.tok_ptr[:-1]  # (per trie node: a bool per frontier pair, not two int64 gathers)
-    # the frontier as int32 (a wide one is millions of pairs, its steps' peak); a step's slices come int32 too
-    node, state, block = narrow(node), narrow(state), narrow(block)
-    while len(node):
-        has = spells[node]
-        out_block.append(block[has])
-        out_node.append(node[has])
-        out_state.append(state[has])
-        src, node, state = step(node, state)
-        block = block[src]
-    # (token ends as int32 pieces, taken once; the arcs go to `assemble` in a list it empties, so
-    # no copy of them stays referenced here while it runs)
-    o_block, o_node, o_state = out_block.take(), out_node.take(), out_state.take()
-    if chains is not None and own.any():  # a partial group's exits: every member's own
-        pseudo = o_block >= nb
-        p_b, p_n, p_s = chain_blocks.to_members(grp, np.zeros(nb, np.int64), o_block[pseudo] - nb, o_node[pseudo], o_state[pseudo])
-        keep = ~pseudo
-        # a column at a time, kept int32 where it fits: each replaces its old column (tens of millions of arcs)
-        o_block = np.concatenate([o_block[keep], narrow(p_b)])
-        o_node = np.concatenate([o_node[keep], narrow(p_n)])
-        o_state = np.concatenate([o_state[keep], narrow(p_s)])
-        del pseudo, keep, p_b, p_n, p_s
-    ends_ = [o_block, o_node, o_state]
-    del o_block, o_node, o_state
-    arcs = [*spelled_taking(trie, ends_, ok)]
+    # The frontier is kept in pieces (in order), each walked and let go in turn: a wide level's
+    # pairs are never held twice (old and new frontier whole, and the new one concatenated).
+    front = [(narrow(block), narrow(node), narrow(state))]  # (as `_Stepper.pieces` gives them)
+    del node, state, block
+    if len(front[0][0]) > TRIM_ABOVE:  # (the temporaries of the blocks, walks and groups above, handed back)
+        trim_heap()
+    while front:
+        first: list[tuple[np.ndarray, ...]] = []
+        second: list[tuple[np.ndarray, ...]] = []
+        front.reverse()  # (popped from the end: in order)
+        while front:
+            block, node, state = front.pop()
+            has = spells[node]
+            _spell_into(out, trie, block[has], node[has], state[has], ok)
+            del has
+            for one, two in step.pieces(node, state, block):  # (a step's trie side before its arc side)
+                first.append(one)
+                second.append(two)
+            del node, state, block
+        front = coalesced(first + second)
+        del first, second
+        if sum(len(p[0]) for p in front) > TRIM_ABOVE:  # (a level's freed slices, under the next level's pieces)
+            trim_heap()
     inner = None
     if shared is not None and shared.copies:  # the interiors' token arcs, once per (shape, canonical state, first byte)
         i_k, i_tok, i_rel = shared.inner_arcs  # (sorted by interior, then token: filtering keeps the order)
@@ -274,12 +278,26 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
             u_k, u_rel = shared.inner_next
             distinct = (csr(u_k, n_inner), u_rel)
         inner = Interiors(shared.blk_inner, shared.blk_copy, shared.copies, csr(i_k, n_inner), i_tok, i_rel, distinct)
+        del i_k, i_tok, i_rel
+    # `assemble` reads the DFA's final states and start only: its arcs (three int64 columns per
+    # character arc) and what holds them (the steppers, the memo's walks) go before the arcs'
+    # columns are built
+    head = _Arcs(S, dfa.start, dfa.final, empty, empty, empty)
+    del dfa, step, shared, blk_byte, blk_state, spells
+    if len(q_idx) > TRIM_ABOVE:  # (theirs, and the search's last freed slices, under the arcs' columns)
+        trim_heap()
+    # (the arcs as int32 pieces, taken once; they go to `assemble` in a list it empties, so no
+    # copy of them stays referenced here while it runs)
+    arcs = [part.take() for part in out]
+    del out
+    if chained and own.any():  # a partial group's exits: every member's own (tens of millions of arcs)
+        arcs = [*group_exits.with_members(grp, arcs, nb)]
 
     # 3. Keep what is reachable from the start at token boundaries and can still finish.
     links = [q_idx, b_idx, pair_block]  # (taken by `assemble`, as the arcs: its filtered copies replace them)
     del q_idx, b_idx, pair_block
-    fields = assemble(dfa, width, links, arcs, inner, chain)
-    if chains is not None:
+    fields = assemble(head, width, links, arcs, inner, chain)
+    if chained:
         fields["char_state"] = old_id[fields["char_state"]].astype(np.int32)
     fsa = TokenFSA(**fields)
     log.info(
@@ -344,102 +362,15 @@ def _walk_inside(dfa: _Arcs, trie: TokenTrie, is_abs: np.ndarray, byte: np.ndarr
     return (e_g, e_n, e_s), (x_g, x_n, x_s), _cat(fronts)
 
 
+def _spell_into(out: tuple[Parts, Parts, Parts], trie: TokenTrie, block: np.ndarray, node: np.ndarray,
+                state: np.ndarray, ok: np.ndarray | None) -> None:
+    """The token arcs of the ends ``(block, node, state)`` (`spelled`) appended to ``out``."""
+    for part, col in zip(out, _expand(trie, block, node, state, ok)):
+        part.append(col)
+
+
 def _cat(parts: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
     return tuple(np.concatenate(x) for x in zip(*parts)) if parts else (np.zeros(0, np.int64),) * 3
-
-
-class _Stepper:
-    """One BFS step over (trie node, char state) pairs: every (child, next state) pair.
-
-    A pair can be extended from either side: the node's trie children (checked against the
-    DFA row) or the state's DFA arcs (looked up among the node's children). Each pair takes the
-    side with fewer candidates: inside words a state has a few arcs while a short token's node
-    has dozens of children, and at word starts it is the other way round."""
-
-    def __init__(self, dfa: _Arcs, trie: TokenTrie):
-        self.dfa = dfa
-        self.arc_ptr, self.arc_byte, self.arc_next = dfa.ptr, dfa.byte, dfa.dst
-        self.trie = trie
-        self.table = dfa.table
-        aux = _TRIE_AUX.get(trie)
-        if aux is None:
-            n_children = trie.child_hi - trie.child_lo
-            parent = np.repeat(np.arange(trie.num_nodes), n_children)  # of nodes 1..N-1, in id order
-            key = parent * 256 + trie.node_byte[1:]  # sorted: children are id ranges by byte
-            aux = _TRIE_AUX[trie] = (key, n_children)
-        self.child_key, self.n_children = aux
-        # A child looked up through the dense table is one gather; through an arc, a binary
-        # search over every node of the trie: with the table, the trie side is taken unless the
-        # node has many times more children than the state has arcs.
-        self.trie_weight = 8 if self.table is not None else 1
-
-    def __call__(self, node: np.ndarray, state: np.ndarray):
-        """(source pair index, child node, next state) of every surviving extension: the pairs
-        a slice at a time (`step_slices`: the candidates of a wide frontier, six int64 columns
-        each, were 0.7 GB at once), the trie side's extensions before the arcs' as in one step."""
-        cand = self.arc_ptr[state + 1]  # (a bound; built in place: a wide frontier is millions of pairs)
-        cand -= self.arc_ptr[state]
-        cand += self.n_children[node]
-        cuts = step_slices(cand)
-        del cand  # (int64 per pair: not held through the slices)
-        if len(cuts) == 2:
-            return self._step(node, state)
-        # each slice's columns kept int32 where they fit, each output column built and its pieces
-        # let go before the next (a wide frontier's three int64 columns and their pieces at once
-        # were the lift's peak)
-        first: list[list[np.ndarray]] = [[], [], []]
-        second: list[list[np.ndarray]] = [[], [], []]
-        # (pair index, node and state bounded below 2**31: int32 without `narrow`'s two scans)
-        fits = max(len(node), self.trie.num_nodes, self.dfa.num_states) < 2**31
-        for a, b in zip(cuts[:-1], cuts[1:]):
-            one, two = self._step(node[a:b], state[a:b], a)
-            for k in range(3):
-                first[k].append(one[k].astype(np.int32) if fits else narrow(one[k]))
-                second[k].append(two[k].astype(np.int32) if fits else narrow(two[k]))
-            del one, two
-        out = []
-        for k in range(3):
-            out.append(np.concatenate(first[k] + second[k]))
-            first[k] = second[k] = []
-        return out[0], out[1], out[2]
-
-    def _step(self, node: np.ndarray, state: np.ndarray, base: int | None = None):
-        """One slice's extensions (with ``base``: as (trie side, arc side), indices from ``base``)."""
-        t = self.trie
-        n_child, alo = self.n_children[node], self.arc_ptr[state]
-        n_arc = self.arc_ptr[state + 1] - alo
-        by_trie = n_child <= self.trie_weight * n_arc
-        i = np.flatnonzero(by_trie)
-        ni = n_child[i]
-        rep = np.repeat(i, ni)
-        child = np.repeat(t.child_lo[node[i]] - (np.cumsum(ni) - ni), ni)  # (`concat_ranges`, its ends known)
-        child += np.arange(len(child))
-        if self.table is not None:  # (one gather from the flat table: a third of a 2-D index's time)
-            key = state[rep].astype(np.int64)
-            key <<= 8
-            key |= t.node_byte[child]
-            ns = self.table.reshape(-1)[key]
-            del key
-        else:
-            ns = self.dfa.step(state[rep], t.node_byte[child].astype(np.int64))
-        keep = ns >= 0
-        src1, child1, ns1 = rep[keep], child[keep], ns[keep]
-        j = np.flatnonzero(~by_trie)
-        if not len(j) and base is None:
-            return src1, child1, ns1.astype(np.int64)
-        rep = np.repeat(j, n_arc[j])
-        arc = concat_ranges(alo[j], alo[j] + n_arc[j])
-        key = node[rep].astype(np.int64) * 256 + self.arc_byte[arc]
-        pos = np.minimum(np.searchsorted(self.child_key, key), len(self.child_key) - 1)
-        found = self.child_key[pos] == key if len(self.child_key) else np.zeros(len(key), bool)
-        if base is not None:
-            return ((src1 + base, child1, ns1.astype(np.int64)),
-                    (rep[found] + base, pos[found] + 1, self.arc_next[arc[found]].astype(np.int64)))
-        return (
-            np.concatenate([src1, rep[found]]),
-            np.concatenate([child1, pos[found] + 1]),
-            np.concatenate([ns1, self.arc_next[arc[found]]]),
-        )
 
 
 def token_fst_bytes(fsa: TokenFSA) -> bytes:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -134,12 +135,10 @@ def spelled_taking(trie: TokenTrie, ends: list[np.ndarray],
     their tokens are read), not after the whole result is built."""
     group, node, state = ends
     ends.clear()
-    n_tok = np.diff(trie.tok_ptr)
-    multi = np.flatnonzero((n_tok > 1)[node])
+    n_tok, several, head = _spelling(trie)
+    multi = np.flatnonzero(several[node])
     first, n_more = trie.tok_ptr[node[multi]], n_tok[node[multi]] - 1
     more = concat_ranges(first + 1, first + 1 + n_more)  # the ids after each first
-    last = len(trie.tok_ids) - 1
-    head = trie.tok_ids[np.minimum(trie.tok_ptr[:-1], last)] if last >= 0 else np.zeros(len(n_tok), np.int32)
     tokens = head[node]  # (int32: the trie's ids)
     del node
     if len(more):
@@ -151,6 +150,21 @@ def spelled_taking(trie: TokenTrie, ends: list[np.ndarray],
         sel = ok[tokens]
         group, tokens, state = group[sel], tokens[sel], state[sel]
     return group, tokens, state
+
+
+def _spelling(trie: TokenTrie) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ids per node, whether a node spells several ids, the first id of each node), per trie
+    built once: the lift spells its token ends a search level at a time (`spelled_taking`)."""
+    got = _SPELLING.get(trie)
+    if got is None:
+        n_tok = np.diff(trie.tok_ptr)
+        last = len(trie.tok_ids) - 1
+        head = trie.tok_ids[np.minimum(trie.tok_ptr[:-1], last)] if last >= 0 else np.zeros(len(n_tok), np.int32)
+        got = _SPELLING[trie] = (n_tok, n_tok > 1, head)
+    return got
+
+
+_SPELLING: weakref.WeakKeyDictionary[TokenTrie, tuple[np.ndarray, np.ndarray, np.ndarray]] = weakref.WeakKeyDictionary()
 
 
 def _empty_trie() -> TokenTrie:
