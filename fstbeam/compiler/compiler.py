@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import weakref
 from pathlib import Path
+from typing import Any
 
 from ..contract.cache import ByteCache, shared_cache
 from ..contract.compiled import CompiledConstraints
@@ -32,6 +33,11 @@ def _tokenizer_and_format(tokenizer):
     if not isinstance(tokenizer, (str, Path, Vocab)) and hasattr(tokenizer, "continues_text") and hasattr(tokenizer, "vocab"):
         return tokenizer.vocab, bool(tokenizer.continues_text)
     return tokenizer, None
+
+
+# compiled object -> its hard character DFA (or the DFA's arcs), for extend(); see Compiler.hard_dfa
+_HARD_OF: weakref.WeakKeyDictionary[CompiledConstraints, Any] = weakref.WeakKeyDictionary()
+_HARD_LOCK = threading.Lock()
 
 
 class Compiler:
@@ -104,34 +110,33 @@ class Compiler:
 
     # ---- the hard character automaton, kept so extend() never re-parses char_fst ---------
     # A compile whose request needs no check keeps only the DFA's arcs (a few bytes per arc):
-    # the flat [S, 256] table is built on the first extend() that checks against it.
+    # the flat [S, 256] table is built on the first extend() that checks against it. Both are
+    # kept beside the compiled object (`_HARD_OF`, weakly keyed) and go with it: held in the
+    # process-wide cache, every schema a long-lived process had compiled kept its arcs (tens of
+    # MB each) up to the cache's 2 GiB, under every later compile's peak.
     def hard_dfa(self, cc: CompiledConstraints) -> CharDFA:
-        key = self._hard_key(cc)
-        return self.cache.get(key, lambda: self._build_hard_dfa(cc))
+        with _HARD_LOCK:
+            kept = _HARD_OF.get(cc)
+        if isinstance(kept, CharDFA):
+            return kept
+        dfa = arcs_to_dfa(*kept) if kept is not None else hard_dfa_from_bytes(cc.char_fst)
+        self.remember_hard(cc, dfa)
+        return dfa
 
     def remember_hard(self, cc: CompiledConstraints, dfa: CharDFA) -> None:
-        self.cache.put(self._hard_key(cc), dfa)
+        with _HARD_LOCK:
+            _HARD_OF[cc] = dfa
 
     def remember_hard_arcs(self, cc: CompiledConstraints, arcs: tuple) -> None:
-        self.cache.put(("hard-arcs",) + self._hard_key(cc)[1:], arcs)
+        with _HARD_LOCK:
+            _HARD_OF[cc] = arcs
 
     def share_hard(self, base: CompiledConstraints, derived: CompiledConstraints) -> None:
         """``derived`` (from extend) has the same hard automaton as ``base``."""
-        dfa = self.cache.peek(self._hard_key(base))
-        if dfa is not None:
-            self.remember_hard(derived, dfa)
-        else:
-            arcs = self.cache.peek(("hard-arcs",) + self._hard_key(base)[1:])
-            if arcs is not None:
-                self.remember_hard_arcs(derived, arcs)
-
-    @staticmethod
-    def _hard_key(cc: CompiledConstraints) -> tuple:
-        return ("hard-dfa", cc.vocab.fingerprint, cc.spec_hash)
-
-    def _build_hard_dfa(self, cc: CompiledConstraints) -> CharDFA:
-        arcs = self.cache.peek(("hard-arcs",) + self._hard_key(cc)[1:])
-        return arcs_to_dfa(*arcs) if arcs is not None else hard_dfa_from_bytes(cc.char_fst)
+        with _HARD_LOCK:
+            kept = _HARD_OF.get(base)
+            if kept is not None:
+                _HARD_OF[derived] = kept
 
     def _leading_space(self, value: bool | str) -> bool:
         if value == "auto":

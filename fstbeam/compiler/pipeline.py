@@ -280,14 +280,15 @@ def compile_with(comp, request: ConstraintRequest, *, leading_space: bool, progr
             vocab=vocab, hard=hard, spec=spec.describe(), spec_hash=spec.spec_hash(),
             char_fst=char_fst, char_state=char_state,
         )
-        if arcs is None or dfa is not _SIGMA_DFA:
-            comp.remember_hard(cc, dfa)
-        else:  # extend() flattens the arcs when it first needs the DFA
-            comp.remember_hard_arcs(cc, arcs)
         if phr or avd or prefix is not None:  # the per-tokenizer index (~1 s to build) only if needed
             with stages("phrases"):
                 cc = _attach_light(cc, comp.index, phr, avd, prefix, ordered=n_ordered)
-        return replace(cc, stats={"seconds": stages.timings})
+        cc = replace(cc, stats={"seconds": stages.timings})
+        if arcs is None or dfa is not _SIGMA_DFA:  # (kept beside the object returned: it goes with it)
+            comp.remember_hard(cc, dfa)
+        else:  # extend() flattens the arcs when it first needs the DFA
+            comp.remember_hard_arcs(cc, arcs)
+        return cc
     finally:
         stages.close()
 

@@ -86,10 +86,11 @@ def test_extend_checks_against_the_kept_arcs(cache):
     from fstbeam.compiler.pipeline import hard_dfa_from_bytes
     from fstbeam.errors import UnsatisfiableConstraintError
 
+    from fstbeam.compiler.compiler import _HARD_OF
+
     cc = fstbeam.compile_constraints(words=WORDS, tokenizer=_vocab())
     comp = compiler_for(cc.vocab)
-    assert ("hard-arcs", cc.vocab.fingerprint, cc.spec_hash) in comp.cache
-    assert ("hard-dfa", cc.vocab.fingerprint, cc.spec_hash) not in comp.cache
+    assert isinstance(_HARD_OF[cc], tuple)  # the arcs, not the flat table
     with pytest.raises(UnsatisfiableConstraintError):
         fstbeam.with_request(cc, phrases=["dog"])
     fstbeam.with_request(cc, phrases=["cats"])
@@ -100,3 +101,20 @@ def test_extend_checks_against_the_kept_arcs(cache):
     texts += ["".join(rng.choice(alphabet, size=rng.integers(1, 9))) for _ in range(400)]
     for t in texts:
         assert kept.accepts(t.encode()) == oracle.accepts(t.encode()), t
+
+
+def test_the_kept_automaton_goes_with_its_compiled_object(cache):
+    """The hard DFA kept for extend() lives as long as the compiled objects that share it, not in
+    the process-wide cache: a process that compiles schema after schema keeps none of the ones
+    it has let go (each held tens of MB there, under every later compile's peak)."""
+    import gc
+
+    from fstbeam.compiler.compiler import _HARD_OF
+
+    cc = fstbeam.compile_constraints(words=WORDS, tokenizer=_vocab())
+    derived = fstbeam.with_request(cc, phrases=["cats"])
+    assert _HARD_OF[derived] is _HARD_OF[cc]  # shared, not rebuilt
+    before = len(_HARD_OF)
+    del cc, derived
+    gc.collect()
+    assert len(_HARD_OF) == before - 2
