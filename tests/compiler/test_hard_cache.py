@@ -82,11 +82,9 @@ def test_another_process_loads_it(cache):
 def test_extend_checks_against_the_kept_arcs(cache):
     """A compile with nothing to check keeps only the DFA's arcs; extend() flattens them into the
     same language as the artifact's character FST (the independent oracle) and checks with it."""
-    from fstbeam.compiler.compiler import compiler_for
+    from fstbeam.compiler.compiler import _HARD_OF, compiler_for
     from fstbeam.compiler.pipeline import hard_dfa_from_bytes
     from fstbeam.errors import UnsatisfiableConstraintError
-
-    from fstbeam.compiler.compiler import _HARD_OF
 
     cc = fstbeam.compile_constraints(words=WORDS, tokenizer=_vocab())
     comp = compiler_for(cc.vocab)
