@@ -187,3 +187,20 @@ def test_the_loader_refuses_broken_shared_links():
         arr[i] = value
         with pytest.raises(ArtifactCorruptError, match=message):
             check_hard(dataclasses.replace(ts, **{name: arr}), V, vocab.eos_ids, "t.fstbeam")
+
+
+def test_a_lift_past_its_arc_budget_is_a_clear_error(monkeypatch):
+    """A token automaton past `MAX_TOKEN_ARCS` stops the lift before it holds the arcs (a 1.3M-state
+    schema went past 22 GB): the error names the constraint and how to make it smaller."""
+    from fstbeam.compiler.hard import token_fsa
+    from fstbeam.errors import SpecError
+
+    vocab = vocab_of(True)
+    schema = {**SCHEMAS[0], "properties": {**SCHEMAS[0]["properties"], "z": {"type": "integer"}}}
+    monkeypatch.setattr(token_fsa, "MAX_TOKEN_ARCS", 10)
+    with pytest.raises(SpecError, match=r"more than 10 token arcs.*json_max_depth"):
+        fstbeam.compile_constraints(json_schema=schema, tokenizer=vocab)
+    with pytest.raises(SpecError, match=r"word list.*more than 10 token arcs.*smaller word list"):
+        fstbeam.compile_constraints(words=["ab", "bb", "aab"], tokenizer=vocab)
+    monkeypatch.setattr(token_fsa, "MAX_TOKEN_ARCS", 10**9)
+    assert fstbeam.compile_constraints(json_schema=schema, tokenizer=vocab).hard.num_states > 0

@@ -28,7 +28,7 @@ from ..char_dfa import fst_bytes_to_arcs, fst_to_dfa
 from ..spec import WordList
 from .array_ops import TRIM_ABOVE, trim_heap
 from .tables import build_tables
-from .token_fsa import char_arcs, lift
+from .token_fsa import LiftSizeError, char_arcs, lift
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,8 @@ class LazyLanguage:
     optimized: bool = False
     # added to the "accepts no text" error, after the language's name (": ...")
     empty_hint: str = ""
+    # added to the "too many token arcs" error (how to make the language smaller)
+    size_hint: str = ""
 
 
 def hard_automaton(comp, stages, wl: WordList | None, g_lang, g_desc, g_hash, opts: dict):
@@ -139,7 +141,12 @@ def compile_hard(stages, comp, wl: WordList | None, g_lang, g_desc, opts: dict) 
             del dfa
             source = [source]  # (taken by the lift: these arcs go once it has renumbered them)
         allowed = canonical_tokens(comp.tokenizer, vocab, wl) if opts["canonical"] else None
-        fsa = lift(source, trie, vocab.width, allowed_tokens=allowed)
+        try:
+            fsa = lift(source, trie, vocab.width, allowed_tokens=allowed)
+        except LiftSizeError as err:
+            hint = lazy.size_hint if lazy is not None and lazy.size_hint else "use a smaller word list or grammar"
+            raise SpecError(f"{hard_desc}: its token automaton over {vocab.describe()} would have {err} "
+                            f"(token_fsa.MAX_TOKEN_ARCS: gigabytes of memory); {hint}") from None
         del hard_text, hard_fst, source
         if len(fsa.block_tokens) > TRIM_ABOVE:
             # the lift's arrays, freed on its return, stay resident in glibc's heap (those under

@@ -28,6 +28,26 @@ from .trie_step import coalesced
 
 log = logging.getLogger(__name__)
 
+# Token arcs a lift may find (its search's token ends, and the ends inside chain groups): above
+# it the lift stops with `LiftSizeError` before it holds them (12 bytes and more each). The
+# largest JSON Schemas of the development sample that compile have 40M (Github_ultra o21328,
+# 1.6 GB); WashingtonPost wp_35's 1.3M-state document went to 165M ends in its chain groups
+# alone and past 22 GB.
+MAX_TOKEN_ARCS = 64_000_000
+
+
+class LiftSizeError(ValueError):
+    """The token automaton would pass `MAX_TOKEN_ARCS` (the caller names the constraint)."""
+
+    def __init__(self, found: int) -> None:
+        super().__init__(f"more than {MAX_TOKEN_ARCS:,} token arcs (at least {found:,} found)")
+        self.found = found
+
+
+def _within_budget(found: int) -> None:
+    if found > MAX_TOKEN_ARCS:
+        raise LiftSizeError(found)
+
 # A DFA with at most this many (state, byte) cells steps through a dense [S, 256] table (one gather,
 # a fifth of a rank query's time; 40 MB at most: o77304's 34k states, not jscsrc's 114k) instead
 # of its arcs; a word list's million states keep the search.
@@ -264,6 +284,7 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
             del node, state, block
         front = coalesced(first + second)
         del first, second
+        _within_budget(sum(len(p) for p in out[0]))
         if sum(len(p[0]) for p in front) > TRIM_ABOVE:  # (a level's freed slices, under the next level's pieces)
             trim_heap()
     inner = None
@@ -342,7 +363,7 @@ def _walk_inside(dfa: _Arcs, trie: TokenTrie, is_abs: np.ndarray, byte: np.ndarr
     step = _Stepper(_Arcs.plain(S + 1, dfa.src, dfa.byte, np.where(is_abs, S, dfa.dst)), trie)
     g, node = np.arange(len(byte), dtype=np.int64), trie.depth1[byte]
     ends, exits, fronts = [], [], []
-    steps = 0
+    steps = found = 0
     while len(node):
         cut = limit[g] <= steps
         if cut.any():
@@ -350,6 +371,8 @@ def _walk_inside(dfa: _Arcs, trie: TokenTrie, is_abs: np.ndarray, byte: np.ndarr
             g, node, state = g[~cut], node[~cut], state[~cut]
         has = trie.tok_ptr[node + 1] > trie.tok_ptr[node]
         ends.append((g[has], node[has], state[has]))
+        found += len(ends[-1][0])
+        _within_budget(found)
         s, node, nxt = step(node, state)
         g, state = g[s], state[s]
         out = nxt == S

@@ -177,7 +177,7 @@ class StructuredSpec:
         if g_lang is None:
             # a JSON Schema alone is its document, minimized where it is built (`json_schema_fst`)
             alone = self.json_schema is not None and self.regex is None and self.choice is None
-            lazy = LazyLanguage(build, optimized=alone, empty_hint=self.empty_hint)
+            lazy = LazyLanguage(build, optimized=alone, empty_hint=self.empty_hint, size_hint=self.size_hint)
             return (None if words_fst is not None else wl), lazy, self.name, h.hexdigest()
         from ...fst.optimize import optimize
 
@@ -185,7 +185,7 @@ class StructuredSpec:
             grammar = optimize(g_lang, stage="grammar")
             return optimize(pynini.intersect(grammar, build()), stage="grammar & structured")
         h.update(str(g_hash).encode())
-        lazy = LazyLanguage(both, empty_hint=self.empty_hint)
+        lazy = LazyLanguage(both, empty_hint=self.empty_hint, size_hint=self.size_hint)
         return (None if words_fst is not None else wl), lazy, f"{g_desc} and {self.name}", h.hexdigest()
 
     @property
@@ -195,6 +195,13 @@ class StructuredSpec:
             return ""
         return ("no document satisfies the schema within its json_max_depth (recursion and free nesting are cut "
                 "there); if the schema recurses, a larger json_max_depth may allow one")
+
+    @property
+    def size_hint(self) -> str:
+        """What the "too many token arcs" error adds: how to make the language smaller."""
+        if self.json_schema is None:
+            return "simplify the pattern or the choices"
+        return "lower json_max_depth (free nesting and recursion are unrolled to it) or simplify the schema"
 
     def builder(self, words_fst: Callable[[], Any] | None) -> Callable[[], Any]:
         """A thunk for the hard pipeline: builds the language when the disk cache misses.
