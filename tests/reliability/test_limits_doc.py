@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from fstbeam.compiler.hard import token_fsa
 from fstbeam.contract import artifact, artifact_validate
 from fstbeam.files import textfile
 from fstbeam.validate import LIMITS
@@ -15,6 +16,8 @@ CONSTANTS = {
     "MAX_MEMBERS": artifact_validate.MAX_MEMBERS,
     "MAX_WIDTH_PADDING": artifact.MAX_WIDTH_PADDING,
     "MAX_TEXT_BYTES": textfile.MAX_TEXT_BYTES,
+    "MAX_TOKEN_ARCS": token_fsa.MAX_TOKEN_ARCS,
+    "TOKEN_FST_MAX_ARCS": artifact.TOKEN_FST_MAX_ARCS,
 }
 
 
