@@ -73,7 +73,10 @@ def _words(seed: int, n: int = 20000) -> list[str]:
 
 def test_sigterm_while_requests_compile_answers_each_within_the_grace(model_dir):
     """Requests waiting on their compiles when SIGTERM comes are answered too: with their result,
-    or with a JSON 503 naming the shutdown once the grace period ends; then the process exits 0."""
+    or with a JSON 503 naming the shutdown once the grace period ends; then the process exits 0.
+    (48,000 words a request, under the server's 50,000: about 0.2 s of compile each. Eight
+    20,000-word compiles took 0.7 s on a quiet machine, inside the 1 s grace: none was left to
+    refuse.)"""
     s = Server(["--model", model_dir, "--device", "cpu", "--grace", "1", "--compile-threads", "1",
                 "--max-body", "2000000"])
     answers: list = []
@@ -81,7 +84,7 @@ def test_sigterm_while_requests_compile_answers_each_within_the_grace(model_dir)
     def one(i):
         try:
             r = httpx.post(s.url + "/v1/completions", timeout=120, json={
-                "prompt": "the cat", "max_tokens": 4, "constraints": {"words": _words(i)}})
+                "prompt": "the cat", "max_tokens": 4, "constraints": {"words": _words(i, 48000)}})
             answers.append((r.status_code, r.headers.get("content-type"), r.json()))
         except httpx.TransportError as exc:  # not accepted: the server had stopped listening
             answers.append((None, None, repr(exc)))
