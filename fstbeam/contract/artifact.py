@@ -128,20 +128,18 @@ def _token_fst(cc: Any, manifest: dict[str, Any]) -> bytes | None:
     builds it). A flat automaton has no relative next states, so each copy of a shared interior
     is written out in full: a one-field JSON Schema's 0.28M token arcs are 6M arcs there, a large
     schema's 9M over a billion."""
-    kept: bytes | None = cc.token_fst  # read from an artifact: kept as it was
-    if kept is not None or cc.hard is None:
-        return kept
-    arcs, stored = cc.hard.token_fst_arcs(), len(cc.hard.block_key)
-    written = arcs <= min(TOKEN_FST_MAX_ARCS, max(TOKEN_FST_MAX_RATIO * stored, TOKEN_FST_SMALL))
-    manifest["token_fst"] = {"arcs": arcs, "written": written}
-    if not written:
-        log.info("token.fst (the OpenFst form of the token automaton) is not written into the artifact: "
-                 "%s arcs against %s in the tables (shared string interiors are copied out in a flat "
-                 "automaton; limits %s arcs and %sx); the tables hold the same language",
-                 f"{arcs:,}", f"{stored:,}", f"{TOKEN_FST_MAX_ARCS:,}", TOKEN_FST_MAX_RATIO)
-        return None
-    built: bytes = cc.hard.token_fst()
-    return built
+    if cc.token_fst is None and cc.hard is not None:  # (one read from an artifact is kept as it was)
+        arcs, stored = cc.hard.token_fst_arcs(), len(cc.hard.block_key)
+        written = arcs <= min(TOKEN_FST_MAX_ARCS, max(TOKEN_FST_MAX_RATIO * stored, TOKEN_FST_SMALL))
+        manifest["token_fst"] = {"arcs": arcs, "written": written}
+        if not written:
+            log.info("token.fst (the OpenFst form of the token automaton) is not written into the artifact: "
+                     "%s arcs against %s in the tables (shared string interiors are copied out in a flat "
+                     "automaton; limits %s arcs and %sx); the tables hold the same language",
+                     f"{arcs:,}", f"{stored:,}", f"{TOKEN_FST_MAX_ARCS:,}", TOKEN_FST_MAX_RATIO)
+            return None
+    data: bytes | None = cc.token_fst_bytes()
+    return data
 
 
 def save_artifact(cc: Any, path: str | os.PathLike[str]) -> None:

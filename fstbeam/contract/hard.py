@@ -132,19 +132,31 @@ class HardTables:
         )
 
 
+def _shared_links(S: int, sb_id: np.ndarray, sb_off: np.ndarray,
+                  sb_exit: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The epsilon links of the shared form, main links then exits: (which links have an exit,
+    each link's block, the distinct (block, offset) keys, each link's block state among them),
+    or None where no link is shared (each block is then one block state)."""
+    sb_off, sb_exit = np.asarray(sb_off, np.int64), np.asarray(sb_exit, np.int64)
+    has = sb_exit >= 0
+    if not (sb_off.any() or has.any()):
+        return None
+    e_block = np.concatenate([np.asarray(sb_id, np.int64), sb_exit[has]])
+    e_off = np.concatenate([sb_off, np.zeros(int(has.sum()), np.int64)])
+    uniq, bstate = np.unique(e_block * (S + 1) + e_off, return_inverse=True)
+    return has, e_block, uniq, bstate
+
+
 def factored_fst_arcs(sb_ptr: np.ndarray, sb_id: np.ndarray, sb_off: np.ndarray, sb_exit: np.ndarray,
                       block_ptr: np.ndarray) -> int:
     """The arc count of `factored_fst_bytes` for the same tables (epsilon links plus each block
     state's tokens), in a few passes over the links only."""
     S = len(sb_ptr) - 1
     sizes = np.diff(block_ptr)
-    sb_off, sb_exit = np.asarray(sb_off, np.int64), np.asarray(sb_exit, np.int64)
-    if not (sb_off.any() or (sb_exit >= 0).any()):
+    links = _shared_links(S, sb_id, sb_off, sb_exit)
+    if links is None:
         return len(sb_id) + int(sizes.sum())
-    has = sb_exit >= 0
-    e_block = np.concatenate([np.asarray(sb_id, np.int64), sb_exit[has]])
-    e_off = np.concatenate([sb_off, np.zeros(int(has.sum()), np.int64)])
-    uniq = np.unique(e_block * (S + 1) + e_off)
+    _, e_block, uniq, _ = links
     return len(e_block) + int(sizes[uniq // (S + 1)].sum())
 
 
@@ -156,21 +168,17 @@ def factored_fst_bytes(start: int, final: np.ndarray, sb_ptr: np.ndarray, sb_id:
     second epsilon arc to it (the two blocks' tokens are disjoint: still deterministic)."""
     S = len(final)
     sizes = np.diff(block_ptr)
-    sb_off, sb_exit = np.asarray(sb_off, np.int64), np.asarray(sb_exit, np.int64)
-    if not (sb_off.any() or (sb_exit >= 0).any()):
+    links = _shared_links(S, sb_id, sb_off, sb_exit)
+    if links is None:
         counts = np.concatenate([np.diff(sb_ptr), sizes])
         fin = np.concatenate([final, np.zeros(len(sizes), bool)])
         # Arcs in state order: every state's eps links (to S + block), then every block's tokens.
         parts = [(0, S + np.asarray(sb_id, np.int64)), (tokens + TOKEN_LABEL_OFFSET, nexts)]
         return vector_fst_bytes_by_count(S + len(sizes), start, fin, counts, parts)
+    has, _, uniq, bstate = links
     link_state = np.repeat(np.arange(S, dtype=np.int64), np.diff(sb_ptr))
-    has = sb_exit >= 0
     # eps arcs per state: its main links and its exits, grouped by state
     e_state = np.concatenate([link_state, link_state[has]])
-    e_block = np.concatenate([np.asarray(sb_id, np.int64), sb_exit[has]])
-    e_off = np.concatenate([sb_off, np.zeros(int(has.sum()), np.int64)])
-    key = e_block * (S + 1) + e_off
-    uniq, bstate = np.unique(key, return_inverse=True)
     ublock, uoff = uniq // (S + 1), uniq % (S + 1)
     o = np.argsort(e_state, kind="stable")
     counts = np.concatenate([np.bincount(e_state, minlength=S), sizes[ublock]])
