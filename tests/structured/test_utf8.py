@@ -6,7 +6,7 @@ import random
 import pytest
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.structured.utf8 import (
+from fstbeam.compiler.structured.regex.utf8 import (
     ANY_CHAR,
     codepoint_ranges_fst,
     complement_ranges,

@@ -7,6 +7,6 @@ from __future__ import annotations
 
 from .choice import choice_fst
 from .regex import regex_fst
-from .utf8 import ANY_CHAR, codepoint_ranges_fst
+from .regex.utf8 import ANY_CHAR, codepoint_ranges_fst
 
 __all__ = ["ANY_CHAR", "codepoint_ranges_fst", "regex_fst", "choice_fst"]

@@ -19,7 +19,7 @@ import pynini
 
 from ...errors import SpecError
 from ...fst.optimize import optimize
-from .utf8 import ANY_CHAR, codepoint_ranges_fst
+from .regex.utf8 import ANY_CHAR, codepoint_ranges_fst
 
 __all__ = [
     "lit", "chars", "empty", "epsilon", "repeat", "union", "encode_content", "string_of", "free_string",

@@ -19,10 +19,10 @@ from functools import cache
 import numpy as np
 import pynini
 
-from ...errors import SpecError
-from ...fst.optimize import FstSizeError, optimize
-from ...fst.vector_fst import vector_fst_bytes
-from .regex_parse import Node, parse_regex
+from ....errors import SpecError
+from ....fst.optimize import FstSizeError, optimize
+from ....fst.vector_fst import vector_fst_bytes
+from .parse import Node, parse_regex
 from .utf8 import ANY_CHAR, codepoint_ranges_fst
 
 __all__ = ["regex_fst", "MAX_STATES"]

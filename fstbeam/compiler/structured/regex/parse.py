@@ -21,7 +21,7 @@ import unicodedata
 from functools import cache
 from typing import Any
 
-from ...errors import SpecError
+from ....errors import SpecError
 from .utf8 import ANY_CHAR, complement_ranges, normalize_ranges
 
 __all__ = ["parse_regex", "Node", "MAX_REPEAT", "LINE_TERMINATORS", "ECMA_SPACE"]

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 
 import pynini
 
-from ...fst.optimize import optimize
+from ....fst.optimize import optimize
 
 __all__ = [
     "ANY_CHAR",
