@@ -20,6 +20,7 @@ from .json_lexical import any_char, empty, free_string, lit, number_fst, repeat,
 from .json_lexical import union as union_of
 from .json_location import Location, SchemaContext
 from .json_refs import Unrolling
+from .json_unique import distinct_items
 from .regex import marker_fst
 
 __all__ = ["object_value", "array_value", "any_value", "object_slots", "member_exclusions"]
@@ -361,9 +362,6 @@ def array_value(c: SchemaContext, node: dict[str, Any], path: str, loc: Location
     contains = None
     if "contains" in node:
         contains = c.opt(c.value(node["contains"], f"{path}/contains", child, rdepth), path)
-    if node.get("uniqueItems") is True:
-        log.warning("%s: uniqueItems at %s is not enforced (documented approximation)",
-                    c.where, path or "/")
     lo = int(node.get("minItems", 0))
     hi = None if node.get("maxItems") is None else int(node["maxItems"])
     rest_value = c.value(rest, f"{path}/items", child, rdepth) if rest is not False else None
@@ -386,7 +384,12 @@ def array_value(c: SchemaContext, node: dict[str, Any], path: str, loc: Location
         return _piece_item(c, c.meet(value, contains), _CONTAINS) | _piece_item(
             c, pynini.difference(value, contains), label)
 
-    tail = pynini.closure(item(rest_value)) if rest_value is not None else lit("")
+    tail = None
+    if node.get("uniqueItems") is True:
+        tail = distinct_items(c, rest, rest_value, item, bool(prefix), path, child,
+                              MAX_COUNT_STATES)
+    if tail is None:
+        tail = pynini.closure(item(rest_value)) if rest_value is not None else lit("")
     for i in reversed(range(len(prefix))):
         v = c.value(prefix[i], f"{path}/prefixItems/{i}", child, rdepth)
         piece = item(v)

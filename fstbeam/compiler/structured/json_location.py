@@ -262,6 +262,7 @@ class SchemaContext(Protocol):
     draft4: bool
     string_words: pynini.Fst | None
     ws: pynini.Fst
+    resolver: Resolver
 
     def fail(self, keyword: str, path: str, why: str) -> SpecError: ...
     def opt(self, fst: pynini.Fst, path: str) -> pynini.Fst: ...
