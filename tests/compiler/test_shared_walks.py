@@ -145,6 +145,46 @@ def test_a_bounded_memo_lets_walks_go_but_not_what_is_shared(share_small_interio
     assert any((np.asarray(t["state_block_offset"]) > 0).any() for t in got if "state_block_offset" in t)
 
 
+def test_between_lifts_the_memos_keep_only_their_idle_budget(share_small_interiors, monkeypatch):
+    """After each lift `walk_memo.settle` lets the oldest walks go down to `IDLE_BYTES` (what a
+    long-lived process carries into its next compile): the shared keys stay, so later lifts share
+    the same shapes and build byte-identical tables; the most recently used walks are the kept."""
+    vocab = vocab_of(['ab"', '"}', 'a\\"', '":"', 'ba', '",', "abab", '\\\\', 'aa"', '"a'])
+    trie = token_trie(vocab)
+    a_only = accep('"') + pynini.closure(accep("a")) + accep('"')
+    two_shapes = accep("{") + string_field() + accep(",") + a_only + accep(",") + string_field() + accep(",") + a_only + accep("}")
+    dfas = [dfa_of(two_shapes), dfa_of(accep("{") + a_only + accep("}")), dfa_of(two_shapes)]
+    ref = [build_tables(lift(d, trie, vocab.width, share_walks=True), vocab).arrays() for d in dfas]
+    ref_keys = list(walk_memo._SHARED[trie])
+    for idle in (0, 1 << 40):
+        monkeypatch.setattr(walk_memo, "_SHARED", weakref.WeakKeyDictionary())
+        monkeypatch.setattr(walk_memo, "_ONCE", weakref.WeakKeyDictionary())
+        monkeypatch.setattr(walk_memo, "IDLE_BYTES", idle)
+        got = []
+        for d in dfas:
+            got.append(build_tables(lift(d, trie, vocab.width, share_walks=True), vocab).arrays())
+            held = [w for m in (walk_memo._SHARED[trie], walk_memo._ONCE.get(trie, {})) for w in m.values() if w.nbytes]
+            assert walk_memo.held_bytes(trie) == sum(w.nbytes for w in held)
+            assert (held == []) == (idle == 0)
+        assert list(walk_memo._SHARED[trie]) == ref_keys
+        for a, b in zip(ref, got):
+            assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_settle_lets_the_least_recently_used_walks_go_first(monkeypatch):
+    trie = token_trie(vocab_of(["a", "b"]))
+    monkeypatch.setattr(walk_memo, "_SHARED", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(walk_memo, "_ONCE", weakref.WeakKeyDictionary())
+    for key, shared in (("s1", True), ("o1", False), ("s2", True), ("o2", False), ("s1", True)):
+        walk_memo.walks_for(trie, key, 1, shared).e_node = np.zeros(100, np.int32)  # 400 bytes each
+    monkeypatch.setattr(walk_memo, "IDLE_BYTES", 800)
+    walk_memo.settle(trie)
+    kept = {k for m in (walk_memo._SHARED[trie], walk_memo._ONCE[trie]) for k, w in m.items() if w.nbytes}
+    assert kept == {"s1", "o2"}  # the two used last
+    assert set(walk_memo._SHARED[trie]) == {"s1", "s2"}  # a shared key stays, its walks gone
+    assert walk_memo.held_bytes(trie) == 800
+
+
 def test_shapes_from_the_layout_memo_are_the_numbered_ones(monkeypatch):
     """`shapes_of` takes a component's shape from the layout memo where a component laid out
     alike was numbered before (here: the other string fields of a record, then a second record

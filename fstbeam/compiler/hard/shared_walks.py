@@ -398,6 +398,7 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
                 inner_next.append((ids[new][i], rel))
             blk_inner[blocks], blk_copy[blocks] = ids[codes], len(copies)
             copies.append(members)
+        walk_memo.settle(trie)  # what this lift walked is gathered: keep a little for the next
     empty = (np.zeros(0, np.int64),) * 3
 
     def cat(parts: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:

@@ -11,6 +11,7 @@ was a third of such a compile.
 """
 from __future__ import annotations
 
+import itertools
 import threading
 import weakref
 from collections import OrderedDict
@@ -33,6 +34,11 @@ MEMO_SHAPES = 64
 SHARED_BYTES = 256 << 20
 # Bytes of walks kept for shapes walked without sharing (least recently used dropped first).
 ONCE_BYTES = 96 << 20
+# Bytes of walks both memos keep between lifts (`settle`): a lift uses the budgets above while it
+# runs, then the least recently used walks go. (Carried from one schema to the next, the full
+# budgets added up to 350 MB on the next compile's peak: o77304 851 MB alone, 1,036 MB after
+# others; one free-property-name interior's walks are about 15 MB with Gemma 3's tokenizer.)
+IDLE_BYTES = 32 << 20
 
 
 class ShapeWalks:
@@ -46,6 +52,7 @@ class ShapeWalks:
         # byte, canonical state it was read from); both grouped by start code
         self.e_ptr, self.e_node, self.e_state = ptr, zero, zero
         self.x_ptr, self.x_node, self.x_state = ptr.copy(), zero, zero
+        self.used = 0  # `walks_for`'s clock when last handed out (`settle` lets the oldest go)
         self._tokens: tuple[np.ndarray, ...] | None = None  # (ptr, token, canonical next), sorted by (code, token)
         self._next: tuple[np.ndarray, ...] | None = None  # (ptr, canonical next): distinct per code, sorted
 
@@ -133,6 +140,7 @@ class ShapeWalks:
 
 #: held while a lift reads or fills the memos (`shared_walks.share`)
 LOCK = threading.RLock()
+_CLOCK = itertools.count(1)
 _SHARED: weakref.WeakKeyDictionary[TokenTrie, OrderedDict[str, ShapeWalks]] = weakref.WeakKeyDictionary()
 _ONCE: weakref.WeakKeyDictionary[TokenTrie, OrderedDict[str, ShapeWalks]] = weakref.WeakKeyDictionary()
 
@@ -163,7 +171,31 @@ def walks_for(trie: TokenTrie, key: str, n: int, shared: bool) -> ShapeWalks:
     total = sum(w.nbytes for w in once.values())
     while len(once) > 1 and total > ONCE_BYTES:
         total -= once.popitem(last=False)[1].nbytes
+    walks.used = next(_CLOCK)
     return walks
+
+
+def settle(trie: TokenTrie) -> None:
+    """Let go of the least recently used walks of both memos until they hold `IDLE_BYTES` (a
+    shared shape's key stays, with empty walks: what is shared does not change)."""
+    memo, once = _SHARED.get(trie, OrderedDict()), _ONCE.get(trie, OrderedDict())
+    held = sorted([(w.used, k, w, m) for m in (memo, once) for k, w in m.items() if w.nbytes],
+                  key=lambda e: e[0])
+    total = sum(e[2].nbytes for e in held)
+    for _, key, walks, m in held:
+        if total <= IDLE_BYTES:
+            break
+        total -= walks.nbytes
+        if m is memo:
+            memo[key] = ShapeWalks(walks.n)
+        else:
+            del once[key]
+
+
+def held_bytes(trie: TokenTrie) -> int:
+    """Bytes of walks both memos hold for ``trie``."""
+    memos: tuple[OrderedDict[str, ShapeWalks], ...] = (_SHARED.get(trie, OrderedDict()), _ONCE.get(trie, OrderedDict()))
+    return sum(w.nbytes for m in memos for w in m.values())
 
 
 def _bound_shared(memo: OrderedDict[str, ShapeWalks], keep: ShapeWalks) -> None:
