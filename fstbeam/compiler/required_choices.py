@@ -9,6 +9,12 @@ travis. Every member of an object is written once, after a marker of its own
 (`json_containers.object_value`), so the same condition is a small automaton over those markers:
 a state per subset of the named members seen so far, final where exactly one (`oneOf`) or at
 least one (`anyOf`) branch has all of its names.
+
+A `not` of such a condition (`{"not": {"required": ["a"]}}`: no member a;
+`{"not": {"allOf": [{"required": ["site"]}, {"required": ["app"]}]}}`: not both) is the same rule
+with the final states flipped. As a combinator it was a difference from every JSON value at that
+location to ``max_depth``, which cut the whole object's nesting there (OpenRTB's root `not`
+rejected every bid request nested deeper than 3); the rule cuts nothing.
 """
 from __future__ import annotations
 
@@ -17,7 +23,7 @@ from typing import Any
 
 import pynini
 
-__all__ = ["required_choices", "choice_rule"]
+__all__ = ["required_choices", "choice_rule", "bans_other_values"]
 
 _NOTES = {"description", "title", "$comment"}
 # keywords that make `_typed` build the node's own object (not a free value or a type filter)
@@ -38,26 +44,51 @@ def required_choices(node: Mapping[str, Any], slots: Collection[str]) -> list[tu
         return []
     out = []
     for kw in ("oneOf", "anyOf"):
-        branches = node.get(kw)
-        if not isinstance(branches, list) or not branches:
-            continue
-        sets = []
-        for b in branches:
-            names = b.get("required") if isinstance(b, dict) and set(b) - _NOTES == {"required"} else None
-            if not (isinstance(names, list) and all(isinstance(n, str) and n in slots for n in names)):
-                break
-            sets.append(list(dict.fromkeys(names)))
+        sets = _required_sets(node.get(kw), slots)
+        if sets is not None:
+            out.append((kw, sets))
+    banned = node.get("not")
+    if isinstance(banned, dict) and len(set(banned) - _NOTES) == 1:
+        (kw,) = set(banned) - _NOTES
+        if kw == "required":
+            sets = _required_sets([banned], slots)
+            kw = "allOf"
         else:
-            if len({n for s in sets for n in s}) <= MAX_NAMES:
-                out.append((kw, sets))
+            sets = _required_sets(banned[kw], slots) if kw in ("allOf", "anyOf", "oneOf") else None
+        if sets is not None:
+            out.append((f"not {kw}", sets))
     return out
+
+
+def bans_other_values(kind: str, sets: Sequence[Sequence[str]]) -> bool:
+    """Whether a rule leaves the node objects only: `required` holds on any other value, so a
+    `oneOf` of two or more branches, and a `not` of a condition that holds, fail on it."""
+    if kind == "oneOf":
+        return len(sets) > 1
+    return kind in ("not allOf", "not anyOf") or (kind == "not oneOf" and len(sets) == 1)
+
+
+def _required_sets(branches: Any, slots: Collection[str]) -> list[list[str]] | None:
+    """The names each branch requires, where every branch only requires members of ``slots``
+    (and they name at most `MAX_NAMES` in all)."""
+    if not isinstance(branches, list) or not branches:
+        return None
+    sets = []
+    for b in branches:
+        names = b.get("required") if isinstance(b, dict) and set(b) - _NOTES == {"required"} else None
+        if not (isinstance(names, list) and all(isinstance(n, str) and n in slots for n in names)):
+            return None
+        sets.append(list(dict.fromkeys(names)))
+    return sets if len({n for s in sets for n in s}) <= MAX_NAMES else None
 
 
 def choice_rule(kind: str, sets: Sequence[Sequence[str]], slot_label: Mapping[str, int],
                 alphabet: Collection[int]) -> pynini.Fst:
-    """Label sequences over ``alphabet`` in which exactly one (``kind`` "oneOf") or at least
-    one ("anyOf") of ``sets`` has all of its members' labels (``slot_label``; a name without
-    one is a member that cannot appear). Each member label appears at most once (a slot)."""
+    """Label sequences over ``alphabet`` in which exactly one (``kind`` "oneOf"), at least
+    one ("anyOf") or every one ("allOf") of ``sets`` has all of its members' labels
+    (``slot_label``; a name without one is a member that cannot appear); "not oneOf" etc.: the
+    others. Each member label appears at most once (a slot)."""
+    negated, base = kind.startswith("not "), kind.removeprefix("not ")
     names = sorted({n for s in sets for n in s if n in slot_label})
     bit = {slot_label[n]: 1 << i for i, n in enumerate(names)}
     needs = [sum(1 << names.index(n) for n in s) if all(n in slot_label for n in s) else None
@@ -69,7 +100,8 @@ def choice_rule(kind: str, sets: Sequence[Sequence[str]], slot_label: Mapping[st
     labels = sorted(alphabet)
     for seen, s in enumerate(states):
         met = sum(1 for need in needs if need is not None and need & seen == need)
-        if met == 1 if kind == "oneOf" else met >= 1:
+        holds = met == 1 if base == "oneOf" else met >= 1 if base == "anyOf" else met == len(needs)
+        if holds != negated:
             f.set_final(s)
         for label in labels:
             to = states[seen | bit[label]] if label in bit else s

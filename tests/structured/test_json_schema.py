@@ -131,6 +131,16 @@ SCHEMAS = [
      "oneOf": [{"required": ["a"]}, {"required": ["c"]}, {"required": []}]},
     {"type": "object", "minProperties": 2, "dependentRequired": {"b": ["c"]},
      "anyOf": [{"required": ["b"]}, {"required": ["k"]}], "oneOf": [{"required": ["a"]}]},
+    # a `not` of a required-only condition: the same rule, its final states flipped
+    {"properties": {"a": {}, "b": {}}, "not": {"required": ["a"]}},
+    {"type": ["object", "integer"], "properties": {"a": {}, "b": {}},
+     "not": {"allOf": [{"required": ["a"]}, {"required": ["b"]}]}},
+    {"properties": {"a": {}, "b": {}, "c": {}},
+     "not": {"anyOf": [{"required": ["a", "c"]}, {"title": "x", "required": ["b"]}]}},
+    {"properties": {"a": {}, "b": {}}, "not": {"oneOf": [{"required": ["a"]}, {"required": ["b"]}]}},
+    {"properties": {"a": {}, "k": {}}, "not": {"oneOf": [{"required": ["a"]}]}},
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False,
+     "not": {"required": ["b"]}},
     # an upper bound of 0 (pynini.closure(f, 0, 0) has no upper bound)
     {"maxItems": 0},
     {"properties": {"a": {"maxItems": 0}}},
@@ -151,6 +161,21 @@ def test_accepts_exactly_the_valid_instances(schema):
     fst = json_schema_fst(schema, max_depth=3)
     for value in CANDIDATES:
         assert accepts(fst, dumps(schema, value)) == valid(schema, value), (schema, value)
+
+
+def test_a_required_only_not_does_not_cut_the_nesting():
+    """A `not` of `required`s is a rule over the object's members: values nested deeper than
+    ``max_depth`` below it stay (as a difference from every value to ``max_depth`` it cut them:
+    JSONSchemaBench o65671's bid requests)."""
+    schema = {"type": "object", "properties": {"site": {}, "app": {},
+                                               "imp": {"type": "array", "items": {"type": "object"}}},
+              "not": {"allOf": [{"required": ["site"]}, {"required": ["app"]}]}}
+    fst = json_schema_fst(schema, max_depth=3)
+    deep = {"imp": [{"a": {"b": {}}}], "site": {}}  # 5 levels: the items' free objects 3 each
+    for value, ok in ((deep, True), ({"site": {}, "app": {}}, False), ({"app": 1, "site": 2}, False),
+                      ({"imp": []}, True), ([1], False)):  # (`required` holds on an array: banned)
+        assert valid(schema, value) is ok
+        assert accepts(fst, dumps(schema, value)) is ok, value
 
 
 def test_integer_bounds_exhaustive_with_signs_and_zero():

@@ -27,8 +27,9 @@ _PACKAGE = {
     "allOf": [
         {"properties": {"name": {"type": "string", "maxLength": 3}}},
         {"anyOf": [
-            {"properties": {"b1": {"type": "boolean"}}, "not": {"required": ["b2"]}},
-            {"properties": {"b2": {"type": "boolean"}}, "not": {"required": ["b1"]}},
+            # (`not` with more than `required`: a `not` of `required`s alone is a member rule)
+            {"properties": {"b1": {"type": "boolean"}}, "not": {"required": ["b2"], "properties": {"b2": {"type": "string"}}}},
+            {"properties": {"b2": {"type": "boolean"}}, "not": {"required": ["b1"], "properties": {"b1": {"type": "string"}}}},
         ]},
     ],
 }

@@ -20,7 +20,7 @@ import pynini
 from ...errors import SpecError
 from ...fst.optimize import FstSizeError, determinized, optimize, optimize_in_place
 from ..exactly_one import exactly_one
-from ..required_choices import required_choices
+from ..required_choices import bans_other_values, required_choices
 from . import json_containers, json_free_values, json_values
 from .json_disjoint import context_of, disjoint, join, minimal_once, open_union, type_of
 from .json_lexical import empty, lit, union
@@ -264,9 +264,11 @@ class SchemaCompiler:
             # met, joined and complemented: GeoJSON o63308's root oneOf of 9 took 23 -> 37 s)
             rdepth = rdepth.below_top()
         parts: list[pynini.Fst] = []
-        # a oneOf/anyOf that only requires members: a rule inside the node's own object
-        ruled = {kw: len(s) for kw, s in required_choices(node, json_containers.object_slots(node, loc))}
-        if ruled.get("oneOf", 0) > 1:  # (every other value meets all branches)
+        # a oneOf/anyOf (or a `not` of one) that only requires members: a rule inside the node's
+        # own object
+        rules = required_choices(node, json_containers.object_slots(node, loc))
+        ruled = {kw for kw, _ in rules}
+        if any(bans_other_values(kw, sets) for kw, sets in rules):
             types = ("object",)
         ref = node.get("$ref")
         if isinstance(ref, str):
@@ -281,7 +283,7 @@ class SchemaCompiler:
         if node.get("oneOf") and "oneOf" not in ruled:
             parts.append(self._held("oneOf", node, node["oneOf"], loc, rdepth,
                                     lambda: self._one_of(node, f"{path}/oneOf", loc, rdepth)))
-        if "not" in node:
+        if "not" in node and not any(kw.startswith("not ") for kw in ruled):  # (else a rule)
             banned = self.value(node["not"], f"{path}/not", loc, rdepth)
             parts.append(pynini.difference(self.any_value(loc, self.max_depth),
                                            self.det(banned, path)))
