@@ -214,5 +214,8 @@ class StructuredSpec:
 
 @functools.lru_cache(maxsize=1)
 def _package_modules() -> list[Any]:
+    """Every module of this package and its subpackages (`regex/`): the structured cache key's
+    source fingerprint."""
     pkg = sys.modules[__package__ or "fstbeam.compiler.structured"]
-    return [import_module(f"{pkg.__name__}.{m.name}") for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name)]
+    found = pkgutil.walk_packages(pkg.__path__, prefix=f"{pkg.__name__}.")
+    return [import_module(m.name) for m in sorted(found, key=lambda m: m.name)]
