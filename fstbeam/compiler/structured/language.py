@@ -201,7 +201,14 @@ class StructuredSpec:
         """What the "too many token arcs" error adds: how to make the language smaller."""
         if self.json_schema is None:
             return "simplify the pattern or the choices"
-        return "lower json_max_depth (free nesting and recursion are unrolled to it) or simplify the schema"
+        counted = _long_counted_strings(load_schema(self.json_schema))
+        named = ""
+        if counted:
+            shown = ", ".join(f"{p} ({n})" for p, n in counted[:3])
+            named = (f"; strings counted to a length hold every token at every position: {shown} "
+                     f"(lower or drop maxLength there)")
+        return ("lower json_max_depth (free nesting and recursion are unrolled to it) or simplify the "
+                f"schema{named}")
 
     def builder(self, words_fst: Callable[[], Any] | None) -> Callable[[], Any]:
         """A thunk for the hard pipeline: builds the language when the disk cache misses.
@@ -210,6 +217,25 @@ class StructuredSpec:
             words = words_fst() if words_fst is not None and self.json_schema is not None else None
             return self.language(string_words=words)
         return build
+
+
+def _long_counted_strings(schema: Any, least: int = 32) -> list[tuple[str, str]]:
+    """(path, "maxLength N") of the schema's strings counted to at least ``least`` characters,
+    the longest first: a common cause of a lift past `MAX_TOKEN_ARCS`."""
+    found: list[tuple[int, str]] = []
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            n = node.get("maxLength")
+            if isinstance(n, int) and not isinstance(n, bool) and n >= least:
+                found.append((n, path or "/"))
+            for k, v in node.items():
+                walk(v, f"{path}/{k}")
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, f"{path}/{i}")
+    walk(schema, "")
+    return [(p, f"maxLength {n}") for n, p in sorted(found, key=lambda e: -e[0])]
 
 
 @functools.lru_cache(maxsize=1)
