@@ -3,6 +3,7 @@ instances (each serialized as the automaton reads it: `order_instance`, compact 
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 
@@ -307,3 +308,27 @@ def test_disjoint_by_a_not_enum_of_the_other_names():
                  ({"const": "a"}, {"not": {"enum": ["a"], "minLength": 5}})):
         both = [v for v in ("a", "b", "c", 1) if valid(a, v) and valid(b, v)]
         assert bool(both) != disjoint(a, b, res)  # jsonschema agrees
+
+
+@pytest.mark.parametrize("node, enforced", [
+    ({"pattern": "[a-z]+", "maxLength": 65}, False),  # unbounded pattern, past the limit
+    ({"format": "email", "maxLength": 100}, False),
+    ({"pattern": "[a-z]+", "maxLength": 64}, True),  # at the limit: counted
+    ({"pattern": "^[a-z]{1,100}$", "maxLength": 70}, True),  # a bounded pattern: counted
+    ({"maxLength": 100}, True),  # a free string's count: counted
+])
+def test_a_long_count_beside_an_unbounded_pattern_is_not_enforced(node, enforced, caplog):
+    """Past `MAX_PATTERNED_LENGTH` beside a pattern or format with unbounded strings, maxLength is
+    a documented approximation (a WARNING names its path); elsewhere it is exact."""
+    schema = {"type": "object", "properties": {"s": {"type": "string", **node}}}
+    with caplog.at_level(logging.WARNING, logger="fstbeam"):
+        fst = json_schema_fst(schema)
+    warned = any("maxLength" in r.getMessage() and "/properties/s" in r.getMessage() for r in caplog.records)
+    assert warned is not enforced
+    n = node["maxLength"]
+    user = "a" * (n - 12) if "format" in node else "a" * n
+    text = f"{user}@example.com" if "format" in node else user
+    assert len(text) == n and valid(schema, {"s": text})
+    assert accepts(fst, dumps(schema, {"s": text}))
+    assert accepts(fst, dumps(schema, {"s": text + "a"})) is not enforced
+    assert valid(schema, {"s": text + "a"}) is False

@@ -39,6 +39,13 @@ MAX_LENGTH = 5_000  # a minLength above this is refused (a chain of that many st
 # a dozen states and 150 arcs in every copy of the string, and a model's strings are bounded by
 # max_new_tokens anyway. Documented in docs/structured.md.
 MAX_EXACT_LENGTH = 256
+# Beside a pattern, a format or a word list whose strings have no length bound, a maxLength above
+# this is not enforced either (a WARNING names it): the count multiplies the pattern's states, each
+# of them holding nearly every token (a free string's count is a chain the lift shares; a
+# pattern's is not). `^\S+@\S+$` counted to 64: 14M token arcs; format email to 100: 31M, 1.7 GB;
+# `[a-zA-Z0-9_.-]+` to 255: past `MAX_TOKEN_ARCS`. Three schemas of the second bench sample were
+# refused for it, and two of the first sample's compiles over 1 GB (o77304, o82503) were of it.
+MAX_PATTERNED_LENGTH = 64
 
 
 @lru_cache(maxsize=64)  # bounded: a server compiles schema after schema in one process
@@ -145,6 +152,12 @@ def string(c: SchemaContext, node: dict[str, Any], path: str) -> pynini.Fst:
     free = decoded is None
     if free and c.string_words is not None:
         decoded = c.string_words
+    if hi is not None and hi > MAX_PATTERNED_LENGTH and decoded is not None:
+        decoded = c.opt(decoded, path)
+        if decoded.properties(pynini.ACYCLIC, True) != pynini.ACYCLIC:
+            log.warning("%s: maxLength %d at %s is not enforced beside its pattern, format or word "
+                        "list (more than %d)", c.where, hi, path or "/", MAX_PATTERNED_LENGTH)
+            hi = None
     if lo or hi is not None:
         chars = repeat(any_char(), lo, hi)
         chars = c.opt(chars, path)
