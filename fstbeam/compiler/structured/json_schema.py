@@ -264,8 +264,7 @@ class SchemaCompiler:
             # met, joined and complemented: GeoJSON o63308's root oneOf of 9 took 23 -> 37 s)
             rdepth = rdepth.below_top()
         parts: list[pynini.Fst] = []
-        # a oneOf/anyOf (or a `not` of one) that only requires members: a rule inside the node's
-        # own object
+        # a oneOf/anyOf/not that only requires members: a rule inside the node's own object
         rules = required_choices(node, json_containers.object_slots(node, loc))
         ruled = {kw for kw, _ in rules}
         if any(bans_other_values(kw, sets) for kw, sets in rules):
@@ -285,8 +284,7 @@ class SchemaCompiler:
                                     lambda: self._one_of(node, f"{path}/oneOf", loc, rdepth)))
         if "not" in node and not any(kw.startswith("not ") for kw in ruled):  # (else a rule)
             banned = self.value(node["not"], f"{path}/not", loc, rdepth)
-            parts.append(pynini.difference(self.any_value(loc, self.max_depth),
-                                           self.det(banned, path)))
+            parts.append(pynini.difference(self.any_value(loc, self.max_depth), self.det(banned, path)))
         if "if" in node and ("then" in node or "else" in node):
             subs = [node["if"], node.get("then", True), node.get("else", True)]
             parts.append(self._held("if", node, subs, loc, rdepth,

@@ -154,7 +154,7 @@ def string(c: SchemaContext, node: dict[str, Any], path: str) -> pynini.Fst:
         decoded = c.string_words
     if hi is not None and hi > MAX_PATTERNED_LENGTH and decoded is not None:
         decoded = c.opt(decoded, path)
-        if decoded.properties(pynini.ACYCLIC, True) != pynini.ACYCLIC:
+        if decoded.properties(pynini.ACYCLIC, True) != pynini.ACYCLIC:  # type: ignore[attr-defined]
             log.warning("%s: maxLength %d at %s is not enforced beside its pattern, format or word "
                         "list (more than %d)", c.where, hi, path or "/", MAX_PATTERNED_LENGTH)
             hi = None
