@@ -204,9 +204,11 @@ def test_a_lift_past_its_arc_budget_is_a_clear_error(monkeypatch):
         fstbeam.compile_constraints(words=["ab", "bb", "aab"], tokenizer=vocab)
     # strings counted to a length are named, longest first (each position holds every token)
     counted = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 40},
-                                                "b": {"items": {"type": "string", "maxLength": 90}}}}
+                                                "b": {"items": {"type": "string", "maxLength": 90}},
+                                                "c": {"type": "string", "maxLength": 90, "pattern": "x"},
+                                                "d": {"type": "string", "maxLength": 999}}}
     with pytest.raises(SpecError, match=r"json_max_depth.*/properties/b/items \(maxLength 90\), "
-                                        r"/properties/a \(maxLength 40\)"):
+                                        r"/properties/a \(maxLength 40\) \(lower"):  # (c, d: not counted)
         fstbeam.compile_constraints(json_schema=counted, tokenizer=vocab)
     monkeypatch.setattr(token_fsa, "MAX_TOKEN_ARCS", 10**9)
     assert fstbeam.compile_constraints(json_schema=schema, tokenizer=vocab).hard.num_states > 0
