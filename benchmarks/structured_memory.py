@@ -90,8 +90,7 @@ def _memo_mb() -> float:
     """MB of trie walks the process's memo holds (`walk_memo`), kept between compiles."""
     from fstbeam.compiler.hard import walk_memo
 
-    memos = (walk_memo._SHARED, walk_memo._ONCE)
-    return round(sum(w.nbytes for d in memos for m in d.values() for w in m.values()) / 2**20, 1)
+    return round(walk_memo.held_bytes() / 2**20, 1)
 
 
 def probe(jobs: list[tuple[str, Any, list[tuple[bool, list[int]]]]], conn: Any) -> None:

@@ -192,10 +192,11 @@ def settle(trie: TokenTrie) -> None:
             del once[key]
 
 
-def held_bytes(trie: TokenTrie) -> int:
-    """Bytes of walks both memos hold for ``trie``."""
-    memos: tuple[OrderedDict[str, ShapeWalks], ...] = (_SHARED.get(trie, OrderedDict()), _ONCE.get(trie, OrderedDict()))
-    return sum(w.nbytes for m in memos for w in m.values())
+def held_bytes(trie: TokenTrie | None = None) -> int:
+    """Bytes of walks both memos hold for ``trie`` (None: for every trie)."""
+    tries = {trie} if trie is not None else set(_SHARED) | set(_ONCE)
+    none: OrderedDict[str, ShapeWalks] = OrderedDict()
+    return sum(w.nbytes for t in tries for m in (_SHARED.get(t, none), _ONCE.get(t, none)) for w in m.values())
 
 
 def _bound_shared(memo: OrderedDict[str, ShapeWalks], keep: ShapeWalks) -> None:

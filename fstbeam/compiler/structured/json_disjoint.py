@@ -20,7 +20,7 @@ from ...fst.optimize import FstSizeError, optimize
 from .json_lexical import union
 from .json_location import Resolver
 
-__all__ = ["disjoint", "join", "open_union", "minimal_once"]
+__all__ = ["disjoint", "join", "open_union", "minimal_once", "listed_values"]
 
 # An `open_union` node's automaton this large is minimized where it is built (`minimal_once`); a
 # smaller one is left to the document's minimization.
@@ -49,13 +49,17 @@ def _types(node: dict[str, Any]) -> set[str]:
     return names & _ALL
 
 
+def listed_values(node: dict[str, Any]) -> list[Any] | None:
+    """The values a node lists with `const` (first) or `enum`; None where it lists none."""
+    if "const" in node:
+        return [node["const"]]
+    return list(node["enum"]) if isinstance(node.get("enum"), list) else None
+
+
 def _values(node: dict[str, Any]) -> set[str] | None:
     """The canonical JSON of the allowed values, when the node lists them (const/enum)."""
-    if "const" in node:
-        vals = [node["const"]]
-    elif isinstance(node.get("enum"), list):
-        vals = node["enum"]
-    else:
+    vals = listed_values(node)
+    if vals is None:
         return None
     out = set()
     for v in vals:

@@ -21,6 +21,7 @@ from typing import Any
 
 import pynini
 
+from .json_disjoint import listed_values
 from .json_location import Location, SchemaContext
 from .json_values import literal
 
@@ -44,24 +45,29 @@ def distinct_items(c: SchemaContext, items: Any, item_fst: pynini.Fst | None,
         return None
     if item_fst is None:  # no items: nothing to repeat
         return None
-    values = _finite_values(c, items, _MAX_LOOKUPS)
-    groups = _value_automata(c, values, item_fst, path, loc) if values is not None else None
-    if groups is None:
+    values = _distinct(_finite_values(c, items, _MAX_LOOKUPS))
+    if values is None:
         log.warning("%s: uniqueItems at %s is not enforced: its items are not drawn from a finite "
                     "list of values (documented approximation)", c.where, path or "/")
         return None
-    pieces = [piece(g) for g in groups]
-    n, size = len(pieces), max(p.num_states() for p in pieces) if pieces else 0
+    pieces: list[pynini.Fst] = []
+    size = 0
+    for v in values:  # one piece per value the items accept: its spellings
+        spelled = c.meet(literal(c, v, path, loc), item_fst)
+        if spelled.num_states():
+            pieces.append(piece(spelled))
+            size = max(size, pieces[-1].num_states())
+            if len(pieces) ** 2 * size > budget:  # (n and size only grow: stop building here)
+                log.warning("%s: uniqueItems at %s is not enforced (%d values of up to %d states "
+                            "or more)", c.where, path or "/", len(pieces), size)
+                return None
+    n = len(pieces)
     if n * 2 ** max(n - 1, 0) * size <= budget:
         root = _subsets(n)
-    elif n * n * size <= budget:
+    else:
         log.warning("%s: uniqueItems at %s is enforced between neighbouring items only (%d values: "
                     "every subset would take 2^%d states)", c.where, path or "/", n, n)
         root = _neighbours(n)
-    else:
-        log.warning("%s: uniqueItems at %s is not enforced (%d values of up to %d states)",
-                    c.where, path or "/", n, size)
-        return None
     pairs = [(_ROOT, root), *((_FIRST_VALUE + i, p) for i, p in enumerate(pieces))]
     return c.opt(pynini.replace(pairs, epsilon_on_replace=True), path)
 
@@ -73,10 +79,9 @@ def _finite_values(c: SchemaContext, node: Any, hops: int) -> list[Any] | None:
     ref = node.get("$ref")
     if isinstance(ref, str) and c.resolver.ref_alone:  # drafts 3-7: the siblings are no keywords
         return _finite_values(c, c.resolver.resolve(ref, "")[0], hops - 1)
-    if "const" in node:
-        return [node["const"]]
-    if isinstance(node.get("enum"), list):
-        return list(node["enum"])
+    listed = listed_values(node)
+    if listed is not None:
+        return listed
     subs = [c.resolver.resolve(ref, "")[0]] if isinstance(ref, str) else []
     for sub in [*subs, *(node.get("allOf") or [])]:
         found = _finite_values(c, sub, hops - 1)
@@ -101,21 +106,18 @@ def _equality_key(value: Any) -> tuple[str, Any] | None:
     return None
 
 
-def _value_automata(c: SchemaContext, values: list[Any], item_fst: pynini.Fst, path: str,
-                    loc: Location) -> list[pynini.Fst] | None:
-    """One automaton per distinct value that the item automaton accepts: its spellings."""
+def _distinct(values: list[Any] | None) -> list[Any] | None:
+    """``values`` less those equal to an earlier one as JSON; None where one is an array or an
+    object (not handled)."""
+    if values is None:
+        return None
     distinct: dict[tuple[str, Any], Any] = {}
     for v in values:
         key = _equality_key(v)
         if key is None:
             return None
         distinct.setdefault(key, v)
-    out = []
-    for v in distinct.values():
-        spelled = c.meet(literal(c, v, path, loc), item_fst)
-        if spelled.num_states():
-            out.append(spelled)
-    return out
+    return list(distinct.values())
 
 
 def _acceptor(states: int) -> pynini.Fst:

@@ -152,16 +152,16 @@ def string(c: SchemaContext, node: dict[str, Any], path: str) -> pynini.Fst:
     free = decoded is None
     if free and c.string_words is not None:
         decoded = c.string_words
-    if hi is not None and hi > MAX_PATTERNED_LENGTH and decoded is not None:
-        decoded = c.opt(decoded, path)
-        if decoded.properties(pynini.ACYCLIC, True) != pynini.ACYCLIC:  # type: ignore[attr-defined]
+    if decoded is not None and (lo or hi is not None):
+        decoded = c.opt(decoded, path)  # (minimal, once: its cycles are real, and the product reads it)
+        if hi is not None and hi > MAX_PATTERNED_LENGTH \
+                and decoded.properties(pynini.ACYCLIC, True) != pynini.ACYCLIC:  # type: ignore[attr-defined]
             log.warning("%s: maxLength %d at %s is not enforced beside its pattern, format or word "
                         "list (more than %d)", c.where, hi, path or "/", MAX_PATTERNED_LENGTH)
             hi = None
     if lo or hi is not None:
-        chars = repeat(any_char(), lo, hi)
-        chars = c.opt(chars, path)
-        decoded = chars if decoded is None else pynini.intersect(c.opt(decoded, path), chars)
+        chars = c.opt(repeat(any_char(), lo, hi), path)
+        decoded = chars if decoded is None else pynini.intersect(decoded, chars)
     if decoded is None:
         return free_string()
     return string_of(c.opt(decoded, path), stage=f"{c.where} {path or '/'}")
