@@ -115,9 +115,12 @@ def test_sigterm_while_requests_compile_answers_each_within_the_grace(model_dir)
 def test_a_second_sigterm_exits_at_once(model_dir):
     s = Server(["--model", model_dir, "--device", "cpu", "--grace", "60", "--compile-threads", "1",
                 "--max-body", "2000000"])
+    # four compiles of 48,000 words in one thread (about 0.2 s each): still running at the second
+    # signal on a quiet machine (four of 20,000 words could all end within its 0.5 s, and the second
+    # signal then met the server's own exit: killed by it, code -15)
     with cf.ThreadPoolExecutor(4) as pool:
         futures = [pool.submit(httpx.post, s.url + "/v1/completions", timeout=120, json={
-            "prompt": "the cat", "max_tokens": 4, "constraints": {"words": _words(100 + i)}}) for i in range(4)]
+            "prompt": "the cat", "max_tokens": 4, "constraints": {"words": _words(100 + i, 48000)}}) for i in range(4)]
         end = time.monotonic() + 60
         while time.monotonic() < end and httpx.get(s.url + "/health").json()["in_flight"] < 4:
             time.sleep(0.02)
