@@ -142,6 +142,32 @@ SCHEMAS = [
     {"properties": {"a": {}, "k": {}}, "not": {"oneOf": [{"required": ["a"]}]}},
     {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False,
      "not": {"required": ["b"]}},
+    # if/then/else, `not` and dependent schemas of an object node, merged with its own object
+    # (json_branches): members a branch does not name keep the node's schema
+    {"type": "object", "properties": {"k": {"enum": ["a", "b", "c"]}, "v": {"type": "integer"}},
+     "if": {"properties": {"k": {"const": "a"}}, "required": ["k"]}, "then": {"required": ["v"]},
+     "else": {"properties": {"v": False}}},
+    {"type": "object", "properties": {"k": {}, "v": {}}, "additionalProperties": False,
+     "allOf": [{"if": {"properties": {"k": {"const": "b"}}, "required": ["k"]},
+                "then": {"required": ["v"], "oneOf": [{"required": ["k"]}, {"required": ["c"]}]}},
+               {"if": {"properties": {"k": {"const": "c"}}}, "then": {"properties": {"v": False}}},
+               {"type": "object", "minProperties": 1}]},
+    {"type": "object", "properties": {"a": {"type": "integer"}, "k": {}},
+     "not": {"properties": {"k": {"const": "a"}}, "required": ["k"]}},
+    {"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "integer"},
+     "if": {"properties": {"b": {"const": 2}}, "required": ["b"]}, "then": {"required": ["a"]},
+     "else": {"properties": {"c": {"type": "null"}}, "additionalProperties": False}},
+    {"type": "object", "dependentSchemas": {"a": {"properties": {"b": {"type": "string"}}}},
+     "properties": {"a": {}, "b": {}}},
+    {"type": "object", "properties": {"k": {"type": "string"}, "a": {}},
+     "if": {"type": "string"}, "then": False, "else": {"minProperties": 1, "maxProperties": 1}},
+    {"type": "object", "patternProperties": {"^v": {"type": "integer"}}, "properties": {"k": {}},
+     "if": {"properties": {"k": {"const": "c"}}, "required": ["k"]},
+     "then": {"oneOf": [{"required": ["v"]}, {"required": ["k", "a"]}]},
+     "else": {"if": {"required": ["a"]}, "then": {"properties": {"a": {"type": "integer"}}}}},
+    {"type": "object", "properties": {"k": {}, "v": {}, "a": {}},
+     "if": {"anyOf": [{"required": ["v"]}, {"required": ["b"]}]},
+     "then": {"anyOf": [{"required": ["k"]}, {"required": ["c"]}]}, "else": {"required": ["a"]}},
     # an upper bound of 0 (pynini.closure(f, 0, 0) has no upper bound)
     {"maxItems": 0},
     {"properties": {"a": {"maxItems": 0}}},
@@ -177,6 +203,30 @@ def test_a_required_only_not_does_not_cut_the_nesting():
                       ({"imp": []}, True), ([1], False)):  # (`required` holds on an array: banned)
         assert valid(schema, value) is ok
         assert accepts(fst, dumps(schema, value)) is ok, value
+
+
+def test_an_if_inside_an_object_does_not_cut_its_members_nesting():
+    """`if`/`then`/`else`, `not` and dependent schemas of an object node are taken inside its own
+    object: values nested deeper than ``max_depth`` in its declared members stay (as combinators
+    met with the object, the branches' free members cut them: semgrep's join rules)."""
+    deep_item = {"type": "array", "items": {"type": "object", "properties": {
+        "b": {"type": "array", "items": {"type": "object", "properties": {"c": {"type": "integer"}}}}}}}
+    base = {"type": "object", "properties": {"k": {"enum": ["x", "y"]}, "v": deep_item, "w": {}}}
+    deep = {"k": "x", "v": [{"b": [{"c": 1}]}]}  # 5 levels, all declared
+    cases = [
+        ({"if": {"properties": {"k": {"const": "x"}}, "required": ["k"]}, "then": {"required": ["v"]},
+          "else": {"properties": {"v": False}}}, [(deep, True), ({"k": "y", "v": []}, False), ({"k": "x"}, False)]),
+        ({"allOf": [{"if": {"properties": {"k": {"const": "y"}}}, "then": {"required": ["w"]}}]},
+         [(deep, True), ({**deep, "k": "y"}, False), ({**deep, "k": "y", "w": 0}, True)]),
+        ({"not": {"properties": {"k": {"const": "y"}}, "required": ["k"]}}, [(deep, True), ({**deep, "k": "y"}, False)]),
+        ({"dependentSchemas": {"k": {"required": ["v"]}}}, [(deep, True), ({"k": "x"}, False)]),
+    ]
+    for extra, values in cases:
+        schema = {**base, **extra}
+        fst = json_schema_fst(schema, max_depth=3)
+        for value, ok in values:
+            assert valid(schema, value) is ok
+            assert accepts(fst, dumps(schema, value)) is ok, (extra, value)
 
 
 def test_integer_bounds_exhaustive_with_signs_and_zero():

@@ -27,7 +27,9 @@ from regex_oracle import accepts  # noqa: E402
 TASKS = {
     "type": "object", "maxProperties": 2, "propertyNames": {"enum": ["x", "y"]},
     "additionalProperties": {
-        "type": "object", "additionalProperties": False,
+        # (objects or null: an object-only node takes its `if` inside its own object instead,
+        # json_branches, which depends on the node's members and so on the recursion)
+        "type": ["object", "null"], "additionalProperties": False,
         "properties": {"a": {"type": ["integer", "string"], "maxLength": 2},
                        "b": {"type": "boolean"},
                        "sub": {"$ref": "#/additionalProperties"}},

@@ -22,6 +22,7 @@ from ...fst.optimize import FstSizeError, determinized, optimize, optimize_in_pl
 from ..exactly_one import exactly_one
 from ..required_choices import bans_other_values, required_choices
 from . import json_containers, json_free_values, json_values
+from .json_branches import ARRAY_KEYWORDS, COMBINATORS, OBJECT_KEYWORDS, REFUSED, conditional, has_type_keywords, is_free, mergeable, merged
 from .json_disjoint import context_of, disjoint, join, minimal_once, open_union, type_of
 from .json_lexical import empty, lit, union
 from .json_location import Location, Resolver
@@ -53,13 +54,6 @@ JSON_SCHEMA_DEFAULTS: dict[str, Any] = {
     "max_states": 2_000_000,
 }
 
-# Keywords that are regular but not implemented, or not regular; refused with their path.
-_REFUSED = {
-    "unevaluatedProperties": "unevaluatedProperties is not supported",
-    "unevaluatedItems": "unevaluatedItems is not supported",
-    "$dynamicRef": "$dynamicRef is not supported (use $ref)",
-    "$recursiveRef": "$recursiveRef is not supported (use $ref)",
-}
 _TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
 
 
@@ -215,7 +209,7 @@ class SchemaCompiler:
 
     # -- values ------------------------------------------------------------------------------
     def value(self, node: Any, path: str, loc: Location, rdepth: Unrolling) -> pynini.Fst:
-        if node is True or (isinstance(node, dict) and _is_free(node)):
+        if node is True or (isinstance(node, dict) and is_free(node)):
             # `true` may be an absent keyword's default (additionalProperties): not written
             return self.any_value(self.plain, self.depth.free(rdepth, written=node is not True))
         if node is False:
@@ -252,14 +246,14 @@ class SchemaCompiler:
               rdepth: Unrolling) -> pynini.Fst:
         if self.resolver.ref_alone and isinstance(node.get("$ref"), str) and len(node) > 1:
             node = self.synth({"$ref": node["$ref"]})  # briefcase: `enum` beside `$ref`, draft 7
-        for kw, why in _REFUSED.items():
+        for kw, why in REFUSED.items():
             if kw in node:
                 raise self.fail(kw, f"{path}/{kw}", why)
         if node.get("nullable") is True and "type" in node:  # OpenAPI 3.0
             t = node["type"]
             node = self.synth({**node, "type": [*(t if isinstance(t, list) else [t]), "null"]})
         types = self._types(node, path)
-        if _COMBINATORS & node.keys():
+        if COMBINATORS & node.keys():
             # the free values of a node with combinators keep `max_depth` (their automata are
             # met, joined and complemented: GeoJSON o63308's root oneOf of 9 took 23 -> 37 s)
             rdepth = rdepth.below_top()
@@ -274,25 +268,40 @@ class SchemaCompiler:
             target, tpath = self.resolver.resolve(ref, f"{path}/$ref")
             inner = rdepth.enter(id(target)) if id(target) in self.recursive else rdepth
             parts.append(self.value(target, tpath, loc, inner) if inner is not None else empty())
+        # `not`, `if` and dependent schemas of an object node: inside its own object where the
+        # branches merge with it (json_branches), else against the free values of the location
+        inside = types == ("object",) and bool(OBJECT_KEYWORDS & node.keys()) and not {"enum", "const"} & node.keys()
+        conds = [(node, path)] if "if" in node and ("then" in node or "else" in node) else []
         for i, sub in enumerate(node.get("allOf") or []):
-            parts.append(self.value(sub, f"{path}/allOf/{i}", loc, rdepth))
+            if inside and conditional(sub):  # (an `if` alone: as the node's own)
+                conds.append((sub, f"{path}/allOf/{i}"))
+            else:
+                parts.append(self.value(sub, f"{path}/allOf/{i}", loc, rdepth))
         if node.get("anyOf") and "anyOf" not in ruled:
             parts.append(join([self.value(s, f"{path}/anyOf/{i}", loc, rdepth)
                                for i, s in enumerate(node["anyOf"])]))
         if node.get("oneOf") and "oneOf" not in ruled:
             parts.append(self._held("oneOf", node, node["oneOf"], loc, rdepth,
                                     lambda: self._one_of(node, f"{path}/oneOf", loc, rdepth)))
+        later: list[tuple[Any, Any, Any, str]] = []  # (if, then, else, path), built once `own` is
         if "not" in node and not any(kw.startswith("not ") for kw in ruled):  # (else a rule)
-            banned = self.value(node["not"], f"{path}/not", loc, rdepth)
-            parts.append(pynini.difference(self.any_value(loc, self.max_depth), self.det(banned, path)))
-        if "if" in node and ("then" in node or "else" in node):
-            subs = [node["if"], node.get("then", True), node.get("else", True)]
-            parts.append(self._held("if", node, subs, loc, rdepth,
-                                    lambda: self._if(node, path, loc, rdepth)))
-        parts.extend(self._dependencies(node, path, loc, rdepth))
+            if inside and mergeable(node, [node["not"]]):
+                later.append((node["not"], False, True, f"{path}/not"))  # (not X: if X then false)
+            else:
+                banned = self.value(node["not"], f"{path}/not", loc, rdepth)
+                parts.append(pynini.difference(self.any_value(loc, self.max_depth), self.det(banned, path)))
+        for cond, where in conds + self._dependencies(node, path, loc):
+            subs = [cond["if"], cond.get("then", True), cond.get("else", True)]
+            if inside and mergeable(node, subs):
+                later.append((*subs, where))
+            elif cond is node:
+                parts.append(self._held("if", node, subs, loc, rdepth, lambda: self._if(node, path, loc, rdepth)))
+            else:
+                parts.append(self.value(cond, where, loc, rdepth))
         # With in-place parts, an unconstrained type is a filter on the first byte (exact at any
         # depth) instead of the depth-limited free value, which would cut the parts' nesting.
-        own = self._typed(node, path, loc, rdepth, types, as_filter=bool(parts))
+        own = self._typed(node, path, loc, rdepth, types, as_filter=bool(parts or later))
+        parts.extend(self._if_inside(node, own, *branches, loc, rdepth) for branches in later)
         out = own if own is not None else parts.pop(0)
         # A product that outgrows its operands is minimized at once: eight if/then branches
         # over one document grew 12k -> 1.7M states as unminimized products, ~35k minimized.
@@ -346,20 +355,20 @@ class SchemaCompiler:
             keep = [v for v in values if type_of(v, self.draft4) in types
                     or (type_of(v, self.draft4) == "integer" and "number" in types)]
             lang = union(json_values.literals(self, keep, f"{path}/enum", loc))
-            if not _has_type_keywords(node):
+            if not has_type_keywords(node):
                 return lang
             typed = self._typed({k: v for k, v in node.items() if k not in ("enum", "const")},
                                 path, loc, rdepth, types, as_filter=True)
             return lang if typed is None else self.meet(lang, typed)
-        if as_filter and len(types) == len(_TYPES) - 1 and not _has_type_keywords(node):
+        if as_filter and len(types) == len(_TYPES) - 1 and not has_type_keywords(node):
             return None
         parts = []
         for t in types:
             if as_filter and t in ("object", "array") and not (
-                    _OBJECT_KEYWORDS if t == "object" else _ARRAY_KEYWORDS) & node.keys():
+                    OBJECT_KEYWORDS if t == "object" else ARRAY_KEYWORDS) & node.keys():
                 parts.append(json_containers.starts_with("{" if t == "object" else "["))
                 continue
-            if not as_filter and t in ("object", "array") and not _has_type_keywords(node):
+            if not as_filter and t in ("object", "array") and not has_type_keywords(node):
                 parts.append(self.any_value(self.plain, self.depth.free(rdepth, "type" in node),
                                             only=t))
                 continue
@@ -407,10 +416,24 @@ class SchemaCompiler:
         no = self.value(node.get("else", True), f"{path}/else", loc, rdepth)
         return self.meet(cond, yes) | self.meet(pynini.difference(everything, cond), no)
 
-    def _dependencies(self, node: dict[str, Any], path: str, loc: Location,
-                      rdepth: Unrolling) -> list[pynini.Fst]:
-        """`dependentRequired`/`dependentSchemas`/`dependencies`: when property a is present,
-        the object must also have the listed properties / match the schema."""
+    def _if_inside(self, node: dict[str, Any], own: pynini.Fst | None, cond: Any, then: Any, other: Any,
+                   path: str, loc: Location, rdepth: Unrolling) -> pynini.Fst:
+        """if/then/else (and `not X` as if X then false) inside ``node``'s own object ``own``:
+        each branch merged with the node's object keywords (json_branches)."""
+        def within(branches: list[Any], where: str) -> pynini.Fst:
+            m = merged(node, branches)
+            if m is None:  # the same combinator in two branches: each merged alone, then met
+                return self.meet(within([branches[0]], where), within(branches[1:], where))
+            return self.value(self.synth(m), where, loc, rdepth) if isinstance(m, dict) else empty()
+
+        assert own is not None  # (an object node with object keywords: its own object is built)
+        holds = self.det(within([cond], f"{path}/if"), path)
+        rest = own if other is True else within([other], f"{path}/else")
+        return within([cond, then], f"{path}/then") | pynini.difference(rest, holds)
+
+    def _dependencies(self, node: dict[str, Any], path: str, loc: Location) -> list[tuple[dict[str, Any], str]]:
+        """`dependentSchemas`/`dependencies` (schema form): when property a is present, the
+        object must match the schema, as ``(if a is present then the schema, path)``."""
         out = []
         # "a excludes b" between declared members: a rule in the object's own members
         excl = json_containers.member_exclusions(
@@ -423,28 +446,5 @@ class SchemaCompiler:
                 if isinstance(need, list) or (kw == "dependencies" and name in excl):
                     continue  # in the object's own members (json_containers)
                 has = self.synth({"type": "object", "required": [name]})
-                if isinstance(need, list):
-                    then: Any = self.synth({"required": need})
-                else:
-                    then = need
-                cond = self.synth({"if": has, "then": then})
-                out.append(self.value(cond, f"{path}/{kw}/{name}", loc, rdepth))
+                out.append((self.synth({"if": has, "then": need}), f"{path}/{kw}/{name}"))
         return out
-
-
-_OBJECT_KEYWORDS = {"properties", "required", "additionalProperties", "patternProperties", "minProperties",
-                    "maxProperties", "propertyNames", "dependentRequired", "dependencies"}
-_ARRAY_KEYWORDS = {"items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains"}
-_TYPE_KEYWORDS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
-                  "maxLength", "pattern", "format", *_OBJECT_KEYWORDS, *_ARRAY_KEYWORDS}
-_COMBINATORS = {"allOf", "anyOf", "oneOf", "not", "if", "dependentRequired", "dependentSchemas", "dependencies"}
-_IN_PLACE = {"$ref", "type", "enum", "const", "nullable", *_COMBINATORS, *_REFUSED}
-
-
-def _is_free(node: dict[str, Any]) -> bool:
-    """No keyword that constrains a value (only annotations): any JSON value."""
-    return not any(k in node for k in _TYPE_KEYWORDS | _IN_PLACE)
-
-
-def _has_type_keywords(node: dict[str, Any]) -> bool:
-    return any(k in node for k in _TYPE_KEYWORDS)
