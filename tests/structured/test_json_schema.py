@@ -168,6 +168,20 @@ SCHEMAS = [
     {"type": "object", "properties": {"k": {}, "v": {}, "a": {}},
      "if": {"anyOf": [{"required": ["v"]}, {"required": ["b"]}]},
      "then": {"anyOf": [{"required": ["k"]}, {"required": ["c"]}]}, "else": {"required": ["a"]}},
+    # an allOf of object schemas: one merged object (json_branches.merged_all_of)
+    {"$defs": {"base": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}},
+     "allOf": [{"$ref": "#/$defs/base"}, {"properties": {"b": {"type": "integer"}, "a": {"maximum": 2}}}]},
+    {"type": "object", "properties": {"k": {}}, "additionalProperties": False,
+     "allOf": [{"required": ["k"]}, {"properties": {"k": {"type": "string"}, "v": {}}},
+               {"anyOf": [{"minProperties": 1}]}]},
+    {"allOf": [{"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "string"}},
+               {"properties": {"b": {"type": "integer"}, "c": {}}, "additionalProperties": False}]},
+    {"allOf": [{"type": "object", "patternProperties": {"^[ab]$": {"type": "integer"}}, "properties": {"k": {}}},
+               {"properties": {"a": {"minimum": 2}, "c": {"type": "null"}}, "maxProperties": 2}]},
+    {"allOf": [{"type": "object", "required": ["k"]}, {"oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
+               {"properties": {"k": {"enum": ["a", "c"]}}}]},
+    {"allOf": [{"type": "object", "patternProperties": {"^a": {"type": "integer"}},
+                "anyOf": [{"required": ["a"]}, {"required": ["k"]}]}, {"properties": {"k": {"type": "string"}}}]},
     # an upper bound of 0 (pynini.closure(f, 0, 0) has no upper bound)
     {"maxItems": 0},
     {"properties": {"a": {"maxItems": 0}}},
@@ -206,9 +220,10 @@ def test_a_required_only_not_does_not_cut_the_nesting():
 
 
 def test_an_if_inside_an_object_does_not_cut_its_members_nesting():
-    """`if`/`then`/`else`, `not` and dependent schemas of an object node are taken inside its own
-    object: values nested deeper than ``max_depth`` in its declared members stay (as combinators
-    met with the object, the branches' free members cut them: semgrep's join rules)."""
+    """`if`/`then`/`else`, `not`, dependent schemas and `allOf` object branches of an object node
+    are taken inside its own object: values nested deeper than ``max_depth`` in its declared
+    members stay (as combinators met with the object, the branches' free members cut them:
+    semgrep's join rules, o29389's `allOf` of a `$ref` and its own members)."""
     deep_item = {"type": "array", "items": {"type": "object", "properties": {
         "b": {"type": "array", "items": {"type": "object", "properties": {"c": {"type": "integer"}}}}}}}
     base = {"type": "object", "properties": {"k": {"enum": ["x", "y"]}, "v": deep_item, "w": {}}}
@@ -220,6 +235,8 @@ def test_an_if_inside_an_object_does_not_cut_its_members_nesting():
          [(deep, True), ({**deep, "k": "y"}, False), ({**deep, "k": "y", "w": 0}, True)]),
         ({"not": {"properties": {"k": {"const": "y"}}, "required": ["k"]}}, [(deep, True), ({**deep, "k": "y"}, False)]),
         ({"dependentSchemas": {"k": {"required": ["v"]}}}, [(deep, True), ({"k": "x"}, False)]),
+        ({"allOf": [{"required": ["v"]}, {"properties": {"w": {"type": "null"}}}]},
+         [(deep, True), ({**deep, "w": 1}, False), ({"k": "x"}, False)]),
     ]
     for extra, values in cases:
         schema = {**base, **extra}
@@ -227,6 +244,32 @@ def test_an_if_inside_an_object_does_not_cut_its_members_nesting():
         for value, ok in values:
             assert valid(schema, value) is ok
             assert accepts(fst, dumps(schema, value)) is ok, (extra, value)
+
+
+@pytest.mark.parametrize("extra, names", [(False, ["a", "va"]), ({"type": "string"}, ["a", "b"])])
+def test_an_all_of_branch_adding_members_beside_patterns(extra, names):
+    """A member an `allOf` branch adds beside another's `patternProperties` takes the patterns'
+    schemas where they match and the `additionalProperties` only where none does."""
+    schema = {"allOf": [{"type": "object", "patternProperties": {"^v": {"type": "integer"}},
+                         "additionalProperties": extra}, {"properties": {n: {} for n in names}}]}
+    fst = json_schema_fst(schema, max_depth=3)
+    for value in ({"va": 1}, {"va": "x"}, {"a": 1}, {"a": "x"}, {"b": "x"}, {"v": 2, "a": "y"}, {}):
+        assert accepts(fst, dumps(schema, value)) == valid(schema, value), value
+
+
+def test_an_all_of_that_would_expose_large_members_is_met_as_before(monkeypatch):
+    """Past `MAX_EXPOSED_NODES` (the declared members one branch leaves free, counted in schema
+    objects) the branches are met as separate objects again: the deep value is cut there."""
+    from fstbeam.compiler.structured import json_branches
+
+    item = {"type": "object", "properties": {"b": {"type": "array", "items": {"type": "object"}}}}
+    schema = {"allOf": [{"type": "object", "properties": {"a": {"type": "array", "items": item}}},
+                        {"properties": {"k": {"type": "integer"}}}]}
+    deep = {"a": [{"b": [{"c": {}}]}], "k": 1}  # 5 levels, the last one free
+    assert valid(schema, deep)
+    assert accepts(json_schema_fst(schema, max_depth=3), dumps(schema, deep))
+    monkeypatch.setattr(json_branches, "MAX_EXPOSED_NODES", 3)  # `a` and `k` hold more
+    assert not accepts(json_schema_fst(schema, max_depth=3), dumps(schema, deep))
 
 
 def test_integer_bounds_exhaustive_with_signs_and_zero():

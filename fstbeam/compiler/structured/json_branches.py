@@ -16,10 +16,22 @@ from the node's own object rather than from the free values:
 
 Used where the node holds objects only (its `type` is `object`) and each branch is made of
 object keywords and combinators (`mergeable`); elsewhere the combinators are built as before.
+
+An `allOf` of two or more object schemas (the node's own object keywords counting as one, a
+`$ref` branch read as its target) is one merged object the same way (`merged_all_of`): met as
+separate objects, each one's free members cut the others' declared nesting at `max_depth`
+(`allOf: [{"$ref": "#/definitions/container"}, {"properties": {"contents": ...}}]`). Where the
+members so exposed are large (`MAX_EXPOSED_NODES`), the cut stays: the whole automaton grows
+by what it used to cut.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+from ...errors import SpecError
+from . import json_containers
+from .json_location import Location, SchemaContext
 
 # A schema's keywords, by what they constrain (`json_schema`).
 OBJECT_KEYWORDS = {"properties", "required", "additionalProperties", "patternProperties", "minProperties",
@@ -42,6 +54,13 @@ _CARRIED = ("properties", "required", "additionalProperties", "patternProperties
 # what a mergeable branch may hold besides annotations
 _BRANCH = {"type", "properties", "required", "additionalProperties", "minProperties", "maxProperties",
            "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentRequired"}
+_NOTES = {"description", "title", "$comment"}
+_VALUES = ("enum", "const", "default", "examples")  # JSON values, not schemas
+# An `allOf` is merged where the members it declares that another of its objects left free
+# hold at most this many schema objects: those members were cut at `max_depth` by the free side,
+# and a large one embeds whole definitions (travis's root `allOf` of `job` and the root's own
+# members, 3,150: 128,516 -> 909,030 states, as its `jobs.include` items now hold a whole job).
+MAX_EXPOSED_NODES = 500
 _COMBINED = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentRequired")
 
 
@@ -60,17 +79,93 @@ def conditional(node: Any) -> bool:
     return isinstance(node, dict) and "if" in node and not any(k in node for k in TYPE_KEYWORDS | IN_PLACE - {"if"})
 
 
+def merged_all_of(node: dict[str, Any], resolve: Callable[[str, str], Any], path: str) -> dict[str, Any] | None:
+    """``node``'s `allOf` as one object node (its own object keywords merged in), where two or
+    more of them are object schemas, one of them holds objects only, and all are `mergeable`
+    into the one with `patternProperties` (at most one has them; else into the node). A `$ref`
+    branch is read as its target, through ``resolve``, which says None for a recursive one, and
+    a one-branch `anyOf`/`oneOf`/`allOf` as its branch. Not where the merge would expose more
+    than `MAX_EXPOSED_NODES`. None where it is not merged: the branches are met as before."""
+    branches = []
+    for i, b in enumerate(node["allOf"]):
+        while isinstance(b, dict) and len(set(b) - _NOTES) == 1:  # a `$ref`, or a one-branch anyOf/oneOf/allOf
+            (kw,) = set(b) - _NOTES
+            if kw == "$ref" and isinstance(b[kw], str):
+                b = resolve(b[kw], f"{path}/allOf/{i}/$ref")
+            elif kw in ("anyOf", "oneOf", "allOf") and isinstance(b[kw], list) and len(b[kw]) == 1:
+                b = b[kw][0]
+            else:
+                break
+        branches.append(b)
+    every = [node, *branches]
+    if sum(isinstance(x, dict) and bool(OBJECT_KEYWORDS & x.keys()) for x in every) < 2 or not any(
+            isinstance(x, dict) and x.get("type") in ("object", ["object"]) for x in every):
+        return None
+    holders = [x for x in every if isinstance(x, dict) and x.get("patternProperties")]
+    if len(holders) > 1:
+        return None
+    base = holders[0] if holders else node
+    # the node's own combinators are its own parts; a branch's go with it
+    rest = [{k: node[k] for k in _CARRIED if k in node} if x is node else x for x in every if x is not base]
+    if base is not node:
+        rest.append({k: base[k] for k in (*_COMBINED, "type") if k in base})
+    if not mergeable(base, rest):
+        return None
+    out = merged(base, rest)
+    if not isinstance(out, dict) or _exposed(out, every, resolve, path) > MAX_EXPOSED_NODES:
+        return None
+    return out
+
+
+def _exposed(out: dict[str, Any], every: list[Any], resolve: Callable[[str, str], Any], path: str) -> int:
+    """How many schema nodes the merged members hold that one of the objects ``every`` left
+    free (counted to just past `MAX_EXPOSED_NODES`)."""
+    objects = [x for x in every if isinstance(x, dict) and OBJECT_KEYWORDS & x.keys()]
+    total = 0
+    for name, schema in (out.get("properties") or {}).items():
+        if total <= MAX_EXPOSED_NODES and any(
+                name not in (x.get("properties") or {}) and is_free(x.get("additionalProperties", True)) for x in objects):
+            total += _nodes(schema, resolve, path, MAX_EXPOSED_NODES + 1 - total)
+    return total
+
+
+def _nodes(schema: Any, resolve: Callable[[str, str], Any], path: str, cap: int) -> int:
+    """Schema objects in ``schema``, each `$ref` followed once, counted to ``cap``."""
+    seen: set[str] = set()
+    stack, n = [schema], 0
+    while stack and n < cap:
+        x = stack.pop()
+        if isinstance(x, list):
+            stack.extend(x)
+            continue
+        if not isinstance(x, dict):
+            continue
+        n += 1
+        ref = x.get("$ref")
+        if isinstance(ref, str) and ref not in seen:
+            seen.add(ref)
+            try:
+                stack.append(resolve(ref, path))
+            except SpecError:  # (said where the reference itself is compiled)
+                pass
+        stack.extend(v for k, v in x.items() if isinstance(v, (dict, list)) and k not in _VALUES)
+    return n
+
+
 def mergeable(node: dict[str, Any], branches: list[Any]) -> bool:
     """Can ``branches`` be merged into ``node``'s object (`merged`)? Each is a boolean or holds
-    only object keywords, combinators and annotations; a member a branch adds beside the node's
-    `patternProperties` is not (which patterns it matches is not worked out here)."""
+    only object keywords, combinators and annotations. Beside the node's `patternProperties`, a
+    branch may not have `additionalProperties`, nor add a member where the node's own
+    `additionalProperties` constrains (it holds only for names no pattern matches: not worked
+    out here; the patterns themselves are applied to declared members by `object_value`)."""
     for b in branches:
         if isinstance(b, bool):
             continue
         if not isinstance(b, dict) or any(k in b for k in TYPE_KEYWORDS | IN_PLACE if k not in _BRANCH):
             return False
-        if node.get("patternProperties") and (
-                "additionalProperties" in b or set(b.get("properties") or {}) - set(node.get("properties") or {})):
+        if node.get("patternProperties") and ("additionalProperties" in b or (
+                set(b.get("properties") or {}) - set(node.get("properties") or {})
+                and not is_free(node.get("additionalProperties", True)))):
             return False
         if not isinstance(b.get("properties", {}), dict) or not isinstance(b.get("required", []), list):
             return False
@@ -135,3 +230,22 @@ def both(a: Any, b: Any) -> Any:
 
 def _allows_objects(t: Any) -> bool:
     return t is None or t == "object" or (isinstance(t, list) and "object" in t)
+
+
+def dependencies(c: SchemaContext, node: dict[str, Any], path: str, loc: Location) -> list[tuple[dict[str, Any], str]]:
+    """`dependentSchemas`/`dependencies` (schema form): when property a is present, the
+    object must match the schema, as ``(if a is present then the schema, path)``."""
+    out = []
+    # "a excludes b" between declared members: a rule in the object's own members
+    excl = json_containers.member_exclusions(
+        node, json_containers.object_slots(node, loc)) if "dependencies" in node else {}
+    for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
+        deps = node.get(kw)
+        if not isinstance(deps, dict):
+            continue
+        for name, need in deps.items():
+            if isinstance(need, list) or (kw == "dependencies" and name in excl):
+                continue  # in the object's own members (json_containers)
+            has = c.synth({"type": "object", "required": [name]})
+            out.append((c.synth({"if": has, "then": need}), f"{path}/{kw}/{name}"))
+    return out

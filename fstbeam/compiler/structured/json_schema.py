@@ -21,8 +21,8 @@ from ...errors import SpecError
 from ...fst.optimize import FstSizeError, determinized, optimize, optimize_in_place
 from ..exactly_one import exactly_one
 from ..required_choices import bans_other_values, required_choices
+from . import json_branches as jb
 from . import json_containers, json_free_values, json_values
-from .json_branches import ARRAY_KEYWORDS, COMBINATORS, OBJECT_KEYWORDS, REFUSED, conditional, has_type_keywords, is_free, mergeable, merged
 from .json_disjoint import context_of, disjoint, join, minimal_once, open_union, type_of
 from .json_lexical import empty, lit, union
 from .json_location import Location, Resolver
@@ -209,7 +209,7 @@ class SchemaCompiler:
 
     # -- values ------------------------------------------------------------------------------
     def value(self, node: Any, path: str, loc: Location, rdepth: Unrolling) -> pynini.Fst:
-        if node is True or (isinstance(node, dict) and is_free(node)):
+        if node is True or (isinstance(node, dict) and jb.is_free(node)):
             # `true` may be an absent keyword's default (additionalProperties): not written
             return self.any_value(self.plain, self.depth.free(rdepth, written=node is not True))
         if node is False:
@@ -246,14 +246,14 @@ class SchemaCompiler:
               rdepth: Unrolling) -> pynini.Fst:
         if self.resolver.ref_alone and isinstance(node.get("$ref"), str) and len(node) > 1:
             node = self.synth({"$ref": node["$ref"]})  # briefcase: `enum` beside `$ref`, draft 7
-        for kw, why in REFUSED.items():
+        for kw, why in jb.REFUSED.items():
             if kw in node:
                 raise self.fail(kw, f"{path}/{kw}", why)
         if node.get("nullable") is True and "type" in node:  # OpenAPI 3.0
             t = node["type"]
             node = self.synth({**node, "type": [*(t if isinstance(t, list) else [t]), "null"]})
         types = self._types(node, path)
-        if COMBINATORS & node.keys():
+        if jb.COMBINATORS & node.keys():
             # the free values of a node with combinators keep `max_depth` (their automata are
             # met, joined and complemented: GeoJSON o63308's root oneOf of 9 took 23 -> 37 s)
             rdepth = rdepth.below_top()
@@ -270,13 +270,16 @@ class SchemaCompiler:
             parts.append(self.value(target, tpath, loc, inner) if inner is not None else empty())
         # `not`, `if` and dependent schemas of an object node: inside its own object where the
         # branches merge with it (json_branches), else against the free values of the location
-        inside = types == ("object",) and bool(OBJECT_KEYWORDS & node.keys()) and not {"enum", "const"} & node.keys()
+        inside = types == ("object",) and bool(jb.OBJECT_KEYWORDS & node.keys()) and not {"enum", "const"} & node.keys()
         conds = [(node, path)] if "if" in node and ("then" in node or "else" in node) else []
-        for i, sub in enumerate(node.get("allOf") or []):
-            if inside and conditional(sub):  # (an `if` alone: as the node's own)
+        one = jb.merged_all_of(node, self._target, path) if node.get("allOf") else None
+        for i, sub in enumerate(node.get("allOf") or [] if one is None else []):
+            if inside and jb.conditional(sub):  # (an `if` alone: as the node's own)
                 conds.append((sub, f"{path}/allOf/{i}"))
             else:
                 parts.append(self.value(sub, f"{path}/allOf/{i}", loc, rdepth))
+        if one is not None:  # objects merged into one (json_branches)
+            parts.append(self.value(self.synth(one), f"{path}/allOf", loc, rdepth))
         if node.get("anyOf") and "anyOf" not in ruled:
             parts.append(join([self.value(s, f"{path}/anyOf/{i}", loc, rdepth)
                                for i, s in enumerate(node["anyOf"])]))
@@ -285,14 +288,14 @@ class SchemaCompiler:
                                     lambda: self._one_of(node, f"{path}/oneOf", loc, rdepth)))
         later: list[tuple[Any, Any, Any, str]] = []  # (if, then, else, path), built once `own` is
         if "not" in node and not any(kw.startswith("not ") for kw in ruled):  # (else a rule)
-            if inside and mergeable(node, [node["not"]]):
+            if inside and jb.mergeable(node, [node["not"]]):
                 later.append((node["not"], False, True, f"{path}/not"))  # (not X: if X then false)
             else:
                 banned = self.value(node["not"], f"{path}/not", loc, rdepth)
                 parts.append(pynini.difference(self.any_value(loc, self.max_depth), self.det(banned, path)))
-        for cond, where in conds + self._dependencies(node, path, loc):
+        for cond, where in conds + jb.dependencies(self, node, path, loc):
             subs = [cond["if"], cond.get("then", True), cond.get("else", True)]
-            if inside and mergeable(node, subs):
+            if inside and jb.mergeable(node, subs):
                 later.append((*subs, where))
             elif cond is node:
                 parts.append(self._held("if", node, subs, loc, rdepth, lambda: self._if(node, path, loc, rdepth)))
@@ -333,6 +336,11 @@ class SchemaCompiler:
             self._cache[key] = build()
         return self._cache[key]
 
+    def _target(self, ref: str, path: str) -> Any:
+        """What a `$ref` points to; None where it recurses (unrolled as `$ref`s are)."""
+        target = self.resolver.resolve(ref, path)[0]
+        return None if id(target) in self.recursive else target
+
     def _types(self, node: dict[str, Any], path: str) -> tuple[str, ...]:
         t = node.get("type", list(_TYPES))
         names = t if isinstance(t, list) else [t]
@@ -355,20 +363,20 @@ class SchemaCompiler:
             keep = [v for v in values if type_of(v, self.draft4) in types
                     or (type_of(v, self.draft4) == "integer" and "number" in types)]
             lang = union(json_values.literals(self, keep, f"{path}/enum", loc))
-            if not has_type_keywords(node):
+            if not jb.has_type_keywords(node):
                 return lang
             typed = self._typed({k: v for k, v in node.items() if k not in ("enum", "const")},
                                 path, loc, rdepth, types, as_filter=True)
             return lang if typed is None else self.meet(lang, typed)
-        if as_filter and len(types) == len(_TYPES) - 1 and not has_type_keywords(node):
+        if as_filter and len(types) == len(_TYPES) - 1 and not jb.has_type_keywords(node):
             return None
         parts = []
         for t in types:
             if as_filter and t in ("object", "array") and not (
-                    OBJECT_KEYWORDS if t == "object" else ARRAY_KEYWORDS) & node.keys():
+                    jb.OBJECT_KEYWORDS if t == "object" else jb.ARRAY_KEYWORDS) & node.keys():
                 parts.append(json_containers.starts_with("{" if t == "object" else "["))
                 continue
-            if not as_filter and t in ("object", "array") and not has_type_keywords(node):
+            if not as_filter and t in ("object", "array") and not jb.has_type_keywords(node):
                 parts.append(self.any_value(self.plain, self.depth.free(rdepth, "type" in node),
                                             only=t))
                 continue
@@ -421,7 +429,7 @@ class SchemaCompiler:
         """if/then/else (and `not X` as if X then false) inside ``node``'s own object ``own``:
         each branch merged with the node's object keywords (json_branches)."""
         def within(branches: list[Any], where: str) -> pynini.Fst:
-            m = merged(node, branches)
+            m = jb.merged(node, branches)
             if m is None:  # the same combinator in two branches: each merged alone, then met
                 return self.meet(within([branches[0]], where), within(branches[1:], where))
             return self.value(self.synth(m), where, loc, rdepth) if isinstance(m, dict) else empty()
@@ -430,21 +438,3 @@ class SchemaCompiler:
         holds = self.det(within([cond], f"{path}/if"), path)
         rest = own if other is True else within([other], f"{path}/else")
         return within([cond, then], f"{path}/then") | pynini.difference(rest, holds)
-
-    def _dependencies(self, node: dict[str, Any], path: str, loc: Location) -> list[tuple[dict[str, Any], str]]:
-        """`dependentSchemas`/`dependencies` (schema form): when property a is present, the
-        object must match the schema, as ``(if a is present then the schema, path)``."""
-        out = []
-        # "a excludes b" between declared members: a rule in the object's own members
-        excl = json_containers.member_exclusions(
-            node, json_containers.object_slots(node, loc)) if "dependencies" in node else {}
-        for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
-            deps = node.get(kw)
-            if not isinstance(deps, dict):
-                continue
-            for name, need in deps.items():
-                if isinstance(need, list) or (kw == "dependencies" and name in excl):
-                    continue  # in the object's own members (json_containers)
-                has = self.synth({"type": "object", "required": [name]})
-                out.append((self.synth({"if": has, "then": need}), f"{path}/{kw}/{name}"))
-        return out
