@@ -168,6 +168,8 @@ SCHEMAS = [
     {"type": "object", "properties": {"k": {}, "v": {}, "a": {}},
      "if": {"anyOf": [{"required": ["v"]}, {"required": ["b"]}]},
      "then": {"anyOf": [{"required": ["k"]}, {"required": ["c"]}]}, "else": {"required": ["a"]}},
+    {"type": "object", "minProperties": 1, "maxProperties": 3, "properties": {"a": {}, "b": {}},
+     "if": {"minProperties": 2, "maxProperties": 2}, "then": {"required": ["a"]}},
     # an allOf of object schemas: one merged object (json_branches.merged_all_of)
     {"$defs": {"base": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}},
      "allOf": [{"$ref": "#/$defs/base"}, {"properties": {"b": {"type": "integer"}, "a": {"maximum": 2}}}]},

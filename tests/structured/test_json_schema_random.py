@@ -107,3 +107,67 @@ def test_random_schemas_against_jsonschema(seed):
         text = json.dumps(order_instance(schema, value), separators=(",", ":"),
                           ensure_ascii=False)
         assert accepts(fst, text) == validator.is_valid(value), (schema, text)
+
+
+def random_branch(rng: random.Random, depth: int) -> object:
+    """A branch of an object node's `if`/`then`/`else`, `not`, `allOf` or dependent schema:
+    mostly object keywords (merged with the node, json_branches), sometimes a value that holds
+    no object or a whole random schema (met as before)."""
+    kind = rng.randrange(8)
+    k = rng.choice(KEYS + ["d"])
+    if kind == 0:
+        return {"properties": {k: random_schema(rng, depth - 1)}, "required": [k]} if rng.random() < 0.5 \
+            else {"properties": {k: random_schema(rng, depth - 1)}}
+    if kind == 1:
+        return {"required": rng.sample(KEYS, rng.randint(1, 2))}
+    if kind == 2:
+        return {"properties": {k: {"const": rng.choice([1, "x", None])}}, "required": [k]}
+    if kind == 3:
+        return {"properties": {k: {}}, "additionalProperties": rng.choice([False, {"type": "integer"}])}
+    if kind == 4:
+        return {"type": rng.choice(["string", ["object", "null"]]), "minProperties": rng.randint(1, 2)}
+    if kind == 5:
+        return {"maxProperties": rng.randint(1, 2), "properties": {k: False}}
+    if kind == 6:
+        return {"oneOf": [{"required": [k]}, random_branch(rng, depth - 1) if depth > 1 else {"required": ["a"]}]}
+    return random_schema(rng, depth - 1)
+
+
+def random_object_node(rng: random.Random) -> dict:
+    """An object node with combinators over object branches (or an `allOf` of objects)."""
+    props = {k: random_schema(rng, 1) for k in rng.sample(KEYS, rng.randint(1, 3))}
+    node: dict = {"type": "object", "properties": props}
+    if rng.random() < 0.3:
+        node["additionalProperties"] = rng.choice([False, {"type": "string"}])
+    if rng.random() < 0.2:
+        node["patternProperties"] = {"^d": {"type": "integer"}}
+    if rng.random() < 0.3:
+        node[rng.choice(["minProperties", "maxProperties"])] = rng.randint(1, 2)
+    combinator = rng.randrange(5)
+    if combinator == 0:
+        node.update({"if": random_branch(rng, 2), "then": random_branch(rng, 2)})
+        if rng.random() < 0.5:
+            node["else"] = random_branch(rng, 2)
+    elif combinator == 1:
+        node["not"] = random_branch(rng, 2)
+    elif combinator == 2:
+        node["dependentSchemas"] = {rng.choice(KEYS): random_branch(rng, 2)}
+    elif combinator == 3:
+        node["allOf"] = [random_branch(rng, 2) for _ in range(rng.randint(1, 2))] + \
+            ([{"if": random_branch(rng, 2), "then": random_branch(rng, 2)}] if rng.random() < 0.5 else [])
+    else:  # an allOf of objects at a node without keywords of its own
+        return {"allOf": [node, *(random_branch(rng, 2) for _ in range(rng.randint(1, 2)))]}
+    return node
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_random_object_combinators_against_jsonschema(seed):
+    rng = random.Random(1000 + seed)
+    schema = random_object_node(rng)
+    fst = json_schema_fst(schema, max_depth=4)
+    validator = jsonschema.Draft202012Validator(schema)
+    for _ in range(50):
+        value = random_instance(rng) if rng.random() < 0.3 else {
+            k: random_instance(rng, 1) for k in rng.sample(KEYS + ["d"], rng.randint(0, 4))}
+        text = json.dumps(order_instance(schema, value), separators=(",", ":"), ensure_ascii=False)
+        assert accepts(fst, text) == validator.is_valid(value), (schema, text)
