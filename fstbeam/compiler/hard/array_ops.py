@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import sys
 
 import numpy as np
 
@@ -109,10 +110,11 @@ def sorted_triples(a: np.ndarray, b: np.ndarray, c: np.ndarray,
 def sorted_triples_csr(cols: list[np.ndarray], n: int,
                        chunk: int = 1 << 22) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(CSR pointers of ``a`` over ``0..n-1``, ``b``, ``c``) of the triples ``cols = [a, b, c]``
-    sorted by ``(a, b)`` (as `sorted_triples`): the columns are taken out of the list (emptied)
-    and ``a`` is never unpacked, only counted from the packed words, so the sort holds one int64
-    word and two columns (16 bytes a triple), not four columns; ``b`` and ``c`` are written in
-    place (arrays no one else sees)."""
+    sorted by ``(a, b)`` (as `sorted_triples`): the columns are taken out of the list (emptied).
+    The packed words are filled from the end while the columns are cut behind (`_cut`), and
+    ``b``, ``c`` unpacked from the end while the words are cut: a lift's tens of millions of
+    arcs hold 12 bytes a triple at most, not the three columns and the word at once (20);
+    ``a`` is never unpacked, only counted from the packed words."""
     a, b, c = cols
     cols.clear()
     if not len(a):
@@ -121,18 +123,39 @@ def sorted_triples_csr(cols: list[np.ndarray], n: int,
     if sa + sb + sc > 63:
         o = np.lexsort((b, a))
         return csr(a, n), b[o], c[o]
-    packed = a.astype(np.int64)
-    del a
-    packed <<= sb
-    packed |= b
-    packed <<= sc
-    packed |= c
+    m, b_type, c_type = len(a), b.dtype, c.dtype
+    packed = np.empty(m, np.int64)  # (its pages taken as they are filled)
+    for lo in range((m - 1) // chunk * chunk, -1, -chunk):
+        word = a[lo:lo + chunk].astype(np.int64)
+        word <<= sb
+        word |= b[lo:lo + chunk]
+        word <<= sc
+        word |= c[lo:lo + chunk]
+        packed[lo:lo + chunk] = word
+        del word
+        _cut(a, lo)
+        _cut(b, lo)
+        _cut(c, lo)
+    del a, b, c
     packed.sort()
     ptr = np.zeros(n + 1, np.int64)
-    for i in range(0, len(packed), chunk):
+    for i in range(0, m, chunk):
         ptr[1:] += np.bincount(packed[i:i + chunk] >> (sb + sc), minlength=n)
     np.cumsum(ptr, out=ptr)
-    return ptr, _unpack(packed, sc, sb, b), _unpack(packed, 0, sc, c)
+    b_out, c_out = np.empty(m, b_type), np.empty(m, c_type)
+    for lo in range((m - 1) // chunk * chunk, -1, -chunk):
+        b_out[lo:lo + chunk] = (packed[lo:lo + chunk] >> sc) & ((1 << sb) - 1)
+        c_out[lo:lo + chunk] = packed[lo:lo + chunk] & ((1 << sc) - 1)
+        _cut(packed, lo)
+    return ptr, b_out, c_out
+
+
+def _cut(col: np.ndarray, size: int) -> None:
+    """``col`` shortened in place to ``size`` entries, its tail handed back (a large array's
+    `realloc` shrinks its mapping); left as it is where anything else refers to it (a view,
+    another name: cutting would pull the memory from under them)."""
+    if col.base is None and sys.getrefcount(col) <= 3:  # (the caller's name, the argument, getrefcount's)
+        col.resize(size, refcheck=False)
 
 
 def _unpack(packed: np.ndarray, shift: int, bits: int, out: np.ndarray | None = None,

@@ -65,13 +65,14 @@ class Interiors:
 
 
 def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner: Interiors | None,
-             chain: chain_blocks.Chains | None = None) -> dict:
+             chains: list[chain_blocks.Chains] | None = None) -> dict:
     """`TokenFSA` fields of the lifted arcs: keep what is reachable from the start at token
     boundaries and can still finish; states renumbered (start = 0, each shared copy contiguous).
     ``links``: the state -> block links [state, first byte, block], and ``arcs``: the absolute
     arcs [block, token, next state], each taken out of its list (emptied, so that each filtered
     copy below replaces them in memory rather than adding to them).
-    ``chain``: the blocks grouped by `chain_blocks` (their inside arcs once per group)."""
+    ``chains``: ``[the blocks grouped by `chain_blocks`]`` (their inside arcs once per group),
+    taken out of the list too: its arcs go once their live ones are copied."""
     q_idx, b_idx, pair_block = links
     links.clear()
     e_block, e_tok, e_next = arcs
@@ -80,6 +81,7 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
         trim_heap()
     S, nb = dfa.num_states, int(pair_block.max()) + 1 if len(pair_block) else 0
     e0 = np.zeros(0, np.int64)
+    chain = chains.pop() if chains else None
     if chain is None:
         chain = chain_blocks.Chains(np.full(nb, -1, np.int64), np.zeros(nb, np.int64), e0, (e0, e0, e0))
     blk_group = chain.blk_group.copy()  # (-1 once a block is spelled out)
@@ -165,7 +167,11 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     ck, cc, cn = ck[alive[cn]], cc[alive[cn]], cn[alive[cn]]
     xk, xn = xk[alive[xn]], xn[alive[xn]]
     g_live = alive[g_next]
-    g_g, g_tok, g_next = sorted_triples(g_g[g_live], g_tok[g_live], g_next[g_live])
+    live = (g_g[g_live], g_tok[g_live], g_next[g_live])  # (copies of their own: sorted in place)
+    del g_g, g_tok, g_next, g_live  # (and the chain's own below: the group arcs are not held twice)
+    chain = chain_blocks.Chains(chain.blk_group, chain.blk_shift, chain.reps, (e0, e0, e0), chain.own)
+    g_g, g_tok, g_next = sorted_triples(*live, in_place=True)
+    del live
     g_size = np.bincount(g_g, minlength=len(chain.reps))
     chain = chain_blocks.Chains(chain.blk_group, chain.blk_shift, chain.reps, (g_g, g_tok, g_next), chain.own)  # (alive arcs only)
     own = chain.own_exits()

@@ -317,7 +317,9 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     # 3. Keep what is reachable from the start at token boundaries and can still finish.
     links = [q_idx, b_idx, pair_block]  # (taken by `assemble`, as the arcs: its filtered copies replace them)
     del q_idx, b_idx, pair_block
-    fields = assemble(head, width, links, arcs, inner, chain)
+    chains = [chain] if chain is not None else None  # (taken by `assemble`: its group arcs go there)
+    del chain
+    fields = assemble(head, width, links, arcs, inner, chains)
     if chained:
         fields["char_state"] = old_id[fields["char_state"]].astype(np.int32)
     fsa = TokenFSA(**fields)
