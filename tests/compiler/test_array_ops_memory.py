@@ -92,3 +92,37 @@ def test_step_slices_cover_in_order_within_limit():
     for lo, hi in zip(cuts[:-1], cuts[1:]):
         assert cost[lo:hi].sum() <= 100 + cost[lo]
     assert step_slices(cost, limit=10**6).tolist() == [0, len(cost)]
+
+
+def test_cut_shortens_only_an_array_nothing_else_refers_to():
+    from fstbeam.compiler.hard.array_ops import _cut
+
+    def handed_over() -> int:  # (as `sorted_triples_csr` holds its columns: one name)
+        col = np.arange(10, dtype=np.int32)
+        _cut(col, 4)
+        return len(col)
+
+    assert handed_over() == 4
+    kept = np.arange(10, dtype=np.int32)
+    view = kept[2:6]
+    _cut(kept, 1)  # a view of it: left whole (cutting would free the view's memory)
+    assert len(kept) == 10 and view.tolist() == [2, 3, 4, 5]
+    other = np.arange(10, dtype=np.int32)
+    alias = other
+    _cut(other, 1)  # another name: left whole
+    assert len(alias) == 10
+
+
+def test_sorted_triples_csr_with_a_view_of_a_column_leaves_it_intact():
+    rng = np.random.default_rng(7)
+    pairs = rng.choice(500 * 300, 5000, replace=False)
+    a, b = (pairs // 300).astype(np.int32), (pairs % 300).astype(np.int32)
+    c = rng.integers(0, 2**20, 5000).astype(np.int32)
+    head = b[:50]  # the caller still reads part of a column
+    want = head.copy()
+    o = np.lexsort((b, a))
+    want_b = b[o]
+    cols = [a, b, c]
+    del a, b, c
+    _, got_b, _ = sorted_triples_csr(cols, 500, chunk=700)
+    assert np.array_equal(got_b, want_b) and np.array_equal(head, want)

@@ -2,7 +2,8 @@
 
 `json_schema_fst(schema)` is exact where the schema is regular: combinators are automaton
 operations (`allOf` intersection, `anyOf` union, `oneOf` the texts exactly one branch accepts,
-`not` difference from the JSON values of the location, `if`/`then`/`else`), and `$ref`
+`not` difference from the JSON values of the location, `if`/`then`/`else`; inside an object
+node, from its own object, `json_branches`), and `$ref`
 recursion and free nesting are unrolled to `max_depth`. A keyword that cannot be honoured is a
 `SpecError` naming the keyword and its JSON-pointer path. The rules (property order, whitespace,
 string escapes, numbers) are in docs/structured.md, "JSON Schema".
@@ -273,7 +274,7 @@ class SchemaCompiler:
         inside = types == ("object",) and bool(jb.OBJECT_KEYWORDS & node.keys()) and not {"enum", "const"} & node.keys()
         conds = [(node, path)] if "if" in node and ("then" in node or "else" in node) else []
         one = jb.merged_all_of(node, self._target, path) if node.get("allOf") else None
-        for i, sub in enumerate(node.get("allOf") or [] if one is None else []):
+        for i, sub in enumerate(node.get("allOf") or []) if one is None else ():
             if inside and jb.conditional(sub):  # (an `if` alone: as the node's own)
                 conds.append((sub, f"{path}/allOf/{i}"))
             else:
