@@ -23,9 +23,10 @@ from typing import Any
 
 import pynini
 
-__all__ = ["required_choices", "choice_rule", "bans_other_values"]
+__all__ = ["required_choices", "choice_rule", "bans_other_values", "NOTES"]
 
-_NOTES = {"description", "title", "$comment"}
+# keywords that only annotate a schema (a branch of them and `required` only requires)
+NOTES = {"description", "title", "$comment"}
 # keywords that make `_typed` build the node's own object (not a free value or a type filter)
 _OBJECT_KEYS = ("properties", "required", "additionalProperties", "patternProperties",
                 "minProperties", "maxProperties", "propertyNames")
@@ -48,8 +49,8 @@ def required_choices(node: Mapping[str, Any], slots: Collection[str]) -> list[tu
         if sets is not None:
             out.append((kw, sets))
     banned = node.get("not")
-    if isinstance(banned, dict) and len(set(banned) - _NOTES) == 1:
-        (kw,) = set(banned) - _NOTES
+    if isinstance(banned, dict) and len(set(banned) - NOTES) == 1:
+        (kw,) = set(banned) - NOTES
         if kw == "required":
             sets = _required_sets([banned], slots)
             kw = "allOf"
@@ -75,7 +76,7 @@ def _required_sets(branches: Any, slots: Collection[str]) -> list[list[str]] | N
         return None
     sets = []
     for b in branches:
-        names = b.get("required") if isinstance(b, dict) and set(b) - _NOTES == {"required"} else None
+        names = b.get("required") if isinstance(b, dict) and set(b) - NOTES == {"required"} else None
         if not (isinstance(names, list) and all(isinstance(n, str) and n in slots for n in names)):
             return None
         sets.append(list(dict.fromkeys(names)))

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...errors import SpecError
+from ..required_choices import NOTES
 from . import json_containers
 from .json_location import Location, SchemaContext
 
@@ -54,7 +55,6 @@ _CARRIED = ("properties", "required", "additionalProperties", "patternProperties
 # what a mergeable branch may hold besides annotations
 _BRANCH = {"type", "properties", "required", "additionalProperties", "minProperties", "maxProperties",
            "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentRequired"}
-_NOTES = {"description", "title", "$comment"}
 _VALUES = ("enum", "const", "default", "examples")  # JSON values, not schemas
 # An `allOf` is merged where the members it declares that another of its objects left free
 # hold at most this many schema objects: those members were cut at `max_depth` by the free side,
@@ -88,8 +88,8 @@ def merged_all_of(node: dict[str, Any], resolve: Callable[[str, str], Any], path
     than `MAX_EXPOSED_NODES`. None where it is not merged: the branches are met as before."""
     branches = []
     for i, b in enumerate(node["allOf"]):
-        while isinstance(b, dict) and len(set(b) - _NOTES) == 1:  # a `$ref`, or a one-branch anyOf/oneOf/allOf
-            (kw,) = set(b) - _NOTES
+        while isinstance(b, dict) and len(set(b) - NOTES) == 1:  # a `$ref`, or a one-branch anyOf/oneOf/allOf
+            (kw,) = set(b) - NOTES
             if kw == "$ref" and isinstance(b[kw], str):
                 b = resolve(b[kw], f"{path}/allOf/{i}/$ref")
             elif kw in ("anyOf", "oneOf", "allOf") and isinstance(b[kw], list) and len(b[kw]) == 1:
@@ -98,8 +98,8 @@ def merged_all_of(node: dict[str, Any], resolve: Callable[[str, str], Any], path
                 break
         branches.append(b)
     every = [node, *branches]
-    if sum(isinstance(x, dict) and bool(OBJECT_KEYWORDS & x.keys()) for x in every) < 2 or not any(
-            isinstance(x, dict) and x.get("type") in ("object", ["object"]) for x in every):
+    objects = [x for x in every if isinstance(x, dict) and OBJECT_KEYWORDS & x.keys()]
+    if len(objects) < 2 or not any(isinstance(x, dict) and x.get("type") in ("object", ["object"]) for x in every):
         return None
     holders = [x for x in every if isinstance(x, dict) and x.get("patternProperties")]
     if len(holders) > 1:
@@ -112,15 +112,14 @@ def merged_all_of(node: dict[str, Any], resolve: Callable[[str, str], Any], path
     if not mergeable(base, rest):
         return None
     out = merged(base, rest)
-    if not isinstance(out, dict) or _exposed(out, every, resolve, path) > MAX_EXPOSED_NODES:
+    if not isinstance(out, dict) or _exposed(out, objects, resolve, path) > MAX_EXPOSED_NODES:
         return None
     return out
 
 
-def _exposed(out: dict[str, Any], every: list[Any], resolve: Callable[[str, str], Any], path: str) -> int:
-    """How many schema nodes the merged members hold that one of the objects ``every`` left
-    free (counted to just past `MAX_EXPOSED_NODES`)."""
-    objects = [x for x in every if isinstance(x, dict) and OBJECT_KEYWORDS & x.keys()]
+def _exposed(out: dict[str, Any], objects: list[dict[str, Any]], resolve: Callable[[str, str], Any], path: str) -> int:
+    """How many schema nodes the merged members hold that one of ``objects`` (the merged object
+    schemas) left free (counted to just past `MAX_EXPOSED_NODES`)."""
     total = 0
     for name, schema in (out.get("properties") or {}).items():
         if total <= MAX_EXPOSED_NODES and any(

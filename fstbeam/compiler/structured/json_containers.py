@@ -15,7 +15,7 @@ from typing import Any
 import pynini
 
 from ...fst.optimize import optimize, sigma_star
-from ..required_choices import choice_rule, required_choices
+from ..required_choices import NOTES, choice_rule, required_choices
 from .json_lexical import any_char, empty, free_string, lit, number_fst, repeat, string_of
 from .json_lexical import union as union_of
 from .json_location import Location, SchemaContext
@@ -229,7 +229,6 @@ def object_slots(node: dict[str, Any], loc: Location) -> list[str]:
     return slots + [k for k in dict.fromkeys(required) if k not in slots]
 
 
-_NOTES = {"description", "title", "$comment"}
 
 
 def member_exclusions(node: dict[str, Any], slots: list[str]) -> dict[str, list[str]]:
@@ -242,10 +241,10 @@ def member_exclusions(node: dict[str, Any], slots: list[str]) -> dict[str, list[
     if not isinstance(deps, dict):
         return out
     for a, sub in deps.items():
-        if not (isinstance(sub, dict) and set(sub) - _NOTES == {"not"}):
+        if not (isinstance(sub, dict) and set(sub) - NOTES == {"not"}):
             continue
         inner = sub["not"]
-        if not (isinstance(inner, dict) and set(inner) - _NOTES == {"required"}):
+        if not (isinstance(inner, dict) and set(inner) - NOTES == {"required"}):
             continue
         names = inner["required"]
         if (isinstance(names, list) and names and all(isinstance(b, str) for b in names)

@@ -17,6 +17,7 @@ import pynini
 
 from ...errors import SpecError
 from ...fst.optimize import FstSizeError, optimize
+from ..required_choices import NOTES
 from .json_lexical import union
 from .json_location import Resolver
 
@@ -183,4 +184,4 @@ def _open_object(node: Any, kinds: frozenset[str], resolver: Resolver) -> bool:
 
 
 def _is_free_schema(node: Any) -> bool:
-    return isinstance(node, dict) and not set(node) - {"description", "title", "$comment"}
+    return isinstance(node, dict) and not set(node) - NOTES
