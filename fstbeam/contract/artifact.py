@@ -58,9 +58,11 @@ from .vocab import Vocab, load_vocab
 # still read: their automata have none); 4: ``'`` and ``-`` are word bytes (fst/text.py), so light
 # automata of older formats follow another boundary rule and are refused (word lists are read);
 # 5: hard tables may share interiors (``state_block_offset``/``state_block_exit``), so a reader
-# of versions 1-4 refuses them by their version instead of by their unknown members.
-FORMAT_VERSION = 5
-READS = (1, 2, 3, 4, 5)
+# of versions 1-4 refuses them by their version instead of by their unknown members;
+# 6: an exit block may override tokens of its link's block (`near_blocks`), which a reader of
+# version 5 would call corrupt.
+FORMAT_VERSION = 6
+READS = (1, 2, 3, 4, 5, 6)
 LIGHT_RULE_SINCE = 4
 MAGIC = "fstbeam-constraints"
 

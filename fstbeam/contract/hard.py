@@ -103,7 +103,7 @@ class HardTables:
         blocks = np.concatenate([self.state_block_id[lo:hi], self.state_block_exit[lo:hi]])
         for b in blocks[blocks >= 0]:
             parts.append(self.block_key[self.block_ptr[b]:self.block_ptr[b + 1]] % self.width)
-        return np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+        return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)  # (an exit may repeat its block's tokens)
 
     def mask_row(self, state: int) -> tuple[np.ndarray, np.ndarray]:
         """(dense bit row, sparse token ids) for ``state`` — what the decoder builds a mask from."""
@@ -116,8 +116,10 @@ class HardTables:
         """How many arcs `token_fst` would write, counted without building it: a shared interior
         block is written once per offset a link reads it at, so this can be hundreds of times the
         tables' token arcs (a JSON Schema's string interiors)."""
+        NB = len(self.block_ptr) - 1
+        tokens = self.block_key - np.repeat(np.arange(NB, dtype=np.int64), np.diff(self.block_ptr)) * self.width
         return factored_fst_arcs(self.state_block_ptr, self.state_block_id, self.state_block_offset,
-                                 self.state_block_exit, self.block_ptr)
+                                 self.state_block_exit, self.block_ptr, tokens)
 
     def token_fst(self) -> bytes:
         """The factored token automaton as an OpenFst acceptor (the artifact's ``token.fst``):
@@ -132,32 +134,80 @@ class HardTables:
         )
 
 
-def _shared_links(S: int, sb_id: np.ndarray, sb_off: np.ndarray,
-                  sb_exit: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+def _shared_links(S: int, sb_id: np.ndarray, sb_off: np.ndarray, sb_exit: np.ndarray, block_ptr: np.ndarray,
+                  tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """The epsilon links of the shared form, main links then exits: (which links have an exit,
-    each link's block, the distinct (block, offset) keys, each link's block state among them),
-    or None where no link is shared (each block is then one block state)."""
+    each link's block, the distinct block states as rows (block, offset, block whose tokens it
+    leaves out or -1), each link's block state among them), or None where no link is shared
+    (each block is then one block state). A link whose exit block overrides tokens of its own
+    block (`near_blocks`) reads a block state of its own without them: the flat automaton
+    stays deterministic, and its language the tables'."""
     sb_off, sb_exit = np.asarray(sb_off, np.int64), np.asarray(sb_exit, np.int64)
     has = sb_exit >= 0
     if not (sb_off.any() or has.any()):
         return None
-    e_block = np.concatenate([np.asarray(sb_id, np.int64), sb_exit[has]])
+    sb_id = np.asarray(sb_id, np.int64)
+    minus = np.where(exit_overrides(sb_id, sb_exit, block_ptr, tokens), sb_exit, -1)
+    e_block = np.concatenate([sb_id, sb_exit[has]])
     e_off = np.concatenate([sb_off, np.zeros(int(has.sum()), np.int64)])
-    uniq, bstate = np.unique(e_block * (S + 1) + e_off, return_inverse=True)
-    return has, e_block, uniq, bstate
+    e_minus = np.concatenate([minus, np.full(int(has.sum()), -1, np.int64)])
+    rows, bstate = np.unique(np.stack([e_block, e_off, e_minus], 1), axis=0, return_inverse=True)
+    return has, e_block, rows, bstate.reshape(-1)
+
+
+def exit_overrides(sb_id: np.ndarray, sb_exit: np.ndarray, block_ptr: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """bool per link: its exit block holds a token of its own block (read first: it overrides)."""
+    out = np.zeros(len(sb_id), bool)
+    has = np.flatnonzero(sb_exit >= 0)
+    if not len(has) or not len(tokens):
+        return out
+    pairs, inv = np.unique(np.stack([sb_exit[has], sb_id[has]], 1), axis=0, return_inverse=True)
+    e, b = pairs[:, 0], pairs[:, 1]
+    ptr = np.asarray(block_ptr, np.int64)
+    V = int(np.max(tokens)) + 1
+    keys = np.repeat(np.arange(len(ptr) - 1, dtype=np.int64) * V, np.diff(ptr)) + tokens  # (sorted)
+    n = ptr[e + 1] - ptr[e]
+    pos = np.arange(int(n.sum()), dtype=np.int64) + np.repeat(ptr[e] - (np.cumsum(n) - n), n)
+    want = np.repeat(b, n) * V + np.asarray(tokens, np.int64)[pos]
+    j = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
+    hit = np.bincount(np.repeat(np.arange(len(pairs)), n)[keys[j] == want], minlength=len(pairs)) > 0
+    out[has] = hit[inv.reshape(-1)]
+    return out
+
+
+def _block_state_arcs(rows: np.ndarray, block_ptr: np.ndarray, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(arc count per block state, positions of its tokens in the block arrays, in order): each
+    row's block, less the tokens of the block it leaves out."""
+    ptr = np.asarray(block_ptr, np.int64)
+    blk, minus = rows[:, 0], rows[:, 2]
+    n = ptr[blk + 1] - ptr[blk]
+    pos = np.arange(int(n.sum()), dtype=np.int64) + np.repeat(ptr[blk] - (np.cumsum(n) - n), n)
+    if not (minus >= 0).any():
+        return n, pos
+    tokens = np.asarray(tokens, np.int64)
+    V = int(tokens.max()) + 1 if len(tokens) else 1
+    keys = np.repeat(np.arange(len(ptr) - 1, dtype=np.int64) * V, np.diff(ptr)) + tokens  # (sorted)
+    row = np.repeat(np.arange(len(rows)), n)
+    m = minus[row]
+    want = np.maximum(m, 0) * V + tokens[pos]
+    j = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
+    keep = (m < 0) | (keys[j] != want)
+    return np.bincount(row[keep], minlength=len(rows)), pos[keep]
 
 
 def factored_fst_arcs(sb_ptr: np.ndarray, sb_id: np.ndarray, sb_off: np.ndarray, sb_exit: np.ndarray,
-                      block_ptr: np.ndarray) -> int:
+                      block_ptr: np.ndarray, tokens: np.ndarray) -> int:
     """The arc count of `factored_fst_bytes` for the same tables (epsilon links plus each block
-    state's tokens), in a few passes over the links only."""
+    state's tokens), in a few passes over the links only (and the tokens of overriding exits)."""
     S = len(sb_ptr) - 1
     sizes = np.diff(block_ptr)
-    links = _shared_links(S, sb_id, sb_off, sb_exit)
+    links = _shared_links(S, sb_id, sb_off, sb_exit, block_ptr, tokens)
     if links is None:
         return len(sb_id) + int(sizes.sum())
-    _, e_block, uniq, _ = links
-    return len(e_block) + int(sizes[uniq // (S + 1)].sum())
+    _, e_block, rows, _ = links
+    if not (rows[:, 2] >= 0).any():
+        return len(e_block) + int(sizes[rows[:, 0]].sum())
+    return len(e_block) + int(_block_state_arcs(rows, block_ptr, tokens)[0].sum())
 
 
 def factored_fst_bytes(start: int, final: np.ndarray, sb_ptr: np.ndarray, sb_id: np.ndarray, sb_off: np.ndarray,
@@ -165,26 +215,25 @@ def factored_fst_bytes(start: int, final: np.ndarray, sb_ptr: np.ndarray, sb_id:
     """OpenFst bytes of a factored token automaton. Without shared interiors each block is one
     block state; with them, one block state per distinct (block, offset) a link reads (a shared
     interior's next states are relative), plus the exit blocks, and a link with an exit has a
-    second epsilon arc to it (the two blocks' tokens are disjoint: still deterministic)."""
+    second epsilon arc to it (a block it overrides is read less the exit's tokens: still
+    deterministic)."""
     S = len(final)
     sizes = np.diff(block_ptr)
-    links = _shared_links(S, sb_id, sb_off, sb_exit)
+    links = _shared_links(S, sb_id, sb_off, sb_exit, block_ptr, tokens)
     if links is None:
         counts = np.concatenate([np.diff(sb_ptr), sizes])
         fin = np.concatenate([final, np.zeros(len(sizes), bool)])
         # Arcs in state order: every state's eps links (to S + block), then every block's tokens.
         parts = [(0, S + np.asarray(sb_id, np.int64)), (tokens + TOKEN_LABEL_OFFSET, nexts)]
         return vector_fst_bytes_by_count(S + len(sizes), start, fin, counts, parts)
-    has, _, uniq, bstate = links
+    has, _, rows, bstate = links
     link_state = np.repeat(np.arange(S, dtype=np.int64), np.diff(sb_ptr))
     # eps arcs per state: its main links and its exits, grouped by state
     e_state = np.concatenate([link_state, link_state[has]])
-    ublock, uoff = uniq // (S + 1), uniq % (S + 1)
     o = np.argsort(e_state, kind="stable")
-    counts = np.concatenate([np.bincount(e_state, minlength=S), sizes[ublock]])
-    fin = np.concatenate([final, np.zeros(len(uniq), bool)])
-    pos = np.arange(int(sizes[ublock].sum()), dtype=np.int64)
-    pos += np.repeat(np.asarray(block_ptr, np.int64)[ublock] - (np.cumsum(sizes[ublock]) - sizes[ublock]), sizes[ublock])
-    arc_next = np.asarray(nexts, np.int64)[pos] + np.repeat(uoff, sizes[ublock])
+    n_arcs, pos = _block_state_arcs(rows, block_ptr, tokens)
+    counts = np.concatenate([np.bincount(e_state, minlength=S), n_arcs])
+    fin = np.concatenate([final, np.zeros(len(rows), bool)])
+    arc_next = np.asarray(nexts, np.int64)[pos] + np.repeat(rows[:, 1], n_arcs)
     parts = [(0, S + bstate[o]), (np.asarray(tokens, np.int64)[pos] + TOKEN_LABEL_OFFSET, arc_next)]
-    return vector_fst_bytes_by_count(S + len(uniq), start, fin, counts, parts)
+    return vector_fst_bytes_by_count(S + len(rows), start, fin, counts, parts)

@@ -180,7 +180,7 @@ def test_the_loader_refuses_broken_shared_links():
     cases = {
         "offset takes": ("state_block_offset", S - 1),
         r"state_block_exit must lie in \[-1": ("state_block_exit", NB),
-        "shares tokens": ("state_block_exit", int(ts.state_block_id[i])),
+        "read as a link's own block": ("state_block_exit", int(ts.state_block_id[i])),
     }
     for message, (name, value) in cases.items():
         arr = getattr(ts, name).copy()

@@ -148,8 +148,13 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
         k = blk_inner[undo]
         pos = concat_ranges(inner.ptr[k], inner.ptr[k + 1])
         ub = np.repeat(undo, inner.ptr[k + 1] - inner.ptr[k])
+        u_tok = inner.tok[pos]
+        # a near block's own arcs override its interior's (`near_blocks`): those tokens stay its own
+        mine = np.isin(e_block, undo)
+        drop = np.isin(ub * width + u_tok, e_block[mine].astype(np.int64) * width + e_tok[mine])
+        ub, u_tok, pos = ub[~drop], u_tok[~drop], pos[~drop]
         e_block = _cat(e_block, ub)
-        e_tok = _cat(e_tok, inner.tok[pos])
+        e_tok = _cat(e_tok, u_tok)
         e_next = _cat(e_next, members[copy_off[blk_copy[ub]] + inner.rel[pos]])
         blk_inner[undo] = -1
         d_block, d_next = _distinct(e_block, e_next, S) if dedupe else (e_block, e_next)

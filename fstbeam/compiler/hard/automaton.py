@@ -80,14 +80,27 @@ def hard_key(vocab: Vocab, wl: WordList | None, g_hash, opts: dict) -> str:
     from ...fst.wordlist import chars as text
     from ...fst.wordlist import language as wordlist
     from .. import char_dfa
-    from . import array_ops, assemble, chain_blocks, group_exits, shared_walks, tables, token_fsa, token_trie, trie_step, walk_memo
+    from . import (
+        array_ops,
+        assemble,
+        chain_blocks,
+        group_exits,
+        near_blocks,
+        shared_walks,
+        tables,
+        token_fsa,
+        token_trie,
+        trie_step,
+        walk_memo,
+    )
 
     h = hashlib.sha256(json.dumps([vocab.fingerprint, g_hash, sorted(opts.items())]).encode())
     if wl is not None:
         h.update("\n".join(wl.words).encode())
     h.update(source_fingerprint(
         acyclic, text, text_dfa, wordlist, vector_fst, fst_optimize, bitmask, hard, layout, char_dfa, tables, token_fsa,
-        token_trie, shared_walks, array_ops, assemble, chain_blocks, group_exits, trie_step, walk_memo, sys.modules[__name__],
+        token_trie, shared_walks, array_ops, assemble, chain_blocks, group_exits, near_blocks, trie_step, walk_memo,
+        sys.modules[__name__],
     ).encode())
     return h.hexdigest()
 

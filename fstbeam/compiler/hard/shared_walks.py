@@ -41,78 +41,24 @@ MIN_INSIDE_BYTES = 32
 # Components larger than this (states) are walked as usual: their numbering would cost more.
 MAX_COMPONENT = 64
 # Distinct (state, next state) edges above which no components are computed (a big grammar).
-# The iterative Tarjan below costs about 4 us per edge (1 s at JsonSchemaStore jscsrc's 296,000);
-# without interiors every string field of such a schema walks the whole trie (jscsrc: killed at
-# 30 CPU-s in the lift at 100,000, 23 s at this limit).
+# Without interiors every string field of such a schema walks the whole trie (jscsrc, 296,000
+# edges: killed at 30 CPU-s in the lift at a limit of 100,000, 23 s at this one).
 MAX_EDGES = 1_000_000
 
 
 def components(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
-    """SCC id of every state (iterative Tarjan over the distinct edges), or None where the graph
-    has more than `MAX_EDGES` distinct edges."""
+    """SCC id of every state (scipy's strong components over the distinct edges), or None where
+    the graph has more than `MAX_EDGES` distinct edges. (A Tarjan in Python held a Python int per
+    edge: 230 MB and 3 CPU-s on Github_ultra o21328, 10% of a median schema's compile.)"""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
     edges = unique(src.astype(np.int64) * num_states + dst)
     if len(edges) > MAX_EDGES:
         return None
-    e_src, e_dst = edges // num_states, edges % num_states
-    ptr = np.zeros(num_states + 1, np.int64)
-    np.cumsum(np.bincount(e_src, minlength=num_states), out=ptr[1:])
-    succ, starts = e_dst.tolist(), ptr.tolist()
-    index = [-1] * num_states
-    low = [0] * num_states
-    on_stack = [False] * num_states
-    comp = [-1] * num_states
-    stack: list[int] = []
-    counter = n_comp = 0
-    for root in range(num_states):
-        if index[root] >= 0:
-            continue
-        if starts[root] == starts[root + 1]:  # no successor: a component of its own (most states
-            index[root] = counter  # of `regions`' second pass, whose edges stay inside large components)
-            counter += 1
-            comp[root] = n_comp
-            n_comp += 1
-            continue
-        # the DFS path as two lists (state, next edge to read): no tuple per edge
-        path_v, path_i = [root], [starts[root]]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack[root] = True
-        while path_v:
-            v, i = path_v[-1], path_i[-1]
-            end = starts[v + 1]
-            w = -1
-            while i < end:  # the successors already visited, in one tight loop
-                w = succ[i]
-                i += 1
-                if index[w] < 0:
-                    break
-                if on_stack[w] and index[w] < low[v]:
-                    low[v] = index[w]
-                w = -1
-            if w >= 0:  # descend into w
-                path_i[-1] = i
-                index[w] = low[w] = counter
-                counter += 1
-                stack.append(w)
-                on_stack[w] = True
-                path_v.append(w)
-                path_i.append(starts[w])
-                continue
-            path_v.pop()
-            path_i.pop()
-            if path_v:
-                u = path_v[-1]
-                if low[v] < low[u]:
-                    low[u] = low[v]
-            if low[v] == index[v]:
-                while True:
-                    w = stack.pop()
-                    on_stack[w] = False
-                    comp[w] = n_comp
-                    if w == v:
-                        break
-                n_comp += 1
+    graph = csr_matrix((np.ones(len(edges), np.int8), (edges // num_states, edges % num_states)),
+                       shape=(num_states, num_states))
+    _, comp = connected_components(graph, directed=True, connection="strong")
     return np.asarray(comp, np.int64)
 
 
@@ -311,6 +257,7 @@ class Shared:
     inner_arcs: tuple[np.ndarray, ...]  # (interior id, token, canonical next state), sorted by id then token
     inner_next: tuple[np.ndarray, ...]  # (interior id, canonical next state): distinct, sorted
     absolute: tuple[np.ndarray, ...]  # (block, node, concrete state): token ends inside unshared interiors
+    region: np.ndarray  # int64 [S]: region of every state (`regions`; a walk leaves its interior where it changes)
 
 
 def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray, make_arcs: MakeArcs,
@@ -409,4 +356,4 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
     nxt = dfa.step(x_s, trie.node_byte[x_n].astype(np.int64))
     keep = nxt >= 0
     conts = (x_b[keep], x_n[keep], nxt[keep].astype(np.int64))
-    return Shared(handled, conts, blk_inner, blk_copy, copies, cat(inner_arcs), cat(inner_next)[:2], cat(absolute))
+    return Shared(handled, conts, blk_inner, blk_copy, copies, cat(inner_arcs), cat(inner_next)[:2], cat(absolute), comp)

@@ -61,6 +61,7 @@ def build_tables(
         del o
     else:
         is_link = np.ones(n_links, bool)
+    overrides = bool(has_exit.any())
     del has_exit
     pair_size = sizes[sb_block]
     dense_pairs = pair_size >= dense_min
@@ -101,11 +102,17 @@ def build_tables(
     toks = fsa.block_tokens[pos]
     del pos, sp_state, counts
     order = order_by(tok_state, toks)
+    tok_state, toks = tok_state[order], toks[order]
+    del order
+    if overrides:  # an exit block may override its interior's tokens (`near_blocks`): each token once
+        once = np.r_[True, (tok_state[1:] != tok_state[:-1]) | (toks[1:] != toks[:-1])][:len(toks)]
+        tok_state, toks = tok_state[once], toks[once]
+        del once
     sparse_ptr = np.zeros(S + 1, dtype=np.int64)
     np.cumsum(np.bincount(tok_state, minlength=S), out=sparse_ptr[1:])
 
-    sparse_tokens = toks[order].astype(np.int32)
-    del tok_state, toks, order  # (per sparse token: gone before the per-arc key below)
+    sparse_tokens = toks.astype(np.int32)
+    del tok_state, toks  # (per sparse token: gone before the per-arc key below)
     if len(fsa.block_tokens) > TRIM_ABOVE:  # the per-link temporaries above, freed into glibc's heap,
         trim_heap()  # handed back before the keys and the dense rows (mapped anew: they cannot reuse it)
     first = _first_bytes(vocab)
@@ -118,6 +125,8 @@ def build_tables(
     del fsa
     dense_masks, row_of_combo = _dense_rows(combo_blocks, fields["block_ptr"], block_key, V)
     state_row = row_of_combo[state_row]
+    if overrides:  # (and a sparse token that the state's dense row holds too: there only)
+        sparse_ptr, sparse_tokens = _outside_rows(sparse_ptr, sparse_tokens, dense_masks, state_row)
     # (the token automaton's arrays are shared, not copied: both are read-only, and the lift's
     # next states alone are 80 MB on a large schema)
     return HardTables(
@@ -233,20 +242,19 @@ def _dense_rows(combo_blocks: list[np.ndarray], ptr: np.ndarray, block_key: np.n
     *class* (`_token_classes`): a combination is its set of classes, and a set met before takes
     its row without marking anything (a median schema: ~100 combinations of ~2,000 blocks,
     ~30 sets of ~300 classes). The current row's tokens are marked in one
-    reused bool row, packed once per row (packing every block into its own 32 KiB row first cost
+    reused row, packed once per row (packing every block into its own 32 KiB row first cost
     a gigabyte of zeroed rows at a million words). Going from one row to the next only unmarks
     the classes it drops and marks the ones it adds: the rows that share a string's ~250k interior
-    tokens (its UTF-8 continuation states) do not mark them again. That is exact where a row's
-    classes hold disjoint tokens (one block per first byte; an interior's exit block holds the
-    tokens that leave it); a row whose marks do not add up to its classes' sizes is marked anew.
-    A block's tokens are read from its keys (``block * V + token``, `build_tables`)."""
+    tokens (its UTF-8 continuation states) do not mark them again. A mark counts the row's
+    classes that hold the token, so classes that share tokens (an exit block that overrides its
+    interior's, `near_blocks`) unmark exactly (a row marked anew wherever they met made the rows
+    of o10008 cost 8x). A block's tokens are read from its keys (``block * V + token``, `build_tables`)."""
     width = bitmask_width(V)
-    marks = np.zeros(width * 32, dtype=bool)  # packs to exactly ``width`` words
+    marks = np.zeros(width * 32, dtype=np.int32)  # per token: the current row's classes holding it
     rows = [np.zeros(width, dtype=np.int32)]  # row 0: no dense block
     row_of: dict[bytes, int] = {rows[0].tobytes(): 0}
     row_of_combo = np.zeros(len(combo_blocks), dtype=np.int32)
     cls, first_block = _token_classes(combo_blocks, ptr, block_key, V)
-    size = np.diff(ptr)[first_block]
 
     def toks(c: int) -> np.ndarray:  # class c's tokens, from its first block's keys (b * V + token)
         b = int(first_block[c])
@@ -263,15 +271,11 @@ def _dense_rows(combo_blocks: list[np.ndarray], ptr: np.ndarray, block_key: np.n
         if found is None:
             ids = set(classes.tolist())
             for c in current - ids:
-                marks[toks(c)] = False
+                marks[toks(c)] -= 1
             for c in ids - current:
-                marks[toks(c)] = True
+                marks[toks(c)] += 1
             current = ids
-            if np.count_nonzero(marks) != int(size[classes].sum()):  # classes that share tokens
-                marks[:] = False
-                for c in ids:
-                    marks[toks(c)] = True
-            packed = pack_bool_mask(marks)
+            packed = pack_bool_mask(marks > 0)  # (packs to exactly ``width`` words)
             found = row_of_set[key] = row_of.setdefault(packed.tobytes(), len(rows))
             if found == len(rows):
                 rows.append(packed)
@@ -345,3 +349,18 @@ def _first_bytes(vocab: Vocab) -> np.ndarray:
         return first
 
     return shared_cache().get(("first-bytes", vocab.fingerprint), build).copy()
+
+
+def _outside_rows(ptr: np.ndarray, tokens: np.ndarray, dense_masks: np.ndarray,
+                  state_row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each state's sparse tokens less those its dense row holds (the two parts stay disjoint
+    where an exit block overrides tokens of a dense interior block)."""
+    state = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+    t = tokens.astype(np.int64)
+    word = dense_masks[state_row[state], t >> 5]
+    keep = (word >> (t & 31)) & 1 == 0
+    if keep.all():
+        return ptr, tokens
+    out = np.zeros_like(ptr)
+    np.cumsum(np.bincount(state[keep], minlength=len(ptr) - 1), out=out[1:])
+    return out, tokens[keep]

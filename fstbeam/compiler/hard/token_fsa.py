@@ -9,6 +9,7 @@ word-final state) is computed and stored once. The walk is a level-synchronous B
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ import numpy as np
 
 from ...contract.hard import factored_fst_bytes
 from ..char_dfa import ByteArcs, CharDFA
-from . import chain_blocks, group_exits, shared_walks
+from . import chain_blocks, group_exits, near_blocks, shared_walks
 from .array_ops import TRIM_ABOVE, Parts, concat_ranges, csr, grouped, narrow, order_by, rank_step, sorted_triples, step_slices, trim_heap  # noqa: F401  (re-exported)
 from .assemble import Interiors, assemble
 from .token_trie import TokenTrie, spelled_taking  # noqa: F401  (re-exported)
@@ -230,16 +231,34 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     out = (Parts([empty]), Parts([np.zeros(0, np.int32)]), Parts([empty]))
     step = _Stepper(dfa, trie)
     shared = shared_walks.share(dfa, trie, blk_byte, blk_state, _Arcs.plain, _Stepper) if share_walks else None
+    if shared is not None and len(dfa.src) > TRIM_ABOVE:  # (the walks' and shapes' temporaries: 300 MB on o21267)
+        trim_heap()
     walk = np.ones(nb, bool)
+    near = None
+    if shared is not None and shared.copies:  # blocks read like an interior's but for a few tokens
+        near = near_blocks.find(dfa, trie, step, blk_byte, blk_state, ~shared.handled, shared, ok)
+        if near is not None:
+            walk[near.block] = False
+            shared.blk_inner[near.block] = shared.blk_inner[near.partner]
+            shared.blk_copy[near.block] = shared.blk_copy[near.partner]
+            log.info("lift: %d blocks read a shared interior's block, %d token ends of their own",
+                     len(near.block), len(near.ends[0]))
+        if len(dfa.src) > TRIM_ABOVE:
+            trim_heap()
     chain = None
     if chained:  # grouped blocks are not walked: their representative's inside walk is, once per group
-        grp, shift, reps, limit = chain_blocks.groups(blk_byte, blk_state, levels, shared.handled if shared is not None else None)
+        grp, shift, reps, limit = chain_blocks.groups(blk_byte, blk_state, levels,
+                                                      ~walk | shared.handled if shared is not None else None)
         own = limit < chain_blocks.FULL
-        walk = grp < 0
+        walk &= grp < 0
         log.info("lift: %d blocks in %d groups of shift-equivalent blocks (%d partial)", int((grp >= 0).sum()), len(reps),
                  int(own.sum()))
     if shared is not None:  # interiors of large components from the memo; the BFS goes on from their exits
         walk &= ~shared.handled
+        if near is not None:
+            _spell_into(out, trie, *near.ends, ok)
+            shared = dataclasses.replace(shared, conts=tuple(np.concatenate([a, b]) for a, b in zip(shared.conts, near.conts)))
+            near = None
         c_b, c_n, c_s = shared.conts
         node = np.concatenate([node[walk], c_n])
         state = np.concatenate([state[walk], c_s])
