@@ -116,6 +116,8 @@ class HardTables:
         """How many arcs `token_fst` would write, counted without building it: a shared interior
         block is written once per offset a link reads it at, so this can be hundreds of times the
         tables' token arcs (a JSON Schema's string interiors)."""
+        if not self.shared:  # (no token column needed: each block is one block state)
+            return len(self.state_block_id) + len(self.block_key)
         NB = len(self.block_ptr) - 1
         tokens = self.block_key - np.repeat(np.arange(NB, dtype=np.int64), np.diff(self.block_ptr)) * self.width
         return factored_fst_arcs(self.state_block_ptr, self.state_block_id, self.state_block_offset,

@@ -247,8 +247,8 @@ def _dense_rows(combo_blocks: list[np.ndarray], ptr: np.ndarray, block_key: np.n
     the classes it drops and marks the ones it adds: the rows that share a string's ~250k interior
     tokens (its UTF-8 continuation states) do not mark them again. A mark counts the row's
     classes that hold the token, so classes that share tokens (an exit block that overrides its
-    interior's, `near_blocks`) unmark exactly (a row marked anew wherever they met made the rows
-    of o10008 cost 8x). A block's tokens are read from its keys (``block * V + token``, `build_tables`)."""
+    interior's, `near_blocks`) unmark exactly (marking a row anew wherever they met cost 8x the
+    marking of 30 median schemas). A block's tokens are read from its keys (``block * V + token``, `build_tables`)."""
     width = bitmask_width(V)
     marks = np.zeros(width * 32, dtype=np.int32)  # per token: the current row's classes holding it
     rows = [np.zeros(width, dtype=np.int32)]  # row 0: no dense block
@@ -358,7 +358,7 @@ def _outside_rows(ptr: np.ndarray, tokens: np.ndarray, dense_masks: np.ndarray,
     state = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
     t = tokens.astype(np.int64)
     word = dense_masks[state_row[state], t >> 5]
-    keep = (word >> (t & 31)) & 1 == 0
+    keep = ((word >> (t & 31)) & 1) == 0
     if keep.all():
         return ptr, tokens
     out = np.zeros_like(ptr)

@@ -247,8 +247,8 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
             trim_heap()
     chain = None
     if chained:  # grouped blocks are not walked: their representative's inside walk is, once per group
-        grp, shift, reps, limit = chain_blocks.groups(blk_byte, blk_state, levels,
-                                                      ~walk | shared.handled if shared is not None else None)
+        skip = None if shared is None else ~walk | shared.handled  # (near blocks and interiors: walked otherwise)
+        grp, shift, reps, limit = chain_blocks.groups(blk_byte, blk_state, levels, skip)
         own = limit < chain_blocks.FULL
         walk &= grp < 0
         log.info("lift: %d blocks in %d groups of shift-equivalent blocks (%d partial)", int((grp >= 0).sum()), len(reps),
