@@ -27,7 +27,7 @@ from fstbeam.contract.vocab import Vocab
 # one that closes a declared name and one that closes a free name: the exits the walks part on)
 PIECES = [chr(c) for c in range(32, 127)] + [
     "ti", "tit", "title", "tle", "les", "ip", "tip", "tips", "xt", '"t', '":', '",', '"}', "\\u00", "\\u0074", "é", "ab",
-    'p"', 'e":', 'ip":', 's":', 'x":', "pa", "pet", "ex", "lex", "sa",
+    'p"', 'e":', 'ip":', 's":', 'x":', "pa", "pet", "ex", "lex", "sa", "ba",
 ]
 # objects that allow undeclared properties (any name but the declared ones), in two copies or more
 SCHEMAS = {
@@ -128,15 +128,25 @@ def test_a_state_that_cannot_read_an_interior_token_is_walked_whole(found):
 
 
 def test_a_next_state_only_overridden_tokens_reach_is_not_linked(found):
-    """From ``T`` the only token starting with ``b`` is ``b`` itself, and ``"b`` overrides it: the
-    interior's next state ``T`` would count as reached from ``"b`` through the link (a distance
-    one too short), so that block is walked whole."""
+    """From ``T`` the tokens starting with ``b`` are ``b`` and ``ba``, and ``"b`` overrides ``b``.
+    With ``ba`` filtered out (``allowed_tokens``), the interior's next state ``T`` would count as
+    reached from ``"b`` through the link (a distance one too short): that block is walked whole.
+    With ``ba`` allowed, it is linked."""
+    from fstbeam.compiler.hard.tables import build_tables
+    from fstbeam.compiler.hard.token_fsa import lift
+    from fstbeam.compiler.hard.token_trie import token_trie
+
     vocab = vocab_of(True)
     field = '"(b[^"]|[^"b])[^"]*"'
-    _, _, (tp, ts) = lift_both(fst_to_dfa(pynini.connect(regex_fst(f"{field},{field}"))), vocab)
-    assert_same_language(tp, ts)
-    assert len(np.concatenate([c[0] for c in found["candidates"]]))
-    assert all(n is None for n in found["near"])
+    dfa, trie = fst_to_dfa(pynini.connect(regex_fst(f"{field},{field}"))), token_trie(vocab)
+    ba = PIECES.index("ba")
+    for allowed, linked in ((np.delete(np.arange(vocab.width), ba), False), (None, True)):
+        found["near"].clear()
+        plain = lift(dfa, trie, vocab.width, allowed_tokens=allowed, share_walks=False)
+        shared = lift(dfa, trie, vocab.width, allowed_tokens=allowed, share_walks=True)
+        tp, ts = (build_tables(f, vocab, dense_min=3, sparse_max=4) for f in (plain, shared))
+        assert_same_language(tp, ts)
+        assert any(n is not None for n in found["near"]) is linked
 
 
 def test_the_openfst_export_is_equivalent_and_counted():
@@ -168,3 +178,22 @@ def test_artifact_round_trip_keeps_overriding_exits(tmp_path):
     for name, arr in cc.hard.arrays().items():
         assert np.array_equal(arr, back.hard.arrays()[name]), name
     assert_same_language(cc.hard, back.hard)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_token_filter_keeps_the_plain_language(seed, found):
+    """With ``allowed_tokens`` (a tokenizer's canonical tokens) the near blocks' own tokens, the
+    interior's and the distance check all read the filter: still the plain lift's language."""
+    from fstbeam.compiler.hard.tables import build_tables
+    from fstbeam.compiler.hard.token_fsa import lift
+    from fstbeam.compiler.hard.token_trie import token_trie
+
+    vocab = vocab_of(True)
+    rng = np.random.default_rng(seed)
+    allowed = np.flatnonzero(rng.random(vocab.width) < 0.8)
+    trie, dfa = token_trie(vocab), schema_dfa(SCHEMAS["two-names"])
+    plain = lift(dfa, trie, vocab.width, allowed_tokens=allowed, share_walks=False)
+    shared = lift(dfa, trie, vocab.width, allowed_tokens=allowed, share_walks=True)
+    tp, ts = (build_tables(f, vocab, dense_min=3, sparse_max=4) for f in (plain, shared))
+    assert_same_language(tp, ts, max_pairs=50_000)
+    assert any(n is not None for n in found["near"])
