@@ -164,36 +164,38 @@ def exit_overrides(sb_id: np.ndarray, sb_exit: np.ndarray, block_ptr: np.ndarray
     if not len(has) or not len(tokens):
         return out
     pairs, inv = np.unique(np.stack([sb_exit[has], sb_id[has]], 1), axis=0, return_inverse=True)
-    e, b = pairs[:, 0], pairs[:, 1]
-    ptr = np.asarray(block_ptr, np.int64)
-    V = int(np.max(tokens)) + 1
-    keys = np.repeat(np.arange(len(ptr) - 1, dtype=np.int64) * V, np.diff(ptr)) + tokens  # (sorted)
-    n = ptr[e + 1] - ptr[e]
-    pos = np.arange(int(n.sum()), dtype=np.int64) + np.repeat(ptr[e] - (np.cumsum(n) - n), n)
-    want = np.repeat(b, n) * V + np.asarray(tokens, np.int64)[pos]
-    j = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
-    hit = np.bincount(np.repeat(np.arange(len(pairs)), n)[keys[j] == want], minlength=len(pairs)) > 0
-    out[has] = hit[inv.reshape(-1)]
+    n, pos = _positions(block_ptr, pairs[:, 0])
+    held = _held_by(block_ptr, tokens, pos, np.repeat(pairs[:, 1], n))
+    out[has] = (np.bincount(np.repeat(np.arange(len(pairs)), n)[held], minlength=len(pairs)) > 0)[inv.reshape(-1)]
     return out
+
+
+def _positions(block_ptr: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(size of each of ``blocks``, the positions of their tokens in the block arrays, in order)."""
+    ptr = np.asarray(block_ptr, np.int64)
+    n = ptr[blocks + 1] - ptr[blocks]
+    return n, np.arange(int(n.sum()), dtype=np.int64) + np.repeat(ptr[blocks] - (np.cumsum(n) - n), n)
+
+
+def _held_by(block_ptr: np.ndarray, tokens: np.ndarray, pos: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """bool per position ``pos`` of the block arrays: block ``other`` (-1: none) holds its token."""
+    ptr, tokens = np.asarray(block_ptr, np.int64), np.asarray(tokens, np.int64)
+    V = int(tokens.max()) + 1 if len(tokens) else 1
+    keys = np.repeat(np.arange(len(ptr) - 1, dtype=np.int64) * V, np.diff(ptr)) + tokens  # (sorted)
+    want = np.maximum(other, 0) * V + tokens[pos]
+    j = np.minimum(np.searchsorted(keys, want), max(len(keys) - 1, 0))
+    return (other >= 0) & (keys[j] == want) if len(keys) else np.zeros(len(pos), bool)
 
 
 def _block_state_arcs(rows: np.ndarray, block_ptr: np.ndarray, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(arc count per block state, positions of its tokens in the block arrays, in order): each
     row's block, less the tokens of the block it leaves out."""
-    ptr = np.asarray(block_ptr, np.int64)
-    blk, minus = rows[:, 0], rows[:, 2]
-    n = ptr[blk + 1] - ptr[blk]
-    pos = np.arange(int(n.sum()), dtype=np.int64) + np.repeat(ptr[blk] - (np.cumsum(n) - n), n)
+    n, pos = _positions(block_ptr, rows[:, 0])
+    minus = rows[:, 2]
     if not (minus >= 0).any():
         return n, pos
-    tokens = np.asarray(tokens, np.int64)
-    V = int(tokens.max()) + 1 if len(tokens) else 1
-    keys = np.repeat(np.arange(len(ptr) - 1, dtype=np.int64) * V, np.diff(ptr)) + tokens  # (sorted)
     row = np.repeat(np.arange(len(rows)), n)
-    m = minus[row]
-    want = np.maximum(m, 0) * V + tokens[pos]
-    j = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
-    keep = (m < 0) | (keys[j] != want)
+    keep = ~_held_by(block_ptr, tokens, pos, minus[row])
     return np.bincount(row[keep], minlength=len(rows)), pos[keep]
 
 

@@ -21,7 +21,6 @@ reach (the distances would count it), and ``b0`` is walked whole as before (docs
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,7 +148,8 @@ def find(dfa: Any, trie: Any, step: Any, blk_byte: np.ndarray, blk_state: np.nda
     lo, hi = np.searchsorted(c_sorted, b1), np.searchsorted(c_sorted, b1, "right")
     pos = c_order[concat_ranges(lo, hi)]
     gi = np.repeat(np.arange(n, dtype=np.int64), hi - lo)
-    walked = np.isin(gi * N + _parents(trie)[c_n[pos]], div_keys)  # (there the walks still differed: x's own pairs)
+    parent = step.child_key[c_n[pos] - 1] >> 8  # (the stepper's key of node n >= 1: parent * 256 + byte)
+    walked = np.isin(gi * N + parent, div_keys)  # (there the walks still differed: x's own pairs)
     gi, pos = gi[~walked], pos[~walked]
     e_g, e_n, e_s = _cat(ends, 3)
     k_g, k_n, k_s = _cat(conts, 3)
@@ -194,20 +194,6 @@ def _loses_next_state(shared: Any, b1: np.ndarray, o_g: np.ndarray, o_y: np.ndar
     lost = count >= total[pair % (len(used) * R)]
     fail[pair[lost] // (len(used) * R)] = True
     return fail
-
-
-_PARENTS: weakref.WeakKeyDictionary[Any, np.ndarray] = weakref.WeakKeyDictionary()
-
-
-def _parents(trie: Any) -> np.ndarray:
-    """Parent node of every trie node (the root's: 0), kept per trie."""
-    parent = _PARENTS.get(trie)
-    if parent is None:
-        n_children = trie.child_hi - trie.child_lo
-        parent = np.zeros(trie.num_nodes, np.int64)
-        parent[1:] = np.repeat(np.arange(trie.num_nodes), n_children)  # (children: id ranges in their parents' order)
-        _PARENTS[trie] = parent
-    return parent
 
 
 def _cat(parts: list[tuple[np.ndarray, ...]], k: int) -> tuple[np.ndarray, ...]:

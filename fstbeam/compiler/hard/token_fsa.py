@@ -9,7 +9,6 @@ word-final state) is computed and stored once. The walk is a level-synchronous B
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -255,11 +254,11 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
                  int(own.sum()))
     if shared is not None:  # interiors of large components from the memo; the BFS goes on from their exits
         walk &= ~shared.handled
-        if near is not None:
-            _spell_into(out, trie, *near.ends, ok)
-            shared = dataclasses.replace(shared, conts=tuple(np.concatenate([a, b]) for a, b in zip(shared.conts, near.conts)))
-            near = None
         c_b, c_n, c_s = shared.conts
+        if near is not None:  # the near blocks' own arcs: their exit ends, and pairs walked on
+            _spell_into(out, trie, *near.ends, ok)
+            c_b, c_n, c_s = (np.concatenate(pair) for pair in zip((c_b, c_n, c_s), near.conts))
+            near = None
         node = np.concatenate([node[walk], c_n])
         state = np.concatenate([state[walk], c_s])
         block = np.concatenate([block[walk], c_b])

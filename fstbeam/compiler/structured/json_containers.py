@@ -229,8 +229,6 @@ def object_slots(node: dict[str, Any], loc: Location) -> list[str]:
     return slots + [k for k in dict.fromkeys(required) if k not in slots]
 
 
-
-
 def member_exclusions(node: dict[str, Any], slots: list[str]) -> dict[str, list[str]]:
     """Draft-7 `dependencies` of the form ``a: {"not": {"required": [b, ...]}}`` ("a excludes
     b"), between declared members: a rule over the members' markers, where the general form (an
