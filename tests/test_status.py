@@ -50,3 +50,34 @@ def test_an_error_in_the_step_still_closes_it(monkeypatch):
     except KeyError:
         pass
     assert err.getvalue().splitlines()[-1].startswith("[fstbeam] failing: done in")
+
+
+def test_an_exception_as_the_watcher_starts_stops_the_watcher(monkeypatch):
+    """A stopped compile's exception (`fstbeam.serve.engine.Cancellable`) may land in this thread
+    just as the watcher has started: the watcher must end, not report the step for ever."""
+    import threading
+
+    class Interrupted(BaseException):
+        pass
+
+    start = threading.Thread.start
+
+    def start_then_interrupted(self):
+        start(self)
+        raise Interrupted
+
+    monkeypatch.setattr(threading.Thread, "start", start_then_interrupted)
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    try:
+        with st.status("interrupted", after=0.05, every=0.01):
+            raise AssertionError("the step never runs")
+    except Interrupted:
+        pass
+    monkeypatch.setattr(threading.Thread, "start", start)
+    deadline = time.monotonic() + 10
+    while any(t.name == "fstbeam-status" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not any(t.name == "fstbeam-status" for t in threading.enumerate())
+    time.sleep(0.1)  # past `after`: a watcher left running would have said the step by now
+    assert err.getvalue() == ""

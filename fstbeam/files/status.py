@@ -51,11 +51,12 @@ def status(what: str, *, after: float = 2.0, every: float = 5.0) -> Iterator[Non
             _say(f"{what} ... {time.monotonic() - t0:.0f} s")
 
     watcher = threading.Thread(target=watch, name="fstbeam-status", daemon=True)
-    watcher.start()
-    try:
+    try:  # started inside: an exception sent to this thread as it starts (a stopped compile) stops it too
+        watcher.start()
         yield
     finally:
         done.set()
-        watcher.join()
+        if watcher.ident is not None:
+            watcher.join()
         if said.is_set():
             _say(f"{what}: done in {time.monotonic() - t0:.0f} s")

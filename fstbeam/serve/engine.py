@@ -145,8 +145,10 @@ class Worker:
 T = TypeVar("T")
 
 
-class CompileCancelled(Exception):
-    """Raised in a pool thread whose work was cancelled (its request got its 504 or 503)."""
+class CompileCancelled(BaseException):
+    """Raised in a pool thread whose work was cancelled (its request got its 504 or 503). A
+    BaseException, as asyncio's CancelledError: an ``except Exception`` on its way (a cache
+    read's "damaged: rebuild it", a library's fallback) must not swallow it and finish the work."""
 
 
 def _raise_in(thread_id: int, exc: type[BaseException] | None) -> None:
@@ -246,8 +248,8 @@ class ServeEngine:
 
         def run():
             t0 = time.perf_counter()
-            hit = self.store.cached(key)  # looked up again: another request may have compiled it meanwhile
-            try:
+            try:  # (the stop may land at any step of it, the cache lookup included)
+                hit = self.store.cached(key)  # looked up again: another request may have compiled it meanwhile
                 cc = compile_request(body, self.store)
             except CompileCancelled:
                 log.info("compile stopped after %.2f s: its request ran out of time", time.perf_counter() - t0)

@@ -15,7 +15,6 @@ from fstbeam.serve.engine import Cancellable, CompileCancelled
 
 sys.path.insert(0, os.path.dirname(__file__))
 from serve_helpers import Server  # noqa: E402
-from test_fairness import _heavy_body  # noqa: E402
 
 
 def _busy(started: threading.Event, seconds: float = 30.0):
@@ -62,6 +61,38 @@ def test_cancel_before_start_and_after_the_end():
         pool.shutdown(wait=False)
 
 
+def _slow_body() -> dict:
+    """A regex whose character automaton has 2**14 states (the 15th character from the end is an
+    ``a``): about 2 s to compile here, and nothing of it is kept unless it ends (a repeat of a
+    phrase set, whose per-phrase pieces a stopped compile may leave behind, took 20 ms against
+    a 50 ms budget: a repeat that was not stopped)."""
+    return {"model": "tiny", "prompt": "the cat", "max_tokens": 8, "constraints": {"regex": "[a-z ]*a[a-z ]{14}"}}
+
+
+def test_an_except_exception_on_the_way_does_not_swallow_the_stop():
+    """A stop is a BaseException (as asyncio's CancelledError): a handler for ``Exception`` in
+    the compile (a cache read's "damaged: rebuild it") lets it through instead of finishing."""
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        started = threading.Event()
+        busy = _busy(started)
+
+        def guarded():
+            try:
+                return busy()
+            except Exception:  # noqa: BLE001 - the handler under test
+                return "swallowed"
+
+        task = Cancellable(guarded)
+        fut = pool.submit(task)
+        assert started.wait(10)
+        task.cancel()
+        with pytest.raises(CompileCancelled):
+            fut.result(10)
+    finally:
+        pool.shutdown(wait=False)
+
+
 def test_an_over_budget_compile_is_stopped_in_the_server(model_dir):
     s = Server(["--model", model_dir, "--device", "cpu", "--model-name", "tiny", "--compile-timeout", "0.05",
                 "--compile-threads", "1"])
@@ -69,7 +100,7 @@ def test_an_over_budget_compile_is_stopped_in_the_server(model_dir):
         end = time.monotonic() + 60  # the phrase index is built in the compile thread after ready: let it finish
         while not any("phrase index" in line for line in s.lines) and time.monotonic() < end:
             time.sleep(0.05)
-        r = httpx.post(s.url + "/v1/completions", json=_heavy_body(99), timeout=60)
+        r = httpx.post(s.url + "/v1/completions", json=_slow_body(), timeout=60)
         assert r.status_code == 504, r.text
         assert "compile budget" in r.json()["error"]["message"]
         end = time.monotonic() + 30
@@ -78,11 +109,11 @@ def test_an_over_budget_compile_is_stopped_in_the_server(model_dir):
         # logged only where the exception reached the compile itself (not one that had finished)
         assert any("compile stopped after" in line for line in s.lines), s.lines[-5:]
         # the same constraints again: nothing was cached by the stopped compile, which is stopped again
-        assert httpx.post(s.url + "/v1/completions", json=_heavy_body(99), timeout=60).status_code == 504
+        assert httpx.post(s.url + "/v1/completions", json=_slow_body(), timeout=60).status_code == 504
         end = time.monotonic() + 30
         while sum("compile stopped after" in line for line in s.lines) < 2 and time.monotonic() < end:
             time.sleep(0.05)
-        assert sum("compile stopped after" in line for line in s.lines) == 2
+        assert sum("compile stopped after" in line for line in s.lines) == 2, "\n".join(s.lines[-12:])
         small = {"model": "tiny", "prompt": "a dog", "max_tokens": 4}
         assert httpx.post(s.url + "/v1/completions", json=small, timeout=60).status_code == 200
     finally:
