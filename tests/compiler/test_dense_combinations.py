@@ -64,6 +64,9 @@ def test_rows_are_ordered_as_python_sorts_length_then_list(seed):
     flat = np.concatenate(lists) if lists else np.zeros(0, np.int64)
     want = sorted(range(len(lists)), key=lambda g: (len(lists[g]), lists[g].tolist()))
     assert tables._by_length_then_list(flat, start, length).tolist() == want
+    with pytest.MonkeyPatch.context() as m:  # (the matrix filled a list position at a time)
+        m.setattr(tables, "FILL_AT_ONCE_CELLS", 0)
+        assert tables._by_length_then_list(flat, start, length).tolist() == want
     S = 150
     dstate, dblock = _random_lists(rng, S)
     matrix = tables._dense_combinations(dstate, dblock, S)

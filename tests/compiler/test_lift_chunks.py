@@ -1,7 +1,9 @@
 """The lift's memory-bounded pieces (issue 36) give what one pass over whole columns gives, at
 any chunk size: partial groups' exits copied to their members (`group_exits.with_members`), the
 distinct (block, next state) pairs (`assemble._distinct`), a search step's slices and the
-frontier's pieces (`trie_step.STEP_SLICE_CANDIDATES`, `trie_step.FRONT_PIECE`)."""
+frontier's pieces (`trie_step.STEP_SLICE_CANDIDATES`, `trie_step.FRONT_PIECE`), the distance
+and reachability searches' steps (`assemble.SEARCH_SLICE`) and the shared interiors' exits
+(`shared_walks.EXIT_SLICE`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +13,7 @@ from shared_oracle import fresh_walk_memos
 from test_chain_blocks import SCHEMAS, vocab_of
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.hard import assemble, chain_blocks, group_exits, token_fsa, trie_step
+from fstbeam.compiler.hard import assemble, chain_blocks, group_exits, shared_walks, token_fsa, trie_step
 from fstbeam.compiler.hard.array_ops import narrow
 from fstbeam.compiler.hard.token_trie import token_trie
 from fstbeam.compiler.structured.json_schema import json_schema_fst
@@ -80,6 +82,8 @@ def test_lift_in_tiny_pieces_is_the_same_automaton(source, monkeypatch):
         monkeypatch.setattr(group_exits, "MEMBERS_CHUNK", chunk)
         monkeypatch.setattr(assemble, "DISTINCT_CHUNK", chunk)
         monkeypatch.setattr(assemble, "DEDUPE_ARCS_PER_STATE", 0)  # (the distinct pairs' path too)
+        monkeypatch.setattr(assemble, "SEARCH_SLICE", chunk)  # (the searches' steps in slices of rows)
+        monkeypatch.setattr(shared_walks, "EXIT_SLICE", chunk)  # (the interiors' exits stepped in runs)
         fresh_walk_memos(monkeypatch)
         got = token_fsa.lift(dfa, trie, vocab.width, share_walks=True)
         for f in want.__dataclass_fields__:

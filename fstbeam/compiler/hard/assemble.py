@@ -25,13 +25,14 @@ from .array_ops import (
     TRIM_ABOVE,
     concat_ranges,
     csr,
-    grouped,
+    grouped_taken,
     index_concat,
     narrow,
     order_by,
     ranges,
     sorted_triples,
     sorted_triples_csr,
+    step_slices,
     trim_heap,
     unique,
 )
@@ -84,7 +85,7 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     chain = chains.pop() if chains else None
     if chain is None:
         chain = chain_blocks.Chains(np.full(nb, -1, np.int64), np.zeros(nb, np.int64), e0, (e0, e0, e0))
-    blk_group = chain.blk_group.copy()  # (-1 once a block is spelled out)
+    blk_group = narrow(chain.blk_group).copy()  # (-1 once a block is spelled out; int32: its per-link gathers below too)
     g_g, g_tok, g_next = chain.rel
     # a grouped block's (block, next state) pairs: inside (c: the representative's, n = c + shift) and exits
     ck, cc, cn, xk, xn = chain_blocks.pairs(chain, e_block, e_next, S)
@@ -123,8 +124,9 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     d_block, d_next = _distinct(e_block, e_next, S) if dedupe else (e_block, e_next)
     if len(e_block) > TRIM_ABOVE:  # (the pairs' freed temporaries, before the searches' per-pair arrays)
         trim_heap()
-    dist = _distances(final, q_idx, pair_block, index_concat([d_block, pb, ck, xk], nb),
-                      index_concat([d_next, pn, cn, xn], S), nb, S)
+    # (the searches' pairs concatenated straight into a list the grouping empties: not held through the search)
+    dist = _distances(final, grouped_taken([pair_block, q_idx], nb),
+                      grouped_taken([index_concat([d_next, pn, cn, xn], S), index_concat([d_block, pb, ck, xk], nb)], S), S)
     # A grouped block whose inside next states are not alive exactly where its representative's
     # are is spelled out (absolute arcs, pruned below like any other).
     alive = dist < UNREACHABLE
@@ -188,9 +190,12 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     sb_keep = ((abs_size > 0) | (blk_inner >= 0))[pair_block]
     q_idx, b_idx, pair_block = q_idx[sb_keep], b_idx[sb_keep], pair_block[sb_keep]
     pb, pn = pseudo(blk_inner)
-    a_block, a_next = index_concat([d_block, pb, ck, xk], nb), index_concat([d_next, pn, cn, xn], S)
     shared = ok.copy()  # copies still shared: kept whole once one member is reachable
-    reach = _reachable(np.array([start]), q_idx, pair_block, a_block, a_next, nb, S)
+    if len(e_block) > TRIM_ABOVE:  # (the distances' and the filters' freed copies: 330 MB resident on o21192)
+        trim_heap()
+    links_by_state = grouped_taken([q_idx, pair_block], S)
+    arcs_by_block = grouped_taken([index_concat([d_block, pb, ck, xk], nb), index_concat([d_next, pn, cn, xn], S)], nb)
+    reach = _reachable(np.array([start]), links_by_state, arcs_by_block, nb, S)
     while len(sizes):
         hit = np.maximum.reduceat(reach[members].astype(np.int8), copy_off).astype(bool)
         full = np.minimum.reduceat(reach[members].astype(np.int8), copy_off).astype(bool)
@@ -198,8 +203,8 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
         if not len(grow):
             break
         seeds = concat_ranges(copy_off[grow], copy_off[grow] + sizes[grow])
-        reach = _reachable(members[seeds], q_idx, pair_block, a_block, a_next, nb, S, seen=reach)
-    del d_block, d_next, a_block, a_next, alive_arc  # (per-arc copies the searches walked: done)
+        reach = _reachable(members[seeds], links_by_state, arcs_by_block, nb, S, seen=reach)
+    del d_block, d_next, links_by_state, arcs_by_block, alive_arc  # (per-arc copies the searches walked: done)
     if len(e_block) > TRIM_ABOVE:  # (the searches' freed pieces, resident under the arcs' plateau below)
         trim_heap()
     keep_state = reach & (dist < UNREACHABLE)
@@ -225,6 +230,8 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     in_use = used[ck]
     blk_off, bad = chain_blocks.offsets(ck[in_use], cc[in_use], cn[in_use], new_id, nb)
     del ck, cc, cn, xk, xn, in_use  # (the grouped blocks' pairs: tens of millions, not held through the sort)
+    if len(e_block) > TRIM_ABOVE:  # (the renumbering's freed per-state and per-link copies, under the links' fields)
+        trim_heap()
     bad = bad[blk_group[bad] >= 0]
     if len(bad):
         x_b, x_t, x_n = chain_blocks.spelled_out(chain, bad, e_block, e_tok, e_next)
@@ -236,7 +243,7 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     in_grp = blk_group[pair_block] >= 0
     grp_of = np.maximum(blk_group[pair_block], 0)
     full = in_grp & ~own[grp_of] if len(chain.reps) else in_grp
-    rep_of = np.where(full, chain.reps[grp_of] if len(chain.reps) else 0, pair_block)  # the block holding a link's exits
+    rep_of = np.where(full, narrow(chain.reps)[grp_of] if len(chain.reps) else 0, pair_block)  # the block holding a link's exits
     has_rel = in_grp & (g_size[grp_of] > 0 if len(chain.reps) else in_grp)
     # Blocks: the absolute parts first (in lift order), then the shared interiors.
     is_sh = blk_inner[pair_block] >= 0
@@ -256,9 +263,18 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     g_new[:-1][g_used] = n_first + np.arange(int(g_used.sum()))
     # (the new block ids as int32 where they fit: the link columns below come int32, not int64)
     blk_new, inner_new, g_new = narrow(blk_new), narrow(inner_new), narrow(g_new)
-    sb_id = np.where(is_sh, inner_new[blk_inner[pair_block]], np.where(has_rel, g_new[grp_of], blk_new[rep_of]))
-    sb_off = np.where(is_sh, base[np.maximum(blk_copy[pair_block], 0)], np.where(has_rel, blk_off[pair_block], 0))
-    sb_exit = np.where((is_sh | has_rel) & (abs_size[rep_of] > 0), blk_new[rep_of], -1)
+    # (each field built in place, the links of each kind written over it: nested `np.where`s of
+    # whole gathers were five int64 columns per link at once, o21328's lift peak)
+    sh, rel = np.flatnonzero(is_sh), np.flatnonzero(has_rel & ~is_sh)
+    sb_id = blk_new[rep_of]
+    sb_id[rel] = g_new[grp_of[rel]]
+    sb_id[sh] = inner_new[blk_inner[pair_block[sh]]]
+    sb_off = np.zeros(len(pair_block), np.int64)
+    sb_off[rel] = blk_off[pair_block[rel]]
+    sb_off[sh] = base[np.maximum(blk_copy[pair_block[sh]], 0)]
+    sb_exit = blk_new[rep_of]
+    sb_exit[~((is_sh | has_rel) & (abs_size[rep_of] > 0))] = -1
+    del sh, rel
     del in_grp, grp_of, full, rep_of, has_rel, is_sh  # (per character arc; the lift's peak is below)
     del blk_off, blk_inner, blk_group, abs_size  # (per block: done)
     if len(e_block) > TRIM_ABOVE:  # freed arrays under glibc's mmap threshold, handed back before it
@@ -342,38 +358,56 @@ def _distinct(block: np.ndarray, nxt: np.ndarray, S: int, chunk: int | None = No
     return key // S, key % S  # (int32 where the keys are: a large schema's pairs are millions)
 
 
-def _distances(final, sb_state, sb_block, e_block, e_next, nb, S) -> np.ndarray:
+def _distances(final, links_by_block, arcs_by_next, S) -> np.ndarray:
     """Fewest tokens from each state to a final state (UNREACHABLE if none): a breadth-first
-    search backwards from the final states, each arc and state-block link visited once."""
+    search backwards from the final states, each arc and state-block link visited once.
+    ``links_by_block``: `grouped_taken` states by block; ``arcs_by_next``: blocks by next state."""
     dist = np.full(S, UNREACHABLE, np.int64)
     seen = np.asarray(final, bool).copy()
     dist[seen] = 0
-    blocks_by_next, next_ptr = grouped(e_next, e_block, S)
-    states_by_block, block_ptr = grouped(sb_block, sb_state, nb)
+    states_by_block, block_ptr = links_by_block
+    blocks_by_next, next_ptr = arcs_by_next
+    nb = len(block_ptr) - 1
     block_seen = np.zeros(nb, bool)
     b_stamp, s_stamp = np.zeros(nb, np.int64), np.zeros(S, np.int64)
     frontier, d = np.flatnonzero(seen), 0
     while len(frontier):
         d += 1
-        blocks = _first_seen(blocks_by_next[ranges(next_ptr, frontier)], block_seen, b_stamp)
-        frontier = _first_seen(states_by_block[ranges(block_ptr, blocks)], seen, s_stamp)
+        blocks = _first_seen_of(blocks_by_next, next_ptr, frontier, block_seen, b_stamp)
+        frontier = _first_seen_of(states_by_block, block_ptr, blocks, seen, s_stamp)
         dist[frontier] = d
     return dist
 
 
-def _reachable(seeds, sb_state, sb_block, e_block, e_next, nb, S, seen: np.ndarray | None = None) -> np.ndarray:
-    """States reachable from ``seeds`` (added to ``seen``, whose states count as walked)."""
+def _reachable(seeds, links_by_state, arcs_by_block, nb, S, seen: np.ndarray | None = None) -> np.ndarray:
+    """States reachable from ``seeds`` (added to ``seen``, whose states count as walked);
+    ``links_by_state``: `grouped_taken` blocks by state; ``arcs_by_block``: next states by block."""
     seen = np.zeros(S, bool) if seen is None else seen.copy()
     seen[seeds] = True
-    blocks_by_state, sb_ptr = grouped(sb_state, sb_block, S)
-    next_by_block, e_ptr = grouped(e_block, e_next, nb)
+    blocks_by_state, sb_ptr = links_by_state
+    next_by_block, e_ptr = arcs_by_block
     frontier = np.asarray(seeds, np.int64)
     block_seen = np.zeros(nb, bool)
     b_stamp, s_stamp = np.zeros(nb, np.int64), np.zeros(S, np.int64)
     while len(frontier):
-        blocks = _first_seen(blocks_by_state[ranges(sb_ptr, frontier)], block_seen, b_stamp)
-        frontier = _first_seen(next_by_block[ranges(e_ptr, blocks)], seen, s_stamp)
+        blocks = _first_seen_of(blocks_by_state, sb_ptr, frontier, block_seen, b_stamp)
+        frontier = _first_seen_of(next_by_block, e_ptr, blocks, seen, s_stamp)
     return seen
+
+
+#: a search step's candidates (CSR entries of its frontier) taken this many at a time: a wide
+#: level's were tens of millions at once, two int64 columns each (o21192's peak)
+SEARCH_SLICE = 1 << 21
+
+
+def _first_seen_of(values: np.ndarray, ptr: np.ndarray, ids: np.ndarray, seen: np.ndarray,
+                   stamp: np.ndarray) -> np.ndarray:
+    """`_first_seen` of the CSR rows ``ids`` of ``values``, a slice of rows at a time."""
+    if len(values) <= SEARCH_SLICE:  # (the common case: every step fits in one slice)
+        return _first_seen(values[ranges(ptr, ids)], seen, stamp)
+    cuts = step_slices(ptr[ids + 1] - ptr[ids], SEARCH_SLICE)
+    return np.concatenate([_first_seen(values[ranges(ptr, ids[a:b])], seen, stamp)
+                           for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist())])
 
 
 def _first_seen(ids: np.ndarray, seen: np.ndarray, stamp: np.ndarray) -> np.ndarray:

@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import sys
+import tempfile
 from dataclasses import dataclass
 from typing import Callable
 
@@ -23,6 +24,7 @@ from ...contract.hard import HardTables
 from ...contract.vocab import Vocab
 from ...errors import SpecError, UnsatisfiableConstraintError
 from ...fst.optimize import optimize
+from ...fst.vector_fst import vector_fst_bytes
 from ...fst.wordlist.language import text_dfa_fst_bytes, word_list_dfa
 from ..char_dfa import fst_bytes_to_arcs, fst_to_dfa
 from ..spec import WordList
@@ -132,21 +134,30 @@ def compile_hard(stages, comp, wl: WordList | None, g_lang, g_desc, opts: dict) 
     with stages("trie"):  # the tokenizer's byte trie: built once per process (and kept on disk)
         trie = comp.trie
     with stages("lift"):
+        char_fst: bytes | None = None  # (written from the arcs after the tables: not held through the lift)
         if hard_text is not None:  # lifted from its arcs, no [S, 256] table
-            char_fst = text_dfa_fst_bytes(hard_text)
             arcs = (hard_text.final, hard_text.src, hard_text.byte, hard_text.dst, 0)
             source = hard_text
         else:
-            hard_fst = pynini.connect(hard_fst)
+            connected = pynini.ACCESSIBLE | pynini.COACCESSIBLE  # type: ignore[attr-defined]
+            if hard_fst.properties(connected, False) != connected:  # (a schema's document comes connected: not copied)
+                hard_fst = pynini.connect(hard_fst)
             g_lang = None  # (its pynini automaton: a large schema's is hundreds of MB, not needed below)
-            char_fst = fst_bytes(hard_fst)
+            box = [hard_fst]
+            hard_fst = None
+            char_fst = _openfst_bytes(box)  # (pynini's automaton let go first)
+            big = len(char_fst) > TRIM_ABOVE
+            if big:  # (the automata's many small blocks, freed: handed back before the arcs are read)
+                trim_heap()
             # the lift reads the arcs, not the [S, 256] table (115 MB at 112k states): read straight
             # from the bytes (numpy; None: not a plain VectorFst), the table built only where it is
             # small enough to be the lift's step table (`char_arcs`)
             read = fst_bytes_to_arcs(char_fst)
-            dfa = read if read is not None else fst_to_dfa(hard_fst)
-            hard_fst = read = None
-            if len(char_fst) > TRIM_ABOVE:  # (the automata's many small blocks, freed: handed back)
+            dfa = read if read is not None else fst_to_dfa(pynini.Fst.read_from_string(char_fst))
+            if read is not None and big:  # (else kept as OpenFst wrote it: small, or not a plain VectorFst)
+                char_fst = None
+            read = None
+            if big:  # (the reading's temporaries)
                 trim_heap()
             source = char_arcs(dfa)
             arcs = (dfa.final, np.asarray(source.src, np.int32), np.asarray(source.byte, np.uint8),
@@ -176,6 +187,12 @@ def compile_hard(stages, comp, wl: WordList | None, g_lang, g_desc, opts: dict) 
         box = [fsa]  # (taken by `build_tables`: the automaton's token column goes before its dense rows)
         del fsa
         hard = build_tables(box, vocab)
+        if char_fst is None:  # (the OpenFst form of the DFA the lift read: after the lift's and the tables' peaks)
+            if len(arcs[1]) > TRIM_ABOVE:  # (the tables' freed temporaries, under its slices and their join)
+                trim_heap()
+            char_fst = vector_fst_bytes(len(arcs[0]), int(arcs[4]), arcs[0], arcs[1], arcs[2], arcs[3])
+            if len(char_fst) > TRIM_ABOVE:  # (its slices, joined: handed back)
+                trim_heap()
         out = {f"t_{k}": v for k, v in hard.arrays().items()}
         out.update(
             t_start=np.int64(hard.start), t_width=np.int64(hard.width), char_state=char_state,
@@ -193,7 +210,9 @@ def unpack_hard(a: dict[str, np.ndarray]):
         **{k: a[f"t_{k}"] for k in HardTables.ARRAYS + HardTables.OPTIONAL if f"t_{k}" in a}
     )
     arcs = (a["c_final"], a["c_src"], a["c_byte"], a["c_dst"], int(a["c_start"]))
-    return hard, a["char_fst"].tobytes(), a["char_state"], arcs
+    fst = a["char_fst"]  # (a fresh compile's is a view of its bytes: not copied)
+    data = fst.base if isinstance(fst.base, bytes) and len(fst.base) == fst.nbytes else fst.tobytes()
+    return hard, data, a["char_state"], arcs
 
 
 def lang_name(g_desc) -> str:
@@ -220,6 +239,31 @@ def _with_grammar(words_text, words_desc, g_lang, g_desc, lazy: LazyLanguage | N
             f"{words_desc} and {name} have no text in common", (words_desc, name)
         )
     return both, f"{words_desc} and {name}"
+
+
+#: automata of at least this many states are written through a temporary file (`_openfst_bytes`)
+FILE_WRITE_STATES = 50_000
+
+
+def _openfst_bytes(box: list[pynini.Fst]) -> bytes:
+    """The OpenFst binary form of the automaton in ``box`` (taken out), written to a temporary
+    file and read back once the automaton is gone: ``write_to_string`` held the automaton, a
+    string buffer grown by doubling and its copy at once (260 MB over the automaton on o21192,
+    that compile's peak). In memory where no temporary file can be written."""
+    fst = box.pop()
+    if fst.num_states() < FILE_WRITE_STATES:  # (a small one: a temporary directory costs more than its buffer)
+        return fst_bytes(fst)
+    try:
+        with tempfile.TemporaryDirectory(prefix="fstbeam-") as tmp:
+            path = os.path.join(tmp, "char.fst")
+            fst.write(path)
+            fst = None
+            with open(path, "rb") as fh:
+                return fh.read()
+    except OSError:  # (pynini's FstIOError is one)
+        if fst is None:  # written, but not read back: nothing left to write again
+            raise
+        return fst_bytes(fst)
 
 
 def fst_bytes(fst: pynini.Fst) -> bytes:

@@ -309,7 +309,7 @@ def groups(blk_byte: np.ndarray, blk_state: np.ndarray, levels: list[tuple[int, 
     first byte and class, two or more, the ``skip`` blocks (walked otherwise, `shared_walks`)
     left out; the representative is the block of the lowest state."""
     nb = len(blk_byte)
-    grp, shift = np.full(nb, -1, np.int64), np.zeros(nb, np.int64)
+    grp, shift = np.full(nb, -1, np.int32), np.zeros(nb, np.int32)  # (per block, held through the lift: int32)
     free = np.ones(nb, bool) if skip is None else ~skip
     reps, limits, G = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], 0
     for limit, cls in levels:
@@ -339,8 +339,8 @@ def groups(blk_byte: np.ndarray, blk_state: np.ndarray, levels: list[tuple[int, 
 class Chains:
     """What the lift hands `assemble` of the shifted blocks (module docstring)."""
 
-    blk_group: np.ndarray  # int64 [NB]: group of each block, -1 for none
-    blk_shift: np.ndarray  # int64 [NB]: character-state shift from the group's representative
+    blk_group: np.ndarray  # int32 [NB]: group of each block, -1 for none
+    blk_shift: np.ndarray  # int32 [NB]: character-state shift from the group's representative
     reps: np.ndarray  # int64 [G]: representative block of each group: its exit (absolute) arcs
     rel: tuple[np.ndarray, np.ndarray, np.ndarray]  # (group, token, next state of the representative): inside arcs
     #: bool [G]: a partial group (a step limit): each member's exits and longer tokens are its own

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from . import walk_memo
-from .array_ops import concat_ranges, unique
+from .array_ops import TRIM_ABOVE, concat_ranges, trim_heap, unique
 
 if TYPE_CHECKING:
     from .token_trie import TokenTrie
@@ -215,15 +215,28 @@ def shapes_of(arcs: Any, comp: np.ndarray, order: np.ndarray, bounds: np.ndarray
     a_lo, a_hi = arcs.ptr[mem], arcs.ptr[mem + 1]
     n_arc = a_hi - a_lo
     pos = concat_ranges(a_lo, a_hi)
-    a_base = np.repeat(np.repeat(base, n_mem), n_arc)
-    dst = arcs.dst[pos]
+    # per arc: its source and target counted from the first member (-1: an exit), and its byte;
+    # a column at a time into one array, each temporary let go (stacked at once, ten int64
+    # columns per arc: o21328's peak)
+    cols = np.empty((len(pos), 3), np.int64)
+    cols[:, 0] = np.repeat(rel_mem, n_arc)
+    dst = arcs.dst[pos].astype(np.int64)
     inside = comp[dst] == np.repeat(np.repeat(cs, n_mem), n_arc)
-    # per arc: its source and target counted from the first member (-1: an exit), and its byte
-    cols = np.stack([np.repeat(rel_mem, n_arc), np.where(inside, dst - a_base, -1), arcs.byte[pos]], axis=1).astype(np.int64)
+    dst -= np.repeat(np.repeat(base, n_mem), n_arc)
+    dst[~inside] = -1
+    del inside
+    cols[:, 1] = dst
+    del dst
+    cols[:, 2] = arcs.byte[pos]
+    del pos
     arc_ends = np.cumsum(np.add.reduceat(n_arc, m_first) if len(n_arc) else n_arc)
     spans = [(int(m_first[k]), int(m_first[k] + n_mem[k])) for k in range(len(comps))]
     lkeys = [hashlib.sha1(rel_mem[a:b].tobytes() + b"|" + cols[int(arc_ends[k - 1]) if k else 0:int(arc_ends[k])].tobytes()).digest()
              for k, (a, b) in enumerate(spans)]
+    big = len(cols) > TRIM_ABOVE
+    del cols
+    if big:  # (the per-arc columns, freed: handed back under the shapes below)
+        trim_heap()
     # the members of the components met for the first time: their rows read once for all of them
     missed = [mem[a:b] for (a, b), lkey in zip(spans, lkeys) if lkey not in _LAYOUTS]
     rows = Rows(arcs, comp, np.concatenate(missed)) if missed else None
@@ -251,13 +264,17 @@ class Shared:
 
     handled: np.ndarray  # bool [NB]: blocks whose walk came from the memo
     conts: tuple[np.ndarray, ...]  # (block, node, concrete state): pairs to walk on from the exits
-    blk_inner: np.ndarray  # int64 [NB]: interior id of each block (-1: none)
-    blk_copy: np.ndarray  # int64 [NB]: copy id of the block's state (-1: none)
+    blk_inner: np.ndarray  # int32 [NB]: interior id of each block (-1: none)
+    blk_copy: np.ndarray  # int32 [NB]: copy id of the block's state (-1: none)
     copies: list[np.ndarray]  # per copy: members, concrete states in canonical order
     inner_arcs: tuple[np.ndarray, ...]  # (interior id, token, canonical next state), sorted by id then token
     inner_next: tuple[np.ndarray, ...]  # (interior id, canonical next state): distinct, sorted
     absolute: tuple[np.ndarray, ...]  # (block, node, concrete state): token ends inside unshared interiors
     region: np.ndarray  # int64 [S]: region of every state (`regions`; a walk leaves its interior where it changes)
+
+
+#: the exits stepped this many at a time (`share`)
+EXIT_SLICE = 1 << 21
 
 
 def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray, make_arcs: MakeArcs,
@@ -286,6 +303,8 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
     order = np.argsort(comp, kind="stable")
     bounds = np.searchsorted(comp[order], np.arange(int(comp.max()) + 2))
     shapes = shapes_of(dfa, comp, order, bounds, list(by_comp))
+    if len(dfa.src) > TRIM_ABOVE:  # (the shapes' freed per-component temporaries: 200 MB resident on o21328)
+        trim_heap()
     count = Counter(shape.key for shape in shapes.values())
     # the blocks of each component's roots, grouped once (an `isin` per component was quadratic:
     # 14 CPU-s of o21267's lift, thousands of string fields times a million blocks)
@@ -299,7 +318,7 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
         known = walk_memo.shared_keys(trie)
         nb = len(blk_byte)
         handled = np.zeros(nb, bool)
-        blk_inner, blk_copy = np.full(nb, -1, np.int64), np.full(nb, -1, np.int64)
+        blk_inner, blk_copy = np.full(nb, -1, np.int32), np.full(nb, -1, np.int32)  # (per block, held through the lift)
         copies: list[np.ndarray] = []
         ids_of: dict[str, np.ndarray] = {}  # per shape: interior id of each start code (-1: none yet)
         n_inner = 0
@@ -346,14 +365,30 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
             blk_inner[blocks], blk_copy[blocks] = ids[codes], len(copies)
             copies.append(members)
         walk_memo.settle(trie)  # what this lift walked is gathered: keep a little for the next
+    if len(dfa.src) > TRIM_ABOVE:  # (the walks' freed temporaries: 300 MB resident on o21328, under the joins below)
+        trim_heap()
     empty = (np.zeros(0, np.int64),) * 3
 
     def cat(parts: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
         return tuple(np.concatenate(x) for x in zip(*parts)) if parts else empty
 
-    # the exits: the child node read on the exit byte from the concrete state, walked on as usual
-    x_b, x_n, x_s = cat(exits)
-    nxt = dfa.step(x_s, trie.node_byte[x_n].astype(np.int64))
-    keep = nxt >= 0
-    conts = (x_b[keep], x_n[keep], nxt[keep].astype(np.int64))
+    # the exits: the child node read on the exit byte from the concrete state, walked on as usual;
+    # some million at a time, each run of pieces let go once stepped (all at once, the exits and a
+    # step's int64 temporaries were 110 MB over the rest on o21192, that lift's peak)
+    conts_parts: list[tuple[np.ndarray, ...]] = []
+    exits.reverse()  # (popped from the end: in order)
+    while exits:
+        run: list[tuple[np.ndarray, ...]] = []
+        size = 0
+        while exits and (not run or size + len(exits[-1][0]) <= EXIT_SLICE):
+            run.append(exits.pop())
+            size += len(run[-1][0])
+        x_b, x_n, x_s = cat(run)
+        del run
+        nxt = dfa.step(x_s, trie.node_byte[x_n].astype(np.int64))
+        keep = nxt >= 0
+        conts_parts.append((x_b[keep], x_n[keep], nxt[keep].astype(np.int64)))
+        del x_b, x_n, x_s, nxt, keep
+    conts = cat(conts_parts)
+    del conts_parts
     return Shared(handled, conts, blk_inner, blk_copy, copies, cat(inner_arcs), cat(inner_next)[:2], cat(absolute), comp)

@@ -195,6 +195,8 @@ def _dense_combinations(dstate: np.ndarray, dblock: np.ndarray, S: int) -> tuple
 _HASH_MOD = (1 << 31) - 1
 # Lists of dense blocks sorted as one padded [lists, longest] matrix up to this many cells.
 SORT_MATRIX_CELLS = 1 << 24
+# ... filled in one pass up to this many cells, else a list position at a time
+FILL_AT_ONCE_CELLS = 1 << 20
 
 
 def _by_length_then_list(dblock: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
@@ -205,10 +207,16 @@ def _by_length_then_list(dblock: np.ndarray, start: np.ndarray, length: np.ndarr
     if n * longest > SORT_MATRIX_CELLS:
         lists = [dblock[a:a + k].tolist() for a, k in zip(start.tolist(), length.tolist())]
         return np.array(sorted(range(n), key=lambda g: (len(lists[g]), lists[g])), np.int64)
-    padded = np.full((longest, n), -1, np.int64)  # (equal lengths compare equal paddings)
-    col = np.repeat(np.arange(n), length)
-    flat = concat_ranges(start, start + length)
-    padded[np.arange(len(flat)) - np.repeat(np.cumsum(length) - length, length), col] = dblock[flat]
+    # (equal lengths compare equal paddings)
+    padded = np.full((longest, n), -1, np.int32 if len(dblock) and int(dblock.max()) < 2**31 else np.int64)
+    if n * longest <= FILL_AT_ONCE_CELLS:
+        col = np.repeat(np.arange(n), length)
+        flat = concat_ranges(start, start + length)
+        padded[np.arange(len(flat)) - np.repeat(np.cumsum(length) - length, length), col] = dblock[flat]
+    else:  # a position at a time: a whole fill's index columns were four int64 per block (o21328's peak)
+        for j in range(longest):
+            has = np.flatnonzero(length > j)
+            padded[j, has] = dblock[start[has] + j]
     return np.lexsort((*padded[::-1], length)).astype(np.int64)
 
 
@@ -355,12 +363,19 @@ def _outside_rows(ptr: np.ndarray, tokens: np.ndarray, dense_masks: np.ndarray,
                   state_row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each state's sparse tokens less those its dense row holds (the two parts stay disjoint
     where an exit block overrides tokens of a dense interior block)."""
-    state = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
-    t = tokens.astype(np.int64)
-    word = dense_masks[state_row[state], t >> 5]
-    keep = ((word >> (t & 31)) & 1) == 0
+    S = len(ptr) - 1
+    keep = np.empty(len(tokens), bool)
+    counts = np.zeros(S, np.int64)
+    for a in range(0, len(tokens), CLASS_CHUNK_KEYS):  # (a slice at a time: whole, five int64 columns per token)
+        b = min(len(tokens), a + CLASS_CHUNK_KEYS)
+        state = np.searchsorted(ptr, np.arange(a, b), side="right") - 1
+        t = tokens[a:b].astype(np.int64)
+        word = dense_masks[state_row[state], t >> 5]
+        k = ((word >> (t & 31)) & 1) == 0
+        keep[a:b] = k
+        counts += np.bincount(state[k], minlength=S)
     if keep.all():
         return ptr, tokens
     out = np.zeros_like(ptr)
-    np.cumsum(np.bincount(state[keep], minlength=len(ptr) - 1), out=out[1:])
+    np.cumsum(counts, out=out[1:])
     return out, tokens[keep]

@@ -19,7 +19,20 @@ import numpy as np
 from ...contract.hard import factored_fst_bytes
 from ..char_dfa import ByteArcs, CharDFA
 from . import chain_blocks, group_exits, near_blocks, shared_walks
-from .array_ops import TRIM_ABOVE, Parts, concat_ranges, csr, grouped, narrow, order_by, rank_step, sorted_triples, step_slices, trim_heap  # noqa: F401  (re-exported)
+from .array_ops import (  # noqa: F401  (re-exported)
+    TRIM_ABOVE,
+    Parts,
+    concat_ranges,
+    csr,
+    grouped,
+    narrow,
+    order_by,
+    rank_bits,
+    rank_step,
+    sorted_triples,
+    step_slices,
+    trim_heap,
+)
 from .assemble import Interiors, assemble
 from .token_trie import TokenTrie, spelled_taking  # noqa: F401  (re-exported)
 from .token_trie import spelled as _expand
@@ -152,15 +165,17 @@ class _Arcs:
         (o21267: 4.5 million arcs, 6.6 CPU-s of searches in its lift)."""
         if len(self.src) < RANK_ARCS_PER_STATE * self.num_states or not len(self.src):
             return None
-        key = self.src * 256 + self.byte  # sorted, distinct
-        word = key >> 6
-        bit = np.left_shift(np.uint64(1), (key & 63).astype(np.uint64))
-        bits = np.zeros(self.num_states * 4, np.uint64)
-        first = np.flatnonzero(np.r_[True, word[1:] != word[:-1]])
-        bits[word[first]] = np.bitwise_or.reduceat(bit, first)
-        count = np.bitwise_count(bits).astype(np.int64)
-        before = np.cumsum(count) - count
-        return bits, before
+        return rank_bits(self.num_states, self.src, self.byte)
+
+    def with_dst(self, dst: np.ndarray) -> "_Arcs":
+        """These arcs with other targets (start 0, no final states, as `plain`), reading this
+        DFA's lookups (the rank's bits, the pointers, the keys depend on sources and bytes
+        only): built again they were the peak of a large schema's lift (o21328: 230 MB)."""
+        out = _Arcs.plain(self.num_states, self.src, self.byte, dst)
+        out.__dict__["ptr"], out.__dict__["rank"] = self.ptr, self.rank  # (built here if not yet: once for both)
+        if "key" in self.__dict__:  # (not the dense table: it holds the targets)
+            out.__dict__["key"] = self.key
+        return out
 
     def step(self, state: np.ndarray, byte: np.ndarray) -> np.ndarray:
         """Next state for each (state, byte) pair, -1 where there is no arc."""
@@ -380,7 +395,10 @@ def _walk_inside(dfa: _Arcs, trie: TokenTrie, is_abs: np.ndarray, byte: np.ndarr
     (group, child node, state after the absolute arc) of the exits, (group, node, state) of the
     walk at the limit, its token ends not counted inside)."""
     S = dfa.num_states
-    step = _Stepper(_Arcs.plain(S + 1, dfa.src, dfa.byte, np.where(is_abs, S, dfa.dst)), trie)
+    to_exit = dfa.dst.astype(np.int32) if S < 2**31 - 1 else dfa.dst.copy()
+    to_exit[is_abs] = S  # (an absolute arc leads out of the walk, to S: no state's id)
+    step = _Stepper(dfa.with_dst(to_exit), trie)
+    del to_exit
     g, node = np.arange(len(byte), dtype=np.int64), trie.depth1[byte]
     ends, exits, fronts = [], [], []
     steps = found = 0
