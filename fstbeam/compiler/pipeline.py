@@ -18,6 +18,7 @@ from dataclasses import asdict, fields, replace
 import numpy as np
 import pynini
 
+from ..cancel import checkpoint
 from ..contract.compiled import CompiledConstraints
 from ..errors import GrammarError, SpecError, UnsatisfiableConstraintError
 from .char_dfa import CharDFA, arcs_to_dfa, fst_bytes_to_dfa, fst_to_dfa
@@ -44,6 +45,7 @@ class _Stages:
 
     @contextmanager
     def __call__(self, name: str):
+        checkpoint()  # (a compile whose request gave up stops here: `fstbeam.cancel`)
         if self.bar is not None:
             self.bar.set_description_str(f"fstbeam: {name}...")
         log.info("stage %s...", name)  # progress in logs too (no terminal: CI, batch jobs)

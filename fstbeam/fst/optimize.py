@@ -12,6 +12,7 @@ import time
 
 import pynini
 
+from ..cancel import checkpoint
 from ..errors import Error
 from .labels import MAX_BYTE_LABEL, MIN_BYTE_LABEL
 
@@ -38,6 +39,7 @@ def optimize(fst: pynini.Fst, *, stage: str, max_states: int | None = None) -> p
     the cap and `FstSizeError` is raised (so a blow-up costs milliseconds, not gigabytes).
     The input is not modified.
     """
+    checkpoint()  # (a compile whose request gave up stops here: `fstbeam.cancel`)
     if max_states is not None and max_states < 1:
         raise ValueError(f"max_states must be >= 1, got {max_states}")
     if fst.num_states() and not fst.properties(pynini.ACCEPTOR, True) == pynini.ACCEPTOR:
@@ -110,6 +112,7 @@ def determinized(fst: pynini.Fst, *, stage: str, max_states: int | None = None) 
     """An equivalent epsilon-free deterministic acceptor, not minimized (``fst`` itself when it
     already is one): enough for the right operand of a difference, at the cost of determinization
     alone. `FstSizeError` past ``max_states``, as `optimize`."""
+    checkpoint()  # (a compile whose request gave up stops here: `fstbeam.cancel`)
     t = time.perf_counter()
     n_in = fst.num_states()
     out = fst
@@ -134,6 +137,7 @@ def optimize_in_place(fst: pynini.Fst, *, stage: str, max_states: int) -> pynini
     compile (a JSON Schema's whole document, kb_145: 280,000 states and 6 million arcs, where each
     copy is a few hundred megabytes): ``fst`` is changed, and the result may be ``fst`` itself.
     `FstSizeError` when the DFA would pass ``max_states``."""
+    checkpoint()  # (a compile whose request gave up stops here: `fstbeam.cancel`)
     t0, n0 = time.process_time(), fst.num_states()
     fst.rmepsilon()
     t1, n1 = time.process_time(), fst.num_states()

@@ -11,7 +11,6 @@ decoding.
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import dataclasses
 import itertools
 import logging
@@ -22,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Generic, TypeVar
 
 from .._startup import lower_thread_priority
+from ..cancel import CompileCancelled, clear_stop, request_stop
 from ..runtime.config import SearchConfig
 from ..runtime.search.continuous import ContinuousEngine, RequestSource, Ticket
 from .errors import RequestError
@@ -135,30 +135,19 @@ class Worker:
 
 
 # ---- compiles that can be stopped part-way ------------------------------------------------------
-# A Python thread cannot be killed, but it can be sent an exception: ``Cancellable.cancel`` raises
-# :class:`CompileCancelled` in the thread running the work, at its next Python step (between the
-# compiler's stages and inside its loops; a single long call into OpenFst finishes first). The
-# work then unwinds like any failing compile (``with`` blocks release their locks, caches are
-# filled only by finished work), and the pool thread is free for the next request instead of
-# finishing a result nobody waits for.
+# A Python thread cannot be killed. ``Cancellable.cancel`` asks the work to stop
+# (`fstbeam.cancel.request_stop`); the compiler's checkpoints (each stage, each level of the lift's
+# searches, each automaton optimized while a schema is built) raise :class:`CompileCancelled`
+# there (a single long call into OpenFst finishes first). The work then unwinds like any failing
+# compile (``with`` blocks release their locks, caches are filled only by finished work), and the
+# pool thread is free for the next request instead of finishing a result nobody waits for.
 
 T = TypeVar("T")
 
 
-class CompileCancelled(BaseException):
-    """Raised in a pool thread whose work was cancelled (its request got its 504 or 503). A
-    BaseException, as asyncio's CancelledError: an ``except Exception`` on its way (a cache
-    read's "damaged: rebuild it", a library's fallback) must not swallow it and finish the work."""
-
-
-def _raise_in(thread_id: int, exc: type[BaseException] | None) -> None:
-    """Schedule ``exc`` in thread ``thread_id`` (None: clear one scheduled there)."""
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id),
-                                               ctypes.py_object(exc) if exc is not None else None)
-
-
 class Cancellable(Generic[T]):
-    """``fn`` as a callable for a pool; :meth:`cancel` stops it (or keeps it from starting)."""
+    """``fn`` as a callable for a pool; :meth:`cancel` stops it at its next checkpoint (or keeps
+    it from starting)."""
 
     def __init__(self, fn: Callable[[], T]):
         self.fn = fn
@@ -174,9 +163,8 @@ class Cancellable(Generic[T]):
         try:
             return self.fn()
         finally:
-            with self._lock:
-                if self.cancelled and self._thread is not None:
-                    _raise_in(self._thread, None)  # one sent as fn returned must not fire in the pool's own code
+            with self._lock:  # (a stop asked as fn returned must not stop the thread's next work)
+                clear_stop(threading.get_ident())
                 self._thread = None
 
     def cancel(self) -> None:
@@ -185,7 +173,7 @@ class Cancellable(Generic[T]):
                 return
             self.cancelled = True
             if self._thread is not None:
-                _raise_in(self._thread, CompileCancelled)
+                request_stop(self._thread)
 
 
 #: more phrase and avoid automata than this: the request decodes in a batch of its own (a step over

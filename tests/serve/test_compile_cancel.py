@@ -1,5 +1,6 @@
 """A compile whose request gave up (504 over the compile budget, or the request's time limit) is
-stopped part-way, so its pool thread is free for the next request (`fstbeam.serve.engine.Cancellable`)."""
+stopped at its next checkpoint, so its pool thread is free for the next request
+(`fstbeam.serve.engine.Cancellable`, `fstbeam.cancel`), and the server answers the next one."""
 from __future__ import annotations
 
 import os
@@ -11,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from fstbeam.cancel import checkpoint
 from fstbeam.serve.engine import Cancellable, CompileCancelled
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -22,7 +24,8 @@ def _busy(started: threading.Event, seconds: float = 30.0):
         started.set()
         end = time.monotonic() + seconds
         n = 0
-        while time.monotonic() < end:  # Python steps, as the compiler's stages and loops are
+        while time.monotonic() < end:  # checkpoints, as the compiler's stages and loops have
+            checkpoint()
             n += 1
         return n
     return work

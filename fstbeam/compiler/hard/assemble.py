@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...cancel import checkpoint
 from . import chain_blocks
 from .array_ops import (
     TRIM_ABOVE,
@@ -372,6 +373,7 @@ def _distances(final, links_by_block, arcs_by_next, S) -> np.ndarray:
     b_stamp, s_stamp = np.zeros(nb, np.int64), np.zeros(S, np.int64)
     frontier, d = np.flatnonzero(seen), 0
     while len(frontier):
+        checkpoint()
         d += 1
         blocks = _first_seen_of(blocks_by_next, next_ptr, frontier, block_seen, b_stamp)
         frontier = _first_seen_of(states_by_block, block_ptr, blocks, seen, s_stamp)
@@ -390,6 +392,7 @@ def _reachable(seeds, links_by_state, arcs_by_block, nb, S, seen: np.ndarray | N
     block_seen = np.zeros(nb, bool)
     b_stamp, s_stamp = np.zeros(nb, np.int64), np.zeros(S, np.int64)
     while len(frontier):
+        checkpoint()
         blocks = _first_seen_of(blocks_by_state, sb_ptr, frontier, block_seen, b_stamp)
         frontier = _first_seen_of(next_by_block, e_ptr, blocks, seen, s_stamp)
     return seen

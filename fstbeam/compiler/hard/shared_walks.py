@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from ...cancel import checkpoint
 from . import walk_memo
 from .array_ops import TRIM_ABOVE, concat_ranges, trim_heap, unique
 
@@ -328,6 +329,7 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
         exits: list[tuple[np.ndarray, ...]] = []  # (block, child node, concrete state): walked on below in one step
         gathered: dict[tuple[str, bytes], list[Any]] = {}  # (shape, start codes) -> [its exits, its token ends]
         for c, shape in shapes.items():
+            checkpoint()  # (thousands of components on a large schema)
             # a shape met once, and not shared before, is not shared (no exits to link, no offsets)
             is_shared = count[shape.key] >= 2 or shape.key in known
             members = shape.members

@@ -16,6 +16,7 @@ from functools import cached_property
 
 import numpy as np
 
+from ...cancel import checkpoint
 from ...contract.hard import factored_fst_bytes
 from ..char_dfa import ByteArcs, CharDFA
 from . import chain_blocks, group_exits, near_blocks, shared_walks
@@ -58,6 +59,8 @@ class LiftSizeError(ValueError):
 
 
 def _within_budget(found: int) -> None:
+    """Every level of the lift's searches: within `MAX_TOKEN_ARCS`, and not asked to stop."""
+    checkpoint()
     if found > MAX_TOKEN_ARCS:
         raise LiftSizeError(found)
 
