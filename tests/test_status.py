@@ -53,8 +53,8 @@ def test_an_error_in_the_step_still_closes_it(monkeypatch):
 
 
 def test_an_exception_as_the_watcher_starts_stops_the_watcher(monkeypatch):
-    """A stopped compile's exception (`fstbeam.serve.engine.Cancellable`) may land in this thread
-    just as the watcher has started: the watcher must end, not report the step for ever."""
+    """An exception (a KeyboardInterrupt) may land in this thread just as the watcher has
+    started: the watcher must end, not report the step for ever."""
     import threading
 
     class Interrupted(BaseException):

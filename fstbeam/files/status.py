@@ -51,7 +51,7 @@ def status(what: str, *, after: float = 2.0, every: float = 5.0) -> Iterator[Non
             _say(f"{what} ... {time.monotonic() - t0:.0f} s")
 
     watcher = threading.Thread(target=watch, name="fstbeam-status", daemon=True)
-    try:  # started inside: an exception sent to this thread as it starts (a stopped compile) stops it too
+    try:  # started inside: an exception as it starts (a KeyboardInterrupt) stops the watcher too
         watcher.start()
         yield
     finally:

@@ -236,7 +236,7 @@ class ServeEngine:
 
         def run():
             t0 = time.perf_counter()
-            try:  # (the stop may land at any step of it, the cache lookup included)
+            try:
                 hit = self.store.cached(key)  # looked up again: another request may have compiled it meanwhile
                 cc = compile_request(body, self.store)
             except CompileCancelled:

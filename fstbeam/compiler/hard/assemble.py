@@ -127,7 +127,7 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
         trim_heap()
     # (the searches' pairs concatenated straight into a list the grouping empties: not held through the search)
     dist = _distances(final, grouped_taken([pair_block, q_idx], nb),
-                      grouped_taken([index_concat([d_next, pn, cn, xn], S), index_concat([d_block, pb, ck, xk], nb)], S), S)
+                      grouped_taken([index_concat([d_next, pn, cn, xn], S), index_concat([d_block, pb, ck, xk], nb)], S))
     # A grouped block whose inside next states are not alive exactly where its representative's
     # are is spelled out (absolute arcs, pruned below like any other).
     alive = dist < UNREACHABLE
@@ -196,7 +196,7 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
         trim_heap()
     links_by_state = grouped_taken([q_idx, pair_block], S)
     arcs_by_block = grouped_taken([index_concat([d_block, pb, ck, xk], nb), index_concat([d_next, pn, cn, xn], S)], nb)
-    reach = _reachable(np.array([start]), links_by_state, arcs_by_block, nb, S)
+    reach = _reachable(np.array([start]), links_by_state, arcs_by_block)
     while len(sizes):
         hit = np.maximum.reduceat(reach[members].astype(np.int8), copy_off).astype(bool)
         full = np.minimum.reduceat(reach[members].astype(np.int8), copy_off).astype(bool)
@@ -204,7 +204,7 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
         if not len(grow):
             break
         seeds = concat_ranges(copy_off[grow], copy_off[grow] + sizes[grow])
-        reach = _reachable(members[seeds], links_by_state, arcs_by_block, nb, S, seen=reach)
+        reach = _reachable(members[seeds], links_by_state, arcs_by_block, seen=reach)
     del d_block, d_next, links_by_state, arcs_by_block, alive_arc  # (per-arc copies the searches walked: done)
     if len(e_block) > TRIM_ABOVE:  # (the searches' freed pieces, resident under the arcs' plateau below)
         trim_heap()
@@ -359,10 +359,11 @@ def _distinct(block: np.ndarray, nxt: np.ndarray, S: int, chunk: int | None = No
     return key // S, key % S  # (int32 where the keys are: a large schema's pairs are millions)
 
 
-def _distances(final, links_by_block, arcs_by_next, S) -> np.ndarray:
+def _distances(final, links_by_block, arcs_by_next) -> np.ndarray:
     """Fewest tokens from each state to a final state (UNREACHABLE if none): a breadth-first
     search backwards from the final states, each arc and state-block link visited once.
     ``links_by_block``: `grouped_taken` states by block; ``arcs_by_next``: blocks by next state."""
+    S = len(final)
     dist = np.full(S, UNREACHABLE, np.int64)
     seen = np.asarray(final, bool).copy()
     dist[seen] = 0
@@ -381,13 +382,14 @@ def _distances(final, links_by_block, arcs_by_next, S) -> np.ndarray:
     return dist
 
 
-def _reachable(seeds, links_by_state, arcs_by_block, nb, S, seen: np.ndarray | None = None) -> np.ndarray:
+def _reachable(seeds, links_by_state, arcs_by_block, seen: np.ndarray | None = None) -> np.ndarray:
     """States reachable from ``seeds`` (added to ``seen``, whose states count as walked);
     ``links_by_state``: `grouped_taken` blocks by state; ``arcs_by_block``: next states by block."""
-    seen = np.zeros(S, bool) if seen is None else seen.copy()
-    seen[seeds] = True
     blocks_by_state, sb_ptr = links_by_state
     next_by_block, e_ptr = arcs_by_block
+    S, nb = len(sb_ptr) - 1, len(e_ptr) - 1
+    seen = np.zeros(S, bool) if seen is None else seen.copy()
+    seen[seeds] = True
     frontier = np.asarray(seeds, np.int64)
     block_seen = np.zeros(nb, bool)
     b_stamp, s_stamp = np.zeros(nb, np.int64), np.zeros(S, np.int64)

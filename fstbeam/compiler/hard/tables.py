@@ -341,7 +341,8 @@ def _token_classes(combo_blocks: list[np.ndarray], ptr: np.ndarray, block_key: n
     return cls, used[first]
 
 
-# Keys read at a time by `_token_classes` (`step_slices`: a block larger than this is read alone).
+# Keys read at a time by `_token_classes` (`step_slices`: a block larger than this is read alone),
+# and sparse tokens by `_outside_rows`.
 CLASS_CHUNK_KEYS = 1 << 20  # (a chunk's temporaries: some five int64 columns of its keys)
 
 
