@@ -164,3 +164,90 @@ def test_the_sparse_tokens_outside_the_dense_rows_in_slices(chunk, seed, monkeyp
     monkeypatch.setattr(tables, "CLASS_CHUNK_KEYS", chunk)
     got_ptr, got_tok = tables._outside_rows(ptr, tokens, dense, state_row)
     assert got_ptr.tolist() == want_ptr and got_tok.tolist() == want_tok
+
+
+@pytest.mark.parametrize("slice_tokens", [1, 5, 1 << 21])
+@pytest.mark.parametrize("seed", range(6))
+def test_the_sparse_pairs_in_slices_are_the_sorted_tokens_of_each_state(slice_tokens, seed, monkeypatch):
+    """`tables._sparse_pairs`: every token of each (state, small block) pair, sorted by state then
+    token, as a loop says; packed a slice at a time, and by the plain sort where a packed key
+    would not fit in 63 bits (a huge width, forced)."""
+    from fstbeam.compiler.hard import tables
+
+    rng = np.random.default_rng(seed)
+    S, NB, V = int(rng.integers(1, 40)), int(rng.integers(1, 12)), 300
+    sizes = rng.integers(0, 9, NB)
+    block_ptr = np.zeros(NB + 1, np.int64)
+    np.cumsum(sizes, out=block_ptr[1:])
+    block_tokens = np.concatenate([rng.choice(V, n, replace=False) for n in sizes]).astype(np.int32)
+    n_pairs = int(rng.integers(0, 60))
+    sp_state, sp_block = rng.integers(0, S, n_pairs), rng.integers(0, NB, n_pairs)
+    want = sorted((int(q), int(t)) for q, b in zip(sp_state, sp_block)
+                  for t in block_tokens[block_ptr[b]:block_ptr[b + 1]])
+    monkeypatch.setattr(tables, "SPARSE_SLICE_TOKENS", slice_tokens)
+    for width in (V, 2**62):
+        q, t = tables._sparse_pairs(sp_state, sp_block, block_ptr, block_tokens, width)
+        assert list(zip(q.tolist(), t.tolist())) == want
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_graph_s_components_and_regions_from_the_changes_of_edge(seed):
+    """`shared_walks.components` sorts only the arcs whose edge differs from the arc before;
+    `regions` counts an edge's arcs among the inner ones only: both as the whole-column forms
+    give them (scipy's components of every distinct edge; the cut of single ASCII arcs)."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from fstbeam.compiler.hard import shared_walks
+
+    rng = np.random.default_rng(seed)
+    S = int(rng.integers(2, 200))
+    A = int(rng.integers(1, 2000))
+    src = np.sort(rng.integers(0, S, A))
+    dst = np.where(rng.random(A) < 0.7, src, rng.integers(0, S, A))  # (runs of arcs to one target)
+    dst = np.where(rng.random(A) < 0.5, np.roll(dst, 1), dst).astype(np.int32)
+    src = src.astype(np.int32)
+    byte = rng.integers(0, 256, A).astype(np.uint8)
+
+    def plain(s, d):
+        e = np.unique(s.astype(np.int64) * S + d)
+        g = csr_matrix((np.ones(len(e), np.int8), (e // S, e % S)), shape=(S, S))
+        return connected_components(g, directed=True, connection="strong")[1]
+
+    def same_partition(a, b):
+        pairs = set(zip(a.tolist(), b.tolist()))
+        return len(pairs) == len(set(a.tolist())) == len(set(b.tolist()))
+
+    assert same_partition(shared_walks.components(S, src, dst), plain(src, dst))
+    comp = plain(src, dst)
+    big = np.bincount(comp)[comp] > shared_walks.MAX_COMPONENT
+    key = src.astype(np.int64) * S + dst
+    n_arcs = {k: c for k, c in zip(*np.unique(key, return_counts=True))}
+    keep = [i for i in range(A) if not (big[src[i]] and big[dst[i]])
+            or not (n_arcs[key[i]] == 1 and byte[i] < 0x80)]
+    fine = plain(src[keep], dst[keep])
+    want = np.where(big, comp.max() + 1 + fine, comp)
+    got = shared_walks.regions(S, src, byte, dst)
+    assert same_partition(got, want)
+
+
+def test_arc_keys_of_int32_states_do_not_wrap_around():
+    """The renumbered arcs of the lift come as int32 states and uint8 bytes: their sorted
+    (state, byte) keys are int64, right past 2**23 states."""
+    src = np.array([0, 2**23 + 5, 2**30], np.int32)
+    byte = np.array([255, 3, 200], np.uint8)
+    arcs = _Arcs.plain(2**30 + 1, src, byte, np.zeros(3, np.int32))
+    assert arcs.key.dtype == np.int64
+    assert arcs.key.tolist() == [int(s) * 256 + int(b) for s, b in zip(src, byte)]
+
+
+def test_optimize_in_place_takes_the_automaton_out_of_its_box():
+    from fstbeam.fst.optimize import optimize_in_place
+
+    fst = json_schema_fst(SCHEMA)
+    nfa = (fst | pynini.accep("nul", token_type="byte")).rmepsilon()
+    box = [nfa.copy()]
+    out = optimize_in_place(box, stage="test", max_states=10_000)
+    assert box == []
+    assert pynini.equivalent(out, nfa)
+    assert out.num_states() == pynini.determinize(nfa).minimize().num_states()

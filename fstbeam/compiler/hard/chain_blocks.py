@@ -205,7 +205,7 @@ def level_classes(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.nd
     cls = _classes(ptr, src, [np.diff(ptr)], [byte, code])
     # From here on states of one class have the same arcs and shifts: only the classes of their
     # distinct relative targets (in the order of their shifts) can still differ.
-    pair = unique(src[~is_abs] * S + dst[~is_abs])
+    pair = unique(src[~is_abs].astype(np.int64) * S + dst[~is_abs])  # (int64: the arcs may come as int32)
     u_src, u_dst = pair // S, pair % S
     u_ptr = csr(u_src, S)
     out: list[tuple[int, np.ndarray]] = []

@@ -54,13 +54,30 @@ def components(num_states: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray 
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
-    edges = unique(src.astype(np.int64) * num_states + dst)
+    edges = unique(_changes(src, dst, num_states))
     if len(edges) > MAX_EDGES:
         return None
     graph = csr_matrix((np.ones(len(edges), np.int8), (edges // num_states, edges % num_states)),
                        shape=(num_states, num_states))
     _, comp = connected_components(graph, directed=True, connection="strong")
     return np.asarray(comp, np.int64)
+
+
+def _changes(src: np.ndarray, dst: np.ndarray, num_states: int) -> np.ndarray:
+    """The (state, next state) edges as ``src * num_states + dst`` (int64), an arc dropped where
+    the one before it has the same edge: a state's arcs come together, and most of them run to
+    one next state (a JSON string's interior: ~200 bytes), so the sort in `unique` sees a few
+    edges per state instead of every arc (o21328: its largest temporaries at the lift's peak)."""
+    new = np.empty(len(src), bool)
+    new[:1] = True
+    np.not_equal(src[1:], src[:-1], out=new[1:])
+    new[1:] |= dst[1:] != dst[:-1]
+    keep = np.flatnonzero(new)
+    del new
+    edges = src[keep].astype(np.int64)
+    edges *= num_states
+    edges += dst[keep]
+    return edges
 
 
 def regions(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
@@ -77,10 +94,13 @@ def regions(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.ndarray)
     if not big.any():
         return comp
     inner = np.flatnonzero(big[src] & big[dst])
-    pair = src.astype(np.int64) * num_states + dst
+    # (every arc of an edge is inner or none is: the edge's arcs are counted among the inner ones)
+    pair = src[inner].astype(np.int64)
+    pair *= num_states
+    pair += dst[inner]
     every = np.sort(pair)  # (the arcs between the same two states counted by two searches: no np.unique)
-    pair = pair[inner]
     single = np.searchsorted(every, pair, "right") - np.searchsorted(every, pair) == 1
+    del every, pair
     keep = inner[~(single & (byte[inner] < 0x80))]
     fine = components(num_states, src[keep], dst[keep])
     if fine is None:
@@ -106,7 +126,7 @@ class Rows:
         self.span = dict(zip(states.tolist(), zip(start[:-1].tolist(), mid.tolist(), start[1:].tolist())))
         byte = arcs.byte[arc]
         self.b8 = byte.astype(np.int64).tobytes()
-        self.own, self.width = byte.tobytes(), byte.itemsize  # (as the arcs hold them: the signatures' bytes)
+        self.own, self.width = self.b8, 8  # (the signatures' bytes: int64 whatever the arcs hold)
         self.dst = arcs.dst[arc].tolist()
 
     def signature(self, s: int) -> str:

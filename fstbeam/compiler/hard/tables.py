@@ -14,7 +14,7 @@ from ...contract.cache import shared_cache
 from ...contract.hard import HardTables
 from ...contract.layout import BYTE_KEYS
 from ...contract.vocab import Vocab
-from .array_ops import TRIM_ABOVE, step_slices, trim_heap, unique
+from .array_ops import TRIM_ABOVE, narrow, step_slices, trim_heap, unique
 from .token_fsa import TokenFSA, concat_ranges, order_by
 
 # A block with at least this many tokens is stored as bits. Below it a sorted id list is smaller
@@ -94,16 +94,8 @@ def build_tables(
     sp = ~dense_pairs
     sp_state, sp_block = sb_state[sp], sb_block[sp]
     del sp, sb_state, sb_block, dense_pairs
-    lo, hi = fsa.block_ptr[sp_block], fsa.block_ptr[sp_block + 1]
-    counts = hi - lo
-    pos = concat_ranges(lo, hi)
-    del lo, hi, sp_block
-    tok_state = np.repeat(sp_state, counts)
-    toks = fsa.block_tokens[pos]
-    del pos, sp_state, counts
-    order = order_by(tok_state, toks)
-    tok_state, toks = tok_state[order], toks[order]
-    del order
+    tok_state, toks = _sparse_pairs(sp_state, sp_block, fsa.block_ptr, fsa.block_tokens, V)
+    del sp_state, sp_block
     if overrides:  # an exit block may override its interior's tokens (`near_blocks`): each token once
         once = np.r_[True, (tok_state[1:] != tok_state[:-1]) | (toks[1:] != toks[:-1])][:len(toks)]
         tok_state, toks = tok_state[once], toks[once]
@@ -344,6 +336,42 @@ def _token_classes(combo_blocks: list[np.ndarray], ptr: np.ndarray, block_key: n
 # Keys read at a time by `_token_classes` (`step_slices`: a block larger than this is read alone),
 # and sparse tokens by `_outside_rows`.
 CLASS_CHUNK_KEYS = 1 << 20  # (a chunk's temporaries: some five int64 columns of its keys)
+
+
+SPARSE_SLICE_TOKENS = 1 << 21  # sparse tokens per slice of `_sparse_pairs` (a few int64 columns of a slice)
+
+
+def _sparse_pairs(sp_state: np.ndarray, sp_block: np.ndarray, block_ptr: np.ndarray, block_tokens: np.ndarray,
+                  width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(state, token) of every token of each (state, small block) pair, sorted by state, then
+    token (int32 where they fit). Packed as ``state << bits | token`` a slice of pairs at a time
+    into one int64 column, sorted in place and unpacked: whole, the positions, the states, the
+    tokens, their order and its gathers were at once the tables' peak (o21328, kb_251)."""
+    lo = block_ptr[sp_block]
+    counts = block_ptr[sp_block + 1] - lo
+    bits = max(int(width - 1).bit_length(), 1)
+    n_states = int(sp_state.max()) + 1 if len(sp_state) else 0
+    if n_states.bit_length() + bits > 63:  # (never at a real vocabulary: the plain sort by pairs)
+        pos = concat_ranges(lo, lo + counts)
+        tok_state, toks = np.repeat(sp_state, counts), block_tokens[pos]
+        order = order_by(tok_state, toks)
+        return tok_state[order], toks[order]
+    key = np.empty(int(counts.sum()), np.int64)
+    at = 0
+    cuts = step_slices(counts, SPARSE_SLICE_TOKENS)
+    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+        n = counts[a:b]
+        part = np.repeat(sp_state[a:b].astype(np.int64) << bits, n)
+        part |= block_tokens[concat_ranges(lo[a:b], lo[a:b] + n)]
+        key[at:at + len(part)] = part
+        at += len(part)
+    del lo, counts
+    key.sort()
+    toks = np.empty(len(key), np.int32 if width <= 2**31 else np.int64)
+    for a in range(0, len(key), SPARSE_SLICE_TOKENS):  # (unpacked a slice at a time, in place)
+        toks[a:a + SPARSE_SLICE_TOKENS] = key[a:a + SPARSE_SLICE_TOKENS] & ((1 << bits) - 1)
+    key >>= bits
+    return narrow(key), toks
 
 
 def _first_bytes(vocab: Vocab) -> np.ndarray:

@@ -195,14 +195,17 @@ class SchemaCompiler:
         if self.ws.num_states() > 1:
             body = self.ws + body + self.ws
         t1 = time.process_time()
-        doc = json_containers.finish(body)
+        parts = body.num_states()
+        box = [json_containers.finish(body)]
+        del body  # (the marked body, hundreds of MB on a large schema: not held through `_final`)
         log.info("%s document: parts %.2fs (%d states), commas %.2fs", self.where, t1 - t0,
-                 body.num_states(), time.process_time() - t1)
-        return self._final(doc)
+                 parts, time.process_time() - t1)
+        return self._final(box)
 
-    def _final(self, doc: pynini.Fst) -> pynini.Fst:
+    def _final(self, box: list[pynini.Fst]) -> pynini.Fst:
+        """The document in ``box`` (taken out of it) as a minimal DFA."""
         try:
-            return optimize_in_place(doc, stage=f"{self.where} document", max_states=self.max_states)
+            return optimize_in_place(box, stage=f"{self.where} document", max_states=self.max_states)
         except FstSizeError:
             raise SpecError(f"{self.where}: the automaton of the whole document needs more "
                             f"than {self.max_states:,} states at /; lower json_max_depth or simplify "
