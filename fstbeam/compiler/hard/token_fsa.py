@@ -37,6 +37,7 @@ from .array_ops import (  # noqa: F401  (re-exported)
 from .assemble import Interiors, assemble
 from .token_trie import TokenTrie, spelled_taking  # noqa: F401  (re-exported)
 from .token_trie import spelled as _expand
+from .token_trie import spelled_taking
 from .trie_step import Stepper as _Stepper
 from .trie_step import coalesced
 
@@ -292,8 +293,7 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         ends, (x_g, x_n, x_s), fronts = _walk_inside(dfa, trie, is_abs, blk_byte[reps], blk_state[reps], limit)
         # the groups' inside arcs spelled now, as int32 where they fit, and the token ends let go:
         # held through the search and `assemble` they were 100 MB (int64) on a large schema
-        chain = chain_blocks.Chains(grp, shift, reps, _expand(trie, *(narrow(x) for x in ends), ok), own)
-        del ends
+        chain = chain_blocks.Chains(grp, shift, reps, spelled_taking(trie, ends, ok), own)  # (`ends` emptied)
         # a partial group's exits are walked once, into a block nb + group, copied to its members below;
         # its members walk on from the representative's walk at the step limit, shifted
         f_b, f_n, f_s = chain_blocks.to_members(grp, shift, *fronts)
@@ -397,9 +397,10 @@ def _chains(dfa: _Arcs, trie: TokenTrie) -> tuple[_Arcs, np.ndarray, np.ndarray,
 
 
 def _walk_inside(dfa: _Arcs, trie: TokenTrie, is_abs: np.ndarray, byte: np.ndarray, state: np.ndarray,
-                 limit: np.ndarray) -> tuple[tuple[np.ndarray, ...], ...]:
+                 limit: np.ndarray) -> tuple[list[np.ndarray], tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
     """Each group representative's walk from ``state`` after first ``byte`` (group = index) until
-    an absolute arc or its step ``limit``: ((group, node, state) of the token ends inside,
+    an absolute arc or its step ``limit``: ([group, node, state] of the token ends inside, int32
+    where they fit,
     (group, child node, state after the absolute arc) of the exits, (group, node, state) of the
     walk at the limit, its token ends not counted inside)."""
     S = dfa.num_states
@@ -408,7 +409,10 @@ def _walk_inside(dfa: _Arcs, trie: TokenTrie, is_abs: np.ndarray, byte: np.ndarr
     step = _Stepper(dfa.with_dst(to_exit), trie)
     del to_exit
     g, node = np.arange(len(byte), dtype=np.int64), trie.depth1[byte]
-    ends, exits, fronts = [], [], []
+    # the token ends as int32 pieces, joined a piece at a time: the int64 pieces and their join
+    # (and the caller's int32 copy of it) were o45482's lift peak, 20 strings counted to 255
+    ends = (Parts(), Parts(), Parts())
+    exits, fronts = [], []
     steps = found = 0
     while len(node):
         cut = limit[g] <= steps
@@ -416,8 +420,9 @@ def _walk_inside(dfa: _Arcs, trie: TokenTrie, is_abs: np.ndarray, byte: np.ndarr
             fronts.append((g[cut], node[cut], state[cut]))
             g, node, state = g[~cut], node[~cut], state[~cut]
         has = trie.tok_ptr[node + 1] > trie.tok_ptr[node]
-        ends.append((g[has], node[has], state[has]))
-        found += len(ends[-1][0])
+        for part, col in zip(ends, (g[has], node[has], state[has])):
+            part.append(col)
+        found += len(ends[0][-1])
         _within_budget(found)
         s, node, nxt = step(node, state)
         g, state = g[s], state[s]
@@ -425,10 +430,9 @@ def _walk_inside(dfa: _Arcs, trie: TokenTrie, is_abs: np.ndarray, byte: np.ndarr
         exits.append((g[out], node[out], state[out]))
         g, node, state = g[~out], node[~out], nxt[~out].astype(np.int64)
         steps += 1
-    e_g, e_n, e_s = _cat(ends)
     x_g, x_n, x_s = _cat(exits)
     x_s = dfa.step(x_s, trie.node_byte[x_n].astype(np.int64)).astype(np.int64)  # (an absolute arc: defined)
-    return (e_g, e_n, e_s), (x_g, x_n, x_s), _cat(fronts)
+    return [p.take() for p in ends], (x_g, x_n, x_s), _cat(fronts)
 
 
 def _spell_into(out: tuple[Parts, Parts, Parts], trie: TokenTrie, block: np.ndarray, node: np.ndarray,
