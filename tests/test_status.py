@@ -81,3 +81,46 @@ def test_an_exception_as_the_watcher_starts_stops_the_watcher(monkeypatch):
     assert not any(t.name == "fstbeam-status" for t in threading.enumerate())
     time.sleep(0.1)  # past `after`: a watcher left running would have said the step by now
     assert err.getvalue() == ""
+
+
+def test_steps_share_one_watcher_and_report_each_slow_step(monkeypatch):
+    """`StatusSteps` (a compile's stages): a quick step says nothing, a slow one is announced,
+    repeated and closed under its own name, an error still closes its step, and `close` ends
+    the one watcher thread."""
+    import threading
+
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    steps = st.StatusSteps(after=0.05, every=0.01)
+    with steps("quick"):
+        pass
+    with steps("slow"):
+        _wait_for(err, 3)
+    try:
+        with steps("failing"):
+            _wait_for(err, 5)
+            raise KeyError("x")
+    except KeyError:
+        pass
+    watchers = [t for t in threading.enumerate() if t.name == "fstbeam-status"]
+    steps.close()
+    lines = err.getvalue().splitlines()
+    assert not any("quick" in x for x in lines)
+    slow = [x for x in lines if "slow" in x]
+    assert slow[0] == "[fstbeam] slow ..." and slow[1].endswith(" s") and slow[-1].startswith("[fstbeam] slow: done in ")
+    assert lines[-1].startswith("[fstbeam] failing: done in ")
+    assert len(watchers) >= 1 and not any(t.is_alive() for t in watchers if t is steps._watcher)
+    with steps("after close"):  # (closed: silent, no new watcher)
+        time.sleep(0.1)
+    assert "after close" not in err.getvalue()
+
+
+def test_steps_are_quiet_with_fstbeam_quiet(monkeypatch):
+    monkeypatch.setenv("FSTBEAM_QUIET", "1")
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    steps = st.StatusSteps(after=0.0, every=0.01)
+    with steps("slow"):
+        time.sleep(0.05)
+    steps.close()
+    assert err.getvalue() == "" and steps._watcher is None

@@ -36,8 +36,11 @@ class _Stages:
     """Per-stage timings, and a progress bar on long compiles when asked."""
 
     def __init__(self, progress: bool):
+        from ..files.status import StatusSteps
+
         self.timings: dict[str, float] = {}
         self.bar = None
+        self.status = StatusSteps()  # (one watcher thread for every stage of the compile)
         if progress:
             from tqdm import tqdm
 
@@ -53,14 +56,13 @@ class _Stages:
         if self.bar is not None:
             yield
         else:
-            from ..files.status import status
-
-            with status(f"compiling constraints: {name}"):
+            with self.status(f"compiling constraints: {name}"):
                 yield
         self.timings[name] = round(time.perf_counter() - t, 4)
         log.info("stage %s: %.3f s", name, self.timings[name])
 
     def close(self) -> None:
+        self.status.close()
         if self.bar is not None:
             self.bar.close()
 

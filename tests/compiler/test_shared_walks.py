@@ -165,6 +165,9 @@ def test_between_lifts_the_memos_keep_only_their_idle_budget(share_small_interio
             got.append(build_tables(lift(d, trie, vocab.width, share_walks=True), vocab).arrays())
             held = [w for m in (walk_memo._SHARED[trie], walk_memo._ONCE.get(trie, {})) for w in m.values() if w.nbytes]
             assert walk_memo.held_bytes(trie) == sum(w.nbytes for w in held)
+            for w in held:  # (each count, kept between changes, is what its arrays hold now)
+                arrays = [w.e_node, w.e_state, w.x_node, w.x_state, *(w._tokens or ()), *(w._next or ())]
+                assert w.nbytes == sum(a.nbytes for a in arrays)
             assert (held == []) == (idle == 0)
         assert list(walk_memo._SHARED[trie]) == ref_keys
         for a, b in zip(ref, got):

@@ -37,7 +37,6 @@ from .array_ops import (  # noqa: F401  (re-exported)
 from .assemble import Interiors, assemble
 from .token_trie import TokenTrie, spelled_taking  # noqa: F401  (re-exported)
 from .token_trie import spelled as _expand
-from .token_trie import spelled_taking
 from .trie_step import Stepper as _Stepper
 from .trie_step import coalesced
 
@@ -150,10 +149,7 @@ class _Arcs:
 
     @cached_property
     def key(self) -> np.ndarray:
-        key = self.src.astype(np.int64)  # sorted (the arcs may come as int32 states)
-        key <<= 8
-        key |= self.byte
-        return key
+        return (self.src.astype(np.int64) << 8) | self.byte  # sorted (int64: the states may come as int32)
 
     @cached_property
     def table(self) -> np.ndarray | None:
