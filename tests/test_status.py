@@ -124,3 +124,19 @@ def test_steps_are_quiet_with_fstbeam_quiet(monkeypatch):
         time.sleep(0.05)
     steps.close()
     assert err.getvalue() == "" and steps._watcher is None
+
+
+def test_a_step_inside_another_hands_the_watch_back(monkeypatch):
+    """A step inside a step: the inner one is reported; after it the outer one is watched again
+    and reported under its own name."""
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    steps = st.StatusSteps(after=0.05, every=0.01)
+    with steps("outer"):
+        with steps("inner"):
+            _wait_for(err, 1)
+        _wait_for(err, 3)
+    steps.close()
+    lines = err.getvalue().splitlines()
+    assert lines[0] == "[fstbeam] inner ..." and lines[1].startswith("[fstbeam] inner: done in ")
+    assert "[fstbeam] outer ..." in lines and lines[-1].startswith("[fstbeam] outer: done in ")

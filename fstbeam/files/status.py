@@ -90,6 +90,7 @@ class StatusSteps:
             return
         t0 = time.monotonic()
         step = _Step(what, t0, t0 + self.after)
+        outer = self._step  # (a step inside another: the outer one is watched again after it)
         try:
             with self._cond:
                 self._step = step
@@ -100,7 +101,8 @@ class StatusSteps:
             yield
         finally:
             with self._cond:  # (lines said under the lock: "done" never before "...")
-                self._step = None
+                self._step = outer
+                self._cond.notify()
                 if step.said:
                     _say(f"{what}: done in {time.monotonic() - t0:.0f} s")
 

@@ -396,9 +396,8 @@ def _walk_inside(dfa: _Arcs, trie: TokenTrie, is_abs: np.ndarray, byte: np.ndarr
                  limit: np.ndarray) -> tuple[list[np.ndarray], tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
     """Each group representative's walk from ``state`` after first ``byte`` (group = index) until
     an absolute arc or its step ``limit``: ([group, node, state] of the token ends inside, int32
-    where they fit,
-    (group, child node, state after the absolute arc) of the exits, (group, node, state) of the
-    walk at the limit, its token ends not counted inside)."""
+    where they fit; (group, child node, state after the absolute arc) of the exits; (group, node,
+    state) of the walk at the limit, its token ends not counted inside)."""
     S = dfa.num_states
     to_exit = dfa.dst.astype(np.int32) if S < 2**31 - 1 else dfa.dst.copy()
     to_exit[is_abs] = S  # (an absolute arc leads out of the walk, to S: no state's id)
