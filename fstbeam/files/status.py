@@ -34,32 +34,14 @@ def _say(text: str) -> None:
 
 @contextmanager
 def status(what: str, *, after: float = 2.0, every: float = 5.0) -> Iterator[None]:
-    """Report ``what`` on stderr while the block runs, if it runs longer than ``after`` s."""
-    if os.environ.get("FSTBEAM_QUIET", "") not in ("", "0"):
-        yield
-        return
-    done = threading.Event()
-    said = threading.Event()
-    t0 = time.monotonic()
-
-    def watch() -> None:
-        if done.wait(after):
-            return
-        said.set()
-        _say(f"{what} ...")
-        while not done.wait(every):
-            _say(f"{what} ... {time.monotonic() - t0:.0f} s")
-
-    watcher = threading.Thread(target=watch, name="fstbeam-status", daemon=True)
-    try:  # started inside: an exception as it starts (a KeyboardInterrupt) stops the watcher too
-        watcher.start()
-        yield
+    """Report ``what`` on stderr while the block runs, if it runs longer than ``after`` s (a
+    `StatusSteps` of one step)."""
+    steps = StatusSteps(after=after, every=every)
+    try:  # (closed whatever lands in the step, a KeyboardInterrupt as its watcher starts included)
+        with steps(what):
+            yield
     finally:
-        done.set()
-        if watcher.ident is not None:
-            watcher.join()
-        if said.is_set():
-            _say(f"{what}: done in {time.monotonic() - t0:.0f} s")
+        steps.close()
 
 
 class _Step:
