@@ -7,7 +7,9 @@ Handles three families of Hugging Face tokenizers:
 Special tokens are excluded (``None``) except EOS, which decoding treats separately, and so are
 *control* tokens: added tokens that the tokenizer does not mark special but whose whole text is a
 control name such as ``<start_of_image>`` or ``[multimodal]`` (see :func:`control_token_ids`);
-they mark images, turns or markup for the model and are never output text. The mask
+they mark images or turns for the model and are never output text. HTML tags among them
+(Gemma 3's ``<h1>``, ``</td>``) are text: the model writes markup with them, and the tokenizer
+spells ``"<h1>"`` in any text with its tag token. The mask
 width is the model's output size, which may exceed the tokenizer's; ids past the tokenizer's
 end are ``None`` as well.
 """
@@ -29,6 +31,16 @@ from ..errors import TokenizerError
 _BYTE_FALLBACK = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
 #: The whole text of a control token: ``<name>``, ``</name>`` or ``[name]`` without spaces.
 CONTROL_NAME = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]")
+#: ... except an HTML tag, ``<name>`` or ``</name>`` with an HTML element's name: text.
+HTML_TAG = re.compile(r"</?([A-Za-z][A-Za-z0-9]*)>")
+HTML_ELEMENTS = frozenset("""
+a abbr address area article aside audio b base bdi bdo blockquote body br button canvas caption cite
+code col colgroup data datalist dd del details dfn dialog div dl dt em embed fieldset figcaption
+figure footer form h1 h2 h3 h4 h5 h6 head header hgroup hr html i iframe img input ins kbd label
+legend li link main map mark menu meta meter nav noscript object ol optgroup option output p param
+picture pre progress q rp rt ruby s samp script search section select slot small source span strong
+style sub summary sup table tbody td template textarea tfoot th thead time title tr track u ul var
+video wbr""".split())
 SPIECE_SPACE = "\u2581"
 
 
@@ -236,10 +248,17 @@ def _from_tokenizer_data(data: dict[str, Any], *, width: int | None, eos_ids: tu
 
 def control_token_ids(added_tokens: Iterable[Mapping[str, Any]]) -> set[int]:
     """Ids of added tokens (tokenizer.json ``added_tokens``) that are control tokens even when not
-    marked special: their whole content is a control name (``<start_of_image>``, ``</td>``,
-    ``[multimodal]``). Gemma 3 leaves its image tokens unmarked, and a model writing them as text
-    is never what a reader wants; the same text stays reachable through ordinary tokens."""
-    return {int(a["id"]) for a in added_tokens if CONTROL_NAME.fullmatch(str(a.get("content", "")))}
+    marked special: their whole content is a control name (``<start_of_image>``, ``[multimodal]``,
+    ``<tool_call>``) that is not an HTML tag. Gemma 3 leaves its image tokens unmarked, and a model
+    writing them as text is never what a reader wants; the same text stays reachable through
+    ordinary tokens. Its HTML tags (``<h1>``, ``</td>``, 70 of them) are text: the tokenizer spells
+    every ``<h1>`` with one, so a valid JSON string holding HTML would otherwise be out of reach."""
+    return {int(a["id"]) for a in added_tokens if _control_name(str(a.get("content", "")))}
+
+
+def _control_name(content: str) -> bool:
+    tag = HTML_TAG.fullmatch(content)
+    return CONTROL_NAME.fullmatch(content) is not None and not (tag and tag.group(1).lower() in HTML_ELEMENTS)
 
 
 def _from_file_cached(path: Path, width: int | None, eos_ids: Iterable[int] | None, name: str | None = None) -> Vocab:
@@ -266,8 +285,9 @@ def _from_disk_cache(path: Path, key: tuple[Any, ...], width: int | None, eos_id
         return {"lens": lens, "blob": blob, "eos": np.array(v.eos_ids, np.int64),
                 "special": np.array(sorted(v.special_ids), np.int64), "kind": np.array(v.kind)}
 
-    # "control-v2": control tokens became non-text (vocabularies cached before are stale).
-    a = cached_arrays("vocab", hashlib.sha256(repr(("control-v2", key)).encode()).hexdigest(), build)
+    # "control-v3": HTML tags became text again (control-v2: control tokens became non-text);
+    # vocabularies cached before are stale
+    a = cached_arrays("vocab", hashlib.sha256(repr(("control-v3", key)).encode()).hexdigest(), build)
     blob, lens = a["blob"].tobytes(), a["lens"]
     ends = np.cumsum(np.maximum(lens, 0))
     starts = (ends - np.maximum(lens, 0)).tolist()

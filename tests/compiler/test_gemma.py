@@ -144,3 +144,28 @@ def test_canonical_works_after_a_compile_from_the_bare_vocabulary(tok, monkeypat
     for t in tok.encode("cat dog", add_special_tokens=False).ids:
         m.advance(t)
     assert m.is_final()
+
+
+@pytest.mark.parametrize("kwargs, text", [
+    (dict(json_schema={"type": "object", "properties": {"html": {"type": "string", "maxLength": 60}}}),
+     '{"html":"<h1>Title</h1><table><tr><td>1</td></tr></table>"}'),
+    (dict(json_schema={"type": "object"}), '{"a":{"b":"<b>bold</b> and <em>more</em>"}}'),
+    (dict(regex=r"<(h[1-6]|p)>[a-z ]+</(h[1-6]|p)>"), "<h2>hello there</h2>"),
+])
+def test_html_tag_tokens_are_text_in_structured_output(tok, kwargs, text):
+    """Gemma spells every "<h1>" with its added tag token: a valid text holding HTML walks through
+    the masks in the tokenizer's own spelling (llguidance refuses those tokens), and so does the
+    spelling by single characters."""
+    cc = fstbeam.compile_constraints(tokenizer="default", **kwargs)
+    canonical = tok.encode(text, add_special_tokens=False).ids
+    tag_ids = {i for i, a in tok.get_added_tokens_decoder().items() if a.content.strip("</>").isalnum()}
+    assert tag_ids & set(canonical), canonical  # the spelling does use a tag token
+    by_chars = [t for ch in text for t in tok.encode(ch, add_special_tokens=False).ids]
+    for ids in (canonical, by_chars):
+        m = cc.matcher()
+        for t in ids:
+            assert t in set(m.allowed_token_ids().tolist()), (text, tok.decode([t]))
+            m.advance(t)
+        assert m.is_final(), text
+    m = cc.matcher()  # and the start refuses control tokens
+    assert tok.token_to_id("<start_of_image>") not in set(m.allowed_token_ids().tolist())

@@ -97,9 +97,19 @@ def _tokenizer_data():
 
 def test_unmarked_control_tokens_are_not_text():
     data = _tokenizer_data()
-    assert control_token_ids(data["added_tokens"]) == {0, 1, 5, 6, 7}
+    assert control_token_ids(data["added_tokens"]) == {0, 1, 5, 6}
     v = _from_tokenizer_data(data, width=10, eos_ids=(1,), name="t")
-    assert [i for i, b in enumerate(v.token_bytes) if b] == [2, 3, 4, 8]  # " " (added, plain text) stays
+    # " " (added, plain text) and the HTML tag <b> stay text
+    assert [i for i, b in enumerate(v.token_bytes) if b] == [2, 3, 4, 7, 8]
+    assert v.token_bytes[7] == b"<b>"
+
+
+@pytest.mark.parametrize("content, control", [
+    ("<start_of_image>", True), ("[multimodal]", True), ("<tool_call>", True), ("<bbox>", True),
+    ("<unused7>", True), ("<|im_end|>", True), ("<h1>", False), ("</td>", False), ("<TABLE>", False),
+    ("</blockquote>", False), ("<s>", False), ("<h1 class=x>", False), ("\n\n", False), ("<<", False)])
+def test_html_tags_are_text_and_other_names_control(content, control):
+    assert bool(control_token_ids([{"id": 3, "content": content, "special": False}])) is control
 
 
 @pytest.mark.parametrize("allow", [False, True])
