@@ -191,6 +191,16 @@ def narrow(a: np.ndarray) -> np.ndarray:
     return a.astype(np.int32) if -(2**31) <= lo and hi < 2**31 else a
 
 
+def run_starts(*cols: np.ndarray) -> np.ndarray:
+    """bool per row of the columns ``cols`` (of one length): the row differs from the row before
+    in one of them, or is the first row (where sorted rows begin a run of equal ones)."""
+    new = np.zeros(len(cols[0]), bool)
+    new[:1] = True
+    for col in cols:
+        new[1:] |= col[1:] != col[:-1]
+    return new
+
+
 def index_concat(parts: list[np.ndarray], bound: int) -> np.ndarray:
     """``np.concatenate(parts)`` of indices below ``bound``: int32 where the bound allows."""
     if bound < 2**31:

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .array_ops import concat_ranges, csr, grouped, narrow, ranges, unique
+from .array_ops import concat_ranges, csr, grouped, narrow, ranges, run_starts, unique
 
 if TYPE_CHECKING:
     from .token_trie import TokenTrie
@@ -270,14 +270,8 @@ def _classes(ptr: np.ndarray, src: np.ndarray, per_state: list[np.ndarray], per_
             row[has] = np.add.reduceat(h, ptr[has])
     keys = [*per_state, row.view(np.int64)]
     o = _order(keys)
-    new = np.zeros(S, bool)
-    if S:
-        new[0] = True
-    for k in keys:
-        ks = k[o]
-        new[1:] |= ks[1:] != ks[:-1]
     label = np.empty(S, np.int64)
-    label[o] = np.cumsum(new) - 1
+    label[o] = np.cumsum(run_starts(*(k[o] for k in keys))) - 1
     first = np.empty(int(label.max()) + 1 if S else 0, np.int64)
     first[label[o[::-1]]] = o[::-1]  # (the lowest state of each class)
     twin = ptr[first[label[src]]] + pos

@@ -27,7 +27,7 @@ import numpy as np
 
 from ...cancel import checkpoint
 from . import walk_memo
-from .array_ops import TRIM_ABOVE, concat_ranges, trim_heap, unique
+from .array_ops import TRIM_ABOVE, concat_ranges, run_starts, trim_heap, unique
 
 if TYPE_CHECKING:
     from .token_trie import TokenTrie
@@ -68,12 +68,7 @@ def _changes(src: np.ndarray, dst: np.ndarray, num_states: int) -> np.ndarray:
     the one before it has the same edge: a state's arcs come together, and most of them run to
     one next state (a JSON string's interior: ~200 bytes), so the sort in `unique` sees a few
     edges per state instead of every arc (o21328: its largest temporaries at the lift's peak)."""
-    new = np.empty(len(src), bool)
-    new[:1] = True
-    np.not_equal(src[1:], src[:-1], out=new[1:])
-    new[1:] |= dst[1:] != dst[:-1]
-    keep = np.flatnonzero(new)
-    del new
+    keep = np.flatnonzero(run_starts(src, dst))
     edges = src[keep].astype(np.int64)
     edges *= num_states
     edges += dst[keep]

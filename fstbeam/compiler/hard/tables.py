@@ -14,7 +14,7 @@ from ...contract.cache import shared_cache
 from ...contract.hard import HardTables
 from ...contract.layout import BYTE_KEYS
 from ...contract.vocab import Vocab
-from .array_ops import TRIM_ABOVE, narrow, step_slices, trim_heap, unique
+from .array_ops import TRIM_ABOVE, narrow, run_starts, step_slices, trim_heap, unique
 from .token_fsa import TokenFSA, concat_ranges, order_by
 
 # A block with at least this many tokens is stored as bits. Below it a sorted id list is smaller
@@ -97,7 +97,7 @@ def build_tables(
     tok_state, toks = _sparse_pairs(sp_state, sp_block, fsa.block_ptr, fsa.block_tokens, V)
     del sp_state, sp_block
     if overrides:  # an exit block may override its interior's tokens (`near_blocks`): each token once
-        once = np.r_[True, (tok_state[1:] != tok_state[:-1]) | (toks[1:] != toks[:-1])][:len(toks)]
+        once = run_starts(tok_state, toks)
         tok_state, toks = tok_state[once], toks[once]
         del once
     sparse_ptr = np.zeros(S + 1, dtype=np.int64)
