@@ -304,7 +304,8 @@ def test_string_escapes_count_as_one_code_point():
 
 
 @pytest.mark.parametrize("fmt,good,bad", [
-    ("date", ["2024-02-29", "1999-12-31"], ["2024-13-01", "2024-04-31", "24-01-01"]),
+    ("date", ["2024-02-29", "1999-12-31", "2000-02-29", "0000-02-29"],
+     ["2024-13-01", "2024-04-31", "24-01-01", "2023-02-29", "1900-02-29"]),
     ("date-time", ["2024-01-01T10:00:00Z", "2024-01-01t10:00:00.5+01:00"],
      ["2024-01-01 10:00:00", "2024-01-01T25:00:00Z"]),
     ("ipv4", ["127.0.0.1", "255.255.255.255"], ["256.1.1.1", "01.2.3.4", "1.2.3"]),
@@ -322,6 +323,25 @@ def test_formats(fmt, good, bad):
         assert accepts(fst, json.dumps(s)), s
     for s in bad:
         assert not accepts(fst, json.dumps(s)), s
+
+
+def test_date_days_follow_the_calendar():
+    """Every day of February and of a 31-day month in years around every leap rule (centuries
+    divisible by 400 or not, year 0), against Python's calendar (the Gregorian rule, which
+    RFC 3339 appendix C states), in date and date-time."""
+    import calendar
+
+    def leap(y: int) -> bool:  # (`calendar.isleap` takes year 0 as the proleptic leap year it is)
+        return calendar.isleap(y)
+    date = json_schema_fst({"type": "string", "format": "date"})
+    stamp = json_schema_fst({"type": "string", "format": "date-time"})
+    years = [0, 1, 4, 96, 100, 104, 200, 400, 1600, 1700, 1900, 1996, 1999, 2000, 2023, 2024, 2100, 2400, 9996, 9999]
+    for y in years:
+        for m, last in ((2, 29 if leap(y) else 28), (1, 31), (4, 30)):
+            for d in range(27, 33):
+                text = f"{y:04d}-{m:02d}-{d:02d}"
+                assert accepts(date, json.dumps(text)) == (d <= last), text
+                assert accepts(stamp, json.dumps(text + "T00:00:00Z")) == (d <= last), text
 
 
 def test_flexible_whitespace():

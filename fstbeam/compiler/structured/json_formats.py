@@ -42,11 +42,20 @@ def _hex() -> pynini.Fst:
     return chars(_rng("0", "9"), _rng("a", "f"), _rng("A", "F"))
 
 
+def _leap_year() -> pynini.Fst:
+    """Four-digit Gregorian leap years (RFC 3339 appendix C): divisible by 4, except centuries
+    not divisible by 400. Divisibility by 4 is read from the last two digits; a century (``00``)
+    is a leap year when its first two digits are divisible by 4 (0000, 0400, 2000)."""
+    fours = [lit(f"{n:02d}") for n in range(0, 100, 4)]
+    return _n(_digit(), 2) + union(fours[1:]) | union(fours) + lit("00")
+
+
 def _date() -> pynini.Fst:
-    # RFC 3339 full-date: date-fullyear "-" date-month "-" date-mday (Feb 29 in any year)
-    days = union([lit(f"{m:02d}-") + _two(1, 29 if m == 2 else 30 if m in (4, 6, 9, 11) else 31)
+    # RFC 3339 full-date: date-fullyear "-" date-month "-" date-mday, the days "based on
+    # month/year" (section 5.7): February 29 only in a leap year
+    days = union([lit(f"{m:02d}-") + _two(1, 28 if m == 2 else 30 if m in (4, 6, 9, 11) else 31)
                   for m in range(1, 13)])
-    return _n(_digit(), 4) + lit("-") + days
+    return _n(_digit(), 4) + lit("-") + days | _leap_year() + lit("-02-29")
 
 
 def _time() -> pynini.Fst:
