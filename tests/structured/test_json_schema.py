@@ -384,6 +384,8 @@ def test_string_words_limit_free_text_only():
      "/properties/a/unevaluatedProperties"),
     ({"type": "strin"}, "type", "/type"),
     ({"type": "number", "multipleOf": 0.0000001234567}, "multipleOf", None),
+    ({"properties": {"a": {"const": "x\u0000"}}}, "const", "/properties/a/const"),
+    ({"properties": {"a": {"enum": ["x\u0000", "y"]}}}, "enum", "/properties/a/enum"),
 ])
 def test_refusals_name_keyword_and_path(schema, keyword, path):
     with pytest.raises(SpecError) as info:
@@ -392,6 +394,7 @@ def test_refusals_name_keyword_and_path(schema, keyword, path):
     if path is not None:
         assert isinstance(info.value, UnsupportedSchema)
         assert info.value.path == path
+        assert info.value.keyword == keyword
 
 
 def test_remote_ref_is_refused():

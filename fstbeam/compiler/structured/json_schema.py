@@ -366,7 +366,8 @@ class SchemaCompiler:
                 raise self.fail("enum", f"{path}/enum", "enum must be an array")
             keep = [v for v in values if type_of(v, self.draft4) in types
                     or (type_of(v, self.draft4) == "integer" and "number" in types)]
-            lang = union(json_values.literals(self, keep, f"{path}/enum", loc))
+            kw = "const" if "const" in node else "enum"
+            lang = union(json_values.literals(self, keep, f"{path}/{kw}", loc, keyword=kw))
             if not jb.has_type_keywords(node):
                 return lang
             typed = self._typed({k: v for k, v in node.items() if k not in ("enum", "const")},

@@ -167,22 +167,24 @@ def string(c: SchemaContext, node: dict[str, Any], path: str) -> pynini.Fst:
     return string_of(c.opt(decoded, path), stage=f"{c.where} {path or '/'}")
 
 
-def literals(c: SchemaContext, values: list[Any], path: str, loc: Location) -> list[pynini.Fst]:
-    """The JSON spellings of each of ``values`` (an enum), the strings escaped together: one
-    trie and one escaping instead of one per string (an enum of 3,500 strings took 16 s)."""
+def literals(c: SchemaContext, values: list[Any], path: str, loc: Location, keyword: str = "enum") -> list[pynini.Fst]:
+    """The JSON spellings of each of ``values`` (an enum, or a const's one value: ``keyword``
+    names it in errors), the strings escaped together: one trie and one escaping instead of one
+    per string (an enum of 3,500 strings took 16 s)."""
     texts = [v for v in values if isinstance(v, str)]
-    out = [literal(c, v, path, loc) for v in values if not isinstance(v, str)]
+    out = [literal(c, v, path, loc, keyword) for v in values if not isinstance(v, str)]
     if len(texts) < 2:
-        return out + [literal(c, v, path, loc) for v in texts]
+        return out + [literal(c, v, path, loc, keyword) for v in texts]
     for v in texts:
         if "\x00" in v:
-            raise c.fail("enum", path, "a string with U+0000 cannot be compiled")
+            raise c.fail(keyword, path, "a string with U+0000 cannot be compiled")
     trie = optimize(union_of([lit(v) for v in dict.fromkeys(texts)]), stage=f"{c.where} {path}")
     return [*out, string_of(trie, stage=f"{c.where} {path} literal")]
 
 
-def literal(c: SchemaContext, value: Any, path: str, loc: Location) -> pynini.Fst:
-    """The JSON spellings of ``value`` (numbers equal in value: 1 = 1.0)."""
+def literal(c: SchemaContext, value: Any, path: str, loc: Location, keyword: str = "enum") -> pynini.Fst:
+    """The JSON spellings of ``value`` (numbers equal in value: 1 = 1.0); ``keyword``: the
+    schema's keyword that holds it, named in errors."""
     if value is None:
         return lit("null")
     if value is True:
@@ -190,11 +192,11 @@ def literal(c: SchemaContext, value: Any, path: str, loc: Location) -> pynini.Fs
     if value is False:
         return lit("false")
     if isinstance(value, (int, float)):
-        d = _decimal(c, value, "enum", path)
+        d = _decimal(c, value, keyword, path)
         return number_equal_fst(d, f"{c.where} {path}")
     if isinstance(value, str):
         if "\x00" in value:
-            raise c.fail("enum", path, "a string with U+0000 cannot be compiled")
+            raise c.fail(keyword, path, "a string with U+0000 cannot be compiled")
         return string_of(lit(value), stage=f"{c.where} {path} literal")
     if isinstance(value, list):
         node = c.synth({"type": "array", "prefixItems": [c.synth({"const": v}) for v in value],
@@ -203,5 +205,5 @@ def literal(c: SchemaContext, value: Any, path: str, loc: Location) -> pynini.Fs
         node = c.synth({"type": "object", "additionalProperties": False, "required": list(value),
                         "properties": {k: c.synth({"const": v}) for k, v in value.items()}})
     else:
-        raise c.fail("enum", path, f"{value!r} is not a JSON value")
+        raise c.fail(keyword, path, f"{value!r} is not a JSON value")
     return c.value(node, path, loc, Unrolling(c.max_depth))  # holds no $ref
