@@ -61,6 +61,23 @@ def test_hand_patterns_agree_with_re(pattern):
     _compare(pattern, random.Random(zlib.crc32(pattern.encode())))
 
 
+@pytest.mark.parametrize("pattern", ["(x*c)*", "( *c)*", "(x*c){0,2}", "(x*c)?", "(?:c|x+c)*y", "(x*c)+",
+                                     "((x*)c)*x", "(x?c*)*y", "(c(xc)*)*", "(x*c){0,}c"])
+def test_repeats_of_units_that_come_back_to_their_start(pattern):
+    """Zero repeats of a unit whose start is reached again inside it (`x*c`): every string over
+    the pattern's letters up to length 6 against Python's `re` (the random walks of
+    `_compare` never produced `cx`, which `(x*c)*` accepted)."""
+    import itertools
+
+    py = to_python(pattern)
+    dfa = fst_to_dfa(regex_fst(pattern))
+    letters = sorted(set(pattern) & set("xcy "))
+    for n in range(7):
+        for chars in itertools.product(letters, repeat=n):
+            text = "".join(chars)
+            assert dfa.accepts(text.encode()) == (py.fullmatch(text) is not None), (pattern, text)
+
+
 @pytest.mark.skipif(not Path(DEV).is_dir(), reason="development sample not present")
 def test_development_sample_patterns_agree_with_re():
     """Every `pattern` of the development sample that Python can read the same way; each one

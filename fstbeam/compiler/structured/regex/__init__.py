@@ -160,9 +160,10 @@ def _repeat_by_closure(unit: pynini.Fst, lo: int, hi: int | None) -> pynini.Fst:
 def _repeat_chain(unit: pynini.Fst, lo: int, hi: int | None) -> pynini.Fst:
     """unit{lo,hi} built directly, without epsilon arcs: copy c+1 is entered by copying the
     start arcs of the unit onto the final states of copy c (exact when the unit does not accept
-    the empty string). A deterministic unit whose final states have no arcs gives a
-    deterministic chain, so the final optimize does not determinize a chain of thousands of
-    optional copies (an epsilon chain made that quadratic: 500 copies of `x?` took 80 s)."""
+    the empty string; with ``lo`` 0, a start that arcs come back to is not made final itself).
+    A deterministic unit whose final states have no arcs gives a deterministic chain, so the
+    final optimize does not determinize a chain of thousands of optional copies (an epsilon
+    chain made that quadratic: 500 copies of `x?` took 80 s)."""
     if hi == 0:
         return pynini.accep("")
     n = unit.num_states()
@@ -197,14 +198,22 @@ def _repeat_chain(unit: pynini.Fst, lo: int, hi: int | None) -> pynini.Fst:
         parts_src.append(bf.ravel())
         parts_lab.append(bl.ravel())
         parts_dst.append(bd.ravel())
+    size = k * n
+    if lo == 0 and (dst_a == start).any():
+        # zero repeats: the start is final. A unit that comes back to its start (`x*c`) may not
+        # stop there, so a new start takes the unit's start arcs ((x*c)* accepted "cx")
+        parts_src.append(np.full(len(s_lab), size, np.int64))
+        parts_lab.append(s_lab)
+        parts_dst.append(s_dst)
+        start, size = size, size + 1
     a_src, a_lab, a_dst = (np.concatenate(p) for p in (parts_src, parts_lab, parts_dst))
     order = np.argsort(a_src, kind="stable")
-    final = np.zeros(k * n, bool)
+    final = np.zeros(size, bool)
     done = np.arange(k) + 1 >= max(lo, 1)  # copies 0..c make c+1 repeats
     final[(fin[None, :] + offs[done][:, None]).ravel()] = True
     if lo == 0:
         final[start] = True
-    data = vector_fst_bytes(k * n, start, final, a_src[order], a_lab[order], a_dst[order])
+    data = vector_fst_bytes(size, start, final, a_src[order], a_lab[order], a_dst[order])
     out = pynini.Fst.read_from_string(data)
     out.connect()
     return out
