@@ -62,20 +62,25 @@ def test_hand_patterns_agree_with_re(pattern):
 
 
 @pytest.mark.parametrize("pattern", ["(x*c)*", "( *c)*", "(x*c){0,2}", "(x*c)?", "(?:c|x+c)*y", "(x*c)+",
-                                     "((x*)c)*x", "(x?c*)*y", "(c(xc)*)*", "(x*c){0,}c"])
-def test_repeats_of_units_that_come_back_to_their_start(pattern):
-    """Zero repeats of a unit whose start is reached again inside it (`x*c`): every string over
-    the pattern's letters up to length 6 against Python's `re` (the random walks of
-    `_compare` never produced `cx`, which `(x*c)*` accepted)."""
+                                     "((x*)c)*x", "(x?c*)*y", "(c(xc)*)*", "(x*c){0,}c",
+                                     "(^|x)+c", "((^)|x){2}c", "$^", "(x|^)(^|c)y", "(x$|c)+", "(c|$){2,3}",
+                                     "x(^|c)", "(^x|c)*"])
+def test_repeats_and_anchors_exhaustively(pattern):
+    """Every string over the pattern's letters up to length 6 against Python's `re`, whole and
+    searched. Zero repeats of a unit whose start is reached again inside it (`x*c`): the random
+    walks of `_compare` never produced `cx`, which `(x*c)*` accepted. An anchor asserted more
+    than once at one place (`(^|x)+`, `$^` on the empty text) found no text before."""
     import itertools
 
     py = to_python(pattern)
-    dfa = fst_to_dfa(regex_fst(pattern))
     letters = sorted(set(pattern) & set("xcy "))
-    for n in range(7):
-        for chars in itertools.product(letters, repeat=n):
-            text = "".join(chars)
-            assert dfa.accepts(text.encode()) == (py.fullmatch(text) is not None), (pattern, text)
+    for search in (False, True):
+        dfa = fst_to_dfa(regex_fst(pattern, search=search))
+        match = py.search if search else py.fullmatch
+        for n in range(7):
+            for chars in itertools.product(letters, repeat=n):
+                text = "".join(chars)
+                assert dfa.accepts(text.encode()) == (match(text) is not None), (pattern, search, text)
 
 
 @pytest.mark.skipif(not Path(DEV).is_dir(), reason="development sample not present")

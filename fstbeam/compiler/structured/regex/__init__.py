@@ -100,7 +100,10 @@ def _with_markers(body: pynini.Fst, *, search: bool, lead: bool, trail: bool) ->
     left = gamma if search and not lead else pynini.union(bol, pynini.accep(""))
     right = gamma if search and not trail else pynini.union(eol, pynini.accep(""))
     framed = pynini.concat(left, body).concat(right)
-    frame = bol.copy().concat(_any_star()).concat(eol)
+    # the text between its markers: as many as the pattern asserts there (`(^){2}`, `(^|a)+` assert
+    # `^` more than once at the start), and on the empty text the two in any order (`$^`)
+    frame = pynini.union(bol.copy().closure(1).concat(_any_star()).concat(eol.copy().closure(1)),
+                         pynini.union(bol, eol).closure(1))
     framed = optimize(framed, stage="regex anchors")
     out = pynini.intersect(frame.arcsort("olabel"), framed)
     out.relabel_pairs(ipairs=[(_BOL, 0), (_EOL, 0)], opairs=[(_BOL, 0), (_EOL, 0)])
