@@ -2,7 +2,8 @@
 
 Equality of two unbounded items (free strings, numbers) is not regular, so those arrays are not
 checked (a WARNING names the path). Items held by their own keywords to a finite set of N values
-(`enum`, `const`, `boolean`, through `$ref` and `allOf`) are:
+(`enum`, `const`, `boolean`, an `integer` between bounds at most `MAX_RANGE_VALUES` apart,
+through `$ref` and `allOf`) are:
 - exactly, while the automaton that remembers which values came (2^N subsets, N·2^(N-1) copies of
   an item) fits `MAX_COUNT_STATES`;
 - else between neighbours: each item differs from the one before it (N+1 states), which rejects
@@ -15,6 +16,7 @@ disjoint (values equal as JSON, 1 and 1.0, are one value) and together hold ever
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -31,6 +33,7 @@ log = logging.getLogger("fstbeam")
 _ROOT = 1 << 30  # nonterminal labels of the replacement: far above bytes and markers
 _FIRST_VALUE = _ROOT + 1
 _MAX_LOOKUPS = 16  # `$ref`/`allOf` hops followed to find a finite value list
+MAX_RANGE_VALUES = 64  # an integer range read as its list of values (the budget then decides)
 
 
 def distinct_items(c: SchemaContext, items: Any, item_fst: pynini.Fst | None,
@@ -87,8 +90,28 @@ def _finite_values(c: SchemaContext, node: Any, hops: int) -> list[Any] | None:
         found = _finite_values(c, sub, hops - 1)
         if found is not None:
             return found
-    kind = node.get("type")
-    return [True, False] if kind == "boolean" else [None] if kind == "null" else None
+    kinds = node.get("type")
+    values: list[Any] = []
+    for kind in kinds if isinstance(kinds, list) else [kinds]:  # (a list of types: each one finite)
+        found = _integer_range(node) if kind == "integer" else {"boolean": [True, False], "null": [None]}.get(kind)
+        if found is None:
+            return None
+        values += found
+    return values
+
+
+def _integer_range(node: dict[str, Any]) -> list[int] | None:
+    """The integers between an integer node's bounds (the inclusive ones and the numeric
+    exclusive ones, taken inclusively: the item automaton met with each value drops those the
+    node excludes), where both are given and at most `MAX_RANGE_VALUES` apart."""
+    def bound(*names: str) -> list[float]:
+        return [v for v in (node.get(k) for k in names)
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
+    lows, highs = bound("minimum", "exclusiveMinimum"), bound("maximum", "exclusiveMaximum")
+    if not lows or not highs:
+        return None
+    lo, hi = math.ceil(max(lows)), math.floor(min(highs))
+    return list(range(lo, hi + 1)) if hi - lo < MAX_RANGE_VALUES else None
 
 
 def _equality_key(value: Any) -> tuple[str, Any] | None:
