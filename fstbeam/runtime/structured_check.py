@@ -5,15 +5,119 @@ matches. For a JSON Schema the text is also parsed and validated with `jsonschem
 independent validator, not the automaton), so `satisfied` means "parses and validates" and a
 failure is explained in the result's warnings. Compiled constraints record the schema in their
 spec (``spec["json_schema"]``, compact JSON text).
+
+`jsonschema` matches `pattern` and `patternProperties` with Python's `re`, which reads some
+ECMA-262 patterns otherwise (`$` also matches before a final newline, `\\d` takes any Unicode
+digit) or not at all (`(?<name>...)`, `\\p{L}`: an exception). So the schema is checked with each
+pattern written for `re` with ECMA's meaning (`python_pattern`); a pattern that cannot be written
+so is left to the automaton, and the result's warnings say so.
 """
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["describe_structured", "json_problem", "check_result"]
+__all__ = ["describe_structured", "json_problem", "check_result", "python_pattern", "ECMA_SPACE_CLASS"]
+
+# ECMA-262's \s (WhiteSpace and LineTerminator) and the code points `.` does not match
+ECMA_SPACE_CLASS = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
+_NOT_LINE_TERMINATOR = "[^\\n\\r\\u2028\\u2029]"
+
+
+def python_pattern(pattern: str) -> str | None:
+    """An ECMA-262 pattern (JSON Schema's dialect) written for Python's `re` with the same
+    matches under `re.search`, or None where it cannot be written so (`\\p{..}`, `\\cX`,
+    `\\u{..}`, backreferences, `[]`, `[^]`, `\\S` inside a class). Token by token: `$` is `\\Z`,
+    `.` leaves out every line terminator, `\\s`/`\\S` are ECMA's set, named groups are Python's,
+    a `{` that starts no quantifier is a literal, and the whole is ASCII (`\\d \\w` as ECMA's)."""
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            nxt = pattern[i + 1:i + 2]
+            if nxt in ("p", "P", "c", "k", "0") or nxt.isdigit() or pattern[i:i + 3] == "\\u{":
+                return None
+            if nxt == "s":
+                out.append(ECMA_SPACE_CLASS if in_class else f"[{ECMA_SPACE_CLASS}]")
+            elif nxt == "S":
+                if in_class:
+                    return None
+                out.append(f"[^{ECMA_SPACE_CLASS}]")
+            else:
+                out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+            elif c == "[":
+                out.append("\\[")  # (Python warns about nested sets)
+                i += 1
+                continue
+            out.append(c)
+        elif c == "[":
+            if pattern[i + 1:i + 2] == "]" or pattern[i + 1:i + 3] == "^]":
+                return None
+            in_class = True
+            out.append(c)
+            if pattern[i + 1:i + 2] == "^":
+                out.append("^")
+                i += 1
+        elif c == "$":
+            out.append("\\Z")
+        elif c == ".":
+            out.append(_NOT_LINE_TERMINATOR)
+        elif c == "(" and pattern[i + 1:i + 3] == "?<" and pattern[i + 3:i + 4] not in ("=", "!"):
+            out.append("(?P<")
+            i += 3
+            continue
+        elif c == "{" and re.match(r"\{,\d*\}", pattern[i:]):
+            out.append("\\{")  # ECMA: a literal; Python: {0,n}
+        else:
+            out.append(c)
+        i += 1
+    text = "(?a:" + "".join(out) + ")"  # (scoped: jsonschema joins patternProperties' keys with |)
+    try:
+        re.compile(text)
+    except re.error:
+        return None
+    return text
+
+
+# keywords whose value is data, not schema: a "pattern" member inside is no keyword
+_DATA = ("enum", "const", "default", "examples")
+# keywords whose value maps names to schemas
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
+
+
+def _for_python(node: Any, unchecked: list[str]) -> Any:
+    """``node`` (a schema) with its patterns as `python_pattern` writes them; a `pattern` that
+    cannot be written is dropped (the automaton held the text to it) and named in ``unchecked``,
+    a `patternProperties` key is kept as it is."""
+    if isinstance(node, list):
+        return [_for_python(x, unchecked) for x in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for k, v in node.items():
+        if k in _DATA:
+            out[k] = v
+        elif k == "pattern" and isinstance(v, str):
+            written = python_pattern(v)
+            if written is None:
+                unchecked.append(v)
+            else:
+                out[k] = written
+        elif k in _SCHEMA_MAPS and isinstance(v, dict):
+            keys = {name: (python_pattern(name) or name) if k == "patternProperties" else name for name in v}
+            unchecked += [name for name, w in keys.items() if k == "patternProperties" and w == name]
+            out[k] = {keys[name]: _for_python(sub, unchecked) for name, sub in v.items()}
+        else:
+            out[k] = _for_python(v, unchecked)
+    return out
 
 
 def describe_structured(spec: dict[str, Any]) -> list[str]:
@@ -32,14 +136,18 @@ def describe_structured(spec: dict[str, Any]) -> list[str]:
 
 
 @lru_cache(maxsize=64)
-def _validator(schema_text: str) -> Any:
+def _validator(schema_text: str) -> tuple[Any, tuple[str, ...]]:
+    """(the validator of the schema with its patterns written for Python, or None without
+    `jsonschema`; the patterns left to the automaton)."""
     try:
         import jsonschema  # type: ignore[import-untyped, unused-ignore]  # no stubs unless types-jsonschema is installed
     except ImportError:  # pragma: no cover - jsonschema is in the structured/dev extras
-        return None
+        return None, ()
     schema = json.loads(schema_text)
+    unchecked: list[str] = []
+    written = _for_python(schema, unchecked)
     cls = jsonschema.validators.validator_for(schema)
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+    return cls(written, format_checker=cls.FORMAT_CHECKER), tuple(dict.fromkeys(unchecked))
 
 
 def json_problem(schema_text: str, text: str) -> str | None:
@@ -48,14 +156,22 @@ def json_problem(schema_text: str, text: str) -> str | None:
         value = json.loads(text)
     except json.JSONDecodeError as err:
         return f"the output is not JSON ({err.msg} at character {err.pos})"
-    validator = _validator(schema_text)
+    validator, _ = _validator(schema_text)
     if validator is None:
         return "jsonschema is not installed: the output parses as JSON but was not validated (pip install jsonschema)"
-    error = next(iter(validator.iter_errors(value)), None)
+    try:
+        error = next(iter(validator.iter_errors(value)), None)
+    except re.error as err:  # (a patternProperties key Python cannot read: `unchecked_patterns` names it)
+        return f"the output parses as JSON but could not be validated: Python's re cannot read a pattern ({err})"
     if error is None:
         return None
     where = "/" + "/".join(str(p) for p in error.absolute_path)
     return f"the output does not validate against the schema at {where}: {error.message[:200]}"
+
+
+def unchecked_patterns(schema_text: str) -> tuple[str, ...]:
+    """The schema's patterns that the validator leaves to the automaton (`python_pattern`)."""
+    return _validator(schema_text)[1]
 
 
 def check_result(result: Any, constraints: Any) -> Any:
@@ -74,4 +190,9 @@ def check_result(result: Any, constraints: Any) -> Any:
     warnings = tuple(result.warnings)
     if problems[0] is not None:
         warnings += (f"input {result.index}: {problems[0]}",)
+    unchecked = unchecked_patterns(schema)
+    if unchecked:
+        shown = ", ".join(repr(p) for p in unchecked[:3]) + (", ..." if len(unchecked) > 3 else "")
+        warnings += (f"input {result.index}: the schema's pattern {shown} was enforced by the automaton but not "
+                     "checked again by jsonschema (Python's re does not read it as ECMA-262 does)",)
     return replace(result, hypotheses=tuple(hyps), satisfied=hyps[0].satisfied, warnings=warnings)

@@ -1,9 +1,10 @@
 """Python's `re` as the oracle for ECMA-262 patterns, and strings to test them on.
 
-`to_python(pattern)` rewrites the few places where ECMA-262 and Python differ, token by token:
-`$` (Python's also matches before a final newline), `.` (ECMA excludes \\r, U+2028 and U+2029
-too), `\\s`/`\\S` (ECMA's Unicode whitespace set), named groups; `\\d \\w` come out ASCII through
-re.ASCII. Patterns it cannot translate faithfully return None (the caller skips them).
+`to_python(pattern)` is the decode side's `python_pattern` (fstbeam/runtime/structured_check.py):
+it rewrites the few places where ECMA-262 and Python differ, token by token: `$` (Python's also
+matches before a final newline), `.` (ECMA excludes \\r, U+2028 and U+2029 too), `\\s`/`\\S`
+(ECMA's Unicode whitespace set), named groups; `\\d \\w` come out ASCII. Patterns it cannot
+translate faithfully give None (the caller skips them).
 """
 from __future__ import annotations
 
@@ -12,61 +13,16 @@ import random
 import re
 from pathlib import Path
 
-ECMA_SPACE_CLASS = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
-NOT_LINE_TERMINATOR = "[^\\n\\r\\u2028\\u2029]"
+from fstbeam.runtime.structured_check import ECMA_SPACE_CLASS, python_pattern
+
+__all__ = ["ECMA_SPACE_CLASS", "to_python", "random_walk", "mutations", "accepts", "dev_sample", "dev_patterns"]
 
 
 def to_python(pattern: str) -> re.Pattern | None:
-    out, i, in_class = [], 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            nxt = pattern[i + 1:i + 2]
-            if nxt in ("p", "P", "c", "k", "0") or nxt.isdigit() or pattern[i:i + 3] == "\\u{":
-                return None  # \p, \cX, \u{..}, backreferences: not compared here
-            if nxt == "s":
-                out.append(ECMA_SPACE_CLASS if in_class else f"[{ECMA_SPACE_CLASS}]")
-            elif nxt == "S":
-                if in_class:
-                    return None
-                out.append(f"[^{ECMA_SPACE_CLASS}]")
-            else:
-                out.append(pattern[i:i + 2])
-            i += 2
-            continue
-        if in_class:
-            if c == "]":
-                in_class = False
-            elif c == "[":
-                out.append("\\[")  # Python warns about nested sets
-                i += 1
-                continue
-            out.append(c)
-        elif c == "[":
-            if pattern[i + 1:i + 2] == "]" or pattern[i + 1:i + 3] == "^]":
-                return None  # ECMA's [] and [^]
-            in_class = True
-            out.append(c)
-            if pattern[i + 1:i + 2] == "^":
-                out.append("^")
-                i += 1
-        elif c == "$":
-            out.append("\\Z")
-        elif c == ".":
-            out.append(NOT_LINE_TERMINATOR)
-        elif c == "(" and pattern[i + 1:i + 3] == "?<" and pattern[i + 3:i + 4] not in ("=", "!"):
-            out.append("(?P<")
-            i += 3
-            continue
-        elif c == "{" and re.match(r"\{,\d*\}", pattern[i:]):
-            out.append("\\{")  # ECMA: a literal; Python: {0,n}
-        else:
-            out.append(c)
-        i += 1
-    try:
-        return re.compile("".join(out), re.ASCII)
-    except re.error:
-        return None
+    """The pattern as Python's `re` reads it with ECMA-262's meaning (the decode side's check,
+    `python_pattern`: written token by token, not from the compiler's parse), or None."""
+    text = python_pattern(pattern)
+    return None if text is None else re.compile(text)
 
 
 def random_walk(dfa, rng: random.Random, *, stop: float = 0.25, max_len: int = 60) -> bytes | None:

@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import tomllib
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -216,6 +217,21 @@ def test_json_schema_with_phrase_and_word_list(decoder):
     assert r.satisfied
 
 
+def test_a_pattern_python_cannot_read_is_no_crash_after_decoding(decoder):
+    """A schema whose pattern Python's `re` rejects (`\\p{Ll}`) decodes, and the result says the
+    pattern was left to the automaton (the check raised `re.error` after the whole search)."""
+    schema = {"type": "object", "properties": {"story": {"type": "string", "maxLength": 16,
+                                                         "pattern": "^\\p{Ll}+( \\p{Ll}+)*$"}},
+              "required": ["story"], "additionalProperties": False}
+    cc = fstbeam.compile_constraints(json_schema=schema, tokenizer=decoder.vocab)
+    [r] = decoder.generate(["the cat"], cc, beam_size=4, max_new_tokens=40)
+    assert r.finish_reason != "incomplete", r.warnings
+    story = json.loads(r.text)["story"]
+    assert all(unicodedata.category(ch) == "Ll" for word in story.split(" ") for ch in word) and "" not in story.split(" "), r.text
+    assert r.satisfied
+    assert any("not checked again" in w and "\\p{Ll}" in w for w in r.warnings), r.warnings
+
+
 def test_satisfied_means_parses_and_validates():
     from fstbeam.runtime.structured_check import json_problem
 
@@ -224,6 +240,33 @@ def test_satisfied_means_parses_and_validates():
     assert "not JSON" in json_problem(schema, '{"a": 1')
     assert "/a" in json_problem(schema, '{"a": "x"}')
     assert "required" in json_problem(schema, "{}")
+
+
+def test_the_check_reads_patterns_as_ecma():
+    """jsonschema matches patterns with Python's `re`: the check hands it each pattern written
+    with ECMA-262's meaning, so a named group or `\\p{..}` is no crash, `$` no match before a
+    final newline and `\\d` ASCII; data that looks like a keyword stays data."""
+    from fstbeam.runtime.structured_check import json_problem, unchecked_patterns
+
+    year = json.dumps({"type": "object", "properties": {"y": {"type": "string", "pattern": "^(?<y>[0-9]{4})$"},
+                                                        "n": {"type": "string", "pattern": "^\\d+$"},
+                                                        "s": {"type": "string", "pattern": "^\\s$"}}})
+    assert json_problem(year, '{"y": "2024"}') is None
+    assert "/y" in json_problem(year, '{"y": "2024\\n"}')  # (Python's $ matches before the newline)
+    assert "/n" in json_problem(year, '{"n": "\u0661\u0662"}')  # (Arabic-Indic digits: Python's \d)
+    assert json_problem(year, '{"s": "\\ufeff"}') is None  # (ECMA's \s holds U+FEFF; Python's does not)
+    keys = json.dumps({"type": "object", "patternProperties": {"^(?<k>x)-": {"type": "integer"}},
+                       "additionalProperties": False})
+    assert json_problem(keys, '{"x-a": 1}') is None
+    assert json_problem(keys, '{"x-a": "s"}') is not None
+    assert json_problem(keys, '{"y": 1}') is not None
+    letters = json.dumps({"type": "string", "pattern": "^\\p{Lu}"})
+    assert json_problem(letters, '"Ab"') is None  # (left to the automaton, and said so)
+    assert unchecked_patterns(letters) == ("^\\p{Lu}",)
+    data = json.dumps({"type": "object", "properties": {"c": {"const": {"pattern": "$"}},
+                                                        "patternProperties": {"properties": {"type": {"type": "integer"}}}}})
+    assert json_problem(data, '{"c": {"pattern": "$"}, "patternProperties": {"type": 1}}') is None
+    assert "/patternProperties/type" in json_problem(data, '{"patternProperties": {"type": "x"}}')
 
 
 # ---- the console scripts, as a user starts them ----------------------------------------------------

@@ -34,6 +34,7 @@ _ROOT = 1 << 30  # nonterminal labels of the replacement: far above bytes and ma
 _FIRST_VALUE = _ROOT + 1
 _MAX_LOOKUPS = 16  # `$ref`/`allOf` hops followed to find a finite value list
 MAX_RANGE_VALUES = 64  # an integer range read as its list of values (the budget then decides)
+_FINITE_TYPES: dict[str, list[Any]] = {"boolean": [True, False], "null": [None]}
 
 
 def distinct_items(c: SchemaContext, items: Any, item_fst: pynini.Fst | None,
@@ -93,7 +94,7 @@ def _finite_values(c: SchemaContext, node: Any, hops: int) -> list[Any] | None:
     kinds = node.get("type")
     values: list[Any] = []
     for kind in kinds if isinstance(kinds, list) else [kinds]:  # (a list of types: each one finite)
-        found = _integer_range(node) if kind == "integer" else {"boolean": [True, False], "null": [None]}.get(kind)
+        found = _integer_range(node) if kind == "integer" else _FINITE_TYPES.get(str(kind))
         if found is None:
             return None
         values += found
