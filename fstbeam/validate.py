@@ -38,12 +38,14 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def check_text(value: Any, where: str, *, limit: str | None = None, error: type[Error] = SpecError) -> str:
+def check_text(value: Any, where: str, *, limit: str | None = None, error: type[Error] = SpecError,
+               blank_ok: bool = False) -> str:
     """``value`` as text for the input ``where``: a non-empty ``str`` of valid Unicode (no lone
-    surrogate, no NUL byte), at most ``LIMITS[limit]`` characters."""
+    surrogate, no NUL byte), at most ``LIMITS[limit]`` characters. Only spaces is empty too,
+    unless ``blank_ok`` (a regex or a choice, where a space is what is said)."""
     if not isinstance(value, str):
         raise error(f"{where} must be text (str), not {_kind(value)} {value!r:.60}")
-    if not value.strip():
+    if not (value if blank_ok else value.strip()):
         raise error(f"{where} is empty: give the text (or leave it out)")
     try:
         value.encode("utf-8")
@@ -59,12 +61,12 @@ def check_text(value: Any, where: str, *, limit: str | None = None, error: type[
 
 
 def check_texts(values: Any, where: str, *, limit: str | None = None, count: str | None = None,
-                error: type[Error] = SpecError) -> tuple[str, ...]:
+                error: type[Error] = SpecError, blank_ok: bool = False) -> tuple[str, ...]:
     """A list of texts (each checked by :func:`check_text` as ``where[i]``); at most
     ``LIMITS[count]`` of them."""
     if isinstance(values, (str, bytes, bytearray, dict)) or not hasattr(values, "__iter__"):
         raise error(f"{where} must be a list of texts, not {_kind(values)} {values!r:.60}")
-    out = tuple(check_text(v, f"{where}[{i}]", limit=limit, error=error) for i, v in enumerate(values))
+    out = tuple(check_text(v, f"{where}[{i}]", limit=limit, error=error, blank_ok=blank_ok) for i, v in enumerate(values))
     if count is not None and len(out) > LIMITS[count]:
         raise error(f"{where} has {len(out):,} entries, over the limit of {LIMITS[count]:,} ({count}, docs/trust.md)")
     return out

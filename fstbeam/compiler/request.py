@@ -216,11 +216,11 @@ class ConstraintRequest:
     def _check_structured(self) -> None:
         w = self.where
         if self.regex is not None:
-            check_text(self.regex, _at(w, "regex"))
+            check_text(self.regex, _at(w, "regex"), blank_ok=True)  # (" +" and " " are patterns)
         if self.choice is not None:
             if not self.choice:
                 raise SpecError(f"{_at(w, 'choice')} is empty: give at least one allowed output")
-            check_texts(self.choice, _at(w, "choice"))
+            check_texts(self.choice, _at(w, "choice"), blank_ok=True)
         if self.json_schema is not None and not isinstance(self.json_schema, str):
             raise SpecError(f"{_at(w, 'json_schema')}: build the request with ConstraintRequest.from_kwargs or from_json")
         if self.json_max_depth is not None and (isinstance(self.json_max_depth, bool) or not isinstance(self.json_max_depth, int)
@@ -252,7 +252,7 @@ class ConstraintRequest:
             c = kw["choice"]
             if isinstance(c, (str, bytes, dict)) or not hasattr(c, "__iter__"):
                 raise SpecError(f"{_at(where, 'choice')} must be a list of texts (the allowed outputs), not {type(c).__name__}")
-            out["choice"] = tuple(dict.fromkeys(check_texts(list(c), _at(where, "choice"))))
+            out["choice"] = tuple(dict.fromkeys(check_texts(list(c), _at(where, "choice"), blank_ok=True)))
         if kw.get("json_schema") is not None:
             from .structured.language import schema_text
 

@@ -97,6 +97,16 @@ def test_request_errors_name_the_key(kw, needle):
     assert needle in str(err.value)
 
 
+def test_a_space_is_a_regex_and_a_choice_but_no_phrase():
+    """Blank text is what a regex or a choice may say (`" "`, `"\\t+"`), where a blank phrase
+    says nothing."""
+    assert ConstraintRequest.from_kwargs(regex=" ").regex == " "
+    assert ConstraintRequest.from_kwargs(choice=[" ", "\n", "a"]).choice == (" ", "\n", "a")
+    assert ConstraintRequest.from_json({"regex": "\t+"}, allow_paths=False).regex == "\t+"
+    with pytest.raises(SpecError, match="empty"):
+        ConstraintRequest.from_kwargs(phrases=["  "])
+
+
 def test_a_server_or_batch_row_never_reads_a_schema_file(tmp_path):
     f = tmp_path / "s.json"
     f.write_text("{}", encoding="utf-8")
