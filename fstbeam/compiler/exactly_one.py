@@ -25,8 +25,8 @@ MARKER = 1 << 30
 
 def exactly_one(dfas: list[pynini.Fst], max_states: int | None = None) -> pynini.Fst:
     """An epsilon-free deterministic acceptor (not minimized, arcs sorted by label) of the texts
-    that exactly one of ``dfas`` (deterministic byte acceptors) accepts. ``max_states``: the
-    determinization stops past it (the result then has more states: the caller's check)."""
+    that exactly one of ``dfas`` (deterministic byte acceptors) accepts. ``max_states``: past it
+    the markers are not counted (the result then has more states: the caller's check)."""
     marked = []
     for i, d in enumerate(dfas):
         if d.start() < 0:  # (an empty language: no start state, which a union would lose all to)
@@ -43,7 +43,7 @@ def exactly_one(dfas: list[pynini.Fst], max_states: int | None = None) -> pynini
     if not marked:
         return pynini.Fst()
     both = pynini.union(*marked).rmepsilon()
-    det = pynini.determinize(both, nstate=(max_states + 1) if max_states is not None else pynini.NO_STATE_ID)
+    det = pynini.determinize(both)  # (OpenFst's ``nstate`` prunes the whole result: no sooner, and slower)
     if max_states is not None and det.num_states() > max_states:
         return det
     return _count_markers(det, len(dfas))

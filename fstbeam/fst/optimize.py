@@ -1,8 +1,10 @@
 """Guarded optimization of byte and token acceptors, and the cached byte alphabets.
 
 Every determinize/minimize in fstbeam goes through `optimize`, so that sizes and seconds are
-logged per stage (logger ``fstbeam.fst``) and a determinization that blows up stops at a cap
-with an error that names the stage, instead of eating the machine's memory.
+logged per stage (logger ``fstbeam.fst``) and a determinization past a cap is an error that
+names the stage. OpenFst cannot stop a determinization at a state count (its threshold prunes
+the whole result), so a small automaton, where an exponential blow-up hides, is determinized by
+`small_determinize`, which stops at the cap; a large one is checked once determinized.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import pynini
 from ..cancel import checkpoint
 from ..errors import Error
 from .labels import MAX_BYTE_LABEL, MIN_BYTE_LABEL
+from .small_determinize import StateCapExceeded, determinize_small
 
 log = logging.getLogger("fstbeam.fst")
 
@@ -35,8 +38,8 @@ def optimize(fst: pynini.Fst, *, stage: str, max_states: int | None = None) -> p
     """Return an equivalent epsilon-free, deterministic, minimal acceptor (arcs sorted by label).
 
     ``stage`` names the caller in logs and errors (e.g. ``"grammar cefr"``, ``"word list"``).
-    ``max_states`` caps every intermediate result; determinization stops as soon as it passes
-    the cap and `FstSizeError` is raised (so a blow-up costs milliseconds, not gigabytes).
+    ``max_states`` caps every intermediate result: `FstSizeError` past it (a small input's
+    determinization stops as soon as it passes the cap; a large one's is checked when done).
     The input is not modified.
     """
     checkpoint()  # (a compile whose request gave up stops here: `fstbeam.cancel`)
@@ -80,8 +83,7 @@ def optimize(fst: pynini.Fst, *, stage: str, max_states: int | None = None) -> p
 
     if out.properties(pynini.I_DETERMINISTIC, True) != pynini.I_DETERMINISTIC:
         t = time.perf_counter()
-        nstate = max_states + 1 if max_states is not None else pynini.NO_STATE_ID
-        out = pynini.determinize(out, nstate=nstate)
+        out = _determinize(out, stage=stage, max_states=max_states)
         timings.append(f"determinize {time.perf_counter() - t:.3f}s")
         _check(out, "determinize")
 
@@ -119,14 +121,30 @@ def determinized(fst: pynini.Fst, *, stage: str, max_states: int | None = None) 
     if out.properties(pynini.EPSILONS, True) == pynini.EPSILONS:
         out = pynini.rmepsilon(out)
     if out.properties(pynini.I_DETERMINISTIC, True) != pynini.I_DETERMINISTIC:
-        nstate = max_states + 1 if max_states is not None else pynini.NO_STATE_ID
-        out = pynini.determinize(out, nstate=nstate)
+        out = _determinize(out, stage=stage, max_states=max_states)
     if max_states is not None and out.num_states() > max_states:
         raise FstSizeError(f"{stage}: determinize produced more than {max_states:,} states (input had "
                            f"{n_in:,} states)", stage=stage, states=out.num_states(), limit=max_states)
     log.info("%s: %d -> %d states determinized in %.3fs", stage, n_in, out.num_states(),
              time.perf_counter() - t)
     return out
+
+
+def _determinize(fst: pynini.Fst, *, stage: str, max_states: int | None) -> pynini.Fst:
+    """OpenFst's determinization, or for a small acceptor `determinize_small` (the same
+    automaton), which stops at ``max_states`` where OpenFst computes every state first: a small
+    automaton is where an exponential blow-up hides (a regex: `(a|b)*a(a|b){25}`)."""
+    # (only where a cap is set and the input's 2^n subsets could pass it: OpenFst is faster on the rest)
+    could_pass = max_states is not None and fst.num_states() >= max_states.bit_length()
+    try:
+        small = determinize_small(fst, max_states) if could_pass else None
+    except StateCapExceeded:
+        raise FstSizeError(f"{stage}: determinize produced more than {max_states:,} states (input had "
+                           f"{fst.num_states():,} states); simplify the constraint or raise max_states",
+                           stage=stage, states=(max_states or 0) + 1, limit=max_states or 0) from None
+    if small is not None:
+        return small
+    return pynini.determinize(fst)  # (its ``nstate`` threshold prunes a whole determinization: no sooner, 1.3x slower)
 
 
 _TEST_DETERMINISM_STATES = 50_000
@@ -148,7 +166,7 @@ def optimize_in_place(box: list[pynini.Fst], *, stage: str, max_states: int) -> 
     # circleci's 4.5M, and such a document is seldom deterministic; one that is, is determinized)
     det = pynini.I_DETERMINISTIC  # type: ignore[attr-defined]
     if fst.properties(det, fst.num_states() <= _TEST_DETERMINISM_STATES) != det:
-        fst = pynini.determinize(fst, nstate=max_states + 1)
+        fst = _determinize(fst, stage=stage, max_states=max_states)
     if fst.num_states() > max_states:
         raise FstSizeError(f"{stage}: determinize produced more than {max_states:,} states", stage=stage,
                            states=fst.num_states(), limit=max_states)

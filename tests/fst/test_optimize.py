@@ -33,6 +33,55 @@ def test_determinize_stops_at_the_cap():
     assert err.value.limit == 1000 and err.value.stage == "blowup"
 
 
+def test_a_small_blowup_stops_at_the_cap_not_after():
+    """OpenFst's state threshold prunes a finished determinization; a small input's subset
+    construction stops a level past the cap: 2^31 states are never built."""
+    from fstbeam.fst.small_determinize import MAX_INPUT_STATES, StateCapExceeded, determinize_small
+
+    for n in (30, 90):  # (90: more states than one 64-bit word)
+        nfa = pynini.rmepsilon(_blowup(n))
+        assert 64 < nfa.num_states() <= MAX_INPUT_STATES or n == 30
+        with pytest.raises(StateCapExceeded) as err:
+            determinize_small(nfa, 5000)
+        assert 5000 < err.value.found < 4 * 5000
+        with pytest.raises(FstSizeError, match="more than 5,000 states"):
+            optimize(_blowup(n), stage="blowup", max_states=5000)
+
+
+def test_small_determinization_is_openfsts_state_for_state():
+    """The same automaton as `pynini.determinize`, numbered the same, on random small acceptors
+    (labels from bytes to the markers' range)."""
+    import random
+
+    from fstbeam.fst.small_determinize import StateCapExceeded, determinize_small
+
+    def dump(f):
+        zero = pynini.Weight.zero(f.weight_type())
+        return f.start(), [(f.final(q) != zero, [(a.ilabel, a.nextstate) for a in f.arcs(q)]) for q in f.states()]
+    rng = random.Random(7)
+    compared = 0
+    for _ in range(200):
+        n = rng.randint(1, 200)
+        f = pynini.Fst()
+        f.add_states(n)
+        f.set_start(rng.randrange(n))
+        one = pynini.Weight.one(f.weight_type())
+        labels = [rng.choice([1, 2, 3, 97, 255, 256, 1 << 30]) for _ in range(4)]
+        for q in range(n):
+            if rng.random() < 0.3:
+                f.set_final(q)
+            for _ in range(rng.randint(0, 4)):
+                label = rng.choice(labels)
+                f.add_arc(q, pynini.Arc(label, label, one, rng.randrange(n)))
+        try:
+            small = determinize_small(f, 3000)
+        except StateCapExceeded:  # (a random automaton may blow up: not compared)
+            continue
+        assert dump(small) == dump(pynini.determinize(f))
+        compared += 1
+    assert compared > 100
+
+
 def test_the_cap_applies_to_the_input_too():
     with pytest.raises(FstSizeError, match="input"):
         optimize(pynini.accep("abcdef"), stage="x", max_states=3)
