@@ -69,8 +69,7 @@ def _count_markers(det: pynini.Fst, n_markers: int) -> pynini.Fst:
 
 def _markers_per_state(det: pynini.Fst, n_markers: int) -> np.ndarray | None:
     """Marker arcs leaving each state, read from OpenFst's binary form with numpy (an arc is 4
-    words: ilabel, olabel, weight, next state; a marker's two labels are equal and in the
-    marker range, which no weight, count or state id of the body is)."""
+    words: ilabel, olabel, weight, next state; ``det``'s arcs sorted by label)."""
     data = det.write_to_string()
     fields = vector_header(data)
     if fields is None or (len(data) - fields[2]) % 4:
@@ -80,6 +79,17 @@ def _markers_per_state(det: pynini.Fst, n_markers: int) -> np.ndarray | None:
     records = state_records(words, n)
     if records is None:
         return None
-    head, _ = records
-    pos = np.flatnonzero((words[:-1] >= MARKER) & (words[:-1] < MARKER + n_markers) & (words[:-1] == words[1:]))
-    return np.bincount(np.searchsorted(head, pos, side="right") - 1, minlength=n)
+    head, count = records
+    # arcs are sorted by label and the markers' are the largest: count each state's last arcs
+    # while they are markers (the k-th from the end at word head + 3 + 4 * (count - k)), a
+    # column per k, not a test of every word of the body
+    marks = np.zeros(n, np.int64)
+    states = np.arange(n)
+    for k in range(1, n_markers + 1):
+        states = states[count[states] >= k]
+        label = words[head[states] + 3 + 4 * (count[states] - k)]
+        states = states[(label >= MARKER) & (label < MARKER + n_markers)]
+        if not len(states):
+            break
+        marks[states] += 1
+    return marks
