@@ -103,36 +103,34 @@ def determinize_small(fst: pynini.Fst, max_states: int | None) -> pynini.Fst | N
         row = step[c] = np.zeros((n, words), np.uint64)
         for q, nxt in pairs:
             row[q, bit[nxt][0]] |= bit[nxt][1]
-    labels = list(range(len(members_of)))
     as_key = np.dtype([(f"w{i}", "<u8") for i in range(words)])  # (a subset's words as one sortable record)
 
     def keys(subsets: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(subsets).view(as_key).ravel()
     known = np.zeros((1, words), np.uint64)  # every subset found, in the order of their ids
     known[0, bit[fst.start()][0]] = bit[fst.start()][1]
+    known_keys = keys(known)
+    order = np.zeros(1, np.int64)  # (``known_keys`` sorted: kept from one level to the next)
     frontier_ids = np.zeros(1, np.int64)
     src_parts: list[np.ndarray] = []
-    lab_parts: list[np.ndarray] = []
+    cls_parts: list[np.ndarray] = []
     dst_parts: list[np.ndarray] = []
-    while len(frontier_ids) and labels:
+    while len(frontier_ids) and step:
         frontier = known[frontier_ids]
         members = [(frontier[:, w] >> np.uint64(q % 64)) & np.uint64(1) for q, (w, _) in enumerate(bit)]
-        level_src, level_lab, level_next = [], [], []
-        for label in labels:
-            row = step[label]
+        level_src, level_cls, level_next = [], [], []
+        for c, row in step.items():
             nxt = np.zeros((len(frontier), words), np.uint64)
             for q in np.flatnonzero(row.any(axis=1)).tolist():
                 nxt |= members[q][:, None] * row[q][None, :]
             hit = np.flatnonzero(nxt.any(axis=1))
             level_src.append(frontier_ids[hit])
-            level_lab.append(np.full(len(hit), label, np.int64))
+            level_cls.append(np.full(len(hit), c, np.int64))
             level_next.append(nxt[hit])
-        src_all, lab_all, nxt_all = (np.concatenate(p) for p in (level_src, level_lab, level_next))
-        by = np.lexsort((lab_all, src_all))  # (OpenFst's numbering: states in the order a state's
-        src_all, lab_all, nxt_all = src_all[by], lab_all[by], nxt_all[by]  # arcs, by label, first reach them)
+        src_all, cls_all, nxt_all = (np.concatenate(p) for p in (level_src, level_cls, level_next))
+        by = np.lexsort((cls_all, src_all))  # (OpenFst's numbering: states in the order a state's
+        src_all, cls_all, nxt_all = src_all[by], cls_all[by], nxt_all[by]  # arcs, by label, first reach them)
         level_keys = keys(nxt_all)
-        known_keys = keys(known)
-        order = np.argsort(known_keys, kind="stable")
         at = np.searchsorted(known_keys[order], level_keys)
         seen = (at < len(known)) & (known_keys[order][np.minimum(at, len(known) - 1)] == level_keys)
         unseen = np.flatnonzero(~seen)
@@ -145,10 +143,10 @@ def determinize_small(fst: pynini.Fst, max_states: int | None) -> pynini.Fst | N
         known_keys = keys(known)
         order = np.argsort(known_keys, kind="stable")
         src_parts.append(src_all)
-        lab_parts.append(lab_all)
+        cls_parts.append(cls_all)
         dst_parts.append(order[np.searchsorted(known_keys[order], level_keys)])
     src = np.concatenate(src_parts) if src_parts else np.zeros(0, np.int64)
-    cls = np.concatenate(lab_parts) if lab_parts else np.zeros(0, np.int64)
+    cls = np.concatenate(cls_parts) if cls_parts else np.zeros(0, np.int64)
     dst = np.concatenate(dst_parts) if dst_parts else np.zeros(0, np.int64)
     # each class arc is one arc per label of the class
     sizes = np.array([len(m) for m in members_of], np.int64)
