@@ -314,7 +314,18 @@ def test_string_escapes_count_as_one_code_point():
     ("uuid", ["123e4567-e89b-12d3-a456-426614174000"], ["123e4567e89b12d3a456426614174000"]),
     ("email", ["a.b@example.com"], ["a@", "@b.c", "a..b@c.d"]),
     ("hostname", ["example.com", "a-b.c"], ["-a.com", "a_b.com"]),
-    ("uri", ["https://example.com/a?b=c#d"], ["no scheme", "//x"]),
+    ("email", ['"joe bloggs"@example.com', '"a\\"b"@c.d', "joe@[IPv6:::1]", "joe@[127.0.0.1]"],
+     ['"a"b"@c.d', "joe@[127.0.0.300]", "joe@[IPv6:1:x]", "joe@invalid=domain.com"]),
+    ("uri", ["https://example.com/a?b=c#d", "ldap://[2001:db8::7]/c=GB?one", "http://[v1.fe]/",
+             "https://u:p@h:8080/p", "urn:a:b", "tel:+1-816", "a:"],
+     ["no scheme", "//x", "https://[@example.org/t", "mailto:a[b", "http://a%zz",
+      "http://a/b#c#d", "https://a/foo bar", "bar,baz:foo", "http://[::1",
+      "http://[::g]/"]),
+    ("uri-reference", ["//foo.bar/?q#f", "/abc", "#f", "abc", "", "./a:b", "x@y", "http://a"],
+     ["a:b[c", "http]//a", "a b", ":a", "#frag\\ment"]),
+    # RFC 3339 appendix A: a unit is left out only at the end of its run
+    ("duration", ["P4DT12H30M5S", "P4Y", "PT0S", "P1Y2M", "PT1H5M", "PT5M6S", "P2W", "P1DT12H"],
+     ["P1Y2D", "PT1H5S", "P2D1Y", "P1D2H", "PT", "P1YT", "P1Y2W", "P1", "PT1D"]),
     ("x-unknown-format", ["anything at all"], []),
 ])
 def test_formats(fmt, good, bad):
