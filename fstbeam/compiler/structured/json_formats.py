@@ -165,8 +165,8 @@ def _uri_parts() -> dict[str, pynini.Fst]:
     authority = (userinfo + lit("@")).ques + (ip_literal | reg_name) \
         + (lit(":") + pynini.closure(_digit())).ques
     rest = pynini.closure(lit("/") + segment)
-    tail = (lit("?") + pynini.closure(pchar | _set("/?"))).ques \
-        + (lit("#") + pynini.closure(pchar | _set("/?"))).ques
+    query = pynini.closure(pchar | _set("/?"))  # (a fragment is spelled as a query is)
+    tail = (lit("?") + query).ques + (lit("#") + query).ques
     return {
         "net": lit("//") + authority + rest,  # "//" authority path-abempty
         "absolute": lit("/") + (segment_nz + rest).ques,
