@@ -116,6 +116,28 @@ def test_a_level_that_would_outgrow_the_state_limit_is_not_unrolled(caplog):
     assert not accepts(fst, '{"a":"x"}')
 
 
+@pytest.mark.parametrize("whitespace", ["compact", "flexible"])
+def test_a_nearly_empty_innermost_level_does_not_stop_the_unrolling(whitespace, caplog):
+    # Github_medium o55244 with flexible whitespace: its innermost `group` level (no recursion
+    # left) is 4 states and the next a few thousand, so the growth read from them (~800x here)
+    # predicted millions of states for a level that takes a few thousand, and the default
+    # rule's 4th level was dropped: the flexible automaton rejected what the compact one took
+    from fstbeam.compiler.structured import json_schema
+
+    two = {"cases": [{"p": 1}, {"cases": [{"p": 2}]}]}
+    bad = [{"cases": []}, {"cases": [{"cases": [{"q": 1}]}]}]
+    limit = json_schema.JSON_SCHEMA_DEFAULTS["max_states"]
+    json_schema.JSON_SCHEMA_DEFAULTS["max_states"] = 300_000  # (the levels stay far below it)
+    try:
+        with caplog.at_level(logging.INFO, logger="fstbeam"):
+            fst = json_schema_fst(GROUPS, whitespace=whitespace)
+    finally:
+        json_schema.JSON_SCHEMA_DEFAULTS["max_states"] = limit
+    assert "recursion unrolled 4 levels" in caplog.text
+    assert "not 4" not in caplog.text
+    assert verdicts(fst, GROUPS, [two, *bad]) == [(True, True), (False, False), (False, False)]
+
+
 def test_declared_nesting_is_never_cut_free_values_nest_from_where_they_start():
     # six declared levels, then a free object: max_depth=1 bounds only the free object
     schema: dict = {"type": "object"}
