@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
 from ...errors import SpecError
+from .json_drafts import for_draft
 
 if TYPE_CHECKING:
     import pynini
@@ -237,6 +238,7 @@ def order_instance(schema: Mapping[str, Any] | bool, instance: Any) -> Any:
     """``instance`` with every object's keys in the order `json_schema_fst` writes them: the
     location's keys first, in order, then the others as they were. Serialize the result with
     ``json.dumps(..., separators=(",", ":"), ensure_ascii=False)``."""
+    schema = for_draft(schema)[0]  # (as the compiler reads it: keywords of later drafts left out)
     resolver = Resolver(schema, "json_schema")
     return _order(Location([schema], resolver), instance)
 

@@ -25,6 +25,7 @@ from ..required_choices import bans_other_values, required_choices
 from . import json_branches as jb
 from . import json_containers, json_free_values, json_values
 from .json_disjoint import context_of, disjoint, join, minimal_once, open_union, type_of
+from .json_drafts import read_as_declared
 from .json_lexical import empty, lit, union
 from .json_location import Location, Resolver
 from .json_refs import DepthRule, PossibleTypes, RecursionReach, Unrolling, recursive_targets, repeated_nodes, unrolled_body
@@ -94,6 +95,7 @@ def json_schema_fst(schema: Mapping[str, Any] | bool | str, *, where: str = "jso
     if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int)
                                   or max_depth < 0):
         raise SpecError(f"{where}: max_depth must be an integer >= 0, got {max_depth!r}")
+    schema = read_as_declared(schema, where)  # (keywords its draft lacks left out, with a warning)
     compiler = SchemaCompiler(schema, where=where, max_depth=max_depth, whitespace=whitespace,
                               string_words=string_words)
     return compiler.document()
