@@ -90,3 +90,16 @@ def test_a_member_named_only_in_a_left_out_branch_is_an_undeclared_one():
     value = {"title": 1, "kind": "a"}
     assert list(order_instance(schema, value)) == ["kind", "title"]
     assert _accepts(schema, value) == _valid(schema, value) is True
+
+
+@pytest.mark.parametrize("meta, applies", [(DRAFT7, True), ("https://json-schema.org/draft/2019-09/schema", False),
+                                           ("https://json-schema.org/draft/2020-12/schema", False)])
+def test_keywords_a_later_draft_removed_are_ignored_there(meta, applies):
+    """`dependencies` (split into dependentSchemas/dependentRequired in 2019-09) and
+    `additionalItems` (2020-12: `items` beside `prefixItems`)."""
+    deps = {"$schema": meta, "type": "object", "dependencies": {"a": ["b"]}}
+    assert _accepts(deps, {"a": 1}) == _valid(deps, {"a": 1}) == (not applies)
+    items = {"$schema": meta, "type": "array", "prefixItems": [{"type": "integer"}], "additionalItems": False}
+    if meta == DRAFT7:  # (no prefixItems in draft-07: the item list is `items`)
+        items = {"$schema": meta, "type": "array", "items": [{"type": "integer"}], "additionalItems": False}
+    assert _accepts(items, [1, "a"]) == _valid(items, [1, "a"]) == (meta != DRAFT7)

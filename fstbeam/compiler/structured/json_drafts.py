@@ -1,4 +1,5 @@
-"""The draft a schema declares (`$schema`), and the keywords that draft does not have.
+"""The draft a schema declares (`$schema`), and the keywords that draft does not have (not yet,
+or no longer).
 
 A keyword a draft does not define is an unknown keyword there, and the specification says a
 validator ignores it: under `"$schema": "http://json-schema.org/draft-04/schema#"`, `if`/`then`
@@ -12,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-__all__ = ["declared_draft", "for_draft", "read_as_declared", "INTRODUCED"]
+__all__ = ["declared_draft", "for_draft", "read_as_declared", "INTRODUCED", "REMOVED"]
 
 log = logging.getLogger("fstbeam")
 
@@ -24,6 +25,9 @@ INTRODUCED = {
     "unevaluatedItems": 2019, "minContains": 2019, "maxContains": 2019,
     "prefixItems": 2020,
 }
+#: keyword -> the first draft without it (split into `dependentSchemas`/`dependentRequired`;
+#: replaced by `items` beside `prefixItems`)
+REMOVED = {"dependencies": 2019, "additionalItems": 2020}
 _DRAFTS = (("draft-03", 3), ("draft-04", 4), ("draft-06", 6), ("draft-07", 7),
            ("2019-09", 2019), ("2020-12", 2020))
 #: keywords whose value is data, not schemas
@@ -48,8 +52,12 @@ def for_draft(schema: Any) -> tuple[Any, list[tuple[str, str]]]:
     points into or through (``#/properties/a/if/...``) is kept: the reference must still
     resolve, and the node is compiled as before."""
     draft = declared_draft(schema)
-    if draft is None or draft >= max(INTRODUCED.values()):
+    if draft is None:
         return schema, []
+
+    def unknown(keyword: str) -> bool:
+        return INTRODUCED.get(keyword, 0) > draft or REMOVED.get(keyword, 9999) <= draft
+
     refs: list[str] = []
     _collect_refs(schema, refs)
     dropped: list[tuple[str, str]] = []
@@ -62,7 +70,7 @@ def for_draft(schema: Any) -> tuple[Any, list[tuple[str, str]]]:
         out = {}
         for k, v in node.items():
             here = f"{path}/{_escape(k)}"
-            if INTRODUCED.get(k, 0) > draft and not any(r == "#" + here or r.startswith(f"#{here}/") for r in refs):
+            if unknown(k) and not any(r == "#" + here or r.startswith(f"#{here}/") for r in refs):
                 dropped.append((k, path or "/"))
             elif k in _DATA:
                 out[k] = v
