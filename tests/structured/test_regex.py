@@ -120,8 +120,8 @@ def test_search_semantics_and_anchors():
     "pattern, construct",
     [
         ("(a)\\1", "backreference \\1"), ("(?<x>a)\\k<x>", "named backreference"),
-        ("(?=a)a", "lookahead"), ("(?!a)b", "lookahead"), ("(?<=a)b", "lookbehind"),
-        ("(?<!a)b", "lookbehind"), ("\\bword", "word boundary"), ("a\\B", "non-word-boundary"),
+        ("(?=(?!a))b", "another lookaround"), ("(?=a)*a", "quantifier on a lookaround"),
+        ("(?=^a)b", "anchor other than"), ("(?<=a$)b", "anchor other than"), ("\\bword", "word boundary"), ("a\\B", "non-word-boundary"),
         ("(?i)abc", "inline flags"), ("a++", "quantifier after a quantifier"), ("*a", "nothing to repeat"),
         ("(ab", "missing ')'"), ("ab)", "unmatched ')'"), ("[ab", "missing ']'"), ("[z-a]", "out of order"),
         ("a{5,2}", "out of order"), ("\\p{Greek}", "Greek"), ("\\q", "escape \\q"), ("\\x4", "hex digits"),

@@ -22,6 +22,7 @@ import pynini
 from ....errors import SpecError
 from ....fst.optimize import FstSizeError, optimize
 from ....fst.vector_fst import vector_fst_bytes
+from .lookaround import LOOK_BASE, with_lookarounds
 from .parse import Node, parse_regex
 from .utf8 import ANY_CHAR, codepoint_ranges_fst
 
@@ -42,16 +43,18 @@ def regex_fst(pattern: str, *, where: str = "regex", search: bool = False,
     tree = parse_regex(pattern, where)
     lead, tree, trail = _strip_outer_anchors(tree)
     builder = _Builder(pattern, where, max_states)
-    body = builder.build(tree)
-    if not _has_anchor(tree):
-        if search:
-            if not lead:
-                body = _any_star().concat(body)
-            if not trail:
-                body.concat(_any_star())
-    else:
-        body = _with_markers(body, search=search, lead=lead, trail=trail)
     try:
+        body = builder.build(tree)
+        if not _has_anchor(tree):
+            if search:
+                if not lead:
+                    body = _any_star().concat(body)
+                if not trail:
+                    body.concat(_any_star())
+            if builder.looks:
+                body = builder.with_lookarounds(body, [])
+        else:
+            body = _with_markers(body, search=search, lead=lead, trail=trail, builder=builder)
         return optimize(body, stage=f"{where} {pattern[:60]!r}", max_states=max_states)
     except FstSizeError as err:
         raise SpecError(
@@ -88,9 +91,10 @@ def _has_anchor(tree: Node) -> bool:
     return False
 
 
-def _with_markers(body: pynini.Fst, *, search: bool, lead: bool, trail: bool) -> pynini.Fst:
+def _with_markers(body: pynini.Fst, *, search: bool, lead: bool, trail: bool, builder: _Builder) -> pynini.Fst:
     """Frame the text by BOL ... EOL, let the pattern consume the markers it asserts, then
-    drop them: exact for anchors anywhere in the pattern."""
+    drop them: exact for anchors anywhere in the pattern (and lookarounds: their rules read
+    the framed text, `lookaround`)."""
     bol, eol = marker_fst(_BOL), marker_fst(_EOL)
     if lead:
         body = bol.copy().concat(body)
@@ -105,6 +109,8 @@ def _with_markers(body: pynini.Fst, *, search: bool, lead: bool, trail: bool) ->
     frame = pynini.union(bol.copy().closure(1).concat(_any_star()).concat(eol.copy().closure(1)),
                          pynini.union(bol, eol).closure(1))
     framed = optimize(framed, stage="regex anchors")
+    if builder.looks:
+        framed = builder.with_lookarounds(framed, [_BOL, _EOL])
     out = pynini.intersect(frame.arcsort("olabel"), framed)
     out.relabel_pairs(ipairs=[(_BOL, 0), (_EOL, 0)], opairs=[(_BOL, 0), (_EOL, 0)])
     return out
@@ -113,6 +119,13 @@ def _with_markers(body: pynini.Fst, *, search: bool, lead: bool, trail: bool) ->
 class _Builder:
     def __init__(self, pattern: str, where: str, max_states: int):
         self.pattern, self.where, self.max_states = pattern, where, max_states
+        self.looks: list[tuple[Node, bool]] = []  # the lookarounds met (j-th marked LOOK_BASE + j), and
+        # whether a text may pass the j-th more than once (inside a repeat)
+        self._repeats = 0  # repeats of more than one pass around the node being built
+
+    def with_lookarounds(self, marked: pynini.Fst, anchors: list[int]) -> pynini.Fst:
+        markers = anchors + [LOOK_BASE + j for j in range(len(self.looks))]
+        return with_lookarounds(marked, self.looks, markers, self.build, _any_char, self.max_states)
 
     def build(self, node: Node) -> pynini.Fst:
         kind = node[0]
@@ -122,6 +135,9 @@ class _Builder:
             return marker_fst(_BOL)
         if kind == "eol":
             return marker_fst(_EOL)
+        if kind == "look":
+            self.looks.append((node, self._repeats > 0))
+            return marker_fst(LOOK_BASE + len(self.looks) - 1)
         if kind == "cat":
             out = pynini.accep("")
             for item in node[1]:
@@ -133,7 +149,10 @@ class _Builder:
 
     def repeat(self, node: Node) -> pynini.Fst:
         _, inner, lo, hi = node
+        many = hi is None or hi > 1
+        self._repeats += many
         unit = self.build(inner)
+        self._repeats -= many
         unit = optimize(unit, stage="regex repeat") if unit.num_states() > 2 else unit
         copies = max(lo, hi if hi is not None else 1, 1)
         if unit.num_states() * copies > self.max_states:

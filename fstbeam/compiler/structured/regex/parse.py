@@ -6,7 +6,9 @@ ECMA's Unicode whitespace set; `.` is any code point but a line terminator. Anne
 where real schemas rely on it: a `{` that does not start a quantifier and a lone `]` or `}` are
 literals, an escaped punctuation character is itself. What an automaton cannot do, or what this
 parser does not know, is a SpecError naming the construct and its position: backreferences,
-lookahead/lookbehind, `\\b`/`\\B` word boundaries, inline flags, possessive quantifiers.
+`\\b`/`\\B` word boundaries, inline flags, possessive quantifiers. Lookarounds are parsed (the
+compiler reads them as automaton operations): not inside one another, and not quantified
+themselves (a group around one may be, as ECMA-262 allows).
 
 Tree nodes are tuples:
   ("set", ranges)            one code point from inclusive ranges (normalized)
@@ -14,6 +16,9 @@ Tree nodes are tuples:
   ("alt", [node, ...])       alternation
   ("rep", node, lo, hi)      repetition, hi None = unbounded
   ("bol",) / ("eol",)        the ^ and $ assertions (start / end of the input)
+  ("look", direction, negate, node, pinned)
+                             (?=node) (?!node) ("ahead") or (?<=node) (?<!node) ("behind");
+                             pinned: the lookahead ends with $ / the lookbehind starts with ^
 """
 from __future__ import annotations
 
@@ -106,6 +111,8 @@ class _Parser:
             return atom
         if atom[0] in ("bol", "eol"):
             raise self.fail("a quantifier on an anchor (^ or $)", start)
+        if atom[0] == "look":
+            raise self.fail("a quantifier on a lookaround (ECMA-262 with the u flag has none)", start)
         if self.peek() == "?":  # lazy: the same language
             self.i += 1
         if self.peek() in ("*", "+", "?") or (self.peek() == "{" and self.counts(peek=True)):
@@ -178,16 +185,34 @@ class _Parser:
                     raise self.fail("a malformed group name", at)
                 self.i = end + 1
             elif nxt in ("=", "!") or (nxt == "<" and nxt2 in ("=", "!")):
-                kind = "lookahead" if nxt in ("=", "!") else "lookbehind"
-                raise self.fail(f"{kind} ({self.p[at:self.i + (2 if nxt != '<' else 3)]}) is not "
-                                "supported", at)
+                return self.lookaround(at, "ahead" if nxt in ("=", "!") else "behind")
             else:
                 raise self.fail("inline flags or an unknown group '(?' are not supported", at)
         node = self.alternation()
         if self.peek() != ")":
             raise self.fail("missing ')' for the group opened", at)
         self.i += 1
-        return node
+        return ("cat", [node]) if node[0] == "look" else node  # (a group around one may be quantified)
+
+    def lookaround(self, at: int, direction: str) -> Node:
+        """``(?=X)``, ``(?!X)``, ``(?<=X)``, ``(?<!X)`` (the cursor on the ``?``): a look node.
+        Inside one, no other lookaround, and no anchor but a lookahead's last ``$`` (the text
+        ends there) or a lookbehind's first ``^`` (the text starts there)."""
+        self.i += 2 if direction == "ahead" else 3
+        negate = self.p[self.i - 1] == "!"
+        inner = self.alternation()
+        if self.peek() != ")":
+            raise self.fail("missing ')' for the lookaround opened", at)
+        self.i += 1
+        items = list(inner[1]) if inner[0] == "cat" else [inner]
+        pinned = bool(items) and items[-1 if direction == "ahead" else 0] == (("eol",) if direction == "ahead" else ("bol",))
+        if pinned:
+            items = items[:-1] if direction == "ahead" else items[1:]
+        body: Node = ("cat", items)
+        if _holds(body, ("look", "bol", "eol")):
+            raise self.fail("a lookaround with another lookaround, or an anchor other than a lookahead's "
+                            "final $ or a lookbehind's leading ^, inside it", at)
+        return ("look", direction, negate, body, pinned)
 
     def escape(self, in_class: bool) -> Node:
         at = self.i - 1
@@ -360,3 +385,16 @@ def parse_regex(pattern: str, where: str = "regex") -> Node:
     if not isinstance(pattern, str):
         raise SpecError(f"{where}: a regular expression must be a string, got {type(pattern).__name__}")
     return _Parser(pattern, where).parse()
+
+
+def _holds(node: Node, kinds: tuple[str, ...]) -> bool:
+    """Does ``node`` hold a node of one of ``kinds``?"""
+    if node[0] in kinds:
+        return True
+    if node[0] in ("cat", "alt"):
+        return any(_holds(n, kinds) for n in node[1])
+    if node[0] == "rep":
+        return _holds(node[1], kinds)
+    if node[0] == "look":
+        return _holds(node[3], kinds)
+    return False
