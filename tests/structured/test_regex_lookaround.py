@@ -1,4 +1,4 @@
-"""Lookarounds (`(?=X)`, `(?!X)`, `(?<=X)`, `(?<!X)`) compiled as automaton operations
+"""Lookarounds (`(?=X)`, `(?!X)`, `(?<=X)`, `(?<!X)`, and `\\b`/`\\B` read as them) compiled as automaton operations
 (`compiler/structured/regex/lookaround.py`), against Python's `re`, which runs them by
 backtracking: every string over the patterns' letters up to length 5, whole and searched, for
 hand-written patterns (password rules, "does not contain", tempered tokens) and random ones."""
@@ -25,6 +25,7 @@ HAND = [
     r"(?<=a)b+", r"(?<!a)b", r"^\w+(?<!_)$", r"a(?=b)", r"a(?!b)", r"(?=a)\w", r"^(?=.*c$)",
     r"(a(?=b)|b(?!a))+", r"^(?<=^)a", r"b(?<=^b)", r"(?=(ab|ba))..", r"x?(?!)", r"(?=)a",
     r"^(?!(a|b)+$).+$", r"(^|c)(?=a)", r"a$(?<=ca)",
+    r"\bab", r"a\b", r"\Ba\B", r"(\ba|c\b)+", r"^\w+\b.\b\w+$", r"\b",  # word boundaries, ASCII \w as ECMA's
 ]
 LETTERS = "abcA1_"
 
@@ -44,7 +45,7 @@ def _check(pattern: str, letters: str, longest: int = 5) -> None:
 @pytest.mark.parametrize("pattern", HAND)
 def test_hand_patterns_agree_with_re_on_every_short_string(pattern):
     letters = "".join(sorted(set(pattern) & set("abc")) or "a") + ("A1" if "\\d" in pattern else "") + \
-        ("_" if "\\w" in pattern else "")
+        ("_" if "\\w" in pattern else "") + (" " if "\\b" in pattern or "\\B" in pattern else "")
     _check(pattern, letters or "ab")
 
 

@@ -6,9 +6,9 @@ ECMA's Unicode whitespace set; `.` is any code point but a line terminator. Anne
 where real schemas rely on it: a `{` that does not start a quantifier and a lone `]` or `}` are
 literals, an escaped punctuation character is itself. What an automaton cannot do, or what this
 parser does not know, is a SpecError naming the construct and its position: backreferences,
-`\\b`/`\\B` word boundaries, inline flags, possessive quantifiers. Lookarounds are parsed (the
-compiler reads them as automaton operations): not inside one another, and not quantified
-themselves (a group around one may be, as ECMA-262 allows).
+inline flags, possessive quantifiers. Lookarounds are parsed (the compiler reads them as
+automaton operations): not inside one another, and not quantified themselves (a group around
+one may be, as ECMA-262 allows); `\\b`/`\\B` are read as the lookarounds they mean.
 
 Tree nodes are tuples:
   ("set", ranges)            one code point from inclusive ranges (normalized)
@@ -111,8 +111,8 @@ class _Parser:
             return atom
         if atom[0] in ("bol", "eol"):
             raise self.fail("a quantifier on an anchor (^ or $)", start)
-        if atom[0] == "look":
-            raise self.fail("a quantifier on a lookaround (ECMA-262 with the u flag has none)", start)
+        if atom[0] == "look" or self.p[start:start + 2] in ("\\b", "\\B"):
+            raise self.fail("a quantifier on a lookaround or word boundary (ECMA-262 with the u flag has none)", start)
         if self.peek() == "?":  # lazy: the same language
             self.i += 1
         if self.peek() in ("*", "+", "?") or (self.peek() == "{" and self.counts(peek=True)):
@@ -233,9 +233,9 @@ class _Parser:
         if ch == "b":
             if in_class:
                 return _char(0x08)
-            raise self.fail("the word boundary \\b is not supported", at)
-        if ch == "B":
-            raise self.fail("the non-word-boundary \\B is not supported", at)
+            return _boundary(True)
+        if ch == "B" and not in_class:
+            return _boundary(False)
         if ch.isdigit() and ch != "0":
             raise self.fail(f"the backreference \\{ch} is not supported", at)
         if ch == "k" and self.peek() == "<":
@@ -398,3 +398,16 @@ def _holds(node: Node, kinds: tuple[str, ...]) -> bool:
     if node[0] == "look":
         return _holds(node[3], kinds)
     return False
+
+
+def _boundary(word: bool) -> Node:
+    """``\\b`` (``word``) or ``\\B`` as lookarounds over ECMA's ASCII ``\\w``: a word character on
+    exactly one side (\\b) or on both or neither (\\B); the text's ends are non-word sides."""
+    w: Node = ("cat", [("set", _WORD)])
+
+    def look(direction: str, negate: bool) -> Node:
+        return ("look", direction, negate, w, False)
+
+    after_word = ("cat", [look("behind", False), look("ahead", word)])  # (\\b: no word character next)
+    after_other = ("cat", [look("behind", True), look("ahead", not word)])  # (\\b: a word character next)
+    return ("alt", [after_word, after_other])
