@@ -32,7 +32,11 @@ def python_pattern(pattern: str) -> str | None:
     matches under `re.search`, or None where it cannot be written so (`\\p{..}`, `\\cX`,
     `\\u{..}`, backreferences, `[]`, `[^]`, `\\S` inside a class). Token by token: `$` is `\\Z`,
     `.` leaves out every line terminator, `\\s`/`\\S` are ECMA's set, named groups are Python's,
-    a `{` that starts no quantifier is a literal, and the whole is ASCII (`\\d \\w` as ECMA's)."""
+    a `{` that starts no quantifier is a literal, and the whole is ASCII (`\\d \\w` as ECMA's).
+    Flag groups (`(?i)`, `(?i:...)`, `(?s:...)`) give None: Python's ASCII case folding is not
+    ECMA's Unicode one (`é` and `É`)."""
+    if re.search(r"\(\?[A-Za-z]*-?[A-Za-z]*[:)]", pattern.replace("(?:", "")):
+        return None
     out, i, in_class = [], 0, False
     while i < len(pattern):
         c = pattern[i]

@@ -6,7 +6,8 @@ ECMA's Unicode whitespace set; `.` is any code point but a line terminator. Anne
 where real schemas rely on it: a `{` that does not start a quantifier and a lone `]` or `}` are
 literals, an escaped punctuation character is itself. What an automaton cannot do, or what this
 parser does not know, is a SpecError naming the construct and its position: backreferences,
-inline flags, possessive quantifiers. Lookarounds are parsed (the compiler reads them as
+the `m` flag, possessive quantifiers. The flags `i` and `s` are read in ECMA-262 2025's scoped
+form `(?i:...)` and, for the whole pattern, as a leading `(?i)`. Lookarounds are parsed (the compiler reads them as
 automaton operations): not inside one another, and not quantified themselves (a group around
 one may be, as ECMA-262 allows); `\\b`/`\\B` are read as the lookarounds they mean.
 
@@ -22,11 +23,13 @@ Tree nodes are tuples:
 """
 from __future__ import annotations
 
+import re
 import unicodedata
 from functools import cache
 from typing import Any
 
 from ....errors import SpecError
+from .casefold import case_closure
 from .utf8 import ANY_CHAR, complement_ranges, normalize_ranges
 
 __all__ = ["parse_regex", "Node", "MAX_REPEAT", "LINE_TERMINATORS", "ECMA_SPACE"]
@@ -57,6 +60,7 @@ class _Parser:
         self.p = pattern
         self.i = 0
         self.where = where
+        self.flags: frozenset[str] = frozenset()  # "i" (case-insensitive), "s" (`.` matches line terminators)
 
     # -- errors and scanning ------------------------------------------------------------------
     def fail(self, what: str, at: int | None = None) -> SpecError:
@@ -156,13 +160,14 @@ class _Parser:
         if ch == "[":
             return ("set", self.char_class())
         if ch == ".":
-            return ("set", complement_ranges(LINE_TERMINATORS))
+            return ("set", ANY_CHAR if "s" in self.flags else complement_ranges(LINE_TERMINATORS))
         if ch == "^":
             return ("bol",)
         if ch == "$":
             return ("eol",)
         if ch == "\\":
-            return self.escape(in_class=False)
+            node = self.escape(in_class=False)
+            return ("set", case_closure(node[1])) if "i" in self.flags and node[0] == "set" else node
         if ch in "*+?":
             raise self.fail(f"nothing to repeat before {ch!r}", at)
         if ch == "{":
@@ -171,7 +176,7 @@ class _Parser:
             self.i = at + 1
             if counts is not None:
                 raise self.fail("nothing to repeat before a '{m,n}' quantifier", at)
-        return ("set", [(ord(ch), ord(ch))])
+        return ("set", case_closure([(ord(ch), ord(ch))]) if "i" in self.flags else [(ord(ch), ord(ch))])
 
     def group(self, at: int) -> Node:
         if self.peek() == "?":
@@ -187,12 +192,41 @@ class _Parser:
             elif nxt in ("=", "!") or (nxt == "<" and nxt2 in ("=", "!")):
                 return self.lookaround(at, "ahead" if nxt in ("=", "!") else "behind")
             else:
-                raise self.fail("inline flags or an unknown group '(?' are not supported", at)
+                return self.flag_group(at)
         node = self.alternation()
         if self.peek() != ")":
             raise self.fail("missing ')' for the group opened", at)
         self.i += 1
         return ("cat", [node]) if node[0] == "look" else node  # (a group around one may be quantified)
+
+    def flag_group(self, at: int) -> Node:
+        """``(?i:...)``, ``(?-i:...)``, ``(?is-s:...)`` (ECMA-262 2025's modifiers), and ``(?i)`` at
+        the very start of the pattern for the whole of it (Python's and Rust's form), the cursor
+        on the ``?``. Flags: ``i`` (case-insensitive, by simple case folding) and ``s`` (``.``
+        matches line terminators too); ``m`` (``^``/``$`` at line breaks) is refused."""
+        found = re.match(r"\?([A-Za-z]*)(?:-([A-Za-z]*))?([:)])", self.p[self.i:])
+        if found is None or not (found.group(1) or found.group(2)):
+            raise self.fail("an unknown group '(?' (groups are (...), (?:...), (?<name>...), lookarounds "
+                            "and the flag groups (?i:...), (?s:...))", at)
+        on, off, end = set(found.group(1)), set(found.group(2) or ""), found.group(3)
+        if "m" in on | off:
+            raise self.fail("the m flag (^ and $ at line breaks) is not supported", at)
+        if (on | off) - {"i", "s"}:
+            raise self.fail(f"the flag {sorted((on | off) - {'i', 's'})[0]!r} is not supported (i and s are)", at)
+        self.i += found.end()
+        if end == ")":
+            if at != 0 or off:
+                raise self.fail("inline flags (?i) only at the very start of the pattern; scope them "
+                                "elsewhere with (?i:...)", at)
+            self.flags = frozenset(on)
+            return ("cat", [])
+        saved, self.flags = self.flags, (self.flags | on) - off
+        node = self.alternation()
+        if self.peek() != ")":
+            raise self.fail("missing ')' for the group opened", at)
+        self.i += 1
+        self.flags = saved
+        return ("cat", [node]) if node[0] == "look" else node
 
     def lookaround(self, at: int, direction: str) -> Node:
         """``(?=X)``, ``(?!X)``, ``(?<=X)``, ``(?<!X)`` (the cursor on the ``?``): a look node.
@@ -218,6 +252,9 @@ class _Parser:
         at = self.i - 1
         ch = self.take()
         if ch in _CLASS_ESCAPES:
+            if "i" in self.flags and ch in "wW":  # (ECMA: the word characters and their case variants, ſ and K among them)
+                word = case_closure(_WORD)
+                return ("set", word if ch == "w" else complement_ranges(word))
             return ("set", _CLASS_ESCAPES[ch])
         if ch in "pP" and self.peek() == "{":
             end = self.p.find("}", self.i)
@@ -229,13 +266,14 @@ class _Parser:
             if ranges is None:
                 raise self.fail(f"the Unicode property \\{ch}{{{name}}} is not supported "
                                 "(general categories such as L, Lu, Nd, P are)", at)
+            ranges = case_closure(ranges) if "i" in self.flags else ranges
             return ("set", complement_ranges(ranges) if ch == "P" else ranges)
         if ch == "b":
             if in_class:
                 return _char(0x08)
-            return _boundary(True)
+            return _boundary(True, "i" in self.flags)
         if ch == "B" and not in_class:
-            return _boundary(False)
+            return _boundary(False, "i" in self.flags)
         if ch.isdigit() and ch != "0":
             raise self.fail(f"the backreference \\{ch} is not supported", at)
         if ch == "k" and self.peek() == "<":
@@ -315,6 +353,8 @@ class _Parser:
             else:
                 ranges.append((lo, lo))
         ranges = normalize_ranges(ranges)
+        if "i" in self.flags:  # (closed before a negation: [^a] leaves out A too)
+            ranges = case_closure(ranges)
         return complement_ranges(ranges) if negate else ranges
 
     def class_atom(self) -> Any:
@@ -400,10 +440,10 @@ def _holds(node: Node, kinds: tuple[str, ...]) -> bool:
     return False
 
 
-def _boundary(word: bool) -> Node:
+def _boundary(word: bool, icase: bool) -> Node:
     """``\\b`` (``word``) or ``\\B`` as lookarounds over ECMA's ASCII ``\\w``: a word character on
     exactly one side (\\b) or on both or neither (\\B); the text's ends are non-word sides."""
-    w: Node = ("cat", [("set", _WORD)])
+    w: Node = ("cat", [("set", case_closure(_WORD) if icase else _WORD)])
 
     def look(direction: str, negate: bool) -> Node:
         return ("look", direction, negate, w, False)
