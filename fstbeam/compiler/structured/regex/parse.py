@@ -24,12 +24,10 @@ Tree nodes are tuples:
 from __future__ import annotations
 
 import re
-import unicodedata
-from functools import cache
 from typing import Any
 
 from ....errors import SpecError
-from .casefold import case_closure
+from .unicode_data import case_closure, property_ranges
 from .utf8 import ANY_CHAR, complement_ranges, normalize_ranges
 
 __all__ = ["parse_regex", "Node", "MAX_REPEAT", "LINE_TERMINATORS", "ECMA_SPACE"]
@@ -262,7 +260,7 @@ class _Parser:
                 raise self.fail("an unterminated \\p{...}", at)
             name = self.p[self.i + 1:end]
             self.i = end + 1
-            ranges = _property_ranges(name)
+            ranges = property_ranges(name)
             if ranges is None:
                 raise self.fail(f"the Unicode property \\{ch}{{{name}}} is not supported "
                                 "(general categories such as L, Lu, Nd, P are)", at)
@@ -371,53 +369,6 @@ class _Parser:
 
 def _char(cp: int) -> Node:
     return ("set", normalize_ranges([(cp, cp)]))
-
-
-_CATEGORY_NAMES = {
-    "Letter": "L", "Cased_Letter": "LC", "Uppercase_Letter": "Lu", "Lowercase_Letter": "Ll",
-    "Titlecase_Letter": "Lt", "Modifier_Letter": "Lm", "Other_Letter": "Lo", "Mark": "M",
-    "Nonspacing_Mark": "Mn", "Spacing_Mark": "Mc", "Enclosing_Mark": "Me", "Number": "N",
-    "Decimal_Number": "Nd", "digit": "Nd", "Letter_Number": "Nl", "Other_Number": "No",
-    "Punctuation": "P", "punct": "P", "Connector_Punctuation": "Pc", "Dash_Punctuation": "Pd",
-    "Open_Punctuation": "Ps", "Close_Punctuation": "Pe", "Initial_Punctuation": "Pi",
-    "Final_Punctuation": "Pf", "Other_Punctuation": "Po", "Symbol": "S", "Math_Symbol": "Sm",
-    "Currency_Symbol": "Sc", "Modifier_Symbol": "Sk", "Other_Symbol": "So", "Separator": "Z",
-    "Space_Separator": "Zs", "Line_Separator": "Zl", "Paragraph_Separator": "Zp", "Other": "C",
-    "Control": "Cc", "cntrl": "Cc", "Format": "Cf", "Surrogate": "Cs", "Private_Use": "Co",
-    "Unassigned": "Cn",
-}
-
-
-def _property_ranges(name: str) -> Ranges | None:
-    """Code point ranges of a General_Category value (short or long name), else None."""
-    for prefix in ("General_Category=", "gc="):
-        if name.startswith(prefix):
-            name = name[len(prefix):]
-    name = _CATEGORY_NAMES.get(name, name)
-    if name in ("Any",):
-        return list(ANY_CHAR)
-    table = _category_table()
-    if name == "LC":
-        return normalize_ranges(table.get("Lu", []) + table.get("Ll", []) + table.get("Lt", []))
-    if len(name) == 1 and any(k.startswith(name) for k in table):
-        return normalize_ranges([r for k, v in table.items() if k.startswith(name) for r in v])
-    if name in table:
-        return table[name]
-    return None
-
-
-@cache
-def _category_table() -> dict[str, Ranges]:
-    """General category -> ranges, from Python's unicodedata (one pass over the code points)."""
-    table: dict[str, Ranges] = {}
-    prev_cat, start = None, 0
-    for cp in range(0x110001):
-        cat = unicodedata.category(chr(cp)) if cp <= 0x10FFFF else None
-        if cat != prev_cat:
-            if prev_cat is not None:
-                table.setdefault(prev_cat, []).append((start, cp - 1))
-            prev_cat, start = cat, cp
-    return table
 
 
 def parse_regex(pattern: str, where: str = "regex") -> Node:
