@@ -1,5 +1,5 @@
-"""The regex flags `i` and `s`: ECMA-262 2025's scoped modifiers `(?i:...)`, `(?-i:...)`,
-`(?s:...)`, and a leading `(?i)` for the whole pattern (the form Python and Rust users write).
+"""The regex flags `i`, `m` and `s`: ECMA-262 2025's scoped modifiers `(?i:...)`, `(?-i:...)`,
+`(?m:...)`, `(?s:...)`, and a leading `(?i)` for the whole pattern (the form Python and Rust users write).
 Oracles: Python's `re` with the same flags on every short ASCII string (Python folds ASCII case
 as ECMA does), and ECMA-262's simple case folding for the Unicode cases Python reads otherwise."""
 from __future__ import annotations
@@ -17,6 +17,7 @@ from fstbeam.errors import SpecError
 ASCII = [
     "(?i)ab", "(?i)[a-b]c", "(?i)[^a]b", "a(?i:b)a", "(?i)a(?-i:b)", "(?i:a|B)+", "(?i)\\w\\W",
     "(?i)(?=A)a.", "(?i)\\bab", "(?s:a.)b", "(?is)a.", "(?i)[^\\W]",
+    "(?m)^a$", "(?m)^(a|b)+$", "a(?m:$)\\n(?m:^)b", "(?m)^$", "(?mi)^a",  # m: ^ and $ at line breaks too
 ]
 
 
@@ -52,7 +53,7 @@ def test_unicode_case_folding_is_ecmas_simple_folding(pattern, yes, no):
 
 
 @pytest.mark.parametrize("pattern, construct", [
-    ("(?m)^a$", "the m flag"), ("(?x)a", "the flag 'x'"), ("a(?i)b", "only at the very start"),
+    ("(?x)a", "the flag 'x'"), ("(?=(?m:^)a)", "another lookaround"), ("a(?i)b", "only at the very start"),
     ("(?-i)a", "only at the very start"), ("(?i", "unknown group"), ("(?$a)", "unknown group"),
 ])
 def test_unsupported_flags_are_named(pattern, construct):

@@ -6,8 +6,8 @@ ECMA's Unicode whitespace set; `.` is any code point but a line terminator. Anne
 where real schemas rely on it: a `{` that does not start a quantifier and a lone `]` or `}` are
 literals, an escaped punctuation character is itself. What an automaton cannot do, or what this
 parser does not know, is a SpecError naming the construct and its position: backreferences,
-the `m` flag, possessive quantifiers. The flags `i` and `s` are read in ECMA-262 2025's scoped
-form `(?i:...)` and, for the whole pattern, as a leading `(?i)`. Lookarounds are parsed (the compiler reads them as
+possessive quantifiers. The flags `i`, `m` and `s` are read in ECMA-262 2025's scoped form
+`(?i:...)` and, for the whole pattern, as a leading `(?i)`. Lookarounds are parsed (the compiler reads them as
 automaton operations): not inside one another, and not quantified themselves (a group around
 one may be, as ECMA-262 allows); `\\b`/`\\B` are read as the lookarounds they mean.
 
@@ -159,6 +159,9 @@ class _Parser:
             return ("set", self.char_class())
         if ch == ".":
             return ("set", ANY_CHAR if "s" in self.flags else complement_ranges(LINE_TERMINATORS))
+        if ch in "^$" and "m" in self.flags:  # at a line's start / end: beside a line terminator or the text's end
+            other = ("cat", [("set", complement_ranges(LINE_TERMINATORS))])
+            return ("look", "behind" if ch == "^" else "ahead", True, other, False)
         if ch == "^":
             return ("bol",)
         if ch == "$":
@@ -200,17 +203,16 @@ class _Parser:
     def flag_group(self, at: int) -> Node:
         """``(?i:...)``, ``(?-i:...)``, ``(?is-s:...)`` (ECMA-262 2025's modifiers), and ``(?i)`` at
         the very start of the pattern for the whole of it (Python's and Rust's form), the cursor
-        on the ``?``. Flags: ``i`` (case-insensitive, by simple case folding) and ``s`` (``.``
-        matches line terminators too); ``m`` (``^``/``$`` at line breaks) is refused."""
+        on the ``?``. Flags: ``i`` (case-insensitive, by simple case folding), ``m`` (``^`` and
+        ``$`` also at line breaks: the lookarounds they then are) and ``s`` (``.`` matches line
+        terminators too)."""
         found = re.match(r"\?([A-Za-z]*)(?:-([A-Za-z]*))?([:)])", self.p[self.i:])
         if found is None or not (found.group(1) or found.group(2)):
             raise self.fail("an unknown group '(?' (groups are (...), (?:...), (?<name>...), lookarounds "
                             "and the flag groups (?i:...), (?s:...))", at)
         on, off, end = set(found.group(1)), set(found.group(2) or ""), found.group(3)
-        if "m" in on | off:
-            raise self.fail("the m flag (^ and $ at line breaks) is not supported", at)
-        if (on | off) - {"i", "s"}:
-            raise self.fail(f"the flag {sorted((on | off) - {'i', 's'})[0]!r} is not supported (i and s are)", at)
+        if (on | off) - {"i", "m", "s"}:
+            raise self.fail(f"the flag {sorted((on | off) - {'i', 'm', 's'})[0]!r} is not supported (i, m and s are)", at)
         self.i += found.end()
         if end == ")":
             if at != 0 or off:
