@@ -122,7 +122,7 @@ def test_search_semantics_and_anchors():
         ("(a)\\1", "backreference \\1"), ("(?<x>a)\\k<x>", "named backreference"),
         ("(?=(?!a))b", "another lookaround"), ("(?=a)*a", "quantifier on a lookaround"),
         ("(?=^a)b", "anchor other than"), ("(?<=a$)b", "anchor other than"),
-        ("\\b*a", "quantifier on a lookaround or word boundary"), ("(?=a\\b)", "another lookaround"),
+        ("\\b*a", "quantifier on a lookaround or word boundary"), ("(?=a\\b)", "a word boundary"),
         ("a(?i)b", "only at the very start"), ("a++", "quantifier after a quantifier"), ("*a", "nothing to repeat"),
         ("(ab", "missing ')'"), ("ab)", "unmatched ')'"), ("[ab", "missing ']'"), ("[z-a]", "out of order"),
         ("a{5,2}", "out of order"), ("\\p{Greek}", "Greek"), ("\\q", "escape \\q"), ("\\x4", "hex digits"),

@@ -244,8 +244,8 @@ class _Parser:
             items = items[:-1] if direction == "ahead" else items[1:]
         body: Node = ("cat", items)
         if _holds(body, ("look", "bol", "eol")):
-            raise self.fail("a lookaround with another lookaround, or an anchor other than a lookahead's "
-                            "final $ or a lookbehind's leading ^, inside it", at)
+            raise self.fail("a lookaround with another lookaround (a word boundary \\b or \\B is one), or an anchor "
+                            "other than a lookahead's final $ or a lookbehind's leading ^, inside it", at)
         return ("look", direction, negate, body, pinned)
 
     def escape(self, in_class: bool) -> Node:
