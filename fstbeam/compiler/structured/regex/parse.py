@@ -58,7 +58,7 @@ class _Parser:
         self.p = pattern
         self.i = 0
         self.where = where
-        self.flags: frozenset[str] = frozenset()  # "i" (case-insensitive), "s" (`.` matches line terminators)
+        self.flags: frozenset[str] = frozenset()  # "i" (case-insensitive), "m" (^ $ at line breaks), "s" (. takes them)
 
     # -- errors and scanning ------------------------------------------------------------------
     def fail(self, what: str, at: int | None = None) -> SpecError:
