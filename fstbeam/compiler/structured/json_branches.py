@@ -32,6 +32,7 @@ from typing import Any
 from ...errors import SpecError
 from ..required_choices import NOTES
 from . import json_containers
+from .json_drafts import DATA_KEYWORDS
 from .json_location import Location, SchemaContext
 
 # A schema's keywords, by what they constrain (`json_schema`).
@@ -55,7 +56,6 @@ _CARRIED = ("properties", "required", "additionalProperties", "patternProperties
 # what a mergeable branch may hold besides annotations
 _BRANCH = {"type", "properties", "required", "additionalProperties", "minProperties", "maxProperties",
            "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentRequired"}
-_VALUES = ("enum", "const", "default", "examples")  # JSON values, not schemas
 # An `allOf` is merged where the members it declares that another of its objects left free
 # hold at most this many schema objects: those members were cut at `max_depth` by the free side,
 # and a large one embeds whole definitions (travis's root `allOf` of `job` and the root's own
@@ -147,7 +147,7 @@ def _nodes(schema: Any, resolve: Callable[[str, str], Any], path: str, cap: int)
                 stack.append(resolve(ref, path))
             except SpecError:  # (said where the reference itself is compiled)
                 pass
-        stack.extend(v for k, v in x.items() if isinstance(v, (dict, list)) and k not in _VALUES)
+        stack.extend(v for k, v in x.items() if isinstance(v, (dict, list)) and k not in DATA_KEYWORDS)
     return n
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-__all__ = ["declared_draft", "for_draft", "read_as_declared", "INTRODUCED", "REMOVED"]
+__all__ = ["declared_draft", "for_draft", "read_as_declared", "INTRODUCED", "REMOVED", "DATA_KEYWORDS", "escape_pointer"]
 
 log = logging.getLogger("fstbeam")
 
@@ -30,8 +30,8 @@ INTRODUCED = {
 REMOVED = {"dependencies": 2019, "additionalItems": 2020}
 _DRAFTS = (("draft-03", 3), ("draft-04", 4), ("draft-06", 6), ("draft-07", 7),
            ("2019-09", 2019), ("2020-12", 2020))
-#: keywords whose value is data, not schemas
-_DATA = frozenset({"enum", "const", "examples", "default"})
+#: keywords whose value is JSON data, not schemas (a `pattern` or `$ref` member inside is no keyword)
+DATA_KEYWORDS = frozenset({"enum", "const", "examples", "default"})
 #: keywords whose value maps names (not keywords) to schemas
 _NAMED = frozenset({"properties", "patternProperties", "definitions", "$defs", "dependencies", "dependentSchemas"})
 
@@ -69,13 +69,13 @@ def for_draft(schema: Any) -> tuple[Any, list[tuple[str, str]]]:
             return node
         out = {}
         for k, v in node.items():
-            here = f"{path}/{_escape(k)}"
+            here = f"{path}/{escape_pointer(k)}"
             if unknown(k) and not any(r == "#" + here or r.startswith(f"#{here}/") for r in refs):
                 dropped.append((k, path or "/"))
-            elif k in _DATA:
+            elif k in DATA_KEYWORDS:
                 out[k] = v
             elif k in _NAMED and isinstance(v, dict):
-                out[k] = {name: kept(s, f"{here}/{_escape(name)}") for name, s in v.items()}
+                out[k] = {name: kept(s, f"{here}/{escape_pointer(name)}") for name, s in v.items()}
             else:
                 out[k] = kept(v, here)
         return out
@@ -104,9 +104,10 @@ def _collect_refs(node: Any, refs: list[str]) -> None:
         for k, v in node.items():
             if k == "$ref" and isinstance(v, str):
                 refs.append(v)
-            elif k not in _DATA:
+            elif k not in DATA_KEYWORDS:
                 _collect_refs(v, refs)
 
 
-def _escape(name: str) -> str:
-    return name.replace("~", "~0").replace("/", "~1")
+def escape_pointer(name: str) -> str:
+    """``name`` as one JSON-pointer token (RFC 6901: ``~`` -> ``~0``, ``/`` -> ``~1``)."""
+    return str(name).replace("~", "~0").replace("/", "~1")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
 from ...errors import SpecError
-from .json_drafts import for_draft
+from .json_drafts import DATA_KEYWORDS, escape_pointer, for_draft
 
 if TYPE_CHECKING:
     import pynini
@@ -53,9 +53,9 @@ class Resolver:
                 else:
                     self.anchors.setdefault("#" + v, (node, path))
         for k, v in node.items():
-            if k in ("enum", "const", "examples", "default"):
+            if k in DATA_KEYWORDS:
                 continue
-            self._index(v, f"{path}/{_escape(k)}")
+            self._index(v, f"{path}/{escape_pointer(k)}")
 
     def resolve(self, ref: str, path: str) -> tuple[Any, str]:
         if ref in self.anchors:
@@ -83,12 +83,8 @@ class Resolver:
             else:
                 raise SpecError(f"{self.where}: $ref {ref!r} at {path or '/'} does not resolve "
                                 f"(no {part!r})")
-            target += "/" + _escape(part)
+            target += "/" + escape_pointer(part)
         return node, target
-
-
-def _escape(key: str) -> str:
-    return str(key).replace("~", "~0").replace("/", "~1")
 
 
 def expand(nodes: list[Any], resolver: Resolver) -> list[Any]:

@@ -16,6 +16,7 @@ from typing import Any
 import pynini
 
 from ...errors import SpecError
+from .json_drafts import DATA_KEYWORDS
 from .json_location import Location, Resolver
 
 __all__ = ["recursive_targets", "repeated_nodes", "Unrolling", "RecursionReach", "PossibleTypes",
@@ -73,7 +74,7 @@ def repeated_nodes(root: Any) -> set[int]:
         if not isinstance(node, dict):
             return
         for k, v in node.items():
-            if k in ("enum", "const", "default", "examples"):
+            if k in DATA_KEYWORDS:
                 continue
             if k in ("additionalProperties", "items", "additionalItems", "contains",
                      "propertyNames"):
@@ -107,7 +108,7 @@ def recursive_targets(root: Any, resolver: Resolver) -> tuple[set[int], dict[int
                     if counting:  # the walk of the whole document counts each $ref once
                         count[id(t)] = count.get(id(t), 0) + 1
             for k, v in node.items():
-                if k not in ("enum", "const", "default", "examples"):
+                if k not in DATA_KEYWORDS:
                     refs_in(v, acc)
         elif isinstance(node, list):
             for v in node:
@@ -361,5 +362,5 @@ def declared_properties(root: Any) -> int:
             seen.add(id(node))
             props = node.get("properties")
             n += len(props) if isinstance(props, dict) else 0
-            todo.extend(v for k, v in node.items() if k not in ("enum", "const", "default", "examples"))
+            todo.extend(v for k, v in node.items() if k not in DATA_KEYWORDS)
     return n
