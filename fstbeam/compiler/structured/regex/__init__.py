@@ -22,11 +22,11 @@ import pynini
 from ....errors import SpecError
 from ....fst.optimize import FstSizeError, optimize
 from ....fst.vector_fst import vector_fst_bytes
-from .lookaround import LOOK_BASE, with_lookarounds
+from .lookaround import LOOK_BASE, marker_fst, with_lookarounds
 from .parse import Node, parse_regex
 from .utf8 import ANY_CHAR, codepoint_ranges_fst
 
-__all__ = ["regex_fst", "MAX_STATES"]
+__all__ = ["regex_fst", "marker_fst", "MAX_STATES"]
 
 MAX_STATES = 1_000_000
 _BOL, _EOL = 256, 257  # marker labels outside the byte range, removed before returning
@@ -239,16 +239,6 @@ def _repeat_chain(unit: pynini.Fst, lo: int, hi: int | None) -> pynini.Fst:
     out = pynini.Fst.read_from_string(data)
     out.connect()
     return out
-
-
-def marker_fst(label: int) -> pynini.Fst:
-    """An acceptor of the one label ``label`` (markers outside the byte range, removed later)."""
-    f = pynini.Fst()
-    a, b = f.add_state(), f.add_state()
-    f.set_start(a)
-    f.set_final(b)
-    f.add_arc(a, pynini.Arc(label, label, pynini.Weight.one(f.weight_type()), b))  # type: ignore[attr-defined]
-    return f
 
 
 @cache

@@ -20,7 +20,7 @@ import pynini
 from ....fst.optimize import optimize
 from .parse import Node
 
-__all__ = ["LOOK_BASE", "with_lookarounds"]
+__all__ = ["LOOK_BASE", "marker_fst", "with_lookarounds"]
 
 LOOK_BASE = 300  # marker label of lookaround j: LOOK_BASE + j (bytes are 1..255, anchors 256, 257)
 
@@ -34,6 +34,7 @@ def with_lookarounds(marked: pynini.Fst, looks: list[tuple[Node, bool]], markers
     lookaround's inner node to a text acceptor."""
     one = pynini.Weight.one(marked.weight_type())  # type: ignore[attr-defined]
     text_star = optimize(any_char().closure(), stage="regex lookaround")
+    every = _marked_text(any_char, markers)  # (the rules' universe: text with every marker anywhere between characters)
     out = marked
     for j, ((_, direction, negate, inner, pinned), repeated) in enumerate(looks):
         x = build(inner)
@@ -45,11 +46,10 @@ def with_lookarounds(marked: pynini.Fst, looks: list[tuple[Node, bool]], markers
         # broken texts are then deterministic as written (a marker j in them would make their
         # determinization track every j met, one run of `bad` each: `(?=.{1,253}$)` counts to 253).
         others = markers if repeated else [m for m in markers if m != LOOK_BASE + j]
-        gamma = optimize(pynini.union(any_char(), *(_label(m, one) for m in others)).closure(), stage="regex lookaround")
+        gamma = every if repeated else _marked_text(any_char, others)
         rest = _let_through(optimize(bad, stage="regex lookaround", max_states=max_states), others, one)
-        mark = _label(LOOK_BASE + j, one)
+        mark = marker_fst(LOOK_BASE + j)
         broken = pynini.concat(gamma, mark).concat(rest) if direction == "ahead" else pynini.concat(rest, mark).concat(gamma)
-        every = optimize(pynini.union(any_char(), *(_label(m, one) for m in markers)).closure(), stage="regex lookaround")
         rule = pynini.difference(every, optimize(broken, stage="regex lookaround", max_states=max_states))
         out = optimize(pynini.intersect(out.arcsort("olabel"), rule.arcsort("ilabel")),
                        stage="regex lookaround", max_states=max_states)
@@ -58,13 +58,20 @@ def with_lookarounds(marked: pynini.Fst, looks: list[tuple[Node, bool]], markers
     return out
 
 
-def _label(label: int, one: Any) -> pynini.Fst:
+def marker_fst(label: int) -> pynini.Fst:
+    """An acceptor of the one label ``label`` (markers outside the byte range, removed later:
+    the anchors', the lookarounds', a JSON object's member markers)."""
     f = pynini.Fst()
     a, b = f.add_state(), f.add_state()
     f.set_start(a)
     f.set_final(b)
-    f.add_arc(a, pynini.Arc(label, label, one, b))  # type: ignore[attr-defined]
+    f.add_arc(a, pynini.Arc(label, label, pynini.Weight.one(f.weight_type()), b))  # type: ignore[attr-defined]
     return f
+
+
+def _marked_text(any_char: Callable[[], pynini.Fst], markers: list[int]) -> pynini.Fst:
+    """Text with any of ``markers`` between its characters, as a minimal DFA."""
+    return optimize(pynini.union(any_char(), *(marker_fst(m) for m in markers)).closure(), stage="regex lookaround")
 
 
 def _let_through(fst: pynini.Fst, markers: list[int], one: Any) -> pynini.Fst:

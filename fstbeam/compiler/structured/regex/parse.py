@@ -160,8 +160,7 @@ class _Parser:
         if ch == ".":
             return ("set", ANY_CHAR if "s" in self.flags else complement_ranges(LINE_TERMINATORS))
         if ch in "^$" and "m" in self.flags:  # at a line's start / end: beside a line terminator or the text's end
-            other = ("cat", [("set", complement_ranges(LINE_TERMINATORS))])
-            return ("look", "behind" if ch == "^" else "ahead", True, other, False)
+            return _look("behind" if ch == "^" else "ahead", True, complement_ranges(LINE_TERMINATORS))
         if ch == "^":
             return ("bol",)
         if ch == "$":
@@ -396,11 +395,12 @@ def _holds(node: Node, kinds: tuple[str, ...]) -> bool:
 def _boundary(word: bool, icase: bool) -> Node:
     """``\\b`` (``word``) or ``\\B`` as lookarounds over ECMA's ASCII ``\\w``: a word character on
     exactly one side (\\b) or on both or neither (\\B); the text's ends are non-word sides."""
-    w: Node = ("cat", [("set", case_closure(_WORD) if icase else _WORD)])
-
-    def look(direction: str, negate: bool) -> Node:
-        return ("look", direction, negate, w, False)
-
-    after_word = ("cat", [look("behind", False), look("ahead", word)])  # (\\b: no word character next)
-    after_other = ("cat", [look("behind", True), look("ahead", not word)])  # (\\b: a word character next)
+    w = case_closure(_WORD) if icase else _WORD
+    after_word = ("cat", [_look("behind", False, w), _look("ahead", word, w)])  # (\\b: no word character next)
+    after_other = ("cat", [_look("behind", True, w), _look("ahead", not word, w)])  # (\\b: a word character next)
     return ("alt", [after_word, after_other])
+
+
+def _look(direction: str, negate: bool, ranges: Ranges) -> Node:
+    """The lookaround over one character of ``ranges`` (one side of an assertion: `\\b`, `m`'s `^`/`$`)."""
+    return ("look", direction, negate, ("cat", [("set", ranges)]), False)
