@@ -34,6 +34,7 @@ from ..required_choices import NOTES
 from . import json_containers
 from .json_drafts import DATA_KEYWORDS
 from .json_location import Location, SchemaContext
+from .json_refs import DepthRule, Unrolling
 
 # A schema's keywords, by what they constrain (`json_schema`).
 OBJECT_KEYWORDS = {"properties", "required", "additionalProperties", "patternProperties", "minProperties",
@@ -61,6 +62,8 @@ _BRANCH = {"type", "properties", "required", "additionalProperties", "minPropert
 # and a large one embeds whole definitions (travis's root `allOf` of `job` and the root's own
 # members, 3,150: 128,516 -> 909,030 states, as its `jobs.include` items now hold a whole job).
 MAX_EXPOSED_NODES = 500
+# an object schema whose undeclared members are free values (`free_elsewhere`)
+_PLAIN = {"type", "properties", "required", "additionalProperties", "minProperties", "maxProperties", "propertyNames"}
 _COMBINED = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentRequired")
 
 
@@ -86,17 +89,7 @@ def merged_all_of(node: dict[str, Any], resolve: Callable[[str, str], Any], path
     branch is read as its target, through ``resolve``, which says None for a recursive one, and
     a one-branch `anyOf`/`oneOf`/`allOf` as its branch. Not where the merge would expose more
     than `MAX_EXPOSED_NODES`. None where it is not merged: the branches are met as before."""
-    branches = []
-    for i, b in enumerate(node["allOf"]):
-        while isinstance(b, dict) and len(set(b) - NOTES) == 1:  # a `$ref`, or a one-branch anyOf/oneOf/allOf
-            (kw,) = set(b) - NOTES
-            if kw == "$ref" and isinstance(b[kw], str):
-                b = resolve(b[kw], f"{path}/allOf/{i}/$ref")
-            elif kw in ("anyOf", "oneOf", "allOf") and isinstance(b[kw], list) and len(b[kw]) == 1:
-                b = b[kw][0]
-            else:
-                break
-        branches.append(b)
+    branches = _read_branches(node, resolve, path)
     every = [node, *branches]
     objects = [x for x in every if isinstance(x, dict) and OBJECT_KEYWORDS & x.keys()]
     if len(objects) < 2 or not any(isinstance(x, dict) and x.get("type") in ("object", ["object"]) for x in every):
@@ -115,6 +108,57 @@ def merged_all_of(node: dict[str, Any], resolve: Callable[[str, str], Any], path
     if not isinstance(out, dict) or _exposed(out, objects, resolve, path) > MAX_EXPOSED_NODES:
         return None
     return out
+
+
+def _read_branches(node: dict[str, Any], resolve: Callable[[str, str], Any], path: str) -> list[Any]:
+    """``node``'s `allOf` branches, a `$ref` read as its target (None for a recursive one) and a
+    one-branch `anyOf`/`oneOf`/`allOf` as its branch."""
+    branches = []
+    for i, b in enumerate(node["allOf"]):
+        while isinstance(b, dict) and len(set(b) - NOTES) == 1:
+            (kw,) = set(b) - NOTES
+            if kw == "$ref" and isinstance(b[kw], str):
+                b = resolve(b[kw], f"{path}/allOf/{i}/$ref")
+            elif kw in ("anyOf", "oneOf", "allOf") and isinstance(b[kw], list) and len(b[kw]) == 1:
+                b = b[kw][0]
+            else:
+                break
+        branches.append(b)
+    return branches
+
+
+def free_elsewhere(node: dict[str, Any], resolve: Callable[[str, str], Any], path: str) -> list[set[str]]:
+    """For ``node``'s own object and each of its `allOf` branches (met apart, not `merged_all_of`):
+    the members it declares that another of them, a plain object (`_frees_others`), leaves free.
+    Met with that one's free value, such a member's value matters only as deep as free values
+    nest (`Unrolling.cut_members`)."""
+    every = [node, *_read_branches(node, resolve, path)]
+    names = [set(x["properties"]) if isinstance(x, dict) and isinstance(x.get("properties"), dict) else set()
+             for x in every]
+    plain = [i for i, x in enumerate(every) if _frees_others(x, own=i == 0)]
+    return [{m for m in names[i] if any(j != i and m not in names[j] for j in plain)} for i in range(len(every))]
+
+
+def branch_budgets(node: dict[str, Any], resolve: Callable[[str, str], Any], path: str, rdepth: Unrolling,
+                   rule: DepthRule) -> list[Unrolling]:
+    """The budgets of ``node``'s own object and its `allOf` branches (met apart): each one's
+    members that another leaves free (`free_elsewhere`) bounded at the most a free member value
+    there nests (by ``rule``)."""
+    if not node.get("allOf"):
+        return [rdepth]
+    depth = rule.free(rdepth.inside(), written=True)
+    return [rdepth.cut_members(dict.fromkeys(names, depth)) for names in free_elsewhere(node, resolve, path)]
+
+
+def _frees_others(x: Any, own: bool) -> bool:
+    """Is ``x`` an object schema whose undeclared members are free values (its value holds
+    nothing else that could constrain them)? ``own``: the node itself, whose combinators are
+    met beside its object, not in it."""
+    if not isinstance(x, dict) or not OBJECT_KEYWORDS & x.keys() or not _allows_objects(x.get("type")):
+        return False
+    keys = set(x) & (TYPE_KEYWORDS | IN_PLACE) - (IN_PLACE - {"type", "enum", "const"} if own else set())
+    return keys <= _PLAIN and is_free(x.get("additionalProperties", True)) \
+        and isinstance(x.get("properties", {}), dict)
 
 
 def _exposed(out: dict[str, Any], objects: list[dict[str, Any]], resolve: Callable[[str, str], Any], path: str) -> int:

@@ -155,7 +155,7 @@ def _accepts(fst: pynini.Fst, text: str) -> bool:
 
 def object_value(c: SchemaContext, node: dict[str, Any], path: str, loc: Location,
                  rdepth: Unrolling) -> pynini.Fst:
-    rdepth = rdepth.inside()  # members are one instance level down
+    outer, rdepth = rdepth, rdepth.inside()  # members are one instance level down
     props = node.get("properties") or {}
     required = [r for r in node.get("required") or [] if isinstance(r, str)]
     extra_schema = node.get("additionalProperties", True)
@@ -199,7 +199,7 @@ def object_value(c: SchemaContext, node: dict[str, Any], path: str, loc: Locatio
         child = loc.prop(k) if k in loc.keys else loc.extra()
         val = None
         for s in schemas:
-            v = c.value(s, sub, child, rdepth)
+            v = c.value(s, sub, child, outer.inside(k))
             val = v if val is None else c.meet(val, v)
         assert val is not None
         slot_label[k] = _SLOT_BASE + i if unique else label

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pynini
@@ -40,25 +40,49 @@ class Unrolling:
     here: frozenset[int] = frozenset()
     fresh: bool = True  # descended since the last counted entry (or none yet)
     top: int = 0
+    # Where another `allOf` branch leaves a member free (nesting at most its free depth), the
+    # product keeps only that much of this branch's value: ``cut`` is the most this value may
+    # nest and still matter (None: no bound), ``member_cuts`` the bounds of the members of the
+    # object at this level (`cut_members`). Built with them, a value is the same on every text
+    # nesting within the bound, so the product is too (travis's `matrix` and `jobs` hold whole
+    # jobs that the root `job` branch cut at depth 3: 12 M arcs built, then dropped).
+    cut: int | None = None
+    member_cuts: tuple[tuple[str, int], ...] = ()
 
     def enter(self, target: int) -> Unrolling | None:
         """The budget inside recursive ``target``; None past the limit."""
         if self.fresh or target in self.here:
-            return Unrolling(self.left - 1, frozenset({target}), False, self.top) \
+            return replace(self, left=self.left - 1, here=frozenset({target}), fresh=False) \
                 if self.left > 0 else None
-        return Unrolling(self.left, self.here | {target}, False, self.top)
+        return replace(self, here=self.here | {target}, fresh=False)
 
     def below_top(self) -> Unrolling:
         """The same budget without the top levels' deeper free values (a combinator's branches:
         their automata are multiplied, so deeper free values cost more than their own size)."""
-        return self if not self.top else Unrolling(self.left, self.here, self.fresh)
+        return self if not self.top else replace(self, top=0)
 
-    def inside(self) -> Unrolling:
-        """The budget of a member's or item's value (one instance level down)."""
+    def inside(self, member: str | None = None) -> Unrolling:
+        """The budget of a member's (named ``member``) or item's value (one instance level down)."""
         top = max(self.top - 1, 0)
-        if self.fresh and not self.here:
-            return self if top == self.top else Unrolling(self.left, top=top)
-        return Unrolling(self.left, top=top)
+        cut = None if self.cut is None else self.cut - 1
+        for name, bound in self.member_cuts if member is not None else ():
+            if name == member:
+                cut = bound if cut is None else min(cut, bound)
+        return Unrolling(self.left, top=top, cut=cut)  # (a fresh level, no member bounds)
+
+    def cut_members(self, bounds: dict[str, int]) -> Unrolling:
+        """The budget of a value whose object members named in ``bounds`` matter only to that
+        nesting (their values are met with free values of that depth)."""
+        return replace(self, member_cuts=tuple(sorted(bounds.items()))) if bounds else self
+
+    def free_depth(self, depth: int) -> int:
+        """A free value's ``depth`` within the cut."""
+        return depth if self.cut is None else max(min(depth, self.cut), 0)
+
+    @property
+    def scalars_only(self) -> bool:
+        """No object or array nests within the cut."""
+        return self.cut is not None and self.cut <= 0
 
 
 def repeated_nodes(root: Any) -> set[int]:

@@ -3,10 +3,10 @@
 `json_schema_fst(schema)` is exact where the schema is regular: combinators are automaton
 operations (`allOf` intersection, `anyOf` union, `oneOf` the texts exactly one branch accepts,
 `not` difference from the JSON values of the location, `if`/`then`/`else`; inside an object
-node, from its own object, `json_branches`), and `$ref`
-recursion and free nesting are unrolled to `max_depth`. A keyword that cannot be honoured is a
-`SpecError` naming the keyword and its JSON-pointer path. The rules (property order, whitespace,
-string escapes, numbers) are in docs/structured.md, "JSON Schema".
+node, from its own object, `json_branches`), and `$ref` recursion and free nesting are unrolled
+to `max_depth`. A keyword that cannot be honoured is a `SpecError` naming the keyword and its
+JSON-pointer path. The rules (property order, whitespace, string escapes, numbers) are in
+docs/structured.md, "JSON Schema".
 """
 from __future__ import annotations
 
@@ -217,7 +217,7 @@ class SchemaCompiler:
     def value(self, node: Any, path: str, loc: Location, rdepth: Unrolling) -> pynini.Fst:
         if node is True or (isinstance(node, dict) and jb.is_free(node)):
             # `true` may be an absent keyword's default (additionalProperties): not written
-            return self.any_value(self.plain, self.depth.free(rdepth, written=node is not True))
+            return self.any_value(self.plain, rdepth.free_depth(self.depth.free(rdepth, written=node is not True)))
         if node is False:
             return empty()
         if not isinstance(node, dict):
@@ -227,11 +227,11 @@ class SchemaCompiler:
             return self._node(node, path, loc, rdepth)
         # the budget tells automata apart only where recursion can be met below (and, under
         # the default rule, where the top levels' free values nest deeper)
-        key = (id(node), self._view(node, loc), rdepth if self._reaches(node) else rdepth.top)
+        key = (id(node), self._view(node, loc), rdepth if self._reaches(node) else (rdepth.top, rdepth.cut, rdepth.member_cuts))
         if key not in self._cache:
             self._cache[key] = self._node(node, path, loc, rdepth)
             if id(node) in self.recursive:
-                self.depth.check_growth((id(node), self._view(node, loc), rdepth.here), path, rdepth,
+                self.depth.check_growth((id(node), self._view(node, loc), rdepth.here, rdepth.cut, rdepth.member_cuts), path, rdepth,
                                         self._cache[key].num_states(), self.max_states)
         return self._cache[key]
 
@@ -258,7 +258,7 @@ class SchemaCompiler:
         if node.get("nullable") is True and "type" in node:  # OpenAPI 3.0
             t = node["type"]
             node = self.synth({**node, "type": [*(t if isinstance(t, list) else [t]), "null"]})
-        types = self._types(node, path)
+        types = self._types(node, path, rdepth)
         if jb.COMBINATORS & node.keys():
             # the free values of a node with combinators keep `max_depth` (their automata are
             # met, joined and complemented: GeoJSON o63308's root oneOf of 9 took 23 -> 37 s)
@@ -279,11 +279,12 @@ class SchemaCompiler:
         inside = types == ("object",) and bool(jb.OBJECT_KEYWORDS & node.keys()) and not {"enum", "const"} & node.keys()
         conds = [(node, path)] if "if" in node and ("then" in node or "else" in node) else []
         one = jb.merged_all_of(node, self._target, path) if node.get("allOf") else None
+        budgets = [rdepth] if one is not None else jb.branch_budgets(node, self._target, path, rdepth, self.depth)
         for i, sub in enumerate(node.get("allOf") or []) if one is None else ():
             if inside and jb.conditional(sub):  # (an `if` alone: as the node's own)
                 conds.append((sub, f"{path}/allOf/{i}"))
             else:
-                parts.append(self.value(sub, f"{path}/allOf/{i}", loc, rdepth))
+                parts.append(self.value(sub, f"{path}/allOf/{i}", loc, budgets[i + 1]))
         if one is not None:  # objects merged into one (json_branches)
             parts.append(self.value(self.synth(one), f"{path}/allOf", loc, rdepth))
         if node.get("anyOf") and "anyOf" not in ruled:
@@ -298,7 +299,8 @@ class SchemaCompiler:
                 later.append((node["not"], False, True, f"{path}/not"))  # (not X: if X then false)
             else:
                 banned = self.value(node["not"], f"{path}/not", loc, rdepth)
-                parts.append(pynini.difference(self.any_value(loc, self.max_depth), self.det(banned, path)))
+                values = self.any_value(loc, rdepth.free_depth(self.max_depth))
+                parts.append(pynini.difference(values, self.det(banned, path)))
         for cond, where in conds + jb.dependencies(self, node, path, loc):
             subs = [cond["if"], cond.get("then", True), cond.get("else", True)]
             if inside and jb.mergeable(node, subs):
@@ -309,7 +311,7 @@ class SchemaCompiler:
                 parts.append(self.value(cond, where, loc, rdepth))
         # With in-place parts, an unconstrained type is a filter on the first byte (exact at any
         # depth) instead of the depth-limited free value, which would cut the parts' nesting.
-        own = self._typed(node, path, loc, rdepth, types, as_filter=bool(parts or later))
+        own = self._typed(node, path, loc, budgets[0], types, as_filter=bool(parts or later))
         parts.extend(self._if_inside(node, own, *branches, loc, rdepth) for branches in later)
         out = own if own is not None else parts.pop(0)
         # A product that outgrows its operands is minimized at once: eight if/then branches
@@ -337,7 +339,7 @@ class SchemaCompiler:
                 or any(self._reaches(s) for s in subs):
             return build()
         types = frozenset().union(*(self._possible.of(s) for s in subs))
-        key = (kind, id(node), loc.view("object" in types, "array" in types), rdepth.top)
+        key = (kind, id(node), loc.view("object" in types, "array" in types), rdepth.top, rdepth.cut, rdepth.member_cuts)
         if key not in self._cache:
             self._cache[key] = build()
         return self._cache[key]
@@ -347,16 +349,16 @@ class SchemaCompiler:
         target = self.resolver.resolve(ref, path)[0]
         return None if id(target) in self.recursive else target
 
-    def _types(self, node: dict[str, Any], path: str) -> tuple[str, ...]:
+    def _types(self, node: dict[str, Any], path: str, rdepth: Unrolling) -> tuple[str, ...]:
+        """The node's types (no object or array where only scalars nest within ``rdepth``'s cut)."""
         t = node.get("type", list(_TYPES))
         names = t if isinstance(t, list) else [t]
         for n in names:
             if n not in _TYPES:
                 raise self.fail("type", f"{path}/type", f"unknown type {n!r} (one of "
                                 f"{', '.join(_TYPES)})")
-        if "number" in names and "integer" in names:
-            names = [n for n in names if n != "integer"]
-        return tuple(names)
+        drop = {"integer"} if "number" in names else set()
+        return tuple(n for n in names if n not in drop and not (rdepth.scalars_only and n in ("object", "array")))
 
     def _typed(self, node: dict[str, Any], path: str, loc: Location, rdepth: Unrolling,
                types: tuple[str, ...], as_filter: bool = False) -> pynini.Fst | None:
@@ -384,7 +386,7 @@ class SchemaCompiler:
                 parts.append(json_containers.starts_with("{" if t == "object" else "["))
                 continue
             if not as_filter and t in ("object", "array") and not jb.has_type_keywords(node):
-                parts.append(self.any_value(self.plain, self.depth.free(rdepth, "type" in node),
+                parts.append(self.any_value(self.plain, rdepth.free_depth(self.depth.free(rdepth, "type" in node)),
                                             only=t))
                 continue
             if t == "null":
@@ -426,7 +428,7 @@ class SchemaCompiler:
     def _if(self, node: dict[str, Any], path: str, loc: Location,
             rdepth: Unrolling) -> pynini.Fst:
         cond = self.det(self.value(node["if"], f"{path}/if", loc, rdepth), path)
-        everything = self.any_value(loc, self.max_depth)
+        everything = self.any_value(loc, rdepth.free_depth(self.max_depth))
         yes = self.value(node.get("then", True), f"{path}/then", loc, rdepth)
         no = self.value(node.get("else", True), f"{path}/else", loc, rdepth)
         return self.meet(cond, yes) | self.meet(pynini.difference(everything, cond), no)
