@@ -100,26 +100,27 @@ def test_instances_within_the_depth_as_jsonschema_says(name, monkeypatch):
             assert not accepts(fst, text), (name, value)
 
 
-def _largest_operand(schema, monkeypatch) -> int:
-    most = [0]
+def _operands(schema, monkeypatch, max_depth=3) -> tuple[list[int], pynini.Fst]:
+    """The states of every operand of the compile's products, and the automaton."""
+    seen: list[int] = []
     meet = js.SchemaCompiler.meet
 
     def recording(self, a, b):
-        most[0] = max(most[0], a.num_states(), b.num_states())
+        seen.extend((a.num_states(), b.num_states()))
         return meet(self, a, b)
 
     monkeypatch.setattr(js.SchemaCompiler, "meet", recording)
-    js.json_schema_fst(schema, max_depth=3)
+    fst = js.json_schema_fst(schema, max_depth=max_depth)
     monkeypatch.setattr(js.SchemaCompiler, "meet", meet)
-    return most[0]
+    return seen, fst
 
 
 def test_the_bound_shrinks_the_operands(monkeypatch):
     schema = {"allOf": [BASE, {"properties": {f"deep{i}": DEEP for i in range(4)}}]}
     _apart(monkeypatch)
-    cut = _largest_operand(schema, monkeypatch)
+    cut = max(_operands(schema, monkeypatch)[0])
     _uncut(monkeypatch)
-    whole = _largest_operand(schema, monkeypatch)
+    whole = max(_operands(schema, monkeypatch)[0])
     assert cut < whole / 2, (cut, whole)
 
 
@@ -145,3 +146,22 @@ def test_member_bounds_apply_one_level_down_only():
     assert inner.free_depth(3) == 2 and Unrolling(3).free_depth(3) == 3
     entered = outer.enter(7)
     assert entered is not None and entered.member_cuts == outer.member_cuts
+
+
+def test_members_exposed_only_above_the_free_depth_are_merged(monkeypatch):
+    """The eslintrc shape: `rules` is an `allOf` of rule groups, each declaring its own rules and
+    leaving the others' free; every rule is a shallow `$ref` (525 schema nodes in all, past
+    `MAX_EXPOSED_NODES`, but none as deep as the free values nest). Merged, the language is the one
+    met apart (nothing is cut there), and no product of whole groups is built."""
+    rule = {"oneOf": [{"type": "integer", "minimum": 0, "maximum": 2}, {"enum": ["off", "on"]}, {"type": "array"}]}
+    groups = [{"type": "object", "properties": {f"g{g}r{i}": {"$ref": "#/$defs/rule"} for i in range(35)}}
+              for g in range(3)]
+    schema = {"$defs": {"rule": rule}, "type": "object", "allOf": groups}
+    merged_operands, merged = _operands(schema, monkeypatch, max_depth=2)
+    monkeypatch.setattr(jb, "MAX_EXPOSED_NODES", -1)  # met apart
+    apart_operands, apart = _operands(schema, monkeypatch, max_depth=2)
+    assert merged.num_states() == apart.num_states() and pynini.equivalent(merged, apart)
+    assert sum(merged_operands) < sum(apart_operands) / 4, (sum(merged_operands), sum(apart_operands))
+    for value in ({"g0r1": 2, "g2r34": [[1]]}, {"g1r0": 3}, {"g0r0": "off", "x": {}}):
+        text = json.dumps(order_instance(schema, value), separators=(",", ":"))
+        assert accepts(merged, text) == jsonschema.validators.validator_for(schema)(schema).is_valid(value)

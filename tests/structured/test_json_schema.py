@@ -261,7 +261,8 @@ def test_an_all_of_branch_adding_members_beside_patterns(extra, names):
 
 def test_an_all_of_that_would_expose_large_members_is_met_as_before(monkeypatch):
     """Past `MAX_EXPOSED_NODES` (the declared members one branch leaves free, counted in schema
-    objects) the branches are met as separate objects again: the deep value is cut there."""
+    objects, where they hold values as deep as the free side's values nest) the branches are met
+    as separate objects again: the deep value is cut there."""
     from fstbeam.compiler.structured import json_branches
 
     item = {"type": "object", "properties": {"b": {"type": "array", "items": {"type": "object"}}}}

@@ -32,7 +32,6 @@ from typing import Any
 from ...errors import SpecError
 from ..required_choices import NOTES
 from . import json_containers
-from .json_drafts import DATA_KEYWORDS
 from .json_location import Location, SchemaContext
 from .json_refs import DepthRule, Unrolling
 
@@ -82,13 +81,14 @@ def conditional(node: Any) -> bool:
     return isinstance(node, dict) and "if" in node and not any(k in node for k in TYPE_KEYWORDS | IN_PLACE - {"if"})
 
 
-def merged_all_of(node: dict[str, Any], resolve: Callable[[str, str], Any], path: str) -> dict[str, Any] | None:
+def merged_all_of(node: dict[str, Any], resolve: Callable[[str, str], Any], path: str, depth: int) -> dict[str, Any] | None:
     """``node``'s `allOf` as one object node (its own object keywords merged in), where two or
     more of them are object schemas, one of them holds objects only, and all are `mergeable`
     into the one with `patternProperties` (at most one has them; else into the node). A `$ref`
     branch is read as its target, through ``resolve``, which says None for a recursive one, and
     a one-branch `anyOf`/`oneOf`/`allOf` as its branch. Not where the merge would expose more
-    than `MAX_EXPOSED_NODES`. None where it is not merged: the branches are met as before."""
+    than `MAX_EXPOSED_NODES` below ``depth`` (how deep the members' free values nest). None
+    where it is not merged: the branches are met as before."""
     branches = _read_branches(node, resolve, path)
     every = [node, *branches]
     objects = [x for x in every if isinstance(x, dict) and OBJECT_KEYWORDS & x.keys()]
@@ -105,7 +105,7 @@ def merged_all_of(node: dict[str, Any], resolve: Callable[[str, str], Any], path
     if not mergeable(base, rest):
         return None
     out = merged(base, rest)
-    if not isinstance(out, dict) or _exposed(out, objects, resolve, path) > MAX_EXPOSED_NODES:
+    if not isinstance(out, dict) or _exposed(out, objects, resolve, path, depth) > MAX_EXPOSED_NODES:
         return None
     return out
 
@@ -161,37 +161,51 @@ def _frees_others(x: Any, own: bool) -> bool:
         and isinstance(x.get("properties", {}), dict)
 
 
-def _exposed(out: dict[str, Any], objects: list[dict[str, Any]], resolve: Callable[[str, str], Any], path: str) -> int:
+def _exposed(out: dict[str, Any], objects: list[dict[str, Any]], resolve: Callable[[str, str], Any], path: str,
+             depth: int) -> int:
     """How many schema nodes the merged members hold that one of ``objects`` (the merged object
-    schemas) left free (counted to just past `MAX_EXPOSED_NODES`)."""
+    schemas) left free (counted to just past `MAX_EXPOSED_NODES`). A member with none ``depth``
+    or more levels down, where the free side's values stop, counts none: met apart, nothing of
+    it was cut (eslintrc's `rules`, an `allOf` of 8 groups of ~30 rules, each a shallow `$ref`)."""
     total = 0
     for name, schema in (out.get("properties") or {}).items():
         if total <= MAX_EXPOSED_NODES and any(
-                name not in (x.get("properties") or {}) and is_free(x.get("additionalProperties", True)) for x in objects):
-            total += _nodes(schema, resolve, path, MAX_EXPOSED_NODES + 1 - total)
+                name not in (x.get("properties") or {}) and is_free(x.get("additionalProperties", True)) for x in objects) \
+                and _nodes_below(schema, resolve, path, 1, depth):
+            total += _nodes_below(schema, resolve, path, MAX_EXPOSED_NODES + 1 - total, 0)
     return total
 
 
-def _nodes(schema: Any, resolve: Callable[[str, str], Any], path: str, cap: int) -> int:
-    """Schema objects in ``schema``, each `$ref` followed once, counted to ``cap``."""
+# keywords whose subschemas hold the values one level down (the others stay in place)
+_DOWN = {"properties", "patternProperties", "additionalProperties", "items", "prefixItems", "additionalItems", "contains"}
+_IN_PLACE_SUBS = {"allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "dependencies"}
+_MAPS = {"properties", "patternProperties", "dependentSchemas", "dependencies"}  # (name -> subschema)
+
+
+def _nodes_below(schema: Any, resolve: Callable[[str, str], Any], path: str, cap: int, depth: int) -> int:
+    """Schema objects in ``schema`` that hold values ``depth`` or more levels down, each `$ref`
+    followed once, counted to ``cap``."""
     seen: set[str] = set()
-    stack, n = [schema], 0
+    stack, n = [(schema, 0)], 0
     while stack and n < cap:
-        x = stack.pop()
+        x, level = stack.pop()
         if isinstance(x, list):
-            stack.extend(x)
+            stack.extend((v, level) for v in x)
             continue
         if not isinstance(x, dict):
             continue
-        n += 1
+        n += level >= depth
         ref = x.get("$ref")
         if isinstance(ref, str) and ref not in seen:
             seen.add(ref)
             try:
-                stack.append(resolve(ref, path))
+                stack.append((resolve(ref, path), level))
             except SpecError:  # (said where the reference itself is compiled)
                 pass
-        stack.extend(v for k, v in x.items() if isinstance(v, (dict, list)) and k not in DATA_KEYWORDS)
+        for k, v in x.items():
+            if k in _DOWN or k in _IN_PLACE_SUBS:
+                subs = v.values() if k in _MAPS and isinstance(v, dict) else [v]
+                stack.extend((sub, level + (k in _DOWN)) for sub in subs)
     return n
 
 
