@@ -33,7 +33,7 @@ from ...errors import SpecError
 from ..required_choices import NOTES
 from . import json_containers
 from .json_location import Location, SchemaContext
-from .json_refs import DepthRule, Unrolling
+from .json_refs import Unrolling
 
 # A schema's keywords, by what they constrain (`json_schema`).
 OBJECT_KEYWORDS = {"properties", "required", "additionalProperties", "patternProperties", "minProperties",
@@ -140,13 +140,12 @@ def free_elsewhere(node: dict[str, Any], resolve: Callable[[str, str], Any], pat
 
 
 def branch_budgets(node: dict[str, Any], resolve: Callable[[str, str], Any], path: str, rdepth: Unrolling,
-                   rule: DepthRule) -> list[Unrolling]:
+                   depth: int) -> list[Unrolling]:
     """The budgets of ``node``'s own object and its `allOf` branches (met apart): each one's
-    members that another leaves free (`free_elsewhere`) bounded at the most a free member value
-    there nests (by ``rule``)."""
+    members that another leaves free (`free_elsewhere`) bounded at ``depth``, the most a free
+    member value there nests."""
     if not node.get("allOf"):
         return [rdepth]
-    depth = rule.free(rdepth.inside(), written=True)
     return [rdepth.cut_members(dict.fromkeys(names, depth)) for names in free_elsewhere(node, resolve, path)]
 
 
@@ -156,7 +155,9 @@ def _frees_others(x: Any, own: bool) -> bool:
     met beside its object, not in it."""
     if not isinstance(x, dict) or not OBJECT_KEYWORDS & x.keys() or not _allows_objects(x.get("type")):
         return False
-    keys = set(x) & (TYPE_KEYWORDS | IN_PLACE) - (IN_PLACE - {"type", "enum", "const"} if own else set())
+    # (the node's own combinators, `$ref` and `nullable` are met beside its object: not in it)
+    keywords = TYPE_KEYWORDS | ({"type", "enum", "const"} if own else IN_PLACE)
+    keys = set(x) & keywords
     return keys <= _PLAIN and is_free(x.get("additionalProperties", True)) \
         and isinstance(x.get("properties", {}), dict)
 

@@ -278,8 +278,9 @@ class SchemaCompiler:
         # branches merge with it (json_branches), else against the free values of the location
         inside = types == ("object",) and bool(jb.OBJECT_KEYWORDS & node.keys()) and not {"enum", "const"} & node.keys()
         conds = [(node, path)] if "if" in node and ("then" in node or "else" in node) else []
-        one = jb.merged_all_of(node, self._target, path, self.depth.free(rdepth.inside(), True)) if node.get("allOf") else None
-        budgets = [rdepth] if one is not None else jb.branch_budgets(node, self._target, path, rdepth, self.depth)
+        reach = self.depth.free(rdepth.inside(), True)  # the most a free member value here nests
+        one = jb.merged_all_of(node, self._target, path, reach) if node.get("allOf") else None
+        budgets = [rdepth] if one is not None else jb.branch_budgets(node, self._target, path, rdepth, reach)
         for i, sub in enumerate(node.get("allOf") or []) if one is None else ():
             if inside and jb.conditional(sub):  # (an `if` alone: as the node's own)
                 conds.append((sub, f"{path}/allOf/{i}"))
@@ -299,8 +300,7 @@ class SchemaCompiler:
                 later.append((node["not"], False, True, f"{path}/not"))  # (not X: if X then false)
             else:
                 banned = self.value(node["not"], f"{path}/not", loc, rdepth)
-                values = self.any_value(loc, rdepth.free_depth(self.max_depth))
-                parts.append(pynini.difference(values, self.det(banned, path)))
+                parts.append(pynini.difference(self.any_value(loc, rdepth.free_depth(self.max_depth)), self.det(banned, path)))
         for cond, where in conds + jb.dependencies(self, node, path, loc):
             subs = [cond["if"], cond.get("then", True), cond.get("else", True)]
             if inside and jb.mergeable(node, subs):
