@@ -269,12 +269,14 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     sh, rel = np.flatnonzero(is_sh), np.flatnonzero(has_rel & ~is_sh)
     sb_id = blk_new[rep_of]
     sb_id[rel] = g_new[grp_of[rel]]
-    sb_id[sh] = inner_new[blk_inner[pair_block[sh]]]
+    on_sh = pair_block[sh]  # (per block first, then one gather per shared link: int64 temporaries per link were the peak)
+    sb_id[sh] = inner_new[blk_inner][on_sh]
     sb_off = np.zeros(len(pair_block), np.int64)
     sb_off[rel] = blk_off[pair_block[rel]]
-    sb_off[sh] = base[np.maximum(blk_copy[pair_block[sh]], 0)]
+    sb_off[sh] = base[np.maximum(blk_copy, 0)][on_sh]
+    del on_sh
     sb_exit = blk_new[rep_of]
-    sb_exit[~((is_sh | has_rel) & (abs_size[rep_of] > 0))] = -1
+    sb_exit[~((is_sh | has_rel) & (abs_size > 0)[rep_of])] = -1  # (a bool per link, not an int64 gather)
     del sh, rel
     del in_grp, grp_of, full, rep_of, has_rel, is_sh  # (per character arc; the lift's peak is below)
     del blk_off, blk_inner, blk_group, abs_size  # (per block: done)
