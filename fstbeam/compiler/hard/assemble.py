@@ -128,6 +128,7 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     # (the searches' pairs concatenated straight into a list the grouping empties: not held through the search)
     dist = _distances(final, grouped_taken([pair_block, q_idx], nb),
                       grouped_taken([index_concat([d_next, pn, cn, xn], S), index_concat([d_block, pb, ck, xk], nb)], S))
+    del pb, pn  # (made again for the reachability search below, once shared copies are settled)
     # A grouped block whose inside next states are not alive exactly where its representative's
     # are is spelled out (absolute arcs, pruned below like any other).
     alive = dist < UNREACHABLE
@@ -205,7 +206,7 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
             break
         seeds = concat_ranges(copy_off[grow], copy_off[grow] + sizes[grow])
         reach = _reachable(members[seeds], links_by_state, arcs_by_block, seen=reach)
-    del d_block, d_next, links_by_state, arcs_by_block, alive_arc  # (per-arc copies the searches walked: done)
+    del d_block, d_next, pb, pn, links_by_state, arcs_by_block, alive_arc  # (per-arc copies the searches walked: done)
     if len(e_block) > TRIM_ABOVE:  # (the searches' freed pieces, resident under the arcs' plateau below)
         trim_heap()
     keep_state = reach & (dist < UNREACHABLE)
@@ -266,10 +267,12 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     blk_new, inner_new, g_new = narrow(blk_new), narrow(inner_new), narrow(g_new)
     # (each field built in place, the links of each kind written over it: nested `np.where`s of
     # whole gathers were five int64 columns per link at once, o21328's lift peak)
-    sh, rel = np.flatnonzero(is_sh), np.flatnonzero(has_rel & ~is_sh)
+    # (masks, not index arrays: an int64 index per shared link, and per-link gathers of per-block
+    # values, were the lift's peak; each per-block value is gathered once per link)
+    sh, rel = is_sh, has_rel & ~is_sh
     sb_id = blk_new[rep_of]
     sb_id[rel] = g_new[grp_of[rel]]
-    on_sh = pair_block[sh]  # (per block first, then one gather per shared link: int64 temporaries per link were the peak)
+    on_sh = pair_block[sh]
     sb_id[sh] = inner_new[blk_inner][on_sh]
     sb_off = np.zeros(len(pair_block), np.int64)
     sb_off[rel] = blk_off[pair_block[rel]]
