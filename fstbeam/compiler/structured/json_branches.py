@@ -32,7 +32,8 @@ from typing import Any
 from ...errors import SpecError
 from ..required_choices import NOTES
 from . import json_containers
-from .json_location import Location, SchemaContext
+from .json_drafts import NAMED_KEYWORDS
+from .json_location import IN_PLACE_KEYWORDS, Location, SchemaContext
 from .json_refs import Unrolling
 
 # A schema's keywords, by what they constrain (`json_schema`).
@@ -62,7 +63,7 @@ _BRANCH = {"type", "properties", "required", "additionalProperties", "minPropert
 # members, 3,150: 128,516 -> 909,030 states, as its `jobs.include` items now hold a whole job).
 MAX_EXPOSED_NODES = 500
 # an object schema whose undeclared members are free values (`free_elsewhere`)
-_PLAIN = {"type", "properties", "required", "additionalProperties", "minProperties", "maxProperties", "propertyNames"}
+_PLAIN = {*_CARRIED, "type"} - {"patternProperties"}
 _COMBINED = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentRequired")
 
 
@@ -179,8 +180,7 @@ def _exposed(out: dict[str, Any], objects: list[dict[str, Any]], resolve: Callab
 
 # keywords whose subschemas hold the values one level down (the others stay in place)
 _DOWN = {"properties", "patternProperties", "additionalProperties", "items", "prefixItems", "additionalItems", "contains"}
-_IN_PLACE_SUBS = {"allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "dependencies"}
-_MAPS = {"properties", "patternProperties", "dependentSchemas", "dependencies"}  # (name -> subschema)
+_IN_PLACE_SUBS = {*IN_PLACE_KEYWORDS, "dependentSchemas", "dependencies"}
 
 
 def _nodes_below(schema: Any, resolve: Callable[[str, str], Any], path: str, cap: int, depth: int) -> int:
@@ -205,7 +205,7 @@ def _nodes_below(schema: Any, resolve: Callable[[str, str], Any], path: str, cap
                 pass
         for k, v in x.items():
             if k in _DOWN or k in _IN_PLACE_SUBS:
-                subs = v.values() if k in _MAPS and isinstance(v, dict) else [v]
+                subs = v.values() if k in NAMED_KEYWORDS and isinstance(v, dict) else [v]
                 stack.extend((sub, level + (k in _DOWN)) for sub in subs)
     return n
 

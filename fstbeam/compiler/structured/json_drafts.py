@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-__all__ = ["declared_draft", "for_draft", "read_as_declared", "INTRODUCED", "REMOVED", "DATA_KEYWORDS", "escape_pointer"]
+__all__ = ["declared_draft", "for_draft", "read_as_declared", "INTRODUCED", "REMOVED", "DATA_KEYWORDS", "NAMED_KEYWORDS", "escape_pointer"]
 
 log = logging.getLogger("fstbeam")
 
@@ -33,7 +33,7 @@ _DRAFTS = (("draft-03", 3), ("draft-04", 4), ("draft-06", 6), ("draft-07", 7),
 #: keywords whose value is JSON data, not schemas (a `pattern` or `$ref` member inside is no keyword)
 DATA_KEYWORDS = frozenset({"enum", "const", "examples", "default"})
 #: keywords whose value maps names (not keywords) to schemas
-_NAMED = frozenset({"properties", "patternProperties", "definitions", "$defs", "dependencies", "dependentSchemas"})
+NAMED_KEYWORDS = frozenset({"properties", "patternProperties", "definitions", "$defs", "dependencies", "dependentSchemas"})
 
 
 def declared_draft(schema: Any) -> int | None:
@@ -74,7 +74,7 @@ def for_draft(schema: Any) -> tuple[Any, list[tuple[str, str]]]:
                 dropped.append((k, path or "/"))
             elif k in DATA_KEYWORDS:
                 out[k] = v
-            elif k in _NAMED and isinstance(v, dict):
+            elif k in NAMED_KEYWORDS and isinstance(v, dict):
                 out[k] = {name: kept(s, f"{here}/{escape_pointer(name)}") for name, s in v.items()}
             else:
                 out[k] = kept(v, here)
