@@ -30,7 +30,7 @@ NOTES = {"description", "title", "$comment"}
 # keywords that make `_typed` build the node's own object (not a free value or a type filter)
 _OBJECT_KEYS = ("properties", "required", "additionalProperties", "patternProperties",
                 "minProperties", "maxProperties", "propertyNames")
-MAX_NAMES = 8  # 2^8 subset states at most
+MAX_NAMES = 12  # 2^12 subset states over n + 1 symbols at most (`choice_rule`), before minimizing
 
 
 def required_choices(node: Mapping[str, Any], slots: Collection[str]) -> list[tuple[str, list[list[str]]]]:
@@ -88,23 +88,42 @@ def choice_rule(kind: str, sets: Sequence[Sequence[str]], slot_label: Mapping[st
     """Label sequences over ``alphabet`` in which exactly one (``kind`` "oneOf"), at least
     one ("anyOf") or every one ("allOf") of ``sets`` has all of its members' labels
     (``slot_label``; a name without one is a member that cannot appear); "not oneOf" etc.: the
-    others. Each member label appears at most once (a slot)."""
+    others. Each member label appears at most once (a slot). A minimal DFA.
+
+    Built over a small alphabet first (one symbol per name, one for every other label: a state
+    per subset of the names seen, 2^n of them), minimized there, and only then spelled over
+    ``alphabet``: a `oneOf` of n single names is n + 1 states (none met, or which one), where the
+    subsets spelled over the whole alphabet were 2^n states of ~270 arcs each."""
     negated, base = kind.startswith("not "), kind.removeprefix("not ")
     names = sorted({n for s in sets for n in s if n in slot_label})
-    bit = {slot_label[n]: 1 << i for i, n in enumerate(names)}
     needs = [sum(1 << names.index(n) for n in s) if all(n in slot_label for n in s) else None
              for s in sets]
+    other = len(names) + 1  # (the small alphabet: name i is i + 1; 0 is epsilon)
     f = pynini.Fst()
     one = pynini.Weight.one(f.weight_type())  # type: ignore[attr-defined]
     states = [f.add_state() for _ in range(1 << len(names))]
     f.set_start(states[0])
-    labels = sorted(alphabet)
     for seen, s in enumerate(states):
         met = sum(1 for need in needs if need is not None and need & seen == need)
         holds = met == 1 if base == "oneOf" else met >= 1 if base == "anyOf" else met == len(needs)
         if holds != negated:
             f.set_final(s)
-        for label in labels:
-            to = states[seen | bit[label]] if label in bit else s
-            f.add_arc(s, pynini.Arc(label, label, one, to))  # type: ignore[attr-defined]
-    return f
+        for i in range(len(names)):
+            f.add_arc(s, pynini.Arc(i + 1, i + 1, one, states[seen | 1 << i]))  # type: ignore[attr-defined]
+        f.add_arc(s, pynini.Arc(other, other, one, s))  # type: ignore[attr-defined]
+    f.minimize(allow_nondet=False).connect()
+    spelled = [slot_label[n] for n in names]
+    rest = sorted(set(alphabet) - set(spelled))
+    out = pynini.Fst()
+    if f.num_states() == 0:  # (no subset meets the condition: the empty language)
+        return out
+    out.add_states(f.num_states())
+    out.set_start(f.start())
+    zero = pynini.Weight.zero(f.weight_type())  # type: ignore[attr-defined]
+    for s in f.states():
+        if f.final(s) != zero:
+            out.set_final(s)
+        for arc in f.arcs(s):
+            for label in rest if arc.ilabel == other else [spelled[arc.ilabel - 1]]:
+                out.add_arc(s, pynini.Arc(label, label, one, arc.nextstate))  # type: ignore[attr-defined]
+    return out.arcsort("ilabel")
