@@ -300,7 +300,10 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     spells = trie.tok_ptr[1:] > trie.tok_ptr[:-1]  # (per trie node: a bool per frontier pair, not two int64 gathers)
     # The frontier is kept in pieces (in order), each walked and let go in turn: a wide level's
     # pairs are never held twice (old and new frontier whole, and the new one concatenated).
-    front = [(narrow(block), narrow(node), narrow(state))]  # (as `_Stepper.pieces` gives them)
+    block = narrow(block)  # (as `_Stepper.pieces` gives them; one column at a time, each int64 one let go
+    node = narrow(node)  # as its int32 copy is made: kb_145's first frontier held both forms, its peak)
+    state = narrow(state)
+    front = [(block, node, state)]
     del node, state, block
     if len(front[0][0]) > TRIM_ABOVE:  # (the temporaries of the blocks, walks and groups above, handed back)
         trim_heap()
