@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pynini
 
+from ..fst.vector_fst import openfst_bytes
 from .char_dfa import state_records, vector_header
 
 # Marker labels: above every label of the inputs (bytes 1..255, and the member marks from 256 up
@@ -43,23 +44,24 @@ def exactly_one(dfas: list[pynini.Fst], max_states: int | None = None) -> pynini
     if not marked:
         return pynini.Fst()
     both = pynini.union(*marked).rmepsilon()
+    del marked
     det = pynini.determinize(both)  # (OpenFst's ``nstate`` prunes the whole result: no sooner, and slower)
+    del both
     if max_states is not None and det.num_states() > max_states:
         return det
-    return _count_markers(det, len(dfas))
+    return _count_markers([det], len(dfas))
 
 
-def _count_markers(det: pynini.Fst, n_markers: int) -> pynini.Fst:
-    """``det`` (changed in place) with a state final iff exactly one marker arc leaves it, the
-    markers dropped (the last arcs of each state once sorted by label)."""
+def _count_markers(box: list[pynini.Fst], n_markers: int) -> pynini.Fst:
+    """The automaton in ``box`` (taken out, changed in place) with a state final iff exactly one
+    marker arc leaves it, the markers dropped (the last arcs of each state once sorted by label),
+    trimmed. Its final states are those right after a marker: left unreachable, so trimmed."""
+    det = box.pop()
     det.arcsort("ilabel")
-    n = det.num_states()
     marks = _markers_per_state(det, n_markers)
     if marks is None:  # (not a plain VectorFst: one Python step per arc)
-        marks = np.array([sum(a.ilabel >= MARKER for a in det.arcs(s)) for s in range(n)], np.int64)
-    one, zero = pynini.Weight.one(det.weight_type()), pynini.Weight.zero(det.weight_type())
-    for s in range(n):  # (the states after a marker: final, left unreachable below)
-        det.set_final(s, zero)
+        marks = np.array([sum(a.ilabel >= MARKER for a in det.arcs(s)) for s in det.states()], np.int64)
+    one = pynini.Weight.one(det.weight_type())
     for s in np.flatnonzero(marks).tolist():
         det.delete_arcs(s, int(marks[s]))
     for s in np.flatnonzero(marks == 1).tolist():
@@ -69,8 +71,9 @@ def _count_markers(det: pynini.Fst, n_markers: int) -> pynini.Fst:
 
 def _markers_per_state(det: pynini.Fst, n_markers: int) -> np.ndarray | None:
     """Marker arcs leaving each state, read from OpenFst's binary form with numpy (an arc is 4
-    words: ilabel, olabel, weight, next state; ``det``'s arcs sorted by label)."""
-    data = det.write_to_string()
+    words: ilabel, olabel, weight, next state; ``det``'s arcs sorted by label; a large one's
+    bytes through a temporary file: `openfst_bytes`)."""
+    data = openfst_bytes(det)
     fields = vector_header(data)
     if fields is None or (len(data) - fields[2]) % 4:
         return None

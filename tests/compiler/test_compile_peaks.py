@@ -2,7 +2,7 @@
 what the whole-column forms gave: the OpenFst form written a slice of states at a time
 (`vector_fst`), the rank lookups built a slice of arcs at a time and shared by the inside walk's
 arcs (`_Arcs.with_dst`), the automaton's OpenFst bytes read back from a temporary file
-(`automaton._openfst_bytes`), and a compile's character automaton written from its arcs after
+(`vector_fst.openfst_bytes`), and a compile's character automaton written from its arcs after
 the tables (the language OpenFst reads back is the schema's).
 
 Oracles: the one-slice forms, pynini's own writer and reader, and pynini's equivalence."""
@@ -21,6 +21,7 @@ from fstbeam.compiler.hard.token_fsa import _Arcs
 from fstbeam.compiler.structured.json_schema import json_schema_fst
 from fstbeam.contract.vocab import Vocab
 from fstbeam.fst import vector_fst
+from fstbeam.fst.vector_fst import openfst_bytes
 
 
 def _random_acceptor(seed: int):
@@ -97,14 +98,15 @@ SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength
 def test_the_openfst_bytes_come_back_from_the_file_and_in_memory(monkeypatch):
     fst = json_schema_fst(SCHEMA)
     want = fst.write_to_string()
-    assert automaton._openfst_bytes([fst.copy()]) == want  # (small: written in memory)
-    monkeypatch.setattr(automaton, "FILE_WRITE_STATES", 1)
-    assert automaton._openfst_bytes([fst.copy()]) == want  # (through a temporary file)
+    assert openfst_bytes([fst.copy()]) == want  # (small: written in memory)
+    monkeypatch.setattr(vector_fst, "FILE_WRITE_STATES", 1)
+    assert openfst_bytes([fst.copy()]) == want  # (through a temporary file)
+    assert openfst_bytes(fst) == want and fst.num_states() > 0  # (an automaton given alone: kept)
 
     def no_dir(*a, **k):
         raise OSError("read-only file system")
     monkeypatch.setattr(tempfile, "TemporaryDirectory", no_dir)
-    assert automaton._openfst_bytes([fst.copy()]) == want  # (written in memory instead)
+    assert openfst_bytes([fst.copy()]) == want  # (written in memory instead)
 
 
 def _vocab() -> Vocab:

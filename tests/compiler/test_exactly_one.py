@@ -13,9 +13,11 @@ import jsonschema
 import pynini
 import pytest
 
+from fstbeam.compiler import exactly_one as exactly_one_module
 from fstbeam.compiler.exactly_one import MARKER, exactly_one
 from fstbeam.compiler.structured.json_schema import json_schema_fst
 from fstbeam.compiler.structured.regex import regex_fst
+from fstbeam.fst import vector_fst
 from fstbeam.fst.optimize import optimize
 
 ALPHABET = "abc"
@@ -33,8 +35,19 @@ def accepts(fst: pynini.Fst, text: str) -> bool:
     return pynini.intersect(lin, fst).num_states() > 0 if fst.num_states() else False
 
 
+@pytest.fixture(params=["memory", "files", "per state"])
+def counting(request, monkeypatch):
+    """The three ways the markers are counted: the binary form in memory, through temporary
+    files (a large automaton), and one Python step per arc (not a plain VectorFst)."""
+    if request.param == "files":
+        monkeypatch.setattr(vector_fst, "FILE_WRITE_STATES", 0)
+    if request.param == "per state":
+        monkeypatch.setattr(exactly_one_module, "_markers_per_state", lambda *args: None)
+    return request.param
+
+
 @pytest.mark.parametrize("patterns", CASES, ids=lambda p: "|".join(p))
-def test_exactly_one_against_re(patterns):
+def test_exactly_one_against_re(patterns, counting):
     dfas = [optimize(regex_fst(p), stage="test") for p in patterns]
     got = optimize(exactly_one(dfas), stage="test")
     assert got.properties(pynini.I_DETERMINISTIC, True) == pynini.I_DETERMINISTIC
@@ -45,7 +58,7 @@ def test_exactly_one_against_re(patterns):
             assert accepts(got, text) == (hits == 1), (patterns, text, hits)
 
 
-def test_labels_above_bytes_are_kept():
+def test_labels_above_bytes_are_kept(counting):
     """Inputs may hold labels above 255 (`json_containers`' member marks): only the markers,
     far above them, are counted and dropped."""
     def fsa(*words):

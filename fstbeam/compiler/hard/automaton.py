@@ -12,7 +12,6 @@ import json
 import logging
 import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from typing import Callable
 
@@ -24,7 +23,7 @@ from ...contract.hard import HardTables
 from ...contract.vocab import Vocab
 from ...errors import SpecError, UnsatisfiableConstraintError
 from ...fst.optimize import optimize
-from ...fst.vector_fst import vector_fst_bytes
+from ...fst.vector_fst import openfst_bytes, vector_fst_bytes
 from ...fst.wordlist.language import text_dfa_fst_bytes, word_list_dfa
 from ..char_dfa import fst_bytes_to_arcs, fst_to_dfa
 from ..spec import WordList
@@ -145,7 +144,7 @@ def compile_hard(stages, comp, wl: WordList | None, g_lang, g_desc, opts: dict) 
             g_lang = None  # (its pynini automaton: a large schema's is hundreds of MB, not needed below)
             box = [hard_fst]
             hard_fst = None
-            char_fst = _openfst_bytes(box)  # (pynini's automaton let go first)
+            char_fst = openfst_bytes(box)  # (pynini's automaton let go first)
             big = len(char_fst) > TRIM_ABOVE
             if big:  # (the automata's many small blocks, freed: handed back before the arcs are read)
                 trim_heap()
@@ -239,31 +238,6 @@ def _with_grammar(words_text, words_desc, g_lang, g_desc, lazy: LazyLanguage | N
             f"{words_desc} and {name} have no text in common", (words_desc, name)
         )
     return both, f"{words_desc} and {name}"
-
-
-#: automata of at least this many states are written through a temporary file (`_openfst_bytes`)
-FILE_WRITE_STATES = 50_000
-
-
-def _openfst_bytes(box: list[pynini.Fst]) -> bytes:
-    """The OpenFst binary form of the automaton in ``box`` (taken out), written to a temporary
-    file and read back once the automaton is gone: ``write_to_string`` held the automaton, a
-    string buffer grown by doubling and its copy at once (260 MB over the automaton on o21192,
-    that compile's peak). In memory where no temporary file can be written."""
-    fst = box.pop()
-    if fst.num_states() < FILE_WRITE_STATES:  # (a small one: a temporary directory costs more than its buffer)
-        return fst_bytes(fst)
-    try:
-        with tempfile.TemporaryDirectory(prefix="fstbeam-") as tmp:
-            path = os.path.join(tmp, "char.fst")
-            fst.write(path)
-            fst = None
-            with open(path, "rb") as fh:
-                return fh.read()
-    except OSError:  # (pynini's FstIOError is one)
-        if fst is None:  # written, but not read back: nothing left to write again
-            raise
-        return fst_bytes(fst)
 
 
 def fst_bytes(fst: pynini.Fst) -> bytes:
