@@ -23,13 +23,15 @@ from typing import Any
 
 import pynini
 
-__all__ = ["required_choices", "choice_rule", "bans_other_values", "NOTES"]
+__all__ = ["required_choices", "choice_rule", "bans_other_values", "NOTES", "OBJECT_KEYS"]
 
 # keywords that only annotate a schema (a branch of them and `required` only requires)
 NOTES = {"description", "title", "$comment"}
-# keywords that make `_typed` build the node's own object (not a free value or a type filter)
-_OBJECT_KEYS = ("properties", "required", "additionalProperties", "patternProperties",
-                "minProperties", "maxProperties", "propertyNames")
+# an object node's own keywords: they make `_typed` build the node's own object (not a free value
+# or a type filter; with the dependency keywords, `json_branches.OBJECT_KEYWORDS`), and are what
+# an `allOf`/`if` branch is merged with (`json_branches`)
+OBJECT_KEYS = ("properties", "required", "additionalProperties", "patternProperties", "propertyNames",
+               "minProperties", "maxProperties")
 MAX_NAMES = 12  # 2^12 subset states over n + 1 symbols at most (`choice_rule`), before minimizing
 
 
@@ -38,7 +40,7 @@ def required_choices(node: Mapping[str, Any], slots: Collection[str]) -> list[tu
     each branch])``. Only where the node's own object is built (an object keyword beside them,
     no `enum`/`const`) and every name is one of ``slots``. (Any other value meets every branch:
     a `oneOf` of two or more leaves the node objects only, its caller's part.)"""
-    if "enum" in node or "const" in node or not any(k in node for k in _OBJECT_KEYS):
+    if "enum" in node or "const" in node or not any(k in node for k in OBJECT_KEYS):
         return []
     t = node.get("type")
     if t is not None and "object" not in (t if isinstance(t, list) else [t]):

@@ -30,15 +30,14 @@ from collections.abc import Callable
 from typing import Any
 
 from ...errors import SpecError
-from ..required_choices import NOTES
+from ..required_choices import NOTES, OBJECT_KEYS
 from . import json_containers
 from .json_drafts import NAMED_KEYWORDS
 from .json_location import IN_PLACE_KEYWORDS, Location, SchemaContext
 from .json_refs import Unrolling
 
 # A schema's keywords, by what they constrain (`json_schema`).
-OBJECT_KEYWORDS = {"properties", "required", "additionalProperties", "patternProperties", "minProperties",
-                   "maxProperties", "propertyNames", "dependentRequired", "dependencies"}
+OBJECT_KEYWORDS = {*OBJECT_KEYS, "dependentRequired", "dependencies"}
 ARRAY_KEYWORDS = {"items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains"}
 TYPE_KEYWORDS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
                  "maxLength", "pattern", "format", *OBJECT_KEYWORDS, *ARRAY_KEYWORDS}
@@ -52,8 +51,7 @@ REFUSED = {
 IN_PLACE = {"$ref", "type", "enum", "const", "nullable", *COMBINATORS, *REFUSED}
 
 # the node's keywords a branch is merged with (its combinators are met beside, as before)
-_CARRIED = ("properties", "required", "additionalProperties", "patternProperties", "propertyNames",
-            "minProperties", "maxProperties")
+_CARRIED = OBJECT_KEYS
 # what a mergeable branch may hold besides annotations
 _BRANCH = {"type", "properties", "required", "additionalProperties", "minProperties", "maxProperties",
            "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentRequired"}
