@@ -303,8 +303,7 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     block = narrow(block)  # (as `_Stepper.pieces` gives them; one column at a time, each int64 one let go
     node = narrow(node)  # as its int32 copy is made: kb_145's first frontier held both forms, its peak)
     state = narrow(state)
-    front = [(block, node, state)]
-    del node, state, block
+    front = [(block, node, state)]  # (the names rebound to the same columns by the first step's pop)
     if len(front[0][0]) > TRIM_ABOVE:  # (the temporaries of the blocks, walks and groups above, handed back)
         trim_heap()
     while front:
