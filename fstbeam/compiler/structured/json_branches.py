@@ -170,9 +170,8 @@ def _exposed(out: dict[str, Any], objects: list[dict[str, Any]], resolve: Callab
     total = 0
     for name, schema in (out.get("properties") or {}).items():
         if total <= MAX_EXPOSED_NODES and any(
-                name not in (x.get("properties") or {}) and is_free(x.get("additionalProperties", True)) for x in objects) \
-                and _nodes_below(schema, resolve, path, 1, depth):
-            total += _nodes_below(schema, resolve, path, MAX_EXPOSED_NODES + 1 - total, 0)
+                name not in (x.get("properties") or {}) and is_free(x.get("additionalProperties", True)) for x in objects):
+            total += _cut_nodes(schema, resolve, path, MAX_EXPOSED_NODES + 1 - total, depth)
     return total
 
 
@@ -181,19 +180,20 @@ _DOWN = {"properties", "patternProperties", "additionalProperties", "items", "pr
 _IN_PLACE_SUBS = {*IN_PLACE_KEYWORDS, "dependentSchemas", "dependencies"}
 
 
-def _nodes_below(schema: Any, resolve: Callable[[str, str], Any], path: str, cap: int, depth: int) -> int:
-    """Schema objects in ``schema`` that hold values ``depth`` or more levels down, each `$ref`
-    followed once, counted to ``cap``."""
+def _cut_nodes(schema: Any, resolve: Callable[[str, str], Any], path: str, cap: int, depth: int) -> int:
+    """Schema objects in ``schema``, each `$ref` followed once, counted to ``cap``; 0 where none
+    of them holds values ``depth`` or more levels down (one walk: counted until both are known)."""
     seen: set[str] = set()
-    stack, n = [(schema, 0)], 0
-    while stack and n < cap:
+    stack, n, deep = [(schema, 0)], 0, False
+    while stack and not (n >= cap and deep):
         x, level = stack.pop()
         if isinstance(x, list):
             stack.extend((v, level) for v in x)
             continue
         if not isinstance(x, dict):
             continue
-        n += level >= depth
+        n += 1
+        deep = deep or level >= depth
         ref = x.get("$ref")
         if isinstance(ref, str) and ref not in seen:
             seen.add(ref)
@@ -205,7 +205,7 @@ def _nodes_below(schema: Any, resolve: Callable[[str, str], Any], path: str, cap
             if k in _DOWN or k in _IN_PLACE_SUBS:
                 subs = v.values() if k in NAMED_KEYWORDS and isinstance(v, dict) else [v]
                 stack.extend((sub, level + (k in _DOWN)) for sub in subs)
-    return n
+    return min(n, cap) if deep else 0
 
 
 def mergeable(node: dict[str, Any], branches: list[Any]) -> bool:
