@@ -278,7 +278,7 @@ class SchemaCompiler:
         # branches merge with it (json_branches), else against the free values of the location
         inside = types == ("object",) and bool(jb.OBJECT_KEYWORDS & node.keys()) and not {"enum", "const"} & node.keys()
         conds = [(node, path)] if "if" in node and ("then" in node or "else" in node) else []
-        reach = self.depth.free(rdepth.inside(), True)  # the most a free member value here nests
+        reach = self.depth.free(rdepth.inside(), True) if node.get("allOf") else 0  # (a free member's nesting)
         one = jb.merged_all_of(node, self._target, path, reach) if node.get("allOf") else None
         budgets = [rdepth] if one is not None else jb.branch_budgets(node, self._target, path, rdepth, reach)
         for i, sub in enumerate(node.get("allOf") or []) if one is None else ():
