@@ -49,14 +49,13 @@ def exactly_one(dfas: list[pynini.Fst], max_states: int | None = None) -> pynini
     del both
     if max_states is not None and det.num_states() > max_states:
         return det
-    return _count_markers([det], len(dfas))
+    return _count_markers(det, len(dfas))
 
 
-def _count_markers(box: list[pynini.Fst], n_markers: int) -> pynini.Fst:
-    """The automaton in ``box`` (taken out, changed in place) with a state final iff exactly one
-    marker arc leaves it, the markers dropped (the last arcs of each state once sorted by label),
-    trimmed. Its final states are those right after a marker: left unreachable, so trimmed."""
-    det = box.pop()
+def _count_markers(det: pynini.Fst, n_markers: int) -> pynini.Fst:
+    """``det`` (changed in place) with a state final iff exactly one marker arc leaves it, the
+    markers dropped (the last arcs of each state once sorted by label), trimmed. Its final
+    states are those right after a marker: left unreachable, so trimmed."""
     det.arcsort("ilabel")
     marks = _markers_per_state(det, n_markers)
     if marks is None:  # (not a plain VectorFst: one Python step per arc)
