@@ -16,7 +16,7 @@ import pytest
 from shared_oracle import assert_same_language, fresh_walk_memos, lift_both
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.hard import chain_blocks
+from fstbeam.compiler.hard import chain_blocks, chain_levels
 from fstbeam.compiler.hard.tables import build_tables
 from fstbeam.compiler.hard.token_fsa import _Arcs, _chains, lift
 from fstbeam.compiler.hard.token_trie import token_trie
@@ -195,8 +195,8 @@ def long_vocab() -> Vocab:
 def test_partial_groups_lift_to_the_plain_language(source, monkeypatch):
     vocab = long_vocab()
     trie = token_trie(vocab)
-    levels = chain_blocks.walk_levels(trie)
-    assert levels and max(levels) < chain_blocks.max_token_bytes(trie) == 20
+    levels = chain_levels.walk_levels(trie)
+    assert levels and max(levels) < chain_levels.max_token_bytes(trie) == 20
     fst = regex_fst(source) if isinstance(source, str) else json_schema_fst(source, max_depth=2)
     dfa = fst_to_dfa(pynini.connect(fst))
     seen = []
@@ -211,7 +211,7 @@ def test_partial_groups_lift_to_the_plain_language(source, monkeypatch):
 def test_walk_levels_minimise_the_modelled_cost():
     """The dynamic program against every subset of levels, on a small trie."""
     trie = token_trie(long_vocab())
-    c = np.cumsum(chain_blocks.token_lengths(trie))
+    c = np.cumsum(chain_levels.token_lengths(trie))
     K = len(c) - 1
     assert int(c[-1]) == len(set(LONG_PIECES)) + 128
 
@@ -222,8 +222,8 @@ def test_walk_levels_minimise_the_modelled_cost():
             total += int(c[m] - c[below[-1]]) if below else int(c[m])
         return total
 
-    best = min(cost(sub) for n in range(5) for sub in itertools.combinations(range(chain_blocks.MIN_LEVEL, K), n))
-    assert cost(chain_blocks.walk_levels(trie)) <= best
+    best = min(cost(sub) for n in range(5) for sub in itertools.combinations(range(chain_levels.MIN_LEVEL, K), n))
+    assert cost(chain_levels.walk_levels(trie)) <= best
 
 
 # npm's package name (o77304): a pattern's characters may be written as \u00XX escapes, so each
@@ -258,15 +258,63 @@ def test_absolute_arcs_by_brute_force():
 
 
 def test_escaped_chain_positions_are_shared(monkeypatch):
-    """The positions of ESCAPED_CHAIN are shift-equivalent once their escapes' arcs into the
-    next position are relative: more sharing than with every arc into a many-source state
-    absolute, and the plain lift's language."""
+    """The positions of ESCAPED_CHAIN are shared with their escapes' arcs into the next position
+    relative (byte-aware `absolute_arcs`) and with them absolute (by the number of sources alone:
+    exit-blind classes, each member's escapes walked on as its exits): the plain lift's language
+    both ways, in fewer token arcs than the plain lift."""
     dfa = fst_to_dfa(pynini.connect(json_schema_fst(ESCAPED_CHAIN)))
     vocab = long_vocab()
-    _, grouped = check_both(dfa, vocab)
+    plain, grouped = check_both(dfa, vocab)
+    assert len(grouped.block_tokens) < len(plain.block_tokens)
     by_count = chain_blocks.absolute_arcs
     monkeypatch.setattr(chain_blocks, "absolute_arcs", lambda n, s, d, b=None: by_count(n, s, d))
-    trie = token_trie(vocab)
     fresh_walk_memos(monkeypatch)
-    before = lift(dfa, trie, vocab.width, share_walks=True)
-    assert len(grouped.block_tokens) < 0.7 * len(before.block_tokens)
+    plain, by_sources = check_both(dfa, vocab)
+    assert len(by_sources.block_tokens) < 0.5 * len(plain.block_tokens)
+
+
+# Copies of one counted string in several fields: exit-blind groups span the copies, each
+# member's exits walked on from its own chain's end.
+COPIES = {"type": "object", "properties": {k: {"type": "string", "maxLength": n} for k, n in
+                                           (("a", 14), ("b", 9), ("c", 14), ("d", 30))},
+          "required": ["a", "b", "c", "d"], "additionalProperties": False}
+
+
+@pytest.mark.parametrize("per_position", [False, True])
+def test_copies_of_a_chain_share_their_groups(per_position, monkeypatch):
+    """Both ways of sharing copies (levels over every copy; each position with its twins) lift
+    to the plain language, and groups hold blocks of different copies (members whose exits go
+    to different states)."""
+    from fstbeam.compiler.hard import group_exits
+
+    monkeypatch.setattr(chain_levels, "per_position_pays", lambda trie, copies: per_position)
+    seen = []
+    member_exits = group_exits.member_exits
+    monkeypatch.setattr(group_exits, "member_exits", lambda *a: seen.append(member_exits(*a)) or seen[-1])
+    dfa = fst_to_dfa(pynini.connect(json_schema_fst(COPIES, max_depth=2)))
+    plain, grouped = check_both(dfa, long_vocab())
+    assert len(grouped.block_tokens) < 0.5 * len(plain.block_tokens)
+    (_, exit_of, ident) = seen[0]
+    holders = np.unique(exit_of[exit_of != np.arange(len(exit_of))])
+    assert len(holders) >= 2 or len(np.unique(ident[ident >= 0])) >= 2
+
+
+def test_copy_labels_by_brute_force():
+    """A state's label is the lowest absolute target it reaches through relative arcs."""
+    dfa = _Arcs.of(fst_to_dfa(pynini.connect(json_schema_fst(COPIES, max_depth=2))))
+    is_abs = chain_blocks.absolute_arcs(dfa.num_states, dfa.src, dfa.dst, dfa.byte)
+    got = chain_levels.copy_labels(dfa.num_states, dfa.src, dfa.dst, is_abs, 10**6)
+    succ: dict[int, list[tuple[int, bool]]] = {}
+    for q, t, a in zip(dfa.src.tolist(), dfa.dst.tolist(), is_abs.tolist()):
+        succ.setdefault(q, []).append((t, a))
+    for q in range(dfa.num_states):
+        seen, todo, best = {q}, [q], dfa.num_states
+        while todo:
+            v = todo.pop()
+            for t, a in succ.get(v, []):
+                if a:
+                    best = min(best, t)
+                elif t not in seen:
+                    seen.add(t)
+                    todo.append(t)
+        assert got[q] == best, q

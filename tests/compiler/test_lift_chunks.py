@@ -26,7 +26,7 @@ def _members_whole(grp, cols, nb):
     """The one-pass form `with_members` replaced: the other entries, then `to_members` of the pseudo ones."""
     block, node, state = cols
     pseudo = block >= nb
-    p = chain_blocks.to_members(grp, np.zeros(nb, np.int64), block[pseudo] - nb, node[pseudo], state[pseudo])
+    p = group_exits.to_members(grp, np.zeros(nb, np.int64), block[pseudo] - nb, node[pseudo], state[pseudo])
     keep = ~pseudo
     return [np.concatenate([c[keep], narrow(x)]) for c, x in zip(cols, p)]
 

@@ -85,7 +85,7 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     e0 = np.zeros(0, np.int64)
     chain = chains.pop() if chains else None
     if chain is None:
-        chain = chain_blocks.Chains(np.full(nb, -1, np.int64), np.zeros(nb, np.int64), e0, (e0, e0, e0))
+        chain = chain_blocks.Chains(np.full(nb, -1, np.int64), np.zeros(nb, np.int64), e0, (e0, e0, e0), np.arange(nb))
     blk_group = narrow(chain.blk_group).copy()  # (-1 once a block is spelled out; int32: its per-link gathers below too)
     g_g, g_tok, g_next = chain.rel
     # a grouped block's (block, next state) pairs: inside (c: the representative's, n = c + shift) and exits
@@ -132,7 +132,7 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     # A grouped block whose inside next states are not alive exactly where its representative's
     # are is spelled out (absolute arcs, pruned below like any other).
     alive = dist < UNREACHABLE
-    bad = chain_blocks.failing(ck, alive[cc] == alive[cn], nb)
+    bad = chain_blocks.with_readers(chain, chain_blocks.failing(ck, alive[cc] == alive[cn], nb))
     if len(bad):
         x_b, x_t, x_n = chain_blocks.spelled_out(chain, bad, e_block, e_tok, e_next)
         e_block = _cat(e_block, x_b)  # (a column at a time: each old one goes before the next is made)
@@ -178,16 +178,14 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     g_live = alive[g_next]
     live = (g_g[g_live], g_tok[g_live], g_next[g_live])  # (copies of their own: sorted in place)
     del g_g, g_tok, g_next, g_live  # (and the chain's own below: the group arcs are not held twice)
-    chain = chain_blocks.Chains(chain.blk_group, chain.blk_shift, chain.reps, (e0, e0, e0), chain.own)
+    chain = chain_blocks.Chains(chain.blk_group, chain.blk_shift, chain.reps, (e0, e0, e0), chain.exit_of)
     g_g, g_tok, g_next = sorted_triples(*live, in_place=True)
     del live
     g_size = np.bincount(g_g, minlength=len(chain.reps))
-    chain = chain_blocks.Chains(chain.blk_group, chain.blk_shift, chain.reps, (g_g, g_tok, g_next), chain.own)  # (alive arcs only)
-    own = chain.own_exits()
+    chain = chain_blocks.Chains(chain.blk_group, chain.blk_shift, chain.reps, (g_g, g_tok, g_next), chain.exit_of)  # (alive arcs only)
     abs_size = np.diff(csr(e_block, nb))  # (counted a chunk at a time: no int64 copy of the column)
     grouped_blk = np.flatnonzero(blk_group >= 0)
-    full_blk = grouped_blk[~own[blk_group[grouped_blk]]]
-    abs_size[full_blk] = abs_size[chain.reps[blk_group[full_blk]]]  # (a full group's exits; a partial group's are the block's own)
+    abs_size[grouped_blk] = abs_size[chain.exit_of[grouped_blk]]  # (its exits: its own, or those of the block holding them)
     abs_size[grouped_blk] += g_size[blk_group[grouped_blk]]  # (for the links kept just below: a size, either part)
     sb_keep = ((abs_size > 0) | (blk_inner >= 0))[pair_block]
     q_idx, b_idx, pair_block = q_idx[sb_keep], b_idx[sb_keep], pair_block[sb_keep]
@@ -234,6 +232,7 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     del ck, cc, cn, xk, xn, in_use  # (the grouped blocks' pairs: tens of millions, not held through the sort)
     if len(e_block) > TRIM_ABOVE:  # (the renumbering's freed per-state and per-link copies, under the links' fields)
         trim_heap()
+    bad = chain_blocks.with_readers(chain, bad[blk_group[bad] >= 0])  # (those spelled out before: not again)
     bad = bad[blk_group[bad] >= 0]
     if len(bad):
         x_b, x_t, x_n = chain_blocks.spelled_out(chain, bad, e_block, e_tok, e_next)
@@ -244,8 +243,7 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     abs_size = np.diff(csr(e_block, nb))  # (counted a chunk at a time: no int64 copy of the column)
     in_grp = blk_group[pair_block] >= 0
     grp_of = np.maximum(blk_group[pair_block], 0)
-    full = in_grp & ~own[grp_of] if len(chain.reps) else in_grp
-    rep_of = np.where(full, narrow(chain.reps)[grp_of] if len(chain.reps) else 0, pair_block)  # the block holding a link's exits
+    rep_of = np.where(in_grp, narrow(chain.exit_of)[pair_block], pair_block)  # the block holding a link's exits
     has_rel = in_grp & (g_size[grp_of] > 0 if len(chain.reps) else in_grp)
     # Blocks: the absolute parts first (in lift order), then the shared interiors.
     is_sh = blk_inner[pair_block] >= 0
@@ -281,7 +279,7 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     sb_exit = blk_new[rep_of]
     sb_exit[~((is_sh | has_rel) & (abs_size > 0)[rep_of])] = -1  # (a bool per link, not an int64 gather)
     del sh, rel
-    del in_grp, grp_of, full, rep_of, has_rel, is_sh  # (per character arc; the lift's peak is below)
+    del in_grp, grp_of, rep_of, has_rel, is_sh  # (per character arc; the lift's peak is below)
     del blk_off, blk_inner, blk_group, abs_size  # (per block: done)
     if len(e_block) > TRIM_ABOVE:  # freed arrays under glibc's mmap threshold, handed back before it
         trim_heap()

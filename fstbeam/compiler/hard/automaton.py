@@ -85,6 +85,7 @@ def hard_key(vocab: Vocab, wl: WordList | None, g_hash, opts: dict) -> str:
         array_ops,
         assemble,
         chain_blocks,
+        chain_levels,
         group_exits,
         near_blocks,
         shared_walks,
@@ -100,8 +101,8 @@ def hard_key(vocab: Vocab, wl: WordList | None, g_hash, opts: dict) -> str:
         h.update("\n".join(wl.words).encode())
     h.update(source_fingerprint(
         acyclic, text, text_dfa, wordlist, vector_fst, fst_optimize, bitmask, hard, layout, char_dfa, tables, token_fsa,
-        token_trie, shared_walks, array_ops, assemble, chain_blocks, group_exits, near_blocks, trie_step, walk_memo,
-        sys.modules[__name__],
+        token_trie, shared_walks, array_ops, assemble, chain_blocks, chain_levels, group_exits, near_blocks, trie_step,
+        walk_memo, sys.modules[__name__],
     ).encode())
     return h.hexdigest()
 

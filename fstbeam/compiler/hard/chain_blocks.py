@@ -9,40 +9,40 @@ Numbered in depth-first postorder (`depth_first`), a chain is *affine*: position
 out like position p, its states shifted by a constant. An arc into a state entered from many
 states that read alike (`absolute_arcs`: the chain's exit, reached from every position) is
 *absolute*. Two states ``r0 < r`` are **shift-equivalent** when every byte string of at most K
-bytes (K: the longest token) is read from both alike: shifted by ``d = r - r0`` until the first
-absolute arc, the same states after it. K rounds of partition refinement find them (`shift_classes`; a
-state's signature: per byte, its shift and the target's class, or the absolute target).
+bytes (K: the longest token) is read from both alike, shifted by ``d = r - r0``, until the first
+absolute arc; where that arc leads is each state's own (*exit-blind*: the copies of a counted
+string in different fields are alike but for what follows their closing quote). K rounds of
+partition refinement find them (`shift_classes`; a state's signature: per byte, its shift and
+the target's class, or "absolute").
 
 Blocks with the same first byte and class form a *group*. Its representative (the lowest
 state) is walked once until absolute arcs: the tokens that end inside are one block, with the
 representative's next states, that every member's link reads with an offset (the tables'
-``state_block_offset``, docs/tables.md); the tokens that leave are walked on as usual into the
-representative's block, every member's exit block (``state_block_exit``).
+``state_block_offset``, docs/tables.md). The tokens that cross an absolute arc are walked on
+once per *exit identity* (the members whose absolute arcs lead to the same states,
+`group_exits.member_exits`), into the block of the identity's first member: every member's
+exit block (``state_block_exit``, `Chains.exit_of`).
 
 The offset must hold in the *token* automaton's numbering, after pruning: `assemble` checks per
 block that its inside next states are alive exactly where the representative's are, and keep
 one offset; it spells out (absolute arcs) the blocks where not. Sharing is exact or not done.
 
 Positions near a chain's end (fewer than K bytes left) are not shift-equivalent for K bytes, but
-for j < K bytes: they form **partial groups** at a step limit j (`walk_levels`, `level_classes`).
+for j < K bytes: they form **partial groups** at a step limit j (`chain_levels`, `level_classes`).
 The representative is walked j steps: the tokens of up to j bytes that end inside are the shared
-block; the tokens that leave within j bytes are walked on once (`token_fsa`, a block of its own)
-and copied into every member's block; the walk at the limit is handed to every member, shifted,
-and walked on as that member's own (its tokens longer than j bytes). A member's exit block is
-its own block: `Chains.own`.
+block; the tokens that leave within j bytes are walked on once per exit identity (a pseudo
+block) and copied into its members' blocks; the walk at the limit is handed to every member,
+shifted, and walked on as that member's own (its tokens longer than j bytes). A member's exit
+block is its own block. With several copies of a chain (`copies`) the levels are chosen again:
+a level's shared block then serves every copy, so more levels pay (`chain_levels`).
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .array_ops import concat_ranges, csr, grouped, narrow, ranges, run_starts, unique
-
-if TYPE_CHECKING:
-    from .token_trie import TokenTrie
 
 # Fewer shift-equivalent states than this (with `MIN_DEGREE` arcs or more): nothing worth sharing
 # (a DFA with fewer such states is not even numbered: small compiles pay nothing).
@@ -52,69 +52,6 @@ MIN_DEGREE = 16
 ABS_SOURCES = 8
 # The step limit of a full group (its walk is not cut: every token of its blocks is inside or an exit).
 FULL = 1 << 30
-# The lowest step limit of a partial group: a group's overhead (its walk restarted per member from
-# the limit, its exits copied to every member) is not worth sharing a few thousand tokens of 1-3
-# bytes (states alike for 1-2 bytes are often no chain at all: a group of a thousand).
-MIN_LEVEL = 4
-
-_LENGTHS: weakref.WeakKeyDictionary[TokenTrie, np.ndarray] = weakref.WeakKeyDictionary()
-
-
-def max_token_bytes(trie: TokenTrie) -> int:
-    """The trie's depth: the longest token in bytes."""
-    return len(token_lengths(trie)) - 1
-
-
-def token_lengths(trie: TokenTrie) -> np.ndarray:
-    """Number of tokens of each length in bytes (index 0: none); nodes are numbered depth by
-    depth, so each depth is one id range."""
-    counts = _LENGTHS.get(trie)
-    if counts is None:
-        out, lo, hi = [0], 0, 1
-        has = trie.child_hi > trie.child_lo
-        while hi > lo:
-            kids = np.flatnonzero(has[lo:hi]) + lo
-            if not len(kids):
-                break
-            lo, hi = int(trie.child_lo[kids].min()), int(trie.child_hi[kids].max())
-            out.append(int(trie.tok_ptr[hi] - trie.tok_ptr[lo]))
-        counts = _LENGTHS[trie] = np.asarray(out, np.int64)
-    return counts
-
-
-def walk_levels(trie: TokenTrie) -> list[int]:
-    """The step limits of partial groups (module docstring), ascending, below the trie's depth K.
-
-    A block in a level-j group stores the tokens longer than j itself: with one block per room
-    m = 1..K-1 (tokens of up to m bytes fit), a level costs its shared block (the tokens of up
-    to j bytes) plus, per room m in [j, next level), the tokens of j+1..m bytes; a room below
-    the lowest level costs all its tokens. The levels minimise that sum (a dynamic program over
-    the K lengths; on Gemma 3: 4, 6, 10 and 19 bytes, below the longest token, 48)."""
-    c = np.cumsum(token_lengths(trie)).tolist()  # c[m]: tokens of at most m bytes
-    K = len(c) - 1
-    if K <= MIN_LEVEL:
-        return []
-    best, nxt = [0] * (K + 1), [K] * (K + 1)  # best[j]: rooms j..K-1 with j a level (best[K] = 0)
-    for j in range(K - 1, MIN_LEVEL - 1, -1):
-        run, best[j] = 0, -1
-        for k in range(j + 1, K + 1):  # the next level k: rooms j..k-1 read level j
-            run += c[k - 1] - c[j]
-            cost = c[j] + run + best[k]
-            if best[j] < 0 or cost < best[j]:
-                best[j], nxt[j] = cost, k
-    below = 0
-    top, first = None, K
-    for j in range(1, K):
-        if j >= MIN_LEVEL:
-            total = below + best[j]
-            if top is None or total < top:
-                top, first = total, j
-        below += c[j]
-    out, j = [], first
-    while j < K:
-        out.append(j)
-        j = nxt[j]
-    return out
 
 
 def depth_first(num_states: int, start: int, ptr: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -168,7 +105,7 @@ def absolute_arcs(num_states: int, src: np.ndarray, dst: np.ndarray, byte: np.nd
     if byte is None or not many.any():
         return many[dst]
     ptr = csr(src, num_states)
-    kind = _classes(ptr, src, [np.diff(ptr)], [byte])  # (the bytes a state reads: numbering-free)
+    kind = exact_classes(ptr, src, [np.diff(ptr)], [byte])  # (the bytes a state reads: numbering-free)
     sel = many[p_dst]
     n_kinds = int(kind.max()) + 1
     key = unique(p_dst[sel] * n_kinds + kind[pair[sel] % num_states])
@@ -178,9 +115,10 @@ def absolute_arcs(num_states: int, src: np.ndarray, dst: np.ndarray, byte: np.nd
 
 
 def unshifted_classes(ptr: np.ndarray, src: np.ndarray, byte: np.ndarray, dst: np.ndarray, is_abs: np.ndarray) -> np.ndarray:
-    """Classes by each state's bytes and absolute targets alone (any numbering): every class of
-    `shift_classes` lies inside one of these, so where these share too little, so do they."""
-    return _classes(ptr, src, [np.diff(ptr)], [byte, np.where(is_abs, dst, -1)])
+    """Classes by each state's bytes and absolute targets alone (any numbering): the positions of
+    one copy of a chain share one. Where these share too little, the lift numbers no chains (a
+    first, cheap rejection)."""
+    return exact_classes(ptr, src, [np.diff(ptr)], [byte, np.where(is_abs, dst, -1)])
 
 
 def shift_classes(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.ndarray, is_abs: np.ndarray,
@@ -201,8 +139,8 @@ def level_classes(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.nd
     S = num_states
     ptr = csr(src, S)
     # a relative arc: its shift (-S, S); an absolute arc: S + 1 + its target
-    code = np.where(is_abs, S + 1 + dst, dst - src)
-    cls = _classes(ptr, src, [np.diff(ptr)], [byte, code])
+    code = np.where(is_abs, S + 1, dst - src)  # (exit-blind: where an absolute arc leads is each member's own)
+    cls = exact_classes(ptr, src, [np.diff(ptr)], [byte, code])
     # From here on states of one class have the same arcs and shifts: only the classes of their
     # distinct relative targets (in the order of their shifts) can still differ.
     pair = unique(src[~is_abs].astype(np.int64) * S + dst[~is_abs])  # (int64: the arcs may come as int32)
@@ -216,7 +154,7 @@ def level_classes(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.nd
             out.append((done, cls))
         if done == rounds:
             break
-        new = _classes(u_ptr, u_src, [cls], [cls[u_dst]])
+        new = exact_classes(u_ptr, u_src, [cls], [cls[u_dst]])
         stable = new.max() == cls.max()
         cls = new
         if stable:  # a fixpoint: every further round gives the same partition
@@ -253,7 +191,7 @@ def _order(keys: list[np.ndarray]) -> np.ndarray:
     return np.lexsort(keys[::-1])
 
 
-def _classes(ptr: np.ndarray, src: np.ndarray, per_state: list[np.ndarray], per_arc: list[np.ndarray]) -> np.ndarray:
+def exact_classes(ptr: np.ndarray, src: np.ndarray, per_state: list[np.ndarray], per_arc: list[np.ndarray]) -> np.ndarray:
     """Class of each state: equal ``per_state`` values and equal lists of ``per_arc`` values (arcs
     in order), exactly. Lists are hashed, then every state is compared with its class's first
     state (the ``per_state`` values must fix the number of arcs); a collision, never seen in
@@ -337,19 +275,16 @@ class Chains:
     blk_shift: np.ndarray  # int32 [NB]: character-state shift from the group's representative
     reps: np.ndarray  # int64 [G]: representative block of each group: its exit (absolute) arcs
     rel: tuple[np.ndarray, np.ndarray, np.ndarray]  # (group, token, next state of the representative): inside arcs
-    #: bool [G]: a partial group (a step limit): each member's exits and longer tokens are its own
-    #: absolute arcs, not the representative's; None: none
-    own: np.ndarray | None = None
-
-    def own_exits(self) -> np.ndarray:
-        return np.zeros(len(self.reps), bool) if self.own is None else self.own
+    #: int [NB]: the block holding each block's exit arcs (`group_exits.member_exits`): a full
+    #: group's member reads its identity's first member's; every other block, its own
+    exit_of: np.ndarray
 
 
 def pairs(ch: Chains, e_block: np.ndarray, e_next: np.ndarray, S: int) -> tuple[np.ndarray, ...]:
     """The distinct (block, next state) pairs of the grouped blocks that the lift's searches
     walk: (block, c, c + shift) for each distinct inside next state c of the group, and
-    (block, next state) for each distinct exit next state of a representative, for the other
-    members (a representative's exit arcs are its own arcs)."""
+    (block, next state) for each distinct exit next state of the block holding its exits, for
+    the blocks that read another's (`Chains.exit_of`)."""
     nb, G = len(ch.blk_group), len(ch.reps)
     e = np.zeros(0, np.int64)
     if not G:
@@ -362,23 +297,24 @@ def pairs(ch: Chains, e_block: np.ndarray, e_next: np.ndarray, S: int) -> tuple[
     pos = ranges(ptr, gk)
     kk = np.repeat(k, ptr[gk + 1] - ptr[gk])
     c = c[pos]
-    is_rep = np.zeros(nb, np.int64) - 1
-    is_rep[ch.reps] = np.arange(G)
-    m = (is_rep >= 0)[e_block]  # (a bool per arc, not an int64 gather of tens of millions)
-    key = unique(is_rep[e_block[m]] * S + e_next[m])
-    ptr, a = csr(key // S, G), key % S
-    k = k[(ch.reps[gk] != k) & ~ch.own_exits()[gk]]  # members of full groups other than the representative
-    gk = ch.blk_group[k]
-    pos = ranges(ptr, gk)
+    other = np.flatnonzero(ch.exit_of != np.arange(nb))  # (blocks reading another block's exits)
+    holders = np.unique(ch.exit_of[other])
+    hold = np.full(nb, -1, np.int64)
+    hold[holders] = np.arange(len(holders))
+    m = (hold >= 0)[e_block]  # (a bool per arc, not an int64 gather of tens of millions)
+    key = unique(hold[e_block[m]] * S + e_next[m])
+    ptr, a = csr(key // S, len(holders)), key % S
+    hk = hold[ch.exit_of[other]]
+    pos = ranges(ptr, hk)
     # (int32 where they fit: a large schema's inside pairs are tens of millions, held through `assemble`)
     n = narrow(c + ch.blk_shift[kk])
-    return narrow(kk), narrow(c), n, narrow(np.repeat(k, ptr[gk + 1] - ptr[gk])), narrow(a[pos])
+    return narrow(kk), narrow(c), n, narrow(np.repeat(other, ptr[hk + 1] - ptr[hk])), narrow(a[pos])
 
 
 def spelled_out(ch: Chains, blocks: np.ndarray, e_block: np.ndarray, e_tok: np.ndarray,
                 e_next: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Absolute arcs (block, token, next state) of grouped ``blocks``: the group's inside arcs
-    shifted, and (but for the representative, whose own they are) its exit arcs."""
+    shifted, and the exit arcs of the block holding its exits where that is another block."""
     g, tok, nxt = ch.rel
     G = len(ch.reps)
     gidx, gptr = grouped(g, np.arange(len(g), dtype=np.int64), G)
@@ -387,8 +323,8 @@ def spelled_out(ch: Chains, blocks: np.ndarray, e_block: np.ndarray, e_tok: np.n
     k1 = np.repeat(blocks, gptr[gb + 1] - gptr[gb])
     n1 = nxt[pos] + ch.blk_shift[k1]
     t1 = tok[pos]
-    others = blocks[(ch.reps[gb] != blocks) & ~ch.own_exits()[gb]]
-    r = ch.reps[ch.blk_group[others]]
+    others = blocks[ch.exit_of[blocks] != blocks]
+    r = ch.exit_of[others]
     need = np.zeros(len(ch.blk_group), bool)
     need[r] = True
     sel = np.flatnonzero(need[e_block])  # (only the representatives' arcs: one sort of those)
@@ -405,6 +341,15 @@ def failing(k: np.ndarray, ok: np.ndarray, nb: int) -> np.ndarray:
     return np.flatnonzero(bad)
 
 
+def with_readers(ch: Chains, bad: np.ndarray) -> np.ndarray:
+    """``bad`` (blocks to spell out) with the blocks that read their exits: a spelled-out block
+    holds its inside arcs as exits too, which would override a reader's own (docs/tables.md)."""
+    out = np.zeros(len(ch.exit_of), bool)
+    out[bad] = True
+    out |= out[ch.exit_of]
+    return np.flatnonzero(out)
+
+
 def offsets(k: np.ndarray, c: np.ndarray, n: np.ndarray, new_id: np.ndarray, nb: int) -> tuple[np.ndarray, np.ndarray]:
     """(offset per block, blocks where it fails): the token-state offset of each grouped block,
     ``new_id[c + shift] - new_id[c]``, which must be one non-negative number over the block's
@@ -415,20 +360,3 @@ def offsets(k: np.ndarray, c: np.ndarray, n: np.ndarray, new_id: np.ndarray, nb:
     off[k] = diff  # (any pair's; checked below)
     ok = (a >= 0) & (b >= 0) & (diff == off[k]) & (diff >= 0)
     return off, failing(k, ok, nb)
-
-
-def to_members(grp: np.ndarray, shift: np.ndarray, g: np.ndarray, node: np.ndarray,
-                state: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(member block, node, state + the member's shift) for every (group, node, state) and every
-    member block of the group."""
-    k = np.flatnonzero(grp >= 0)
-    members, ptr = grouped(grp[k], k, int(grp.max()) + 1 if len(k) else 0)
-    if not len(g):
-        return g, node, state
-    n = ptr[g + 1] - ptr[g]
-    m = members[concat_ranges(ptr[g], ptr[g + 1])]
-    # (each column int32 where it fits, built one at a time: a large schema's partial groups
-    # hand tens of millions of pairs to their members)
-    s = np.repeat(state, n)
-    s = narrow(s + shift[m])
-    return narrow(m), narrow(np.repeat(node, n)), s

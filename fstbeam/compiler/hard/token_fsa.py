@@ -19,7 +19,7 @@ import numpy as np
 from ...cancel import checkpoint
 from ...contract.hard import factored_fst_bytes
 from ..char_dfa import ByteArcs, CharDFA
-from . import chain_blocks, group_exits, near_blocks, shared_walks
+from . import chain_blocks, chain_levels, group_exits, near_blocks, shared_walks
 from .array_ops import (  # noqa: F401  (re-exported)
     TRIM_ABOVE,
     Parts,
@@ -266,10 +266,9 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     if chained:  # grouped blocks are not walked: their representative's inside walk is, once per group
         skip = None if shared is None else ~walk | shared.handled  # (near blocks and interiors: walked otherwise)
         grp, shift, reps, limit = chain_blocks.groups(blk_byte, blk_state, levels, skip)
-        own = limit < chain_blocks.FULL
         walk &= grp < 0
         log.info("lift: %d blocks in %d groups of shift-equivalent blocks (%d partial)", int((grp >= 0).sum()), len(reps),
-                 int(own.sum()))
+                 int((limit < chain_blocks.FULL).sum()))
     if shared is not None:  # interiors of large components from the memo; the BFS goes on from their exits
         walk &= ~shared.handled
         c_b, c_n, c_s = shared.conts
@@ -286,17 +285,20 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     elif chained:
         node, state, block = node[walk], state[walk], block[walk]
     if chained:  # the representatives' walks: inside arcs kept per group, exits walked on as usual
-        ends, (x_g, x_n, x_s), fronts = _walk_inside(dfa, trie, is_abs, blk_byte[reps], blk_state[reps], limit)
+        ends, exits, fronts = _walk_inside(dfa, trie, is_abs, blk_byte[reps], blk_state[reps], limit)
+        # the exits walked on once per exit identity: into its first member's block (a full group),
+        # or a pseudo block nb + identity copied to its members below (a partial group)
+        (x_b, x_n, x_s), exit_of, ident = group_exits.member_exits(grp, shift, blk_state, limit, exits, trie.node_byte,
+                                                                   dfa.step, S)
         # the groups' inside arcs spelled now, as int32 where they fit, and the token ends let go:
         # held through the search and `assemble` they were 100 MB (int64) on a large schema
-        chain = chain_blocks.Chains(grp, shift, reps, spelled_taking(trie, ends, ok), own)  # (`ends` emptied)
-        # a partial group's exits are walked once, into a block nb + group, copied to its members below;
-        # its members walk on from the representative's walk at the step limit, shifted
-        f_b, f_n, f_s = chain_blocks.to_members(grp, shift, *fronts)
+        chain = chain_blocks.Chains(grp, shift, reps, spelled_taking(trie, ends, ok), exit_of)  # (`ends` emptied)
+        # a partial group's members walk on from the representative's walk at the step limit, shifted
+        f_b, f_n, f_s = group_exits.to_members(grp, shift, *fronts)
         node = np.concatenate([node, x_n, f_n])
         state = np.concatenate([state, x_s, f_s])
-        block = np.concatenate([block, np.where(own[x_g], nb + x_g, reps[x_g]), f_b])
-        del x_g, x_n, x_s, f_b, f_n, f_s, fronts  # (in the frontier now: not kept through the search)
+        block = np.concatenate([block, x_b, f_b])
+        del exits, x_b, x_n, x_s, f_b, f_n, f_s, fronts  # (in the frontier now: not kept through the search)
     spells = trie.tok_ptr[1:] > trie.tok_ptr[:-1]  # (per trie node: a bool per frontier pair, not two int64 gathers)
     # The frontier is kept in pieces (in order), each walked and let go in turn: a wide level's
     # pairs are never held twice (old and new frontier whole, and the new one concatenated).
@@ -348,8 +350,8 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     # copy of them stays referenced here while it runs)
     arcs = [part.take() for part in out]
     del out
-    if chained and own.any():  # a partial group's exits: every member's own (tens of millions of arcs)
-        arcs = [*group_exits.with_members(grp, arcs, nb)]
+    if chained and (ident >= 0).any():  # a partial group's exits: every member's own (tens of millions of arcs)
+        arcs = [*group_exits.with_members(ident, arcs, nb)]
 
     # 3. Keep what is reachable from the start at token boundaries and can still finish.
     links = [q_idx, b_idx, pair_block]  # (taken by `assemble`, as the arcs: its filtered copies replace them)
@@ -387,8 +389,7 @@ def _chains(dfa: _Arcs, trie: TokenTrie) -> tuple[_Arcs, np.ndarray, np.ndarray,
     o = order_by(src, dfa.byte)
     src, byte, dst = src[o], dfa.byte[o].astype(np.uint8), dst[o]
     is_abs = is_abs[o]  # (how many states enter an arc's target does not depend on the numbering)
-    levels = chain_blocks.level_classes(S, src, byte, dst, is_abs, chain_blocks.max_token_bytes(trie), degree[old_id],
-                                        chain_blocks.walk_levels(trie))
+    levels = chain_levels.level_classes(S, src, byte, dst, is_abs, degree[old_id], trie)
     if not levels:
         return None
     return _Arcs(S, int(new_id[dfa.start]), dfa.final[old_id], src, byte, dst), old_id, levels, is_abs
@@ -398,7 +399,7 @@ def _walk_inside(dfa: _Arcs, trie: TokenTrie, is_abs: np.ndarray, byte: np.ndarr
                  limit: np.ndarray) -> tuple[list[np.ndarray], tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
     """Each group representative's walk from ``state`` after first ``byte`` (group = index) until
     an absolute arc or its step ``limit``: ([group, node, state] of the token ends inside, int32
-    where they fit; (group, child node, state after the absolute arc) of the exits; (group, node,
+    where they fit; (group, child node, state before the absolute arc) of the exits; (group, node,
     state) of the walk at the limit, its token ends not counted inside)."""
     S = dfa.num_states
     to_exit = dfa.dst.astype(np.int32) if S < 2**31 - 1 else dfa.dst.copy()
@@ -427,9 +428,7 @@ def _walk_inside(dfa: _Arcs, trie: TokenTrie, is_abs: np.ndarray, byte: np.ndarr
         exits.append((g[out], node[out], state[out]))
         g, node, state = g[~out], node[~out], nxt[~out].astype(np.int64)
         steps += 1
-    x_g, x_n, x_s = _cat(exits)
-    x_s = dfa.step(x_s, trie.node_byte[x_n].astype(np.int64)).astype(np.int64)  # (an absolute arc: defined)
-    return [p.take() for p in ends], (x_g, x_n, x_s), _cat(fronts)
+    return [p.take() for p in ends], _cat(exits), _cat(fronts)
 
 
 def _spell_into(out: tuple[Parts, Parts, Parts], trie: TokenTrie, block: np.ndarray, node: np.ndarray,
