@@ -280,14 +280,15 @@ COPIES = {"type": "object", "properties": {k: {"type": "string", "maxLength": n}
           "required": ["a", "b", "c", "d"], "additionalProperties": False}
 
 
-@pytest.mark.parametrize("per_position", [False, True])
-def test_copies_of_a_chain_share_their_groups(per_position, monkeypatch):
-    """Both ways of sharing copies (levels over every copy; each position with its twins) lift
-    to the plain language, and groups hold blocks of different copies (members whose exits go
-    to different states)."""
+@pytest.mark.parametrize("twins", ["none", "lowest", "highest"])
+def test_copies_of_a_chain_share_their_groups(twins, monkeypatch):
+    """Every way of sharing copies (levels over every copy; below a level, each position with
+    its twins) lifts to the plain language, and groups hold blocks of different copies
+    (members whose exits go to different states)."""
     from fstbeam.compiler.hard import group_exits
 
-    monkeypatch.setattr(chain_levels, "per_position_pays", lambda trie, copies: per_position)
+    pick = {"none": lambda levels: 0, "lowest": min, "highest": max}[twins]
+    monkeypatch.setattr(chain_levels, "twins_below", lambda trie, copies, levels: pick(levels) if levels else 0)
     seen = []
     member_exits = group_exits.member_exits
     monkeypatch.setattr(group_exits, "member_exits", lambda *a: seen.append(member_exits(*a)) or seen[-1])
@@ -318,3 +319,42 @@ def test_copy_labels_by_brute_force():
                     seen.add(t)
                     todo.append(t)
         assert got[q] == best, q
+
+
+@pytest.mark.parametrize("copies", [2, 5, 40])
+def test_twins_below_minimises_the_modelled_cost(copies):
+    """The level below which positions group with their twins, against the cost of every
+    candidate counted token by token (a position of m characters fits a token of up to m)."""
+    vocab = long_vocab()
+    trie = token_trie(vocab)
+    K = chain_levels.max_token_bytes(trie)
+    levels = chain_levels.walk_levels(trie, copies)
+    tokens = [(len(b), sum(1 for x in b if x & 0xC0 != 0x80)) for b in vocab.token_bytes if b]
+
+    def cost(below):
+        total = sum(1 for j in levels if j >= below for n, _ in tokens if n <= j)
+        for m in range(1, K):
+            if m < below:
+                total += sum(1 if n <= below else copies for n, c in tokens if c <= m)
+                continue
+            under = [j for j in levels if j <= m]
+            limit = under[-1] if under else 0
+            total += copies * sum(1 for n, c in tokens if c <= m and n > limit)
+        return total
+
+    best = min(cost(b) for b in [0, *levels])
+    assert cost(chain_levels.twins_below(trie, copies, levels)) == best
+
+
+def test_copies_counts_the_fields_of_one_counted_string():
+    """An object of n strings with the same bound: n copies of one chain."""
+    for n in (1, 3):
+        schema = {"type": "object", "properties": {f"f{i}": {"type": "string", "maxLength": 12} for i in range(n)},
+                  "required": [f"f{i}" for i in range(n)], "additionalProperties": False}
+        found = _chains(_Arcs.of(fst_to_dfa(pynini.connect(json_schema_fst(schema, max_depth=2)))), token_trie(long_vocab()))
+        assert found is not None
+        arcs, _, _, is_abs = found
+        first = chain_blocks.level_classes(arcs.num_states, arcs.src, arcs.byte, arcs.dst, is_abs, 0,
+                                           np.diff(arcs.ptr), [0])[-1][1]
+        labels = chain_levels.copy_labels(arcs.num_states, arcs.src, arcs.dst, is_abs, chain_levels.COPY_ROUNDS)
+        assert chain_levels.copies(first, labels, np.diff(arcs.ptr)) == n

@@ -39,6 +39,7 @@ a level's shared block then serves every copy, so more levels pay (`chain_levels
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -132,15 +133,19 @@ def shift_classes(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.nd
 
 
 def level_classes(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.ndarray, is_abs: np.ndarray,
-                  rounds: int, degree: np.ndarray, levels: list[int]) -> list[tuple[int, np.ndarray]]:
+                  rounds: int, degree: np.ndarray,
+                  levels: list[int] | Callable[[np.ndarray], list[int]]) -> list[tuple[int, np.ndarray]]:
     """[(step limit, classes after that many rounds)], the highest first: `FULL` for the classes
     of `shift_classes` (``rounds`` rounds), then each of ``levels`` (ascending, below
-    ``rounds``); only those still worth sharing (`worth_sharing`)."""
+    ``rounds``; or chosen by ``levels(the classes after no round)``); only those still worth
+    sharing (`worth_sharing`)."""
     S = num_states
     ptr = csr(src, S)
     # a relative arc: its shift (-S, S); an absolute arc: S + 1 + its target
     code = np.where(is_abs, S + 1, dst - src)  # (exit-blind: where an absolute arc leads is each member's own)
     cls = exact_classes(ptr, src, [np.diff(ptr)], [byte, code])
+    if callable(levels):
+        levels = levels(cls)
     # From here on states of one class have the same arcs and shifts: only the classes of their
     # distinct relative targets (in the order of their shifts) can still differ.
     pair = unique(src[~is_abs].astype(np.int64) * S + dst[~is_abs])  # (int64: the arcs may come as int32)

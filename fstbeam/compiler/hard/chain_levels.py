@@ -1,12 +1,12 @@
 """How the positions of chains are shared (`chain_blocks`, `token_fsa._chains`): the step limits
 of partial groups (`walk_levels`), how many copies of a chain a DFA holds (`copies`, `copy_labels`),
-and which classes group at a level (`within_copies`, `per_position_pays`).
+and which classes group at a level (`within_copies`, `twins_below`).
 
 A counted string in several fields is several copies of one chain. Exit-blind (`chain_blocks`),
 a level's shared block serves the positions of every copy, while each member's longer tokens
-stay its own: with more copies, more levels pay (`walk_levels`). With many copies it pays more
-to group each position with its twins in the other copies, one block of every token that fits
-the position, than to give every copy's position its own longer tokens (`per_position_pays`).
+stay its own: with more copies, more levels pay (`walk_levels`). Below some level it pays more
+to group each position with its twins in the other copies, one block of the tokens that fit the
+position, than to give every copy's position its own longer tokens (`twins_below`).
 """
 from __future__ import annotations
 
@@ -20,6 +20,10 @@ if TYPE_CHECKING:
 
 from . import chain_blocks
 from .array_ops import concat_ranges
+
+# The relative steps a position's label is carried back over (`copy_labels`): to a chain's side
+# states (a UTF-8 character's continuations, a \\uXXXX escape's digits) from the next position.
+COPY_ROUNDS = 8
 
 # The lowest step limit of a partial group: a group's overhead (its walk restarted per member from
 # the limit, its exits copied to every member) is not worth sharing a few thousand tokens of 1-3
@@ -88,17 +92,15 @@ def walk_levels(trie: TokenTrie, copies: int = 1) -> list[int]:
     return out
 
 
-def copies(cls: np.ndarray, degree: np.ndarray, rounds: int) -> int:
-    """How many copies of a chain the classes ``cls`` (`shift_classes`) join: the most common
-    size of a class of states with many arcs, where at least ``rounds // 2`` classes have it (the
-    positions of a chain with fewer bytes left than the longest token each make a class of one
-    state per copy); else 1."""
-    big = degree >= chain_blocks.MIN_DEGREE
-    size = np.bincount(cls[big])
-    many = np.bincount(size[size >= 2])
-    if not len(many) or int(many.max()) < rounds // 2:
+def copies(first: np.ndarray, label: np.ndarray, degree: np.ndarray) -> int:
+    """How many copies of a chain the DFA holds: the number of copies (`copy_labels`) among the
+    states of the largest class of states with many arcs in ``first`` (`level_classes` before
+    any round: a chain's positions read alike, whichever copy; a copy's positions share a label)."""
+    big = np.flatnonzero(degree >= chain_blocks.MIN_DEGREE)
+    if not len(big):
         return 1
-    return int(many.argmax())
+    top = int(np.bincount(first[big]).argmax())
+    return len(np.unique(label[big[first[big] == top]]))
 
 
 def copy_labels(num_states: int, src: np.ndarray, dst: np.ndarray, is_abs: np.ndarray, rounds: int) -> np.ndarray:
@@ -161,40 +163,50 @@ def _by_bytes_and_chars(trie: TokenTrie) -> np.ndarray:
     return table
 
 
-def per_position_pays(trie: TokenTrie, copies: int) -> bool:
-    """Whether grouping each position of a chain with fewer bytes left than the longest token
-    with its twins in the other copies (one block per position: every token that fits its
-    characters) stores fewer token arcs than the partial levels for ``copies`` (`walk_levels`:
-    a shared block per level, each copy's position its longer tokens), counted with each
-    token's bytes and characters. (Gemma 3: from about 14 copies.)"""
+def twins_below(trie: TokenTrie, copies: int, levels: list[int]) -> int:
+    """The level (one of ``levels``, `walk_levels` for ``copies``; 0: none) below which each
+    position of a chain is grouped with its twins in the other copies (at that level's step
+    limit: one shared block per position of the tokens up to the limit that fit it, each copy's
+    longer ones its own) rather than read a lower level (a shared block for many positions,
+    each copy's position its longer tokens): the one that stores the fewest token arcs,
+    counted with each token's bytes and characters (a position fits tokens of up to its
+    characters). Gemma 3: 2 copies 6 bytes, 20 copies 25 bytes."""
     table = _by_bytes_and_chars(trie)
-    K = len(table) - 1
-    fits = np.cumsum(table.sum(axis=0))  # fits[m]: tokens of at most m characters
-    longer = np.cumsum(table[::-1], axis=0)[::-1]  # longer[j][c]: tokens of j bytes or more, c characters
-    levels = walk_levels(trie, copies)
-    by_bytes = np.cumsum(table.sum(axis=1))
-    cost = sum(int(by_bytes[j]) for j in levels)
-    for m in range(1, K):
-        below = [j for j in levels if j <= m]
-        own = int(longer[below[-1] + 1][:m + 1].sum()) if below else int(fits[m])
-        cost += copies * own
-    return int(fits[1:K].sum()) < cost
+    K, levels = len(table) - 1, sorted(levels)
+    # up[j][m]: tokens of at most j bytes and m characters
+    up = np.cumsum(np.cumsum(table, axis=0), axis=1)
+    total = up[K]
+
+    def own(m: int, j: int) -> int:  # tokens of more than j bytes that fit m characters
+        return int(total[m] - up[j][m])
+
+    def cost(below: int) -> int:
+        n = sum(int(up[j][K]) for j in levels if j >= below)  # (each level's shared block: tokens of up to j bytes)
+        for m in range(1, K):
+            if m < below:
+                n += int(up[below][m]) + copies * own(m, below)
+                continue
+            under = [j for j in levels if j <= m]
+            n += copies * (own(m, under[-1]) if under else int(total[m]))
+        return n
+
+    return min([0, *levels], key=cost)
 
 
 def level_classes(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.ndarray, is_abs: np.ndarray,
                   degree: np.ndarray, trie: TokenTrie) -> list[tuple[int, np.ndarray]]:
     """`chain_blocks.level_classes` at the levels that pay for the DFA's copies of a chain, each
-    level's classes grouping only several positions of a copy (`within_copies`), but where
-    grouping each position with its twins pays (`per_position_pays`): there the full level's
-    classes are kept whole."""
+    level's classes grouping only several positions of a copy (`within_copies`), but at the
+    level below which each position is grouped with its twins (`twins_below`): its classes whole."""
     S, K = num_states, max_token_bytes(trie)
-    levels = chain_blocks.level_classes(S, src, byte, dst, is_abs, K, degree, walk_levels(trie))
-    n = copies(levels[0][1], degree, K) if levels and levels[0][0] == chain_blocks.FULL else 1
-    per_position = n > 1 and per_position_pays(trie, n)
-    if n > 1 and not per_position:  # one shared block per level serves every copy: more levels pay
-        levels = chain_blocks.level_classes(S, src, byte, dst, is_abs, K, degree, walk_levels(trie, n))
-    if not levels:
-        return levels
-    labels = copy_labels(S, src, dst, is_abs, K)
-    return [(limit, cls if per_position and limit == chain_blocks.FULL else within_copies(cls, labels))
-            for limit, cls in levels]
+    labels = copy_labels(S, src, dst, is_abs, COPY_ROUNDS)
+    chosen: dict[str, int] = {}
+
+    def levels_for(first: np.ndarray) -> list[int]:  # (one shared block per level serves every copy: more levels pay)
+        n = chosen["copies"] = copies(first, labels, degree)
+        return walk_levels(trie, n)
+
+    levels = chain_blocks.level_classes(S, src, byte, dst, is_abs, K, degree, levels_for)
+    n = chosen.get("copies", 1)
+    below = twins_below(trie, n, [j for j, _ in levels if j < chain_blocks.FULL]) if n > 1 else 0
+    return [(limit, cls if limit == below else within_copies(cls, labels)) for limit, cls in levels]
