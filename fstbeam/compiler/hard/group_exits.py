@@ -113,7 +113,7 @@ def member_exits(grp: np.ndarray, shift: np.ndarray, blk_state: np.ndarray, limi
     i_rep = np.repeat(np.arange(len(first)), cnt)
     block = np.where(pseudo >= 0, pseudo, holder)[i_rep]
     state = step(x_pre[at].astype(np.int64) + shift[holder[i_rep]], x_byte[at]).astype(np.int64)
-    return (block, x_n[at], state), exit_of, narrow(part_ident)
+    return (block, x_n[at], state), narrow(exit_of), narrow(part_ident)
 
 
 def to_members(grp: np.ndarray, shift: np.ndarray, g: np.ndarray, node: np.ndarray,
