@@ -88,3 +88,32 @@ def test_lift_in_tiny_pieces_is_the_same_automaton(source, monkeypatch):
         got = token_fsa.lift(dfa, trie, vocab.width, share_walks=True)
         for f in want.__dataclass_fields__:
             assert np.array_equal(getattr(got, f), getattr(want, f)), (chunk, f)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_offsets_in_chunks_match_the_whole_columns(seed):
+    """`chain_blocks.offsets` a few pairs at a time: the same offsets and failing blocks as in one
+    chunk, against a per-block check in Python (one non-negative offset over the used pairs,
+    both states kept)."""
+    rng = np.random.default_rng(seed)
+    nb, S = 12, 40
+    k = rng.integers(0, nb, 300)
+    c = rng.integers(0, S, 300)
+    shift = rng.integers(0, 3, nb)
+    n = np.minimum(c + shift[k] + (rng.random(300) < 0.03), S - 1)
+    new_id = np.where(rng.random(S) < 0.9, np.arange(S), -1)
+    used = rng.random(nb) < 0.8
+    whole_off, whole_bad = chain_blocks.offsets(k, c, n, new_id, nb, used)
+    off, bad = chain_blocks.offsets(k, c, n, new_id, nb, used, chunk=7)
+    assert np.array_equal(bad, whole_bad)
+    good = np.setdiff1d(np.flatnonzero(used), bad)
+    assert np.array_equal(off[good], whole_off[good])
+    for b in range(nb):
+        pairs = [(new_id[x], new_id[y]) for kb, x, y in zip(k, c, n) if kb == b]
+        if not used[b] or not pairs:
+            continue
+        diffs = {y - x for x, y in pairs}
+        fine = len(diffs) == 1 and min(diffs) >= 0 and all(x >= 0 and y >= 0 for x, y in pairs)
+        assert (b not in set(bad.tolist())) == fine, b
+        if fine:
+            assert off[b] == diffs.pop()

@@ -227,9 +227,8 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     # Grouped blocks: one token-state offset per block for its inside arcs, else spelled out after all.
     used = np.zeros(nb, bool)
     used[pair_block] = True
-    in_use = used[ck]
-    blk_off, bad = chain_blocks.offsets(ck[in_use], cc[in_use], cn[in_use], new_id, nb)
-    del ck, cc, cn, xk, xn, in_use  # (the grouped blocks' pairs: tens of millions, not held through the sort)
+    blk_off, bad = chain_blocks.offsets(ck, cc, cn, new_id, nb, used)
+    del ck, cc, cn, xk, xn  # (the grouped blocks' pairs: tens of millions, not held through the sort)
     if len(e_block) > TRIM_ABOVE:  # (the renumbering's freed per-state and per-link copies, under the links' fields)
         trim_heap()
     bad = chain_blocks.with_readers(chain, bad[blk_group[bad] >= 0])  # (those spelled out before: not again)

@@ -355,13 +355,25 @@ def with_readers(ch: Chains, bad: np.ndarray) -> np.ndarray:
     return np.flatnonzero(out)
 
 
-def offsets(k: np.ndarray, c: np.ndarray, n: np.ndarray, new_id: np.ndarray, nb: int) -> tuple[np.ndarray, np.ndarray]:
-    """(offset per block, blocks where it fails): the token-state offset of each grouped block,
-    ``new_id[c + shift] - new_id[c]``, which must be one non-negative number over the block's
-    inside pairs, both states kept."""
-    a, b = new_id[c], new_id[n]
-    diff = b - a
+def offsets(k: np.ndarray, c: np.ndarray, n: np.ndarray, new_id: np.ndarray, nb: int, used: np.ndarray,
+            chunk: int = 1 << 22) -> tuple[np.ndarray, np.ndarray]:
+    """(offset per block, blocks where it fails): the token-state offset of each ``used`` grouped
+    block, ``new_id[c + shift] - new_id[c]``, which must be one non-negative number over the
+    block's inside pairs, both states kept. A chunk of pairs at a time (the copies of a counted
+    string in 68 fields hand tens of millions of pairs here: their int64 gathers, whole, were
+    the lift's peak)."""
     off = np.zeros(nb, np.int64)
-    off[k] = diff  # (any pair's; checked below)
-    ok = (a >= 0) & (b >= 0) & (diff == off[k]) & (diff >= 0)
-    return off, failing(k, ok, nb)
+    cuts = range(0, len(k), chunk)
+    for i in cuts:  # (any pair's offset per block, then every pair checked against it)
+        kk = k[i:i + chunk]
+        sel = used[kk]
+        off[kk[sel]] = new_id[n[i:i + chunk][sel]] - new_id[c[i:i + chunk][sel]]
+    bad = np.zeros(nb, bool)
+    for i in cuts:
+        kk = k[i:i + chunk]
+        sel = used[kk]
+        kk = kk[sel]
+        a, b = new_id[c[i:i + chunk][sel]], new_id[n[i:i + chunk][sel]]
+        diff = b - a
+        bad[kk[~((a >= 0) & (b >= 0) & (diff == off[kk]) & (diff >= 0))]] = True
+    return off, np.flatnonzero(bad)
