@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .token_trie import TokenTrie
 
 from . import chain_blocks
-from .array_ops import concat_ranges
+from .array_ops import concat_ranges, narrow
 
 # The relative steps a position's label is carried back over (`copy_labels`): to a chain's side
 # states (a UTF-8 character's continuations, a \\uXXXX escape's digits) from the next position.
@@ -137,7 +137,8 @@ def within_copies(cls: np.ndarray, label: np.ndarray) -> np.ndarray:
     _, inv, count = np.unique(key, return_inverse=True, return_counts=True)
     ok = np.zeros(int(cls.max()) + 1, bool)
     ok[cls[count[inv.reshape(-1)] >= 2]] = True
-    return np.where(ok[cls], cls, int(cls.max()) + 1 + np.arange(len(cls)))
+    # (int32 where they fit: a class per state and level, held from the classes to the groups)
+    return narrow(np.where(ok[cls], cls, int(cls.max()) + 1 + np.arange(len(cls))))
 
 
 _CHARS: weakref.WeakKeyDictionary[TokenTrie, np.ndarray] = weakref.WeakKeyDictionary()
@@ -209,4 +210,10 @@ def level_classes(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.nd
     levels = chain_blocks.level_classes(S, src, byte, dst, is_abs, K, degree, levels_for)
     n = chosen.get("copies", 1)
     below = twins_below(trie, n, [j for j, _ in levels if j < chain_blocks.FULL]) if n > 1 else 0
-    return [(limit, cls if limit == below else within_copies(cls, labels)) for limit, cls in levels]
+    made: dict[tuple[int, bool], np.ndarray] = {}  # (levels past the refinement's fixpoint share one array)
+    for i, (limit, cls) in enumerate(levels):
+        key = (id(cls), limit == below)
+        if key not in made:
+            made[key] = narrow(cls) if limit == below else within_copies(cls, labels)
+        levels[i] = (limit, made[key])
+    return levels

@@ -95,12 +95,12 @@ def member_exits(grp: np.ndarray, shift: np.ndarray, blk_state: np.ndarray, limi
     first = np.full(int(ident.max()) + 1 if len(k) else 0, -1, np.int64)
     first[ident[::-1]] = np.arange(len(k))[::-1]  # (each identity's first member: lowest state)
     holder = k[first]
-    exit_of = np.arange(nb, dtype=np.int64)
+    exit_of = np.arange(nb, dtype=np.int32 if nb < 2**31 else np.int64)  # (per block, held through the lift)
     partial = limit[gk] < FULL
     exit_of[k[~partial]] = holder[ident[~partial]]
     # the partial identities numbered 0.. (pseudo blocks nb + i), each member's
     p_ids, p_of = np.unique(ident[partial], return_inverse=True)
-    part_ident = np.full(nb, -1, np.int64)
+    part_ident = np.full(nb, -1, exit_of.dtype)
     part_ident[k[partial]] = p_of.reshape(-1)
     pseudo = np.full(len(first), -1, np.int64)
     pseudo[p_ids] = nb + np.arange(len(p_ids))
@@ -113,7 +113,7 @@ def member_exits(grp: np.ndarray, shift: np.ndarray, blk_state: np.ndarray, limi
     i_rep = np.repeat(np.arange(len(first)), cnt)
     block = np.where(pseudo >= 0, pseudo, holder)[i_rep]
     state = step(x_pre[at].astype(np.int64) + shift[holder[i_rep]], x_byte[at]).astype(np.int64)
-    return (block, x_n[at], state), narrow(exit_of), narrow(part_ident)
+    return (block, x_n[at], state), exit_of, part_ident
 
 
 def to_members(grp: np.ndarray, shift: np.ndarray, g: np.ndarray, node: np.ndarray,

@@ -26,6 +26,7 @@ from .array_ops import (  # noqa: F401  (re-exported)
     concat_ranges,
     csr,
     grouped,
+    index_concat,
     narrow,
     order_by,
     rank_bits,
@@ -266,6 +267,7 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
     if chained:  # grouped blocks are not walked: their representative's inside walk is, once per group
         skip = None if shared is None else ~walk | shared.handled  # (near blocks and interiors: walked otherwise)
         grp, shift, reps, limit = chain_blocks.groups(blk_byte, blk_state, levels, skip)
+        levels = []  # (a class per state and level: not held through the search)
         walk &= grp < 0
         log.info("lift: %d blocks in %d groups of shift-equivalent blocks (%d partial)", int((grp >= 0).sum()), len(reps),
                  int((limit < chain_blocks.FULL).sum()))
@@ -286,8 +288,7 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         node, state, block = node[walk], state[walk], block[walk]
     if chained:  # the representatives' walks: inside arcs kept per group, exits walked on as usual
         ends, exits, fronts = _walk_inside(dfa, trie, is_abs, blk_byte[reps], blk_state[reps], limit)
-        # the exits walked on once per exit identity: into its first member's block (a full group),
-        # or a pseudo block nb + identity copied to its members below (a partial group)
+        # the exits walked on once per exit identity (into a member's block, or a pseudo block copied below)
         (x_b, x_n, x_s), exit_of, ident = group_exits.member_exits(grp, shift, blk_state, limit, exits, trie.node_byte,
                                                                    dfa.step, S)
         # the groups' inside arcs spelled now, as int32 where they fit, and the token ends let go:
@@ -295,9 +296,9 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         chain = chain_blocks.Chains(grp, shift, reps, spelled_taking(trie, ends, ok), exit_of)  # (`ends` emptied)
         # a partial group's members walk on from the representative's walk at the step limit, shifted
         f_b, f_n, f_s = group_exits.to_members(grp, shift, *fronts)
-        node = np.concatenate([node, x_n, f_n])
-        state = np.concatenate([state, x_s, f_s])
-        block = np.concatenate([block, x_b, f_b])
+        node = index_concat([node, x_n, f_n], trie.num_nodes)  # (int32 where they fit: the frontier's first level)
+        state = index_concat([state, x_s, f_s], S)
+        block = index_concat([block, x_b, f_b], 2 * nb)  # (pseudo blocks nb + identity: fewer than nb)
         del exits, x_b, x_n, x_s, f_b, f_n, f_s, fronts  # (in the frontier now: not kept through the search)
     spells = trie.tok_ptr[1:] > trie.tok_ptr[:-1]  # (per trie node: a bool per frontier pair, not two int64 gathers)
     # The frontier is kept in pieces (in order), each walked and let go in turn: a wide level's
