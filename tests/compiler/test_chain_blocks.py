@@ -358,3 +358,13 @@ def test_copies_counts_the_fields_of_one_counted_string():
                                            np.diff(arcs.ptr), [0])[-1][1]
         labels = chain_levels.copy_labels(arcs.num_states, arcs.src, arcs.dst, is_abs, chain_levels.COPY_ROUNDS)
         assert chain_levels.copies(first, labels, np.diff(arcs.ptr)) == n
+
+
+def test_tokens_by_bytes_and_characters():
+    """The trie's count per (bytes, characters) against each token's own."""
+    vocab = long_vocab()
+    table = chain_levels._by_bytes_and_chars(token_trie(vocab))
+    want = np.zeros_like(table)
+    for b in {b for b in vocab.token_bytes if b}:
+        want[len(b), sum(1 for x in b if x & 0xC0 != 0x80)] += 1
+    assert np.array_equal(table, want)

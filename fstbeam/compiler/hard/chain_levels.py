@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .token_trie import TokenTrie
 
 from . import chain_blocks
-from .array_ops import concat_ranges, narrow
+from .array_ops import concat_ranges, narrow, unique
 
 # The relative steps a position's label is carried back over (`copy_labels`): to a chain's side
 # states (a UTF-8 character's continuations, a \\uXXXX escape's digits) from the next position.
@@ -100,7 +100,7 @@ def copies(first: np.ndarray, label: np.ndarray, degree: np.ndarray) -> int:
     if not len(big):
         return 1
     top = int(np.bincount(first[big]).argmax())
-    return len(np.unique(label[big[first[big] == top]]))
+    return len(unique(label[big[first[big] == top]]))
 
 
 def copy_labels(num_states: int, src: np.ndarray, dst: np.ndarray, is_abs: np.ndarray, rounds: int) -> np.ndarray:
@@ -145,21 +145,28 @@ _CHARS: weakref.WeakKeyDictionary[TokenTrie, np.ndarray] = weakref.WeakKeyDictio
 
 
 def _by_bytes_and_chars(trie: TokenTrie) -> np.ndarray:
-    """[bytes, characters] -> number of tokens (characters: UTF-8 bytes other than continuations)."""
+    """[bytes, characters] -> number of tokens (characters: UTF-8 bytes other than continuations);
+    once per trie. Nodes are numbered depth by depth: each depth is one id range, its children
+    the next."""
     table = _CHARS.get(trie)
     if table is None:
-        n = trie.num_nodes
-        has = np.flatnonzero(trie.child_hi > trie.child_lo)
-        up = np.zeros(n, np.int64)
-        up[concat_ranges(trie.child_lo[has], trie.child_hi[has])] = np.repeat(has, (trie.child_hi - trie.child_lo)[has])
-        inc = ((trie.node_byte & 0xC0) != 0x80).astype(np.int64)
-        inc[0] = 0
-        depth, chars = np.zeros(n, np.int64), np.zeros(n, np.int64)
-        for _ in range(max_token_bytes(trie)):  # (nodes are numbered depth by depth: a fixpoint in K rounds)
-            depth[1:], chars[1:] = depth[up[1:]] + 1, chars[up[1:]] + inc[1:]
         K = max_token_bytes(trie)
         table = np.zeros((K + 1, K + 1), np.int64)
-        np.add.at(table, (depth, chars), np.diff(trie.tok_ptr))
+        count = np.diff(trie.tok_ptr)
+        chars = np.zeros(1, np.int64)  # (of the nodes at the current depth)
+        lo, hi, depth = 0, 1, 0
+        while hi > lo:
+            np.add.at(table[depth], chars, count[lo:hi])
+            width = trie.child_hi[lo:hi] - trie.child_lo[lo:hi]
+            if not width.any():
+                break
+            kids = np.flatnonzero(width)
+            child = concat_ranges(trie.child_lo[kids + lo], trie.child_hi[kids + lo])
+            nlo, nhi = int(child.min()), int(child.max()) + 1
+            inc = ((trie.node_byte[child] & 0xC0) != 0x80).astype(np.int64)
+            nxt = np.zeros(nhi - nlo, np.int64)
+            nxt[child - nlo] = np.repeat(chars[kids], width[kids]) + inc
+            lo, hi, depth, chars = nlo, nhi, depth + 1, nxt
         _CHARS[trie] = table
     return table
 
