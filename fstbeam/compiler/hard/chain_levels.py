@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .token_trie import TokenTrie
 
 from . import chain_blocks
-from .array_ops import concat_ranges, narrow, unique
+from .array_ops import concat_ranges, narrow
 
 # The relative steps a position's label is carried back over (`copy_labels`): to a chain's side
 # states (a UTF-8 character's continuations, a \\uXXXX escape's digits) from the next position.
@@ -92,15 +92,18 @@ def walk_levels(trie: TokenTrie, copies: int = 1) -> list[int]:
     return out
 
 
-def copies(first: np.ndarray, label: np.ndarray, degree: np.ndarray) -> int:
-    """How many copies of a chain the DFA holds: the number of copies (`copy_labels`) among the
-    states of the largest class of states with many arcs in ``first`` (`level_classes` before
-    any round: a chain's positions read alike, whichever copy; a copy's positions share a label)."""
-    big = np.flatnonzero(degree >= chain_blocks.MIN_DEGREE)
+def copies(first: np.ndarray, label: np.ndarray, degree: np.ndarray, acyclic: np.ndarray) -> int:
+    """How many copies of a chain the DFA holds: the copies (`copy_labels`) with two states or more
+    in the largest class of ``acyclic`` states with many arcs in ``first`` (`level_classes` before
+    any round: a chain's positions read alike, whichever copy; a label held by one state is no
+    copy but a position whose exits differ from its neighbours'). A string without bounds loops
+    on itself: its interiors are walked once per shape (`shared_walks`), not chains."""
+    big = np.flatnonzero((degree >= chain_blocks.MIN_DEGREE) & acyclic)
     if not len(big):
         return 1
     top = int(np.bincount(first[big]).argmax())
-    return len(unique(label[big[first[big] == top]]))
+    _, count = np.unique(label[big[first[big] == top]], return_counts=True)
+    return max(1, int((count >= 2).sum()))
 
 
 def copy_labels(num_states: int, src: np.ndarray, dst: np.ndarray, is_abs: np.ndarray, rounds: int) -> np.ndarray:
@@ -210,8 +213,12 @@ def level_classes(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.nd
     labels = copy_labels(S, src, dst, is_abs, COPY_ROUNDS)
     chosen: dict[str, int] = {}
 
+    # in depth-first postorder an arc to a state not yet finished (as high or higher) closes a cycle
+    rel = ~is_abs
+    acyclic = np.bincount(src[rel][dst[rel] >= src[rel]], minlength=S) == 0
+
     def levels_for(first: np.ndarray) -> list[int]:  # (one shared block per level serves every copy: more levels pay)
-        n = chosen["copies"] = copies(first, labels, degree)
+        n = chosen["copies"] = copies(first, labels, degree, acyclic)
         return walk_levels(trie, n)
 
     levels = chain_blocks.level_classes(S, src, byte, dst, is_abs, K, degree, levels_for)
