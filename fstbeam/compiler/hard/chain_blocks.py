@@ -278,7 +278,7 @@ class Chains:
 
     blk_group: np.ndarray  # int32 [NB]: group of each block, -1 for none
     blk_shift: np.ndarray  # int32 [NB]: character-state shift from the group's representative
-    reps: np.ndarray  # int64 [G]: representative block of each group: its exit (absolute) arcs
+    reps: np.ndarray  # int64 [G]: representative block of each group (its walk: the inside arcs)
     rel: tuple[np.ndarray, np.ndarray, np.ndarray]  # (group, token, next state of the representative): inside arcs
     #: int [NB]: the block holding each block's exit arcs (`group_exits.member_exits`): a full
     #: group's member reads its identity's first member's; every other block, its own
