@@ -357,8 +357,7 @@ def test_copies_counts_the_fields_of_one_counted_string():
         first = chain_blocks.level_classes(arcs.num_states, arcs.src, arcs.byte, arcs.dst, is_abs, 0,
                                            np.diff(arcs.ptr), [0])[-1][1]
         labels = chain_levels.copy_labels(arcs.num_states, arcs.src, arcs.dst, is_abs, chain_levels.COPY_ROUNDS)
-        rel = ~is_abs
-        acyclic = np.bincount(arcs.src[rel][arcs.dst[rel] >= arcs.src[rel]], minlength=arcs.num_states) == 0
+        acyclic = chain_levels.acyclic_states(arcs.num_states, arcs.src, arcs.dst, is_abs)
         assert chain_levels.copies(first, labels, np.diff(arcs.ptr), acyclic) == n
 
 

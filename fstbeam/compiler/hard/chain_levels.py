@@ -106,6 +106,14 @@ def copies(first: np.ndarray, label: np.ndarray, degree: np.ndarray, acyclic: np
     return max(1, int((count >= 2).sum()))
 
 
+def acyclic_states(num_states: int, src: np.ndarray, dst: np.ndarray, is_abs: np.ndarray) -> np.ndarray:
+    """bool per state: none of its relative arcs closes a cycle (numbered in depth-first
+    postorder, `chain_blocks.depth_first`: an arc to a state as high or higher leads to one not
+    yet finished when it was taken)."""
+    rel = ~is_abs
+    return np.bincount(src[rel][dst[rel] >= src[rel]], minlength=num_states) == 0
+
+
 def copy_labels(num_states: int, src: np.ndarray, dst: np.ndarray, is_abs: np.ndarray, rounds: int) -> np.ndarray:
     """Per state, the lowest target of an absolute arc it reaches through relative arcs within
     ``rounds`` steps (``num_states``: none): every position of one copy of a chain, and the
@@ -213,9 +221,7 @@ def level_classes(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.nd
     labels = copy_labels(S, src, dst, is_abs, COPY_ROUNDS)
     chosen: dict[str, int] = {}
 
-    # in depth-first postorder an arc to a state not yet finished (as high or higher) closes a cycle
-    rel = ~is_abs
-    acyclic = np.bincount(src[rel][dst[rel] >= src[rel]], minlength=S) == 0
+    acyclic = acyclic_states(S, src, dst, is_abs)
 
     def levels_for(first: np.ndarray) -> list[int]:  # (one shared block per level serves every copy: more levels pay)
         n = chosen["copies"] = copies(first, labels, degree, acyclic)

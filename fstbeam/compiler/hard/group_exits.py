@@ -105,8 +105,7 @@ def member_exits(grp: np.ndarray, shift: np.ndarray, blk_state: np.ndarray, limi
     pseudo = np.full(len(first), -1, np.int64)
     pseudo[p_ids] = nb + np.arange(len(p_ids))
     # each identity walks its group's exits from its first member's states
-    x_ptr = csr(x_g, G)
-    order = np.argsort(x_g, kind="stable")
+    order, x_ptr = grouped(x_g, np.arange(len(x_g), dtype=np.int64), G)
     i_grp = gk[first]
     cnt = x_ptr[i_grp + 1] - x_ptr[i_grp]
     at = order[concat_ranges(x_ptr[i_grp], x_ptr[i_grp + 1])]
