@@ -30,29 +30,14 @@ COPY_ROUNDS = 8
 # bytes (states alike for 1-2 bytes are often no chain at all: a group of a thousand).
 MIN_LEVEL = 4
 
-_LENGTHS: weakref.WeakKeyDictionary[TokenTrie, np.ndarray] = weakref.WeakKeyDictionary()
-
-
 def max_token_bytes(trie: TokenTrie) -> int:
     """The trie's depth: the longest token in bytes."""
-    return len(token_lengths(trie)) - 1
+    return len(_by_bytes_and_chars(trie)) - 1
 
 
 def token_lengths(trie: TokenTrie) -> np.ndarray:
-    """Number of tokens of each length in bytes (index 0: none); nodes are numbered depth by
-    depth, so each depth is one id range."""
-    counts = _LENGTHS.get(trie)
-    if counts is None:
-        out, lo, hi = [0], 0, 1
-        has = trie.child_hi > trie.child_lo
-        while hi > lo:
-            kids = np.flatnonzero(has[lo:hi]) + lo
-            if not len(kids):
-                break
-            lo, hi = int(trie.child_lo[kids].min()), int(trie.child_hi[kids].max())
-            out.append(int(trie.tok_ptr[hi] - trie.tok_ptr[lo]))
-        counts = _LENGTHS[trie] = np.asarray(out, np.int64)
-    return counts
+    """Number of tokens of each length in bytes (index 0: none)."""
+    return _by_bytes_and_chars(trie).sum(axis=1)
 
 
 def walk_levels(trie: TokenTrie, copies: int = 1) -> list[int]:
@@ -157,17 +142,16 @@ _CHARS: weakref.WeakKeyDictionary[TokenTrie, np.ndarray] = weakref.WeakKeyDictio
 
 def _by_bytes_and_chars(trie: TokenTrie) -> np.ndarray:
     """[bytes, characters] -> number of tokens (characters: UTF-8 bytes other than continuations);
-    once per trie. Nodes are numbered depth by depth: each depth is one id range, its children
-    the next."""
+    once per trie (its row sums are `token_lengths`). Nodes are numbered depth by depth: each
+    depth is one id range, its children the next."""
     table = _CHARS.get(trie)
     if table is None:
-        K = max_token_bytes(trie)
-        table = np.zeros((K + 1, K + 1), np.int64)
         count = np.diff(trie.tok_ptr)
+        rows = []  # (tokens of each depth by characters)
         chars = np.zeros(1, np.int64)  # (of the nodes at the current depth)
-        lo, hi, depth = 0, 1, 0
+        lo, hi = 0, 1
         while hi > lo:
-            np.add.at(table[depth], chars, count[lo:hi])
+            rows.append(np.bincount(chars, weights=count[lo:hi], minlength=len(rows) + 1))
             width = trie.child_hi[lo:hi] - trie.child_lo[lo:hi]
             if not width.any():
                 break
@@ -177,7 +161,10 @@ def _by_bytes_and_chars(trie: TokenTrie) -> np.ndarray:
             inc = ((trie.node_byte[child] & 0xC0) != 0x80).astype(np.int64)
             nxt = np.zeros(nhi - nlo, np.int64)
             nxt[child - nlo] = np.repeat(chars[kids], width[kids]) + inc
-            lo, hi, depth, chars = nlo, nhi, depth + 1, nxt
+            lo, hi, chars = nlo, nhi, nxt
+        table = np.zeros((len(rows), len(rows)), np.int64)
+        for depth, row in enumerate(rows):
+            table[depth, :len(row)] = row
         _CHARS[trie] = table
     return table
 
@@ -219,16 +206,15 @@ def level_classes(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.nd
     level below which each position is grouped with its twins (`twins_below`): its classes whole."""
     S, K = num_states, max_token_bytes(trie)
     labels = copy_labels(S, src, dst, is_abs, COPY_ROUNDS)
-    chosen: dict[str, int] = {}
-
     acyclic = acyclic_states(S, src, dst, is_abs)
+    n = 1  # (the copies, counted from the first round's classes)
 
     def levels_for(first: np.ndarray) -> list[int]:  # (one shared block per level serves every copy: more levels pay)
-        n = chosen["copies"] = copies(first, labels, degree, acyclic)
+        nonlocal n
+        n = copies(first, labels, degree, acyclic)
         return walk_levels(trie, n)
 
     levels = chain_blocks.level_classes(S, src, byte, dst, is_abs, K, degree, levels_for)
-    n = chosen.get("copies", 1)
     below = twins_below(trie, n, [j for j, _ in levels if j < chain_blocks.FULL]) if n > 1 else 0
     made: dict[tuple[int, bool], np.ndarray] = {}  # (levels past the refinement's fixpoint share one array)
     for i, (limit, cls) in enumerate(levels):
