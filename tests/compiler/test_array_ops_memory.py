@@ -44,6 +44,35 @@ def test_sorted_triples_csr_matches_lexsort_and_bincount(big):
     assert ptr.tolist() == [0] * 5 and not len(got_b) and not len(got_c)
 
 
+@pytest.mark.parametrize("dense_share", [0.0, 0.1, 0.9])
+def test_sorted_triples_csr_scatters_dense_groups_like_lexsort(dense_share, monkeypatch):
+    """Groups holding a quarter of all ``b`` values or more are scattered, not sorted (where
+    they hold most triples): the same order and pointers as a lexsort, whatever the mix."""
+    scattered = []
+    real = array_ops._dense_sorted
+    monkeypatch.setattr(array_ops, "_dense_sorted", lambda *a: scattered.append(r := real(*a)) or r)
+    rng = np.random.default_rng(7)
+    width, n = 3000, 40
+    a_parts, b_parts = [], []
+    for k in range(n):
+        size = rng.integers(width // 4, width) if rng.random() < dense_share else rng.integers(0, 60)
+        a_parts.append(np.full(size, k, np.int32))
+        b_parts.append(rng.choice(width, size, replace=False).astype(np.int32))
+    perm = rng.permutation(sum(map(len, a_parts)))
+    a, b = np.concatenate(a_parts)[perm], np.concatenate(b_parts)[perm]
+    c = rng.integers(0, 2**20, len(a)).astype(np.int32)
+    o = np.lexsort((b, a))
+    want = (np.concatenate([[0], np.cumsum(np.bincount(a, minlength=n + 2))]), b[o], c[o])
+    got = sorted_triples_csr([a.copy(), b.copy(), c.copy()], n + 2, b_width=width)
+    assert all(np.array_equal(g, w) for g, w in zip(got, want)) and got[1].dtype == got[2].dtype == np.int32
+    in_dense = sum(len(p) for p in a_parts if 4 * len(p) >= width)
+    assert (scattered[0] is not None) == (2 * in_dense >= len(a)) == (dense_share > 0)
+    # a repeated (a, b) pair: both kept, as the sort keeps them (the scatter would keep one)
+    a2, b2, c2 = np.r_[a, a[:1]], np.r_[b, b[:1]], np.r_[c, c[:1] + 1]
+    got = sorted_triples_csr([a2, b2, c2], n + 2, b_width=width)
+    assert len(got[1]) == len(a2) and got[0][-1] == len(a2)
+
+
 def test_parts_take_trims_while_copying(monkeypatch):
     trims = []
     monkeypatch.setattr(array_ops, "trim_heap", lambda: trims.append(1))

@@ -319,7 +319,7 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     del e_block, e_tok, e_next
     if len(cols[0]) > TRIM_ABOVE:  # (the links' and renumbering's freed columns, resident under the sort's words)
         trim_heap()
-    block_ptr, e_tok, e_next = sorted_triples_csr(cols, nabs)
+    block_ptr, e_tok, e_next = sorted_triples_csr(cols, nabs, b_width=width)
     used_k = np.flatnonzero(inner_used)
     pos = concat_ranges(inner.ptr[used_k], inner.ptr[used_k + 1])
     block_ptr = np.concatenate([block_ptr, len(e_tok) + np.cumsum(np.diff(inner.ptr)[used_k])])
