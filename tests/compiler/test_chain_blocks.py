@@ -8,6 +8,7 @@ byte strings for the classes themselves; the table checks of the loader.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -369,3 +370,21 @@ def test_tokens_by_bytes_and_characters():
     for b in {b for b in vocab.token_bytes if b}:
         want[len(b), sum(1 for x in b if x & 0xC0 != 0x80)] += 1
     assert np.array_equal(table, want)
+
+
+def test_inside_pairs_in_slices_lift_the_same_automaton(monkeypatch):
+    """`chain_blocks.pairs` fills the grouped blocks' inside pairs a slice of blocks at a time:
+    slices of a few pairs give the same token automaton, array by array, as one slice."""
+    dfa = fst_to_dfa(pynini.connect(json_schema_fst(SCHEMAS[1], max_depth=2)))
+    vocab = vocab_of(True)
+    _, whole, _ = lift_both(dfa, vocab)
+    fresh_walk_memos(monkeypatch)
+    monkeypatch.setattr(chain_blocks, "PAIR_SLICE", 3)
+    sliced_calls = []
+    real = chain_blocks.ranges
+    monkeypatch.setattr(chain_blocks, "ranges", lambda *a: sliced_calls.append(1) or real(*a))
+    _, sliced, _ = lift_both(dfa, vocab)
+    assert len(sliced_calls) > 3  # (several slices, and the exits' own call)
+    for f in dataclasses.fields(whole):
+        a, b = getattr(whole, f.name), getattr(sliced, f.name)
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, f.name

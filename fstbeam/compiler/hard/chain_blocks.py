@@ -43,7 +43,7 @@ from typing import Callable
 
 import numpy as np
 
-from .array_ops import concat_ranges, csr, grouped, narrow, ranges, run_starts, unique
+from .array_ops import concat_ranges, csr, grouped, narrow, ranges, run_starts, step_slices, unique
 
 # Fewer shift-equivalent states than this (with `MIN_DEGREE` arcs or more): nothing worth sharing
 # (a DFA with fewer such states is not even numbered: small compiles pay nothing).
@@ -297,11 +297,7 @@ def pairs(ch: Chains, e_block: np.ndarray, e_next: np.ndarray, S: int) -> tuple[
     g, _, nxt = ch.rel
     key = unique(g.astype(np.int64) * S + nxt)  # (int64: the lift's columns may come as int32)
     ptr, c = csr(key // S, G), key % S
-    k = np.flatnonzero(ch.blk_group >= 0)
-    gk = ch.blk_group[k]
-    pos = ranges(ptr, gk)
-    kk = np.repeat(k, ptr[gk + 1] - ptr[gk])
-    c = c[pos]
+    kk, c, n = _inside_pairs(ch, ptr, c, max(nb, S))
     other = np.flatnonzero(ch.exit_of != np.arange(nb))  # (blocks reading another block's exits)
     holders = np.unique(ch.exit_of[other])
     hold = np.full(nb, -1, np.int64)
@@ -311,9 +307,34 @@ def pairs(ch: Chains, e_block: np.ndarray, e_next: np.ndarray, S: int) -> tuple[
     ptr, a = csr(key // S, len(holders)), key % S
     hk = hold[ch.exit_of[other]]
     pos = ranges(ptr, hk)
-    # (int32 where they fit: a large schema's inside pairs are tens of millions, held through `assemble`)
-    n = narrow(c + ch.blk_shift[kk])
-    return narrow(kk), narrow(c), n, narrow(np.repeat(other, ptr[hk + 1] - ptr[hk])), narrow(a[pos])
+    return kk, c, n, narrow(np.repeat(other, ptr[hk + 1] - ptr[hk])), narrow(a[pos])
+
+
+PAIR_SLICE = 1 << 22  # inside pairs per slice of `_inside_pairs` (its temporaries: int64 columns of a slice)
+
+
+def _inside_pairs(ch: Chains, ptr: np.ndarray, c: np.ndarray, most: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(block, c, c + shift) for each grouped block and distinct inside next state c of its group
+    (``c[ptr[g]:ptr[g + 1]]``), in int32 where ``most`` (the blocks, the states) fits, filled a
+    slice of blocks at a time: a large schema's pairs are tens of millions (Snowplow sp_137:
+    30 million), whose whole int64 gathers were the lift's peak (+600 MB)."""
+    k = np.flatnonzero(ch.blk_group >= 0)
+    gk = ch.blk_group[k]
+    size = ptr[gk + 1] - ptr[gk]
+    dtype = np.int32 if most < 2**31 else np.int64
+    total = int(size.sum())
+    kk, cc, n = np.empty(total, dtype), np.empty(total, dtype), np.empty(total, dtype)
+    cuts = step_slices(size, PAIR_SLICE).tolist()
+    at = 0
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        inside = c[ranges(ptr, gk[a:b])]
+        m = len(inside)
+        kk[at:at + m] = np.repeat(k[a:b], size[a:b])
+        cc[at:at + m] = inside
+        inside += np.repeat(ch.blk_shift[k[a:b]], size[a:b])
+        n[at:at + m] = inside
+        at += m
+    return kk, cc, n
 
 
 def spelled_out(ch: Chains, blocks: np.ndarray, e_block: np.ndarray, e_tok: np.ndarray,
