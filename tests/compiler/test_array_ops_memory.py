@@ -100,6 +100,18 @@ def test_grouped_in_place_matches_lexsort():
     assert np.array_equal(ptr, csr(keys, 30))
 
 
+def test_grouped_taken_in_chunks_matches_lexsort_and_leaves_held_columns_whole():
+    rng = np.random.default_rng(4)
+    keys, vals = rng.integers(0, 40, 5000).astype(np.int32), rng.integers(0, 10**6, 5000).astype(np.int32)
+    want, want_ptr = vals[np.lexsort((vals, keys))], csr(keys, 40)
+    box = [keys.copy(), vals.copy()]  # (held by the list alone: cut as they are packed)
+    got, ptr = array_ops.grouped_taken(box, 40, chunk=700)
+    assert not box and np.array_equal(got, want) and np.array_equal(ptr, want_ptr) and got.dtype == np.int32
+    head = vals[:30]  # the caller still reads a view of the values: left whole
+    got, _ = array_ops.grouped_taken([keys, vals], 40, chunk=700)
+    assert np.array_equal(got, want) and len(vals) == 5000 and np.array_equal(head, vals[:30])
+
+
 def test_narrow_and_parts_keep_values():
     small, large = np.arange(-5, 5, dtype=np.int64), np.array([1, 2**31], np.int64)
     assert narrow(small).dtype == np.int32 and np.array_equal(narrow(small), small)
