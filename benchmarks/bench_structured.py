@@ -33,7 +33,7 @@ from structured_runner import reason, run_engine  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 PNG = Path(__file__).parent.parent / "docs" / "structured_bench.png"
-ENGINES = ["fstbeam", "llguidance", "llguidance-lenient", "xgrammar", "outlines-core"]
+ENGINES = ["fstbeam", "fstbeam-strict", "llguidance", "llguidance-lenient", "xgrammar", "outlines-core"]
 OPTIONAL = ["xgrammar-nonstrict"]  # on request (--engines): its compiles take ~100x XGrammar's default
 
 

@@ -111,6 +111,21 @@ class Fstbeam:
         return bool(h.final[s])
 
 
+class FstbeamStrict(Fstbeam):
+    """``compile_constraints(json_schema=schema, json_strict=True)``: objects and tuples take only
+    what their schema declares (docs/structured.md), the rule of XGrammar's default strict_mode:
+    the row to set beside it for compile time (valid instances with undeclared members are
+    rejected, as XGrammar rejects them)."""
+
+    name = "fstbeam-strict"
+
+    def setup(self) -> str:
+        return super().setup().replace("json_schema=...)", "json_schema=..., json_strict=True)")
+
+    def compile(self, schema: Any) -> Any:
+        return self.fstbeam.compile_constraints(json_schema=schema, tokenizer=self.vocab, json_strict=True)
+
+
 class Llguidance:
     """``LLMatcher(tokenizer, grammar_from_json_schema(schema, ...))``, compact separators, no free
     whitespace (the serialization's language); ``lenient``: its options that accept more schemas."""
@@ -250,4 +265,4 @@ class OutlinesCore:
         return bool(g.is_finished())
 
 
-ENGINES = {e.name: e for e in (Fstbeam, Llguidance, LlguidanceLenient, Xgrammar, XgrammarNonstrict, OutlinesCore)}
+ENGINES = {e.name: e for e in (Fstbeam, FstbeamStrict, Llguidance, LlguidanceLenient, Xgrammar, XgrammarNonstrict, OutlinesCore)}

@@ -196,6 +196,9 @@ def add_constraint_flags(parser) -> None:
                         help="nesting depth of free JSON and recursive $ref in --json-schema (default: docs/structured.md)")
     parser.add_argument("--json-whitespace", choices=("compact", "flexible"),
                         help="whitespace between JSON tokens: none (compact, the default) or some (flexible)")
+    parser.add_argument("--json-strict", action="store_true", default=None,
+                        help="objects and tuples in --json-schema take only the members and items they declare "
+                             "(XGrammar's default; the specification allows others)")
 
 
 def constraint_flags_given(args) -> bool:

@@ -41,6 +41,7 @@ def compile_constraints(
     json_schema: Any = None,
     json_max_depth: int | None = None,
     json_whitespace: str | None = None,
+    json_strict: bool | None = None,
 ) -> CompiledConstraints:
     """Compile constraints for ``tokenizer`` (a HF tokenizer, a path, ``"default"``, a Vocab, a
     ``Decoder`` or a `Compiler`).
@@ -63,7 +64,8 @@ def compile_constraints(
     regular expression; ``choice``: the output is exactly one of these strings; ``json_schema``
     (a dict, JSON text or a file path): the output is JSON valid against the schema, written
     compactly (``json_whitespace="flexible"`` allows whitespace), free nesting and recursion
-    unrolled to ``json_max_depth``. They are hard constraints: intersected with a grammar or
+    unrolled to ``json_max_depth``; ``json_strict=True``: objects and tuples take only the
+    members and items their schema declares. They are hard constraints: intersected with a grammar or
     word list (beside a JSON Schema, the word list applies inside its string values), with
     phrases, avoid phrases and a prefix on top.
     """
@@ -71,7 +73,7 @@ def compile_constraints(
         words=words, cefr=cefr, phrases=phrases, avoid=avoid, prefix=prefix, grammar=grammar,
         grammar_params=grammar_params, canonical=canonical, case_variants=case_variants, digits=digits,
         leading_space=leading_space, ordered=ordered, sentence_case=sentence_case, regex=regex, choice=choice, json_schema=json_schema,
-        json_max_depth=json_max_depth, json_whitespace=json_whitespace,
+        json_max_depth=json_max_depth, json_whitespace=json_whitespace, json_strict=json_strict,
     )
     return compiler_for(tokenizer).compile_request(request, progress=progress)
 

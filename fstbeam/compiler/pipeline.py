@@ -241,7 +241,7 @@ def compile_with(comp, request: ConstraintRequest, *, leading_space: bool, progr
         if r.has_structured:  # (imported here: a word list's compile does not pay for the structured compiler)
             from .structured.language import StructuredSpec
 
-            structured = StructuredSpec.of(r.regex, r.choice, r.json_schema, r.json_max_depth, r.json_whitespace)
+            structured = StructuredSpec.of(r.regex, r.choice, r.json_schema, r.json_max_depth, r.json_whitespace, r.json_strict)
         if structured:  # the whole output matches the regex, choice or schema: no space before it
             leading_space = False
         hard_wl = wl

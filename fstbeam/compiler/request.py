@@ -44,7 +44,7 @@ __all__ = ["ConstraintRequest", "HARD_KEYS", "STRUCTURED_KEYS", "LIGHT_KEYS", "O
 HARD_KEYS = ("words", "cefr", "grammar", "grammar_params", "regex", "choice", "json_schema")
 STRUCTURED_KEYS = ("regex", "choice", "json_schema")  # docs/structured.md
 LIGHT_KEYS = ("phrases", "avoid", "prefix", "ordered", "sentence_case")
-OPTION_KEYS = ("case_variants", "digits", "leading_space", "canonical", "json_max_depth", "json_whitespace")
+OPTION_KEYS = ("case_variants", "digits", "leading_space", "canonical", "json_max_depth", "json_whitespace", "json_strict")
 JSON_KEYS = HARD_KEYS + LIGHT_KEYS + OPTION_KEYS
 
 Item = Phrase | AnyOf
@@ -183,6 +183,7 @@ class ConstraintRequest:
     json_schema: str | None = None  # the schema as compact JSON text (key order kept)
     json_max_depth: int | None = None  # None: the compiler's default (docs/structured.md)
     json_whitespace: str | None = None  # "compact" (default) or "flexible"
+    json_strict: bool | None = None  # only declared members and items (docs/structured.md); None: as the schema says
     where: str = field(default="", compare=False)  # the place of the request in its door (file:line)
 
     def __post_init__(self) -> None:
@@ -228,7 +229,10 @@ class ConstraintRequest:
             raise SpecError(f"{_at(w, 'json_max_depth')} must be an integer from 0 to 64, not {self.json_max_depth!r:.40}")
         if self.json_whitespace is not None and self.json_whitespace not in ("compact", "flexible"):
             raise SpecError(f"{_at(w, 'json_whitespace')} must be \"compact\" or \"flexible\", not {self.json_whitespace!r:.40}")
-        if (self.json_max_depth is not None or self.json_whitespace is not None) and self.json_schema is None:
+        if self.json_strict is not None and not isinstance(self.json_strict, bool):
+            raise SpecError(f"{_at(w, 'json_strict')} must be true or false, not {self.json_strict!r:.40}")
+        if (self.json_max_depth is not None or self.json_whitespace is not None or self.json_strict is not None) \
+                and self.json_schema is None:
             raise SpecError(f"{_at(w, 'json_max_depth')}: the json_* options apply to a JSON Schema: give json_schema too")
 
     # ------------------------------------------------------------------ builders
@@ -304,7 +308,7 @@ class ConstraintRequest:
                   phrases=g("phrase", []), avoid=g("avoid", []), prefix=g("prefix"), ordered=g("ordered", False),
                   sentence_case=g("sentence_case", False), canonical=g("canonical", False), regex=g("regex"),
                   choice=g("choice") or None, json_schema=g("json_schema"), json_max_depth=g("json_max_depth"),
-                  json_whitespace=g("json_whitespace"))
+                  json_whitespace=g("json_whitespace"), json_strict=g("json_strict"))
         for name in ("leading_space", "case_variants", "digits"):  # not given: the request's default
             if g(name) is not None:
                 kw[name] = g(name)
@@ -349,7 +353,7 @@ class ConstraintRequest:
         out: dict[str, Any] = {}
         if self.words is not None:
             out["words"] = list(self.words) if isinstance(self.words, tuple) else os.fspath(self.words)
-        for k in ("cefr", "grammar", "prefix", "regex", "json_max_depth", "json_whitespace"):
+        for k in ("cefr", "grammar", "prefix", "regex", "json_max_depth", "json_whitespace", "json_strict"):
             if getattr(self, k) is not None:
                 out[k] = getattr(self, k)
         if self.choice is not None:

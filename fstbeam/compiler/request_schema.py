@@ -48,6 +48,9 @@ def json_schema() -> dict[str, Any]:
                                "description": "nesting depth of free JSON and of recursive $ref (default: docs/structured.md)"},
             "json_whitespace": {"enum": ["compact", "flexible"],
                                 "description": "compact: no whitespace between JSON tokens (default); flexible: some allowed"},
+            "json_strict": {"type": "boolean",
+                            "description": "objects and tuples take only the members and items their schema declares "
+                                           "(XGrammar's default; the specification allows others: docs/structured.md)"},
         },
     }
 

@@ -103,7 +103,8 @@ def compile_request(body, store):
                                    ordered=False)
         base = store.base(canonical_key(hard.to_json()), lambda: _compile_hard(hard, store))
         light = dataclasses.replace(request, words=None, cefr=None, grammar=None, grammar_params=(), regex=None,
-                                    choice=None, json_schema=None, leading_space=False)
+                                    choice=None, json_schema=None, json_max_depth=None, json_whitespace=None,
+                                    json_strict=None, leading_space=False)  # (the json_* options: the base's)
     try:
         cc = base if light.is_empty else compiler_for(base.vocab if base is not None else store.vocab).compile_request(
             light, base=base)

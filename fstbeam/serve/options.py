@@ -129,7 +129,7 @@ def constraints_with_structured(body: Any) -> dict[str, Any] | None:
 
 
 def _structured_keys(name: str, value: Any) -> dict[str, Any]:
-    """The constraint keys (``json_schema``, ``regex``, ``choice``, ``json_whitespace``) of one
+    """The constraint keys (``json_schema``, ``regex``, ``choice``, ``json_strict``) of one
     structured-output field."""
     def need(kind: type[Any], what: str) -> Any:
         if not isinstance(value, kind):
@@ -148,7 +148,12 @@ def _structured_keys(name: str, value: Any) -> dict[str, Any]:
             if not isinstance(spec, dict) or not isinstance(spec.get("schema"), (dict, bool)):
                 raise RequestError(400, 'response_format.json_schema must be an object with the schema under "schema" '
                                         '(and a "name")', "response_format.json_schema")
-            return {"json_schema": spec["schema"]}
+            strict = spec.get("strict")
+            if strict is not None and not isinstance(strict, bool):
+                raise RequestError(400, "response_format.json_schema.strict must be true or false",
+                                   "response_format.json_schema.strict")
+            # strict: only the members and items the schema declares (as OpenAI's strict schemas say)
+            return {"json_schema": spec["schema"], **({"json_strict": True} if strict else {})}
         raise RequestError(400, f"response_format.type {kind!r} is not known: use text, json_object or json_schema",
                            "response_format.type")
     if name == "structured_outputs":
@@ -159,7 +164,12 @@ def _structured_keys(name: str, value: Any) -> dict[str, Any]:
                 out[target] = value[key]
         if value.get("json_object"):
             out["json_schema"] = {"type": "object"}
-        other = sorted(k for k in value if k not in ("json", "regex", "choice", "json_object") and value[k] is not None)
+        closed = value.get("disable_additional_properties")
+        if closed is not None and not isinstance(closed, bool):
+            raise RequestError(400, "structured_outputs.disable_additional_properties must be true or false",
+                               "structured_outputs.disable_additional_properties")
+        other = sorted(k for k in value if k not in ("json", "regex", "choice", "json_object", "disable_additional_properties")
+                       and value[k] is not None)
         if other:
             raise RequestError(400, f"structured_outputs.{other[0]} is not supported: fstbeam takes json, regex and "
                                     "choice (a grammar: a registered pynini grammar in constraints.grammar)",
@@ -167,7 +177,10 @@ def _structured_keys(name: str, value: Any) -> dict[str, Any]:
         if len(out) != 1:
             raise RequestError(400, "structured_outputs takes exactly one of json, regex, choice, json_object",
                                "structured_outputs")
-        return out
+        if closed and "json_schema" not in out:
+            raise RequestError(400, "structured_outputs.disable_additional_properties applies to json: give json",
+                               "structured_outputs.disable_additional_properties")
+        return {**out, "json_strict": True} if closed else out
     if name in ("guided_json", "guided_regex", "guided_choice"):
         return {{"guided_json": "json_schema", "guided_regex": "regex", "guided_choice": "choice"}[name]: value}
     fix = {"guided_grammar": "a registered pynini grammar in constraints.grammar (EBNF grammars are not finite-state)",

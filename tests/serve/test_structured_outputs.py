@@ -45,6 +45,25 @@ def test_response_format_json_schema_gives_valid_json(server):
     assert _text(server, constraints={"json_schema": SCHEMA})["text"] == text
 
 
+OPEN = {"type": "object", "properties": {"pet": {"enum": ["cat", "dog"]}, "legs": {"enum": [3, 4]}},
+        "required": ["pet", "legs"]}  # (other members allowed, as the specification reads it)
+
+
+@pytest.mark.parametrize("body", [
+    {"response_format": {"type": "json_schema", "json_schema": {"name": "pet", "schema": OPEN, "strict": True}}},
+    {"structured_outputs": {"json": OPEN, "disable_additional_properties": True}},
+])
+def test_strict_schemas_take_only_the_declared_members(server, body):
+    choice = _text(server, **body)
+    assert choice["finish_reason"] == "stop", choice  # (a finite language: it ends within the limit)
+    out = json.loads(choice["text"])
+    jsonschema.validate(out, OPEN)
+    assert set(out) == {"pet", "legs"}
+    # the same as the request key (beside the other json_* options, which went with the schema to its base)
+    keys = {"json_schema": OPEN, "json_strict": True, "json_max_depth": 2, "json_whitespace": "compact"}
+    assert _text(server, constraints=keys)["text"] == choice["text"]
+
+
 def test_chat_response_format_json_object(server):
     c = _client(server)
     out = c.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "a pet"}], max_tokens=12,
@@ -74,6 +93,10 @@ def test_vllm_fields_constrain_the_output(server, field, value, check):
     ({"guided_regex": "a+", "constraints": {"regex": "b+"}}, "regex"),
     ({"guided_regex": "(a)\\1"}, None),  # a backreference: not regular, named in the message
     ({"structured_outputs": {}}, "structured_outputs"),
+    ({"structured_outputs": {"regex": "a+", "disable_additional_properties": True}},
+     "structured_outputs.disable_additional_properties"),
+    ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {}, "strict": "yes"}}},
+     "response_format.json_schema.strict"),
 ])
 def test_structured_fields_it_cannot_honour_are_400(server, body, param):
     r = httpx.post(server.url + "/v1/completions", json={"prompt": "x", "max_tokens": 4, **body}, timeout=120)

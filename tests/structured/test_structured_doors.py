@@ -327,6 +327,22 @@ def test_commands_take_regex_choice_and_schema(shell, model_dir):
     assert re.search(r'\{"n":[1-9]\}', p.stdout)
 
 
+def test_compile_command_takes_json_strict(shell, model_dir, tokenizer):
+    run, tmp = shell
+    art = tmp / "strict.fstbeam"
+    schema = json.dumps({"type": "object", "properties": {"n": {"enum": ["a", "b"]}}, "required": ["n"]})
+    p = run("compile-constraints", "compile", "--json-schema", schema, "--json-strict", "--tokenizer", str(model_dir),
+            "-o", str(art))
+    assert p.returncode == 0, p.stderr
+    cc = fstbeam.load_constraints(art, tokenizer=str(model_dir))
+    assert cc.spec["json_options"]["strict"] is True
+    walk = Matcher(cc)  # `{"n":"a"` and then only `}`: no other member
+    for t in tokenizer('{"n":"a"', add_special_tokens=False)["input_ids"]:
+        walk.advance(t)
+    after = {tokenizer.decode([t]) for t in walk.allowed_token_ids() if t not in cc.eos_ids}
+    assert after and all(a.startswith("}") for a in after), sorted(after)[:5]
+
+
 def test_command_errors(shell, model_dir):
     run, tmp = shell
     p = run("compile-constraints", "compile", "--regex", "(a)\\1", "--tokenizer", str(model_dir), "-o", str(tmp / "x.fstbeam"))

@@ -1,5 +1,5 @@
-"""The draft a schema declares (`$schema`), and the keywords that draft does not have (not yet,
-or no longer).
+"""How a schema is read before it is compiled: the draft it declares (`$schema`) and the keywords
+that draft does not have (not yet, or no longer); and the strict reading (`closed_declared`).
 
 A keyword a draft does not define is an unknown keyword there, and the specification says a
 validator ignores it: under `"$schema": "http://json-schema.org/draft-04/schema#"`, `if`/`then`
@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-__all__ = ["declared_draft", "for_draft", "read_as_declared", "INTRODUCED", "REMOVED", "DATA_KEYWORDS", "NAMED_KEYWORDS", "escape_pointer"]
+__all__ = ["declared_draft", "for_draft", "read_as_declared", "closed_declared", "INTRODUCED", "REMOVED",
+           "DATA_KEYWORDS", "NAMED_KEYWORDS", "escape_pointer"]
 
 log = logging.getLogger("fstbeam")
 
@@ -111,3 +112,152 @@ def _collect_refs(node: Any, refs: list[str]) -> None:
 def escape_pointer(name: str) -> str:
     """``name`` as one JSON-pointer token (RFC 6901: ``~`` -> ``~0``, ``/`` -> ``~1``)."""
     return str(name).replace("~", "~0").replace("/", "~1")
+
+
+# Keywords that apply other schemas at a node's own location: the node's members meet theirs
+# there, so closing either side alone would refuse what the other declares.
+JOINING = frozenset({"allOf", "anyOf", "oneOf", "$ref", "if", "then", "else", "not", "dependentSchemas",
+                     "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"})
+# Keywords that say nothing of the values (a `$ref` beside only these is a plain alias)
+_ANNOTATIONS = frozenset({"title", "description", "$comment", "examples", "default", "deprecated", "readOnly",
+                          "writeOnly", "$id", "$schema", "$anchor", "definitions", "$defs"})
+_OBJECT_KEYWORDS = ("properties", "patternProperties", "additionalProperties")
+
+
+def closed_declared(schema: Any, where: str) -> Any:
+    """``schema`` read strictly (`json_strict`, as XGrammar's default ``strict_mode`` and
+    vLLM's ``disable_additional_properties``): an object schema that declares members
+    (``properties`` or ``patternProperties``) and says nothing of ``additionalProperties`` takes
+    no other member, and an array schema with ``prefixItems`` (before 2020-12: a list under
+    ``items``) and nothing after them takes no further item. Free values (``{}``,
+    ``{"type": "object"}``) stay free. A schema that meets others at its location stays as the
+    specification reads it: a node with a combinator or a ``$ref`` beside its members, the
+    branches of an ``allOf``, ``if``/``then``/``else``, ``not`` and dependent schemas, the
+    branches of an ``anyOf``/``oneOf`` beside the node's own members, and the targets of
+    ``$ref``s in those places (closing one side alone would refuse the members the other
+    declares)."""
+    if not isinstance(schema, dict):
+        return schema
+    joined_refs: list[str] = []
+    _joined(schema, False, joined_refs)
+    targets, unresolved = _ref_targets(schema, joined_refs)
+    closed: list[str] = []
+
+    def read(node: Any, path: str, joined: bool) -> Any:
+        if isinstance(node, list):
+            return [read(v, f"{path}/{i}", joined) for i, v in enumerate(node)]
+        if not isinstance(node, dict):
+            return node
+        joined = joined or path in targets or (unresolved and _under_definitions(path))
+        out: dict[str, Any] = {}
+        for k, v in node.items():
+            here = f"{path}/{escape_pointer(k)}"
+            if k in DATA_KEYWORDS:
+                out[k] = v
+            elif k in NAMED_KEYWORDS and isinstance(v, dict):
+                out[k] = {name: read(s, f"{here}/{escape_pointer(name)}", _joins(node, k))
+                          for name, s in v.items()}
+            else:
+                out[k] = read(v, here, _joins(node, k))
+        if not (joined or _meets_others(node)):
+            if ("properties" in node or "patternProperties" in node) and "additionalProperties" not in node:
+                out["additionalProperties"] = False
+                closed.append(path or "/")
+            if isinstance(node.get("prefixItems"), list) and "items" not in node:
+                out["items"] = False
+                closed.append(path or "/")
+            elif isinstance(node.get("items"), list) and "prefixItems" not in node and "additionalItems" not in node:
+                out["additionalItems"] = False
+                closed.append(path or "/")
+        return out
+
+    out = read(schema, "", False)
+    log.info("%s: json_strict closed %d object or array schemas to what they declare", where, len(closed))
+    return out
+
+
+def _joins(node: dict[str, Any], keyword: str) -> bool:
+    """The schemas under ``node[keyword]`` meet others at their location: the branches of
+    ``allOf``, conditions, dependent schemas and ``contains`` (beside ``items``), the branches of
+    an ``anyOf``/``oneOf`` beside the node's own members, the items beside a ``contains``, and a
+    member that both a property and a pattern may describe."""
+    if keyword in ("allOf", "if", "then", "else", "not", "dependencies", "dependentSchemas", "contains",
+                   "patternProperties"):
+        return True
+    if keyword in ("anyOf", "oneOf"):
+        return any(k in node for k in _OBJECT_KEYWORDS)
+    if keyword in ("items", "prefixItems", "additionalItems"):
+        return "contains" in node
+    return keyword == "properties" and "patternProperties" in node
+
+
+def _meets_others(node: dict[str, Any]) -> bool:
+    """``node``'s own keywords meet other schemas at its location: it has a `JOINING` keyword
+    (an ``anyOf``/``oneOf`` only where a branch may describe members: one of `required` lists
+    leaves the members to the node)."""
+    for k in JOINING & node.keys():
+        branches = node[k]
+        if k in ("anyOf", "oneOf") and isinstance(branches, list) and all(
+                isinstance(b, dict) and not ({*_OBJECT_KEYWORDS, "$ref", *JOINING} & b.keys()) for b in branches):
+            continue
+        return True
+    return False
+
+
+def _joined(node: Any, joined: bool, refs: list[str]) -> None:
+    """The ``$ref``s (into ``refs``) whose targets meet other schemas at their location: held
+    by a node in a joined place (`_joins`) or beside other keywords than annotations."""
+    if isinstance(node, list):
+        for v in node:
+            _joined(v, joined, refs)
+        return
+    if not isinstance(node, dict):
+        return
+    ref = node.get("$ref")
+    if isinstance(ref, str) and (joined or set(node) - _ANNOTATIONS - {"$ref"}):
+        refs.append(ref)
+    for k, v in node.items():
+        if k in DATA_KEYWORDS:
+            continue
+        if k in NAMED_KEYWORDS and isinstance(v, dict):
+            for s in v.values():
+                _joined(s, _joins(node, k), refs)
+        else:
+            _joined(v, _joins(node, k), refs)
+
+
+def _ref_targets(schema: dict[str, Any], refs: list[str]) -> tuple[set[str], bool]:
+    """(JSON-pointer paths of the targets of ``refs``, followed through targets that are
+    ``$ref``s themselves; whether a reference is not a local pointer, whose target is then
+    unknown)."""
+    from urllib.parse import unquote
+
+    paths: set[str] = set()
+    unresolved = False
+    todo = list(refs)
+    while todo:
+        ref = todo.pop()
+        if not ref.startswith("#") or (len(ref) > 1 and not ref.startswith("#/")):
+            unresolved = True
+            continue
+        path = unquote(ref[1:])
+        if path in paths:
+            continue
+        paths.add(path)
+        node: Any = schema
+        for token in path.split("/")[1:]:
+            key = token.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, list) and key.isdigit() and int(key) < len(node):
+                node = node[int(key)]
+            elif isinstance(node, dict) and key in node:
+                node = node[key]
+            else:
+                node = None
+                break
+        if isinstance(node, dict) and isinstance(node.get("$ref"), str):
+            todo.append(node["$ref"])
+    return paths, unresolved
+
+
+def _under_definitions(path: str) -> bool:
+    return path.startswith(("/definitions/", "/$defs/"))

@@ -25,7 +25,7 @@ from ..required_choices import bans_other_values, required_choices
 from . import json_branches as jb
 from . import json_containers, json_free_values, json_values
 from .json_disjoint import context_of, disjoint, join, minimal_once, open_union, type_of
-from .json_drafts import read_as_declared
+from .json_drafts import closed_declared, read_as_declared
 from .json_lexical import empty, lit, union
 from .json_location import Location, Resolver
 from .json_refs import DepthRule, PossibleTypes, RecursionReach, Unrolling, recursive_targets, repeated_nodes, unrolled_body
@@ -64,14 +64,13 @@ class UnsupportedSchema(SpecError):
 
     def __init__(self, message: str, *, keyword: str, path: str):
         super().__init__(message)
-        self.keyword = keyword
-        self.path = path
+        self.keyword, self.path = keyword, path
 
 
 def json_schema_fst(schema: Mapping[str, Any] | bool | str, *, where: str = "json_schema",
                     max_depth: int | None = None,
-                    whitespace: str = "compact",
-                    string_words: pynini.Fst | None = None) -> pynini.Fst:
+                    whitespace: str = "compact", string_words: pynini.Fst | None = None,
+                    strict: bool = False) -> pynini.Fst:
     """A minimal deterministic byte acceptor of the JSON texts valid against ``schema``.
 
     ``schema``: a dict, a bool, or JSON text. Objects are written with their location's
@@ -81,7 +80,7 @@ def json_schema_fst(schema: Mapping[str, Any] | bool | str, *, where: str = "jso
     enum, const, pattern or format) must belong to, JSON-escaped. ``max_depth``: free values
     nest that many levels and recursion is unrolled that many (docs/structured.md, Depth); None:
     the default rule (`JSON_SCHEMA_DEFAULTS`: 3, one more at the top and for small recursion).
-    """
+    ``strict``: only the members and items a schema declares (`json_drafts.closed_declared`)."""
     if isinstance(schema, str):
         try:
             schema = json.loads(schema)
@@ -96,6 +95,7 @@ def json_schema_fst(schema: Mapping[str, Any] | bool | str, *, where: str = "jso
                                   or max_depth < 0):
         raise SpecError(f"{where}: max_depth must be an integer >= 0, got {max_depth!r}")
     schema = read_as_declared(schema, where)  # (keywords its draft lacks left out, with a warning)
+    schema = closed_declared(schema, where) if strict else schema
     compiler = SchemaCompiler(schema, where=where, max_depth=max_depth, whitespace=whitespace,
                               string_words=string_words)
     return compiler.document()

@@ -78,6 +78,7 @@ class StructuredSpec:
     json_schema: str | None = None  # schema_text(...)
     json_max_depth: int | None = None
     json_whitespace: str | None = None
+    json_strict: bool | None = None
 
     def __bool__(self) -> bool:
         return self.regex is not None or self.choice is not None or self.json_schema is not None
@@ -99,7 +100,8 @@ class StructuredSpec:
 
         # max_depth None: the default rule (docs/structured.md, Depth), not one number
         return {"max_depth": self.json_max_depth,
-                "whitespace": self.json_whitespace or JSON_SCHEMA_DEFAULTS["whitespace"]}
+                "whitespace": self.json_whitespace or JSON_SCHEMA_DEFAULTS["whitespace"],
+                "strict": bool(self.json_strict)}
 
     @property
     def name(self) -> str:
@@ -141,18 +143,20 @@ class StructuredSpec:
             opts = self.json_options()
             parts.append(json_schema_fst(load_schema(self.json_schema), where="json_schema",
                                          max_depth=self.json_max_depth, whitespace=opts["whitespace"],
-                                         string_words=string_words))
+                                         string_words=string_words, strict=opts["strict"]))
         out = parts[0]
         for p in parts[1:]:
             out = optimize(pynini.intersect(out, p), stage="structured keys")
         return out
 
     @classmethod
-    def of(cls, regex: Any, choice: Any, json_schema: Any, json_max_depth: Any, json_whitespace: Any) -> StructuredSpec:
+    def of(cls, regex: Any, choice: Any, json_schema: Any, json_max_depth: Any, json_whitespace: Any,
+           json_strict: Any = None) -> StructuredSpec:
         """From `compile_with`'s keywords (a request's: already checked; a schema may be a dict)."""
         if json_schema is not None and not isinstance(json_schema, str):
             json_schema = schema_text(json_schema)
-        return cls(regex, tuple(choice) if choice is not None else None, json_schema, json_max_depth, json_whitespace)
+        return cls(regex, tuple(choice) if choice is not None else None, json_schema, json_max_depth, json_whitespace,
+                   json_strict)
 
     def join(self, wl: Any, g_lang: Any, g_desc: Any, g_hash: Any, *, case_variants: bool, digits: bool) -> tuple[Any, Any, str, str]:
         """(word list for the hard pipeline, language, description, content hash): this language
