@@ -30,6 +30,7 @@ COPY_ROUNDS = 8
 # bytes (states alike for 1-2 bytes are often no chain at all: a group of a thousand).
 MIN_LEVEL = 4
 
+
 def max_token_bytes(trie: TokenTrie) -> int:
     """The trie's depth: the longest token in bytes."""
     return len(_by_bytes_and_chars(trie)) - 1
