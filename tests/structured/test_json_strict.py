@@ -34,7 +34,7 @@ def _only_declared(node, value) -> bool:
     if not isinstance(node, dict):
         return True
     if isinstance(value, dict) and "properties" in node:
-        if "additionalProperties" not in node and set(value) - set(node["properties"]):
+        if "additionalProperties" not in node and set(value) - set(node["properties"]) - set(node.get("required", [])):
             return False
         return all(_only_declared(node["properties"].get(k), v) for k, v in value.items())
     if isinstance(value, list) and "prefixItems" in node:
@@ -54,6 +54,9 @@ PLAIN = [
     ({"type": "array", "prefixItems": [I, {"type": "string"}]}, [[1], [1, "a"], [1, "a", 2], [1, "a", "b"], []]),
     ({"type": "array", "items": {"type": "object", "properties": {"k": I}}}, [[{"k": 1}], [{"k": 1, "j": 2}], []]),
     ({"properties": {"a": I}, "additionalProperties": {"type": "string"}}, [{"a": 1, "b": "x"}, {"a": 1, "b": 2}]),
+    # a required name that `properties` misses is declared too (Github_easy o21083 requires "id", declares "_id")
+    ({"type": "object", "properties": {"_id": I}, "required": ["id"]},
+     [{"id": 1}, {"id": {"x": [1]}, "_id": 2}, {"_id": 2}, {"id": 1, "other": 3}]),
 ]
 
 

@@ -128,9 +128,9 @@ def closed_declared(schema: Any, where: str) -> Any:
     """``schema`` read strictly (`json_strict`, as XGrammar's default ``strict_mode`` and
     vLLM's ``disable_additional_properties``): an object schema that declares members
     (``properties`` or ``patternProperties``) and says nothing of ``additionalProperties`` takes
-    no other member, and an array schema with ``prefixItems`` (before 2020-12: a list under
-    ``items``) and nothing after them takes no further item. Free values (``{}``,
-    ``{"type": "object"}``) stay free. A schema that meets others at its location stays as the
+    no other member (a name in its ``required`` is declared too, its value free), and an array
+    schema with ``prefixItems`` (before 2020-12: a list under ``items``) and nothing after them
+    takes no further item. Free values (``{}``, ``{"type": "object"}``) stay free. A schema that meets others at its location stays as the
     specification reads it: a node with a combinator or a ``$ref`` beside its members, the
     branches of an ``allOf``, ``if``/``then``/``else``, ``not`` and dependent schemas, the
     branches of an ``anyOf``/``oneOf`` beside the node's own members, and the targets of
@@ -162,6 +162,11 @@ def closed_declared(schema: Any, where: str) -> Any:
         if not (joined or _meets_others(node)):
             if ("properties" in node or "patternProperties" in node) and "additionalProperties" not in node:
                 out["additionalProperties"] = False
+                # a required name declares a member too (any value, as before), where `properties` misses it
+                props = node.get("properties") if isinstance(node.get("properties"), dict) else {}
+                named = [r for r in node.get("required") or [] if isinstance(r, str) and r not in props]
+                if named:
+                    out["properties"] = {**out.get("properties", {}), **dict.fromkeys(named, True)}
                 closed.append(path or "/")
             if isinstance(node.get("prefixItems"), list) and "items" not in node:
                 out["items"] = False
