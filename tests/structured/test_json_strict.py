@@ -110,6 +110,7 @@ BASE = {"properties": {"b": I}}
     ({"properties": {"ab": OBJ}, "patternProperties": {"^a": BASE}}, ["/"]),  # the member meets the pattern's schema
     ({"type": "object"}, []),
     ({"enum": [{"properties": {}}], **OBJ}, ["/"]),  # data is not read as schemas
+    ({"properties": {"a": {"type": "integer", "required": True}}}, ["/"]),  # draft 3's `required` (a flag)
 ])
 def test_closed_declared_leaves_joined_schemas_as_the_specification_reads_them(schema, closed):
     assert _closed(schema) == closed

@@ -163,8 +163,10 @@ def closed_declared(schema: Any, where: str) -> Any:
             if ("properties" in node or "patternProperties" in node) and "additionalProperties" not in node:
                 out["additionalProperties"] = False
                 # a required name declares a member too (any value, as before), where `properties` misses it
-                props = node.get("properties") if isinstance(node.get("properties"), dict) else {}
-                named = [r for r in node.get("required") or [] if isinstance(r, str) and r not in props]
+                props = node.get("properties")
+                declared = set(props) if isinstance(props, dict) else set()
+                required = node.get("required")  # (a list; draft 3 writes `true` in the member instead)
+                named = [r for r in required if isinstance(r, str) and r not in declared] if isinstance(required, list) else []
                 if named:
                     out["properties"] = {**out.get("properties", {}), **dict.fromkeys(named, True)}
                 closed.append(path or "/")
