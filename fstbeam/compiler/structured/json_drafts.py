@@ -130,8 +130,9 @@ def closed_declared(schema: Any, where: str) -> Any:
     (``properties`` or ``patternProperties``) and says nothing of ``additionalProperties`` takes
     no other member (a name in its ``required`` is declared too, its value free), and an array
     schema with ``prefixItems`` (before 2020-12: a list under ``items``) and nothing after them
-    takes no further item. Free values (``{}``, ``{"type": "object"}``) stay free. A schema that meets others at its location stays as the
-    specification reads it: a node with a combinator or a ``$ref`` beside its members, the
+    takes no further item. Free values (``{}``, ``{"type": "object"}``) stay free. A schema
+    that meets others at its location stays as the specification reads it: a node with a
+    combinator or a ``$ref`` beside its members, the
     branches of an ``allOf``, ``if``/``then``/``else``, ``not`` and dependent schemas, the
     branches of an ``anyOf``/``oneOf`` beside the node's own members, and the targets of
     ``$ref``s in those places (closing one side alone would refuse the members the other
@@ -167,7 +168,7 @@ def closed_declared(schema: Any, where: str) -> Any:
                 declared = set(props) if isinstance(props, dict) else set()
                 required = node.get("required")  # (a list; draft 3 writes `true` in the member instead)
                 named = [r for r in required if isinstance(r, str) and r not in declared] if isinstance(required, list) else []
-                if named:
+                if named and (props is None or isinstance(props, dict)):
                     out["properties"] = {**out.get("properties", {}), **dict.fromkeys(named, True)}
                 closed.append(path or "/")
             if isinstance(node.get("prefixItems"), list) and "items" not in node:
