@@ -267,3 +267,41 @@ def test_a_request_that_leaves_leading_space_unset_is_one_automaton_at_every_doo
     # and the format matters: raw continues text (a space may come first), chat does not
     spaced = fstbeam.compile_constraints(words=WORDS, phrases=["the cat"], tokenizer=dec, leading_space=True)
     assert (api.fingerprint == spaced.fingerprint) == dec.continues_text
+
+
+def test_a_structured_request_with_its_json_options_is_one_automaton_at_every_door(setup, model_dir):
+    """A JSON Schema with every ``json_*`` option (``json_strict`` among them) through the API,
+    ``compile-constraints``, ``fstbeam generate``'s flags, a JSONL line, a batch row and an HTTP
+    body: one fingerprint, and ``json_strict`` is part of it (the options over HTTP were a 500)."""
+    from fstbeam.cli.generate import _constraints
+    from fstbeam.cli.inputs import read_inputs
+    from fstbeam.cli.main import build_parser
+    from fstbeam.distributed.rows import parse_row
+    from fstbeam.distributed.worker import DecodeWorker
+    from fstbeam.serve.artifacts import ArtifactStore
+    from fstbeam.serve.config import Limits
+    from fstbeam.serve.constraints import compile_request as http_compile
+
+    d, _, dec = setup
+    schema = {"type": "object", "properties": {"pet": {"enum": ["cat", "dog"]}, "tags": {"type": "array"}},
+              "required": ["pet"]}
+    req = {"json_schema": schema, "json_strict": True, "json_max_depth": 2, "json_whitespace": "compact"}
+    flags = ["--json-schema", json.dumps(schema), "--json-strict", "--json-max-depth", "2", "--json-whitespace", "compact"]
+    api = fstbeam.compile_constraints(tokenizer=dec, leading_space="auto", **req)
+    out = d / "structured.fstbeam"
+    assert compile_main(["compile", *flags, "--leading-space", "--tokenizer", str(model_dir), "-o", str(out),
+                         "--no-progress"]) == 0
+    via_compile_cli = fstbeam.load_constraints(out, tokenizer=dec.tokenizer)
+    via_generate = _constraints(build_parser().parse_args(["generate", *flags, "x"]), dec)
+    line = d / "structured.jsonl"
+    line.write_text(json.dumps({"prompt": "x", **req}) + "\n", encoding="utf-8")
+    via_jsonl = read_inputs(str(line), None, dec.vocab, dec.continues_text).constraints[0]
+    worker = DecodeWorker(model=str(model_dir), device="cpu", prompt_format="raw")
+    via_row = worker.constraints_for(parse_row({"prompt": "x", **req}))
+    via_http = http_compile(req, ArtifactStore(dec.vocab, continues_text=dec.continues_text, limits=Limits()))
+    fps = {name: cc.fingerprint for name, cc in [("api", api), ("compile-constraints", via_compile_cli),
+                                                  ("generate", via_generate), ("jsonl", via_jsonl), ("row", via_row),
+                                                  ("http", via_http)]}
+    assert len(set(fps.values())) == 1, fps
+    spec = fstbeam.compile_constraints(tokenizer=dec, leading_space="auto", **{**req, "json_strict": None})
+    assert spec.fingerprint != api.fingerprint
