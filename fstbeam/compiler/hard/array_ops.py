@@ -102,17 +102,9 @@ def grouped_taken(box: list[np.ndarray], n: int, *, small: bool = True,
     if shift + int(n).bit_length() > 63:
         out = values[np.lexsort((values, keys))].astype(np.int64)
         return (narrow(out) if small else out), ptr
-    m = len(keys)
-    packed = np.empty(m, np.int64)  # (built, sorted and unpacked in place: one word per entry)
-    for lo in range((m - 1) // chunk * chunk, -1, -chunk):
-        word = keys[lo:lo + chunk].astype(np.int64)
-        word <<= shift
-        word |= values[lo:lo + chunk]
-        packed[lo:lo + chunk] = word
-        del word
-        _cut(keys, lo)
-        _cut(values, lo)
+    cols = [keys, values]
     del keys, values
+    packed = _packed_taken(cols, (shift,), chunk)  # (sorted and unpacked in place: one word per entry)
     sort_words(packed)
     packed &= (1 << shift) - 1
     return (narrow(packed) if small else packed), ptr
@@ -165,19 +157,9 @@ def sorted_triples_csr(cols: list[np.ndarray], n: int, chunk: int = 1 << 22,
         o = np.lexsort((b, a))
         return csr(a, n), b[o], c[o]
     m, b_type, c_type = len(a), b.dtype, c.dtype
-    packed = np.empty(m, np.int64)  # (its pages taken as they are filled)
-    for lo in range((m - 1) // chunk * chunk, -1, -chunk):
-        word = a[lo:lo + chunk].astype(np.int64)
-        word <<= sb
-        word |= b[lo:lo + chunk]
-        word <<= sc
-        word |= c[lo:lo + chunk]
-        packed[lo:lo + chunk] = word
-        del word
-        _cut(a, lo)
-        _cut(b, lo)
-        _cut(c, lo)
+    cols = [a, b, c]
     del a, b, c
+    packed = _packed_taken(cols, (sb, sc), chunk)
     packed.sort()
     ptr = np.zeros(n + 1, np.int64)
     for i in range(0, m, chunk):
@@ -232,6 +214,27 @@ def _dense_sorted(cols: list[np.ndarray], n: int, b_width: int) -> tuple[np.ndar
     to = concat_ranges(ptr[kept], ptr[kept + 1])
     b_out[to], c_out[to] = b_sparse, c_sparse
     return ptr, b_out, c_out
+
+
+def _packed_taken(cols: list[np.ndarray], shifts: tuple[int, ...], chunk: int) -> np.ndarray:
+    """``cols[0] << shifts[0] | cols[1] ...`` as int64 words, the columns taken out of the list
+    (emptied): the words are filled from the end, its pages taken as they are filled, while each
+    column is cut behind (`_cut`, where no one else holds it), so the columns and the words are
+    never whole at once. (The columns are read through ``cols`` only: a name bound to one would
+    hold it, and `_cut` would leave it whole.)"""
+    m = len(cols[0])
+    packed = np.empty(m, np.int64)
+    for lo in range((m - 1) // chunk * chunk, -1, -chunk):
+        word = cols[0][lo:lo + chunk].astype(np.int64)
+        for i, shift in enumerate(shifts, 1):
+            word <<= shift
+            word |= cols[i][lo:lo + chunk]
+        packed[lo:lo + chunk] = word
+        del word
+        for i in range(len(cols)):
+            _cut(cols[i], lo)
+    cols.clear()
+    return packed
 
 
 def _cut(col: np.ndarray, size: int) -> None:
