@@ -14,7 +14,7 @@ import logging
 from typing import Any
 
 __all__ = ["declared_draft", "for_draft", "read_as_declared", "closed_declared", "INTRODUCED", "REMOVED",
-           "DATA_KEYWORDS", "NAMED_KEYWORDS", "escape_pointer"]
+           "DATA_KEYWORDS", "NAMED_KEYWORDS", "IN_PLACE_KEYWORDS", "escape_pointer"]
 
 log = logging.getLogger("fstbeam")
 
@@ -33,6 +33,8 @@ _DRAFTS = (("draft-03", 3), ("draft-04", 4), ("draft-06", 6), ("draft-07", 7),
            ("2019-09", 2019), ("2020-12", 2020))
 #: keywords whose value is JSON data, not schemas (a `pattern` or `$ref` member inside is no keyword)
 DATA_KEYWORDS = frozenset({"enum", "const", "examples", "default"})
+#: keywords whose schemas apply at the node's own location (`json_location.expand`)
+IN_PLACE_KEYWORDS = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else")
 #: keywords whose value maps names (not keywords) to schemas
 NAMED_KEYWORDS = frozenset({"properties", "patternProperties", "definitions", "$defs", "dependencies", "dependentSchemas"})
 
@@ -116,8 +118,8 @@ def escape_pointer(name: str) -> str:
 
 # Keywords that apply other schemas at a node's own location: the node's members meet theirs
 # there, so closing either side alone would refuse what the other declares.
-JOINING = frozenset({"allOf", "anyOf", "oneOf", "$ref", "if", "then", "else", "not", "dependentSchemas",
-                     "dependencies", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"})
+JOINING = frozenset({*IN_PLACE_KEYWORDS, "$ref", "dependentSchemas", "dependencies", "unevaluatedProperties",
+                     "unevaluatedItems", "$dynamicRef", "$recursiveRef"})
 # Keywords that say nothing of the values (a `$ref` beside only these is a plain alias)
 _ANNOTATIONS = frozenset({"title", "description", "$comment", "examples", "default", "deprecated", "readOnly",
                           "writeOnly", "$id", "$schema", "$anchor", "definitions", "$defs"})
@@ -237,31 +239,26 @@ def _joined(node: Any, joined: bool, refs: list[str]) -> None:
 def _ref_targets(schema: dict[str, Any], refs: list[str]) -> tuple[set[str], bool]:
     """(JSON-pointer paths of the targets of ``refs``, followed through targets that are
     ``$ref``s themselves; whether a reference is not a local pointer, whose target is then
-    unknown)."""
-    from urllib.parse import unquote
+    taken as unknown)."""
+    from ...errors import SpecError
+    from .json_location import Resolver  # (json_location reads this module)
 
+    resolver = Resolver(schema, "json_strict")
     paths: set[str] = set()
     unresolved = False
     todo = list(refs)
     while todo:
         ref = todo.pop()
-        if not ref.startswith("#") or (len(ref) > 1 and not ref.startswith("#/")):
+        if not (ref == "#" or ref.startswith("#/")):
             unresolved = True
             continue
-        path = unquote(ref[1:])
+        try:
+            node, path = resolver.resolve(ref, "")
+        except SpecError:  # (a pointer to nothing: the compile names it)
+            continue
         if path in paths:
             continue
         paths.add(path)
-        node: Any = schema
-        for token in path.split("/")[1:]:
-            key = token.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, list) and key.isdigit() and int(key) < len(node):
-                node = node[int(key)]
-            elif isinstance(node, dict) and key in node:
-                node = node[key]
-            else:
-                node = None
-                break
         if isinstance(node, dict) and isinstance(node.get("$ref"), str):
             todo.append(node["$ref"])
     return paths, unresolved

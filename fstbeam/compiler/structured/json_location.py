@@ -16,14 +16,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
 from ...errors import SpecError
-from .json_drafts import DATA_KEYWORDS, escape_pointer, for_draft
+from .json_drafts import DATA_KEYWORDS, IN_PLACE_KEYWORDS, escape_pointer, for_draft
 
 if TYPE_CHECKING:
     import pynini
 
 __all__ = ["Resolver", "Location", "order_instance", "IN_PLACE_KEYWORDS"]
 
-IN_PLACE_KEYWORDS = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else")
 
 
 class Resolver:
