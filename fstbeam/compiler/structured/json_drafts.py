@@ -239,26 +239,31 @@ def _joined(node: Any, joined: bool, refs: list[str]) -> None:
 def _ref_targets(schema: dict[str, Any], refs: list[str]) -> tuple[set[str], bool]:
     """(JSON-pointer paths of the targets of ``refs``, followed through targets that are
     ``$ref``s themselves; whether a reference is not a local pointer, whose target is then
-    taken as unknown)."""
-    from ...errors import SpecError
-    from .json_location import Resolver  # (json_location reads this module)
+    unknown). (Walked here, not by `json_location.Resolver`: that module reads this one.)"""
+    from urllib.parse import unquote
 
-    resolver = Resolver(schema, "json_strict")
     paths: set[str] = set()
     unresolved = False
     todo = list(refs)
     while todo:
         ref = todo.pop()
-        if not (ref == "#" or ref.startswith("#/")):
+        if not ref.startswith("#") or (len(ref) > 1 and not ref.startswith("#/")):
             unresolved = True
             continue
-        try:
-            node, path = resolver.resolve(ref, "")
-        except SpecError:  # (a pointer to nothing: the compile names it)
-            continue
+        path = unquote(ref[1:])
         if path in paths:
             continue
         paths.add(path)
+        node: Any = schema
+        for token in path.split("/")[1:]:
+            key = token.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, list) and key.isdigit() and int(key) < len(node):
+                node = node[int(key)]
+            elif isinstance(node, dict) and key in node:
+                node = node[key]
+            else:
+                node = None
+                break
         if isinstance(node, dict) and isinstance(node.get("$ref"), str):
             todo.append(node["$ref"])
     return paths, unresolved
