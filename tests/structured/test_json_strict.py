@@ -95,6 +95,11 @@ BASE = {"properties": {"b": I}}
     ({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": OBJ}, "properties": {"x": {"$ref": "#/$defs/a", "title": "t"}},
       "allOf": [{"$ref": "#/$defs/a"}]}, []),  # a joined $ref followed through an alias
     ({"$defs": {"b": OBJ}, "properties": {"x": {"$ref": "other.json#/b"}}, "allOf": [{"$ref": "other.json"}]}, []),
+    # a joined ref by $anchor or $id keeps only its own target open (it resolves as the compiler resolves it)
+    ({"$defs": {"base": {**OBJ, "$anchor": "base"}, "solo": BASE}, "allOf": [{"$ref": "#base"}, BASE],
+      "properties": {"x": {"$ref": "#/$defs/solo"}}}, ["/$defs/solo"]),
+    ({"definitions": {"base": {**OBJ, "$id": "base.json"}, "solo": BASE}, "allOf": [{"$ref": "base.json"}, BASE],
+      "properties": {"x": {"$ref": "#/definitions/solo"}}}, ["/definitions/solo"]),
     ({**OBJ, "if": {"required": ["a"]}, "then": BASE}, []),
     ({"type": "array", "items": [I]}, ["/"]),  # draft 4-7 tuples: additionalItems
     ({"type": "array", "items": OBJ, "contains": BASE}, []),

@@ -1,5 +1,7 @@
-"""How a schema is read before it is compiled: the draft it declares (`$schema`) and the keywords
-that draft does not have (not yet, or no longer); and the strict reading (`closed_declared`).
+"""How a schema is read before it is compiled: where its schemas sit (`schema_nodes`, `rebuilt`:
+the one walk every reading here takes), where its `$ref`s lead (`Resolver`), the draft it
+declares (`$schema`) and the keywords that draft does not have (not yet, or no longer), and the
+strict reading (`closed_declared`).
 
 A keyword a draft does not define is an unknown keyword there, and the specification says a
 validator ignores it: under `"$schema": "http://json-schema.org/draft-04/schema#"`, `if`/`then`
@@ -11,10 +13,14 @@ reject. `for_draft` gives the schema as its draft reads it, once, for both the c
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import unquote
+
+from ...errors import SpecError
 
 __all__ = ["declared_draft", "for_draft", "read_as_declared", "closed_declared", "INTRODUCED", "REMOVED",
-           "DATA_KEYWORDS", "NAMED_KEYWORDS", "IN_PLACE_KEYWORDS", "escape_pointer"]
+           "DATA_KEYWORDS", "NAMED_KEYWORDS", "IN_PLACE_KEYWORDS", "escape_pointer", "Resolver", "schema_nodes", "rebuilt"]
 
 log = logging.getLogger("fstbeam")
 
@@ -61,29 +67,16 @@ def for_draft(schema: Any) -> tuple[Any, list[tuple[str, str]]]:
     def unknown(keyword: str) -> bool:
         return INTRODUCED.get(keyword, 0) > draft or REMOVED.get(keyword, 9999) <= draft
 
-    refs: list[str] = []
-    _collect_refs(schema, refs)
+    refs = [n["$ref"] for n, _, _ in schema_nodes(schema) if isinstance(n.get("$ref"), str)]
     dropped: list[tuple[str, str]] = []
 
-    def kept(node: Any, path: str) -> Any:
-        if isinstance(node, list):
-            return [kept(v, f"{path}/{i}") for i, v in enumerate(node)]
-        if not isinstance(node, dict):
-            return node
-        out = {}
-        for k, v in node.items():
-            here = f"{path}/{escape_pointer(k)}"
-            if unknown(k) and not any(r == "#" + here or r.startswith(f"#{here}/") for r in refs):
-                dropped.append((k, path or "/"))
-            elif k in DATA_KEYWORDS:
-                out[k] = v
-            elif k in NAMED_KEYWORDS and isinstance(v, dict):
-                out[k] = {name: kept(s, f"{here}/{escape_pointer(name)}") for name, s in v.items()}
-            else:
-                out[k] = kept(v, here)
-        return out
+    def skip(node: dict[str, Any], k: str, here: str) -> bool:
+        if unknown(k) and not any(r == "#" + here or r.startswith(f"#{here}/") for r in refs):
+            dropped.append((k, here.rsplit("/", 1)[0] or "/"))
+            return True
+        return False
 
-    out = kept(schema, "")
+    out = rebuilt(schema, skip=skip)
     return (out, dropped) if dropped else (schema, [])
 
 
@@ -99,21 +92,119 @@ def read_as_declared(schema: Any, where: str) -> Any:
     return out
 
 
-def _collect_refs(node: Any, refs: list[str]) -> None:
-    if isinstance(node, list):
-        for v in node:
-            _collect_refs(v, refs)
-    elif isinstance(node, dict):
-        for k, v in node.items():
-            if k == "$ref" and isinstance(v, str):
-                refs.append(v)
-            elif k not in DATA_KEYWORDS:
-                _collect_refs(v, refs)
-
-
 def escape_pointer(name: str) -> str:
     """``name`` as one JSON-pointer token (RFC 6901: ``~`` -> ``~0``, ``/`` -> ``~1``)."""
     return str(name).replace("~", "~0").replace("/", "~1")
+
+
+class Resolver:
+    """Local `$ref`s: `#`, JSON pointers (`#/$defs/a`, `#/definitions/b~1c`), `$anchor`s and
+    `$id`s (plain names, or ids that end in `#name`). Anything else is a SpecError."""
+
+    def __init__(self, root: Any, where: str):
+        self.root = root
+        self.where = where
+        self.anchors: dict[str, tuple[Any, str]] = {}
+        self.ref_alone = False  # drafts 3-7: keywords beside a `$ref` are ignored (set by the compiler)
+        self._index(root)
+
+    def _index(self, root: Any) -> None:
+        for node, path, _ in schema_nodes(root):
+            for key in ("$anchor", "$id", "id"):
+                v = node.get(key)
+                if isinstance(v, str) and path:
+                    self.anchors.setdefault(v, (node, path))
+                    if "#" in v:
+                        self.anchors.setdefault("#" + v.split("#", 1)[1], (node, path))
+                    else:
+                        self.anchors.setdefault("#" + v, (node, path))
+
+    def resolve(self, ref: str, path: str) -> tuple[Any, str]:
+        if ref in self.anchors:
+            return self.anchors[ref]
+        base, _, frag = ref.partition("#")
+        root_id = (self.root.get("$id") or self.root.get("id")) if isinstance(self.root, dict) \
+            else None
+        root_id = root_id.rstrip("#") if isinstance(root_id, str) else None
+        if base and base != root_id and base not in self.anchors:
+            raise SpecError(f"{self.where}: $ref {ref!r} at {path or '/'} points outside the "
+                            "schema (only local references are supported)")
+        node: Any = self.root if not base or base == root_id else self.anchors[base][0]
+        target = "" if not base or base == root_id else self.anchors[base][1]
+        if frag and not frag.startswith("/"):
+            if "#" + frag in self.anchors:
+                return self.anchors["#" + frag]
+            raise SpecError(f"{self.where}: $ref {ref!r} at {path or '/'}: no $anchor or $id "
+                            f"named {frag!r}")
+        for part in frag.split("/")[1:] if frag else []:
+            part = unquote(part).replace("~1", "/").replace("~0", "~")
+            if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            elif isinstance(node, dict) and part in node:
+                node = node[part]
+            else:
+                raise SpecError(f"{self.where}: $ref {ref!r} at {path or '/'} does not resolve "
+                                f"(no {part!r})")
+            target += "/" + escape_pointer(part)
+        return node, target
+
+
+def _entries(node: dict[str, Any], path: str) -> Iterator[tuple[str, str, Any, bool]]:
+    """(keyword, its pointer, value, whether the value is a name map) of each member of ``node``
+    where schemas may sit: the one rule every walk here follows. A data keyword's value is data
+    (a ``$ref`` member there is none) and is not given; a name map (`NAMED_KEYWORDS`) holds a
+    schema per name (the names are no keywords)."""
+    for k, v in node.items():
+        if k not in DATA_KEYWORDS:
+            yield k, f"{path}/{escape_pointer(k)}", v, k in NAMED_KEYWORDS and isinstance(v, dict)
+
+
+Joins = Callable[[dict[str, Any], str], bool]
+
+
+def schema_nodes(schema: Any, joins: Joins | None = None) -> Iterator[tuple[dict[str, Any], str, bool]]:
+    """(node, JSON pointer, flag) of every object node of ``schema`` where a schema may sit
+    (`_entries`), in document order. The flag is ``joins(parent, keyword)`` of the keyword the
+    node sits under (False without ``joins``, and at the root)."""
+    todo: list[tuple[Any, str, bool]] = [(schema, "", False)]
+    while todo:
+        node, path, flag = todo.pop()
+        if isinstance(node, list):
+            todo.extend((v, f"{path}/{i}", flag) for i, v in reversed(list(enumerate(node))))
+            continue
+        if not isinstance(node, dict):
+            continue
+        yield node, path, flag
+        below: list[tuple[Any, str, bool]] = []
+        for k, here, v, is_map in _entries(node, path):
+            joined = bool(joins and joins(node, k))
+            below += [(s, f"{here}/{escape_pointer(n)}", joined) for n, s in v.items()] if is_map else [(v, here, joined)]
+        todo.extend(reversed(below))
+
+
+def rebuilt(node: Any, path: str = "", flag: bool = False, *, joins: Joins | None = None,
+            skip: Callable[[dict[str, Any], str, str], bool] | None = None,
+            finish: Callable[[dict[str, Any], dict[str, Any], str, bool], None] | None = None) -> Any:
+    """``node`` copied place by place (`_entries`; data as it is): a member with ``skip(node,
+    keyword, pointer)`` left out, not entered, and ``finish(node, copy, pointer, flag)`` called
+    on each object node's copy once its members are copied (the flag as in `schema_nodes`)."""
+    if isinstance(node, list):
+        return [rebuilt(v, f"{path}/{i}", flag, joins=joins, skip=skip, finish=finish) for i, v in enumerate(node)]
+    if not isinstance(node, dict):
+        return node
+    out = {k: v for k, v in node.items() if skip is None or not skip(node, k, f"{path}/{escape_pointer(k)}")}
+    for k, here, v, is_map in _entries(node, path):
+        if k not in out:
+            continue
+        joined = bool(joins and joins(node, k))
+        if is_map:
+            out[k] = {n: rebuilt(s, f"{here}/{escape_pointer(n)}", joined, joins=joins, skip=skip, finish=finish)
+                      for n, s in v.items()}
+        else:
+            out[k] = rebuilt(v, here, joined, joins=joins, skip=skip, finish=finish)
+    if finish is not None:
+        finish(node, out, path, flag)
+    return out
 
 
 # Keywords that apply other schemas at a node's own location: the node's members meet theirs
@@ -141,47 +232,33 @@ def closed_declared(schema: Any, where: str) -> Any:
     declares)."""
     if not isinstance(schema, dict):
         return schema
-    joined_refs: list[str] = []
-    _joined(schema, False, joined_refs)
-    targets, unresolved = _ref_targets(schema, joined_refs)
+    resolver = Resolver(schema, where)
+    joined_refs = [n["$ref"] for n, _, joined in schema_nodes(schema, _joins)
+                   if isinstance(n.get("$ref"), str) and (joined or set(n) - _ANNOTATIONS - {"$ref"})]
+    targets, unresolved = _ref_targets(resolver, joined_refs)
     closed: list[str] = []
 
-    def read(node: Any, path: str, joined: bool) -> Any:
-        if isinstance(node, list):
-            return [read(v, f"{path}/{i}", joined) for i, v in enumerate(node)]
-        if not isinstance(node, dict):
-            return node
-        joined = joined or path in targets or (unresolved and _under_definitions(path))
-        out: dict[str, Any] = {}
-        for k, v in node.items():
-            here = f"{path}/{escape_pointer(k)}"
-            if k in DATA_KEYWORDS:
-                out[k] = v
-            elif k in NAMED_KEYWORDS and isinstance(v, dict):
-                out[k] = {name: read(s, f"{here}/{escape_pointer(name)}", _joins(node, k))
-                          for name, s in v.items()}
-            else:
-                out[k] = read(v, here, _joins(node, k))
-        if not (joined or _meets_others(node)):
-            if ("properties" in node or "patternProperties" in node) and "additionalProperties" not in node:
-                out["additionalProperties"] = False
-                # a required name declares a member too (any value, as before), where `properties` misses it
-                props = node.get("properties")
-                declared = set(props) if isinstance(props, dict) else set()
-                required = node.get("required")  # (a list; draft 3 writes `true` in the member instead)
-                named = [r for r in required if isinstance(r, str) and r not in declared] if isinstance(required, list) else []
-                if named and (props is None or isinstance(props, dict)):
-                    out["properties"] = {**out.get("properties", {}), **dict.fromkeys(named, True)}
-                closed.append(path or "/")
-            if isinstance(node.get("prefixItems"), list) and "items" not in node:
-                out["items"] = False
-                closed.append(path or "/")
-            elif isinstance(node.get("items"), list) and "prefixItems" not in node and "additionalItems" not in node:
-                out["additionalItems"] = False
-                closed.append(path or "/")
-        return out
+    def close(node: dict[str, Any], out: dict[str, Any], path: str, joined: bool) -> None:
+        if joined or path in targets or (unresolved and _under_definitions(path)) or _meets_others(node):
+            return
+        if ("properties" in node or "patternProperties" in node) and "additionalProperties" not in node:
+            out["additionalProperties"] = False
+            # a required name declares a member too (any value, as before), where `properties` misses it
+            props = node.get("properties")
+            declared = set(props) if isinstance(props, dict) else set()
+            required = node.get("required")  # (a list; draft 3 writes `true` in the member instead)
+            named = [r for r in required if isinstance(r, str) and r not in declared] if isinstance(required, list) else []
+            if named and (props is None or isinstance(props, dict)):
+                out["properties"] = {**out.get("properties", {}), **dict.fromkeys(named, True)}
+            closed.append(path or "/")
+        if isinstance(node.get("prefixItems"), list) and "items" not in node:
+            out["items"] = False
+            closed.append(path or "/")
+        elif isinstance(node.get("items"), list) and "prefixItems" not in node and "additionalItems" not in node:
+            out["additionalItems"] = False
+            closed.append(path or "/")
 
-    out = read(schema, "", False)
+    out = rebuilt(schema, joins=_joins, finish=close)
     log.info("%s: json_strict closed %d object or array schemas to what they declare", where, len(closed))
     return out
 
@@ -214,58 +291,22 @@ def _meets_others(node: dict[str, Any]) -> bool:
     return False
 
 
-def _joined(node: Any, joined: bool, refs: list[str]) -> None:
-    """The ``$ref``s (into ``refs``) whose targets meet other schemas at their location: held
-    by a node in a joined place (`_joins`) or beside other keywords than annotations."""
-    if isinstance(node, list):
-        for v in node:
-            _joined(v, joined, refs)
-        return
-    if not isinstance(node, dict):
-        return
-    ref = node.get("$ref")
-    if isinstance(ref, str) and (joined or set(node) - _ANNOTATIONS - {"$ref"}):
-        refs.append(ref)
-    for k, v in node.items():
-        if k in DATA_KEYWORDS:
-            continue
-        if k in NAMED_KEYWORDS and isinstance(v, dict):
-            for s in v.values():
-                _joined(s, _joins(node, k), refs)
-        else:
-            _joined(v, _joins(node, k), refs)
-
-
-def _ref_targets(schema: dict[str, Any], refs: list[str]) -> tuple[set[str], bool]:
+def _ref_targets(resolver: Resolver, refs: list[str]) -> tuple[set[str], bool]:
     """(JSON-pointer paths of the targets of ``refs``, followed through targets that are
-    ``$ref``s themselves; whether a reference is not a local pointer, whose target is then
-    unknown). (Walked here, not by `json_location.Resolver`: that module reads this one.)"""
-    from urllib.parse import unquote
-
+    ``$ref``s themselves; whether a reference does not resolve here, its target then unknown)."""
     paths: set[str] = set()
     unresolved = False
     todo = list(refs)
     while todo:
-        ref = todo.pop()
-        if not ref.startswith("#") or (len(ref) > 1 and not ref.startswith("#/")):
+        try:
+            node, path = resolver.resolve(todo.pop(), "")
+        except SpecError:
             unresolved = True
             continue
-        path = unquote(ref[1:])
-        if path in paths:
-            continue
-        paths.add(path)
-        node: Any = schema
-        for token in path.split("/")[1:]:
-            key = token.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, list) and key.isdigit() and int(key) < len(node):
-                node = node[int(key)]
-            elif isinstance(node, dict) and key in node:
-                node = node[key]
-            else:
-                node = None
-                break
-        if isinstance(node, dict) and isinstance(node.get("$ref"), str):
-            todo.append(node["$ref"])
+        if path not in paths:
+            paths.add(path)
+            if isinstance(node, dict) and isinstance(node.get("$ref"), str):
+                todo.append(node["$ref"])
     return paths, unresolved
 
 

@@ -13,77 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import unquote
 
 from ...errors import SpecError
-from .json_drafts import DATA_KEYWORDS, IN_PLACE_KEYWORDS, escape_pointer, for_draft
+from .json_drafts import IN_PLACE_KEYWORDS, Resolver, for_draft
 
 if TYPE_CHECKING:
     import pynini
 
 __all__ = ["Resolver", "Location", "order_instance", "IN_PLACE_KEYWORDS"]
 
-
-
-class Resolver:
-    """Local `$ref`s: `#`, JSON pointers (`#/$defs/a`, `#/definitions/b~1c`), `$anchor`s and
-    `$id`s (plain names, or ids that end in `#name`). Anything else is a SpecError."""
-
-    def __init__(self, root: Any, where: str):
-        self.root = root
-        self.where = where
-        self.anchors: dict[str, tuple[Any, str]] = {}
-        self.ref_alone = False  # drafts 3-7: keywords beside a `$ref` are ignored (set by the compiler)
-        self._index(root, "")
-
-    def _index(self, node: Any, path: str) -> None:
-        if isinstance(node, list):
-            for i, v in enumerate(node):
-                self._index(v, f"{path}/{i}")
-            return
-        if not isinstance(node, dict):
-            return
-        for key in ("$anchor", "$id", "id"):
-            v = node.get(key)
-            if isinstance(v, str) and path:
-                self.anchors.setdefault(v, (node, path))
-                if "#" in v:
-                    self.anchors.setdefault("#" + v.split("#", 1)[1], (node, path))
-                else:
-                    self.anchors.setdefault("#" + v, (node, path))
-        for k, v in node.items():
-            if k in DATA_KEYWORDS:
-                continue
-            self._index(v, f"{path}/{escape_pointer(k)}")
-
-    def resolve(self, ref: str, path: str) -> tuple[Any, str]:
-        if ref in self.anchors:
-            return self.anchors[ref]
-        base, _, frag = ref.partition("#")
-        root_id = (self.root.get("$id") or self.root.get("id")) if isinstance(self.root, dict) \
-            else None
-        root_id = root_id.rstrip("#") if isinstance(root_id, str) else None
-        if base and base != root_id and base not in self.anchors:
-            raise SpecError(f"{self.where}: $ref {ref!r} at {path or '/'} points outside the "
-                            "schema (only local references are supported)")
-        node: Any = self.root if not base or base == root_id else self.anchors[base][0]
-        target = "" if not base or base == root_id else self.anchors[base][1]
-        if frag and not frag.startswith("/"):
-            if "#" + frag in self.anchors:
-                return self.anchors["#" + frag]
-            raise SpecError(f"{self.where}: $ref {ref!r} at {path or '/'}: no $anchor or $id "
-                            f"named {frag!r}")
-        for part in frag.split("/")[1:] if frag else []:
-            part = unquote(part).replace("~1", "/").replace("~0", "~")
-            if isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            elif isinstance(node, dict) and part in node:
-                node = node[part]
-            else:
-                raise SpecError(f"{self.where}: $ref {ref!r} at {path or '/'} does not resolve "
-                                f"(no {part!r})")
-            target += "/" + escape_pointer(part)
-        return node, target
 
 
 def expand(nodes: list[Any], resolver: Resolver) -> list[Any]:
