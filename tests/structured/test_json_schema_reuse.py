@@ -81,6 +81,24 @@ def test_a_subschema_without_recursion_is_compiled_once_and_the_language_is_unch
         assert d.num_states() == 0
 
 
+def test_recursion_through_a_member_named_like_a_data_keyword_is_unrolled():
+    """A member named `default` (or `enum`, `const`, `examples`) holds a schema, not data: its
+    `$ref` back is recursion, unrolled to the depth (it was missed, and the compile recursed
+    without end)."""
+    for name in ("default", "enum", "const", "examples"):
+        node = {"type": "object", "properties": {name: {"$ref": "#/$defs/n"}, "v": {"type": "integer"}},
+                "additionalProperties": False}
+        schema = {"$ref": "#/$defs/n", "$defs": {"n": node}}
+        recursive, _ = recursive_targets(schema, Resolver(schema, "t"))
+        assert recursive == {id(node)}
+        fst = js.json_schema_fst(schema, max_depth=3)
+        for depth in range(5):
+            value: dict = {"v": 1}
+            for _ in range(depth):
+                value = {name: value}
+            assert accepts(fst, json.dumps(value, separators=(",", ":"))) == (depth < 3), (name, depth)
+
+
 def _nest(levels: int, executor) -> dict:
     job: dict = {"steps": ["ls"], "executor": executor}
     for i in range(levels):
@@ -90,7 +108,9 @@ def _nest(levels: int, executor) -> dict:
 
 @pytest.mark.parametrize("levels", [0, 1, 2])
 def test_nested_jobs_against_jsonschema(levels):
-    fst = js.json_schema_fst(JOBS, max_depth=4)
+    # (5 levels: `param` is recursive too, param -> default -> job -> param, so the nesting of
+    # `_nest(2)` enters job, step, param, job and step, one instance level each)
+    fst = js.json_schema_fst(JOBS, max_depth=5)
     validator = jsonschema.validators.validator_for(JOBS)(JOBS)
     executors = [{"docker": "abc"}, {"machine": True}, "small", {"docker": "abcd"},
                  {"docker": "a", "machine": True}, "medium", {}]

@@ -16,7 +16,7 @@ from typing import Any
 import pynini
 
 from ...errors import SpecError
-from .json_drafts import DATA_KEYWORDS
+from .json_drafts import schema_nodes
 from .json_location import Location, Resolver
 
 __all__ = ["recursive_targets", "repeated_nodes", "Unrolling", "RecursionReach", "PossibleTypes",
@@ -89,25 +89,11 @@ def repeated_nodes(root: Any) -> set[int]:
     """The ids of subschemas that one object or array may compile several times (the value of
     `additionalProperties`, `patternProperties`, `items`, ...: once per member or slot)."""
     out: set[int] = set()
-
-    def walk(node: Any) -> None:
-        if isinstance(node, list):
-            for v in node:
-                walk(v)
-            return
-        if not isinstance(node, dict):
-            return
-        for k, v in node.items():
-            if k in DATA_KEYWORDS:
-                continue
-            if k in ("additionalProperties", "items", "additionalItems", "contains",
-                     "propertyNames"):
-                out.add(id(v))
-            elif k == "patternProperties" and isinstance(v, dict):
-                out.update(id(x) for x in v.values())
-            walk(v)
-
-    walk(root)
+    for node, _, _ in schema_nodes(root):
+        out.update(id(node[k]) for k in ("additionalProperties", "items", "additionalItems", "contains", "propertyNames")
+                   if k in node)
+        if isinstance(node.get("patternProperties"), dict):
+            out.update(id(x) for x in node["patternProperties"].values())
     return out
 
 
@@ -119,24 +105,18 @@ def recursive_targets(root: Any, resolver: Resolver) -> tuple[set[int], dict[int
     count: dict[int, int] = {}
 
     def refs_in(node: Any, acc: set[int]) -> None:
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str):
-                try:
-                    t = resolver.resolve(ref, "")[0]
-                except SpecError:
-                    t = None
-                if t is not None:
-                    acc.add(id(t))
-                    targets[id(t)] = t
-                    if counting:  # the walk of the whole document counts each $ref once
-                        count[id(t)] = count.get(id(t), 0) + 1
-            for k, v in node.items():
-                if k not in DATA_KEYWORDS:
-                    refs_in(v, acc)
-        elif isinstance(node, list):
-            for v in node:
-                refs_in(v, acc)
+        for x, _, _ in schema_nodes(node):
+            ref = x.get("$ref")
+            if not isinstance(ref, str):
+                continue
+            try:
+                t = resolver.resolve(ref, "")[0]
+            except SpecError:
+                continue
+            acc.add(id(t))
+            targets[id(t)] = t
+            if counting:  # the walk of the whole document counts each $ref once
+                count[id(t)] = count.get(id(t), 0) + 1
 
     counting = True
     refs_in(root, set())
@@ -377,14 +357,10 @@ def _deeper(c: Any, loc: Location, body: pynini.Fst) -> pynini.Fst:
 def declared_properties(root: Any) -> int:
     """The members that ``root``'s `properties` keywords declare, each subschema counted once."""
     seen: set[int] = set()
-    todo, n = [root], 0
-    while todo:
-        node = todo.pop()
-        if isinstance(node, list):
-            todo.extend(node)
-        elif isinstance(node, dict) and id(node) not in seen:
+    n = 0
+    for node, _, _ in schema_nodes(root):
+        if id(node) not in seen:
             seen.add(id(node))
             props = node.get("properties")
             n += len(props) if isinstance(props, dict) else 0
-            todo.extend(v for k, v in node.items() if k not in DATA_KEYWORDS)
     return n
