@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 __all__ = ["Resolver", "Location", "order_instance", "IN_PLACE_KEYWORDS"]
 
 
-
 def expand(nodes: list[Any], resolver: Resolver) -> list[Any]:
     """The nodes and everything they apply in place, in document order, once each."""
     out: list[Any] = []
