@@ -95,3 +95,22 @@ def test_an_empty_language_carries_its_own_hint(optimize_calls):
     with pytest.raises(UnsatisfiableConstraintError) as err:  # a regex's empty language: no schema hint
         fstbeam.compile_constraints(regex="a[]", tokenizer=_vocab())
     assert str(err.value) == "regex 'a[]' accepts no text"
+
+
+def test_the_size_hint_names_the_longest_counted_strings_by_their_place():
+    """A lift past `MAX_TOKEN_ARCS` names the schema's strings counted to 32 characters or more,
+    the longest first, each by its JSON pointer; a `maxLength` inside data (an `enum` value) or a
+    member named `maxLength` is no counted string."""
+    import json
+
+    schema = {"type": "object", "properties": {
+        "a/b": {"type": "string", "maxLength": 40},
+        "maxLength": {"type": "string", "maxLength": 100},
+        "short": {"type": "string", "maxLength": 31},
+        "pick": {"enum": [{"maxLength": 200}]},
+        "list": {"type": "array", "items": [{"type": "string", "maxLength": 64}]},
+    }}
+    hint = StructuredSpec(json_schema=json.dumps(schema)).size_hint
+    assert "/properties/maxLength (maxLength 100), /properties/list/items/0 (maxLength 64), " \
+           "/properties/a~1b (maxLength 40)" in hint
+    assert "200" not in hint and "31" not in hint

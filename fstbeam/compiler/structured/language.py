@@ -227,22 +227,15 @@ def _long_counted_strings(schema: Any, least: int = 32) -> list[tuple[str, str]]
     """(path, "maxLength N") of the schema's strings counted to at least ``least`` characters,
     the longest first: a common cause of a lift past `MAX_TOKEN_ARCS`. (Those whose maxLength is
     not enforced, `json_values.string`, are left out; a pattern or format is taken as unbounded.)"""
+    from .json_drafts import schema_nodes
     from .json_values import MAX_EXACT_LENGTH, MAX_PATTERNED_LENGTH
 
     found: list[tuple[int, str]] = []
-
-    def walk(node: Any, path: str) -> None:
-        if isinstance(node, dict):
-            n = node.get("maxLength")
-            cap = MAX_PATTERNED_LENGTH if "pattern" in node or "format" in node else MAX_EXACT_LENGTH
-            if isinstance(n, int) and not isinstance(n, bool) and least <= n <= cap:
-                found.append((n, path or "/"))
-            for k, v in node.items():
-                walk(v, f"{path}/{k}")
-        elif isinstance(node, list):
-            for i, v in enumerate(node):
-                walk(v, f"{path}/{i}")
-    walk(schema, "")
+    for node, path, _ in schema_nodes(schema):
+        n = node.get("maxLength")
+        cap = MAX_PATTERNED_LENGTH if "pattern" in node or "format" in node else MAX_EXACT_LENGTH
+        if isinstance(n, int) and not isinstance(n, bool) and least <= n <= cap:
+            found.append((n, path or "/"))
     return [(p, f"maxLength {n}") for n, p in sorted(found, key=lambda e: -e[0])]
 
 
