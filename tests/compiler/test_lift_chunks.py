@@ -96,18 +96,20 @@ def test_offsets_in_chunks_match_the_whole_columns(seed):
     chunk, against a per-block check in Python (one non-negative offset over the used pairs,
     both states kept)."""
     rng = np.random.default_rng(seed)
-    nb, S = 12, 40
+    nb, S = 40, 40
     k = rng.integers(0, nb, 300)
-    c = rng.integers(0, S, 300)
     shift = rng.integers(0, 3, nb)
-    n = np.minimum(c + shift[k] + (rng.random(300) < 0.03), S - 1)
-    new_id = np.where(rng.random(S) < 0.9, np.arange(S), -1)
+    c = rng.integers(0, S - 2, 300)
+    n = c + shift[k]
+    # a renumbering that drops some states and moves a few: some blocks' offsets disagree
+    new_id = np.where(rng.random(S) < 0.97, np.arange(S) + (rng.random(S) < 0.03), -1)
     used = rng.random(nb) < 0.8
-    whole_off, whole_bad = chain_blocks.offsets(k, c, n, new_id, nb, used)
-    off, bad = chain_blocks.offsets(k, c, n, new_id, nb, used, chunk=7)
+    whole_off, whole_bad = chain_blocks.offsets(k, n, shift, new_id, nb, used)
+    off, bad = chain_blocks.offsets(k, n, shift, new_id, nb, used, chunk=7)
     assert np.array_equal(bad, whole_bad)
     good = np.setdiff1d(np.flatnonzero(used), bad)
     assert np.array_equal(off[good], whole_off[good])
+    assert 0 < len(bad) < used.sum() - 5  # (both kinds of block are met)
     for b in range(nb):
         pairs = [(new_id[x], new_id[y]) for kb, x, y in zip(k, c, n) if kb == b]
         if not used[b] or not pairs:

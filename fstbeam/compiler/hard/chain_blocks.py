@@ -287,17 +287,18 @@ class Chains:
 
 def pairs(ch: Chains, e_block: np.ndarray, e_next: np.ndarray, S: int) -> tuple[np.ndarray, ...]:
     """The distinct (block, next state) pairs of the grouped blocks that the lift's searches
-    walk: (block, c, c + shift) for each distinct inside next state c of the group, and
+    walk: (block, c + shift) for each distinct inside next state c of the group (c itself is
+    ``n - blk_shift[block]``, not held: tens of millions of pairs on a large schema), and
     (block, next state) for each distinct exit next state of the block holding its exits, for
     the blocks that read another's (`Chains.exit_of`)."""
     nb, G = len(ch.blk_group), len(ch.reps)
     e = np.zeros(0, np.int64)
     if not G:
-        return e, e, e, e, e
+        return e, e, e, e
     g, _, nxt = ch.rel
     key = unique(g.astype(np.int64) * S + nxt)  # (int64: the lift's columns may come as int32)
     ptr, c = csr(key // S, G), key % S
-    kk, c, n = _inside_pairs(ch, ptr, c, max(nb, S))
+    kk, n = _inside_pairs(ch, ptr, c, max(nb, S))
     other = np.flatnonzero(ch.exit_of != np.arange(nb))  # (blocks reading another block's exits)
     holders = np.unique(ch.exit_of[other])
     hold = np.full(nb, -1, np.int64)
@@ -307,14 +308,14 @@ def pairs(ch: Chains, e_block: np.ndarray, e_next: np.ndarray, S: int) -> tuple[
     ptr, a = csr(key // S, len(holders)), key % S
     hk = hold[ch.exit_of[other]]
     pos = ranges(ptr, hk)
-    return kk, c, n, narrow(np.repeat(other, ptr[hk + 1] - ptr[hk])), narrow(a[pos])
+    return kk, n, narrow(np.repeat(other, ptr[hk + 1] - ptr[hk])), narrow(a[pos])
 
 
 PAIR_SLICE = 1 << 22  # inside pairs per slice of `_inside_pairs` (its temporaries: int64 columns of a slice)
 
 
-def _inside_pairs(ch: Chains, ptr: np.ndarray, c: np.ndarray, most: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(block, c, c + shift) for each grouped block and distinct inside next state c of its group
+def _inside_pairs(ch: Chains, ptr: np.ndarray, c: np.ndarray, most: int) -> tuple[np.ndarray, np.ndarray]:
+    """(block, c + shift) for each grouped block and distinct inside next state c of its group
     (``c[ptr[g]:ptr[g + 1]]``), in int32 where ``most`` (the blocks, the states) fits, filled a
     slice of blocks at a time: a large schema's pairs are tens of millions (Snowplow sp_137:
     30 million), whose whole int64 gathers were the lift's peak (+600 MB)."""
@@ -323,18 +324,17 @@ def _inside_pairs(ch: Chains, ptr: np.ndarray, c: np.ndarray, most: int) -> tupl
     size = ptr[gk + 1] - ptr[gk]
     dtype = np.int32 if most < 2**31 else np.int64
     total = int(size.sum())
-    kk, cc, n = np.empty(total, dtype), np.empty(total, dtype), np.empty(total, dtype)
+    kk, n = np.empty(total, dtype), np.empty(total, dtype)
     cuts = step_slices(size, PAIR_SLICE).tolist()
     at = 0
     for a, b in zip(cuts[:-1], cuts[1:]):
         inside = c[ranges(ptr, gk[a:b])]
         m = len(inside)
         kk[at:at + m] = np.repeat(k[a:b], size[a:b])
-        cc[at:at + m] = inside
         inside += np.repeat(ch.blk_shift[k[a:b]], size[a:b])
         n[at:at + m] = inside
         at += m
-    return kk, cc, n
+    return kk, n
 
 
 def spelled_out(ch: Chains, blocks: np.ndarray, e_block: np.ndarray, e_tok: np.ndarray,
@@ -360,10 +360,13 @@ def spelled_out(ch: Chains, blocks: np.ndarray, e_block: np.ndarray, e_tok: np.n
     return np.concatenate([k1, k2]), np.concatenate([t1, e_tok[pos]]), np.concatenate([n1, e_next[pos]])
 
 
-def failing(k: np.ndarray, ok: np.ndarray, nb: int) -> np.ndarray:
-    """The blocks among ``k`` with some pair not ``ok``."""
-    bad = np.zeros(nb, bool)
-    bad[k[~ok]] = True
+def failing(ch: Chains, k: np.ndarray, n: np.ndarray, alive: np.ndarray, chunk: int = 1 << 22) -> np.ndarray:
+    """The grouped blocks among the inside pairs (block ``k``, next state ``n``) whose next state
+    is not alive exactly where its representative's (``n - shift``) is; a chunk at a time."""
+    bad = np.zeros(len(ch.blk_group), bool)
+    for i in range(0, len(k), chunk):
+        kk, nn = k[i:i + chunk], n[i:i + chunk]
+        bad[kk[alive[nn - ch.blk_shift[kk]] != alive[nn]]] = True
     return np.flatnonzero(bad)
 
 
@@ -376,25 +379,29 @@ def with_readers(ch: Chains, bad: np.ndarray) -> np.ndarray:
     return np.flatnonzero(out)
 
 
-def offsets(k: np.ndarray, c: np.ndarray, n: np.ndarray, new_id: np.ndarray, nb: int, used: np.ndarray,
+def offsets(k: np.ndarray, n: np.ndarray, shift: np.ndarray, new_id: np.ndarray, nb: int, used: np.ndarray,
             chunk: int = 1 << 22) -> tuple[np.ndarray, np.ndarray]:
     """(offset per block, blocks where it fails): the token-state offset of each ``used`` grouped
     block, ``new_id[c + shift] - new_id[c]``, which must be one non-negative number over the
-    block's inside pairs, both states kept. A chunk of pairs at a time (the copies of a counted
-    string in 68 fields hand tens of millions of pairs here: their int64 gathers, whole, were
-    the lift's peak)."""
+    block's inside pairs (block ``k``, next state ``n = c + shift[k]``), both states kept. The
+    representative's state ``c`` is found again here, not held through the lift's searches (the
+    copies of a counted string in 68 fields hand tens of millions of pairs here); a chunk of
+    pairs at a time (their int64 gathers, whole, were the lift's peak)."""
     off = np.zeros(nb, np.int64)
     cuts = range(0, len(k), chunk)
-    for i in cuts:  # (any pair's offset per block, then every pair checked against it)
-        kk = k[i:i + chunk]
+
+    def chunk_of(i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        kk, nn = k[i:i + chunk], n[i:i + chunk]
         sel = used[kk]
-        off[kk[sel]] = new_id[n[i:i + chunk][sel]] - new_id[c[i:i + chunk][sel]]
+        kk, nn = kk[sel], nn[sel]
+        return kk, new_id[nn - shift[kk]], new_id[nn]
+
+    for i in cuts:  # (any pair's offset per block, then every pair checked against it)
+        kk, a, b = chunk_of(i)
+        off[kk] = b - a
     bad = np.zeros(nb, bool)
     for i in cuts:
-        kk = k[i:i + chunk]
-        sel = used[kk]
-        kk = kk[sel]
-        a, b = new_id[c[i:i + chunk][sel]], new_id[n[i:i + chunk][sel]]
+        kk, a, b = chunk_of(i)
         diff = b - a
         bad[kk[~((a >= 0) & (b >= 0) & (diff == off[kk]) & (diff >= 0))]] = True
     return off, np.flatnonzero(bad)
