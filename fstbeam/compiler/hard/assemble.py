@@ -196,6 +196,7 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     abs_size[grouped_blk] += g_size[blk_group[grouped_blk]]  # (for the links kept just below: a size, either part)
     sb_keep = ((abs_size > 0) | (blk_inner >= 0))[pair_block]
     q_idx, b_idx, pair_block = q_idx[sb_keep], b_idx[sb_keep], pair_block[sb_keep]
+    del abs_size, grouped_blk, sb_keep  # (per block and per link: not held through the searches; counted again below)
     pb, pn = pseudo(blk_inner)
     shared = ok.copy()  # copies still shared: kept whole once one member is reachable
     if len(e_block) > TRIM_ABOVE:  # (the distances' and the filters' freed copies: 330 MB resident on o21192)
