@@ -97,15 +97,16 @@ def test_offsets_in_chunks_match_the_whole_columns(seed):
     both states kept)."""
     rng = np.random.default_rng(seed)
     nb, S = 40, 40
-    k = rng.integers(0, nb, 300)
+    k = np.sort(rng.integers(0, nb, 300))  # (the inside pairs stand block by block: `pairs`)
+    count = np.bincount(k, minlength=nb)
     shift = rng.integers(0, 3, nb)
     c = rng.integers(0, S - 2, 300)
     n = c + shift[k]
     # a renumbering that drops some states and moves a few: some blocks' offsets disagree
     new_id = np.where(rng.random(S) < 0.97, np.arange(S) + (rng.random(S) < 0.03), -1)
     used = rng.random(nb) < 0.8
-    whole_off, whole_bad = chain_blocks.offsets(k, n, shift, new_id, nb, used)
-    off, bad = chain_blocks.offsets(k, n, shift, new_id, nb, used, chunk=7)
+    whole_off, whole_bad = chain_blocks.offsets(count, n, shift, new_id, used)
+    off, bad = chain_blocks.offsets(count, n, shift, new_id, used, chunk=7)
     assert np.array_equal(bad, whole_bad)
     good = np.setdiff1d(np.flatnonzero(used), bad)
     assert np.array_equal(off[good], whole_off[good])

@@ -88,8 +88,9 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
         chain = chain_blocks.Chains(np.full(nb, -1, np.int64), np.zeros(nb, np.int64), e0, (e0, e0, e0), np.arange(nb))
     blk_group = narrow(chain.blk_group).copy()  # (-1 once a block is spelled out; int32: its per-link gathers below too)
     g_g, g_tok, g_next = chain.rel
-    # a grouped block's (block, next state) pairs: inside (n = c + shift, c the representative's) and exits
-    ck, cn, xk, xn = chain_blocks.pairs(chain, e_block, e_next, S)
+    # a grouped block's (block, next state) pairs: inside (n = c + shift, c the representative's;
+    # their number per block, ``cnt``: the block column is spelled out only where it is read) and exits
+    cnt, cn, xk, xn = chain_blocks.pairs(chain, e_block, e_next, S)
     final, start = dfa.final, dfa.start
     if inner is None:
         inner = Interiors.none(nb)
@@ -127,12 +128,13 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
         trim_heap()
     # (the searches' pairs concatenated straight into a list the grouping empties: not held through the search)
     dist = _distances(final, grouped_taken([pair_block, q_idx], nb),
-                      grouped_taken([index_concat([d_next, pn, cn, xn], S), index_concat([d_block, pb, ck, xk], nb)], S))
+                      grouped_taken([index_concat([d_next, pn, cn, xn], S),
+                                     index_concat([d_block, pb, chain_blocks.blocks_of(cnt), xk], nb)], S))
     del pb, pn  # (made again for the reachability search below, once shared copies are settled)
     # A grouped block whose inside next states are not alive exactly where its representative's
     # are is spelled out (absolute arcs, pruned below like any other).
     alive = dist < UNREACHABLE
-    bad = chain_blocks.with_readers(chain, chain_blocks.failing(chain, ck, cn, alive))
+    bad = chain_blocks.with_readers(chain, chain_blocks.failing(chain, cnt, cn, alive))
     if len(bad):
         x_b, x_t, x_n = chain_blocks.spelled_out(chain, bad, e_block, e_tok, e_next)
         e_block = _cat(e_block, x_b)  # (a column at a time: each old one goes before the next is made)
@@ -175,7 +177,7 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
             d_block, d_next = e_block, e_next
     keep = alive[cn]  # (once, and a column at a time: sp_137's 30 million inside pairs, 355 MB a copy)
     if not keep.all():
-        ck = ck[keep]
+        cnt = chain_blocks.kept_count(cnt, keep)
         cn = cn[keep]
     keep = alive[xn]
     if not keep.all():
@@ -202,7 +204,8 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     if len(e_block) > TRIM_ABOVE:  # (the distances' and the filters' freed copies: 330 MB resident on o21192)
         trim_heap()
     links_by_state = grouped_taken([q_idx, pair_block], S)
-    arcs_by_block = grouped_taken([index_concat([d_block, pb, ck, xk], nb), index_concat([d_next, pn, cn, xn], S)], nb)
+    arcs_by_block = grouped_taken([index_concat([d_block, pb, chain_blocks.blocks_of(cnt), xk], nb),
+                                  index_concat([d_next, pn, cn, xn], S)], nb)
     reach = _reachable(np.array([start]), links_by_state, arcs_by_block)
     while len(sizes):
         hit = np.maximum.reduceat(reach[members].astype(np.int8), copy_off).astype(bool)
@@ -235,8 +238,8 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     # Grouped blocks: one token-state offset per block for its inside arcs, else spelled out after all.
     used = np.zeros(nb, bool)
     used[pair_block] = True
-    blk_off, bad = chain_blocks.offsets(ck, cn, chain.blk_shift, new_id, nb, used)
-    del ck, cn, xk, xn  # (the grouped blocks' pairs: tens of millions, not held through the sort)
+    blk_off, bad = chain_blocks.offsets(cnt, cn, chain.blk_shift, new_id, used)
+    del cnt, cn, xk, xn  # (the grouped blocks' pairs: tens of millions, not held through the sort)
     if len(e_block) > TRIM_ABOVE:  # (the renumbering's freed per-state and per-link copies, under the links' fields)
         trim_heap()
     bad = chain_blocks.with_readers(chain, bad[blk_group[bad] >= 0])  # (those spelled out before: not again)

@@ -39,7 +39,7 @@ a level's shared block then serves every copy, so more levels pay (`chain_levels
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -287,18 +287,21 @@ class Chains:
 
 def pairs(ch: Chains, e_block: np.ndarray, e_next: np.ndarray, S: int) -> tuple[np.ndarray, ...]:
     """The distinct (block, next state) pairs of the grouped blocks that the lift's searches
-    walk: (block, c + shift) for each distinct inside next state c of the group (c itself is
-    ``n - blk_shift[block]``, not held: tens of millions of pairs on a large schema), and
-    (block, next state) for each distinct exit next state of the block holding its exits, for
-    the blocks that read another's (`Chains.exit_of`)."""
+    walk: (block, c + shift) for each distinct inside next state c of the group, and (block,
+    next state) for each distinct exit next state of the block holding its exits, for the
+    blocks that read another's (`Chains.exit_of`). The inside pairs come as the number of them
+    per block (they stand block by block, in block order: `blocks_of` spells the block column
+    out where a search needs it) and their next states; ``c`` itself is ``n - blk_shift[block]``.
+    Neither column is held whole beside the next states: a large schema's pairs are tens of
+    millions."""
     nb, G = len(ch.blk_group), len(ch.reps)
     e = np.zeros(0, np.int64)
     if not G:
-        return e, e, e, e
+        return np.zeros(nb, np.int32), e, e, e
     g, _, nxt = ch.rel
     key = unique(g.astype(np.int64) * S + nxt)  # (int64: the lift's columns may come as int32)
     ptr, c = csr(key // S, G), key % S
-    kk, n = _inside_pairs(ch, ptr, c, max(nb, S))
+    count, n = _inside_pairs(ch, ptr, c, max(nb, S))
     other = np.flatnonzero(ch.exit_of != np.arange(nb))  # (blocks reading another block's exits)
     holders = np.unique(ch.exit_of[other])
     hold = np.full(nb, -1, np.int64)
@@ -308,14 +311,24 @@ def pairs(ch: Chains, e_block: np.ndarray, e_next: np.ndarray, S: int) -> tuple[
     ptr, a = csr(key // S, len(holders)), key % S
     hk = hold[ch.exit_of[other]]
     pos = ranges(ptr, hk)
-    return kk, n, narrow(np.repeat(other, ptr[hk + 1] - ptr[hk])), narrow(a[pos])
+    return count, n, narrow(np.repeat(other, ptr[hk + 1] - ptr[hk])), narrow(a[pos])
+
+
+def blocks_of(count: np.ndarray) -> np.ndarray:
+    """The block column of the inside pairs whose number per block is ``count`` (`pairs`)."""
+    return np.repeat(np.arange(len(count), dtype=np.int32), count)
+
+
+def kept_count(count: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """``count`` (`pairs`) once only the inside pairs where ``keep`` is true are left."""
+    return np.bincount(blocks_of(count)[keep], minlength=len(count)).astype(np.int32)
 
 
 PAIR_SLICE = 1 << 22  # inside pairs per slice of `_inside_pairs` (its temporaries: int64 columns of a slice)
 
 
 def _inside_pairs(ch: Chains, ptr: np.ndarray, c: np.ndarray, most: int) -> tuple[np.ndarray, np.ndarray]:
-    """(block, c + shift) for each grouped block and distinct inside next state c of its group
+    """(pairs per block, c + shift) for each grouped block and distinct inside next state c of its group
     (``c[ptr[g]:ptr[g + 1]]``), in int32 where ``most`` (the blocks, the states) fits, filled a
     slice of blocks at a time: a large schema's pairs are tens of millions (Snowplow sp_137:
     30 million), whose whole int64 gathers were the lift's peak (+600 MB)."""
@@ -324,17 +337,18 @@ def _inside_pairs(ch: Chains, ptr: np.ndarray, c: np.ndarray, most: int) -> tupl
     size = ptr[gk + 1] - ptr[gk]
     dtype = np.int32 if most < 2**31 else np.int64
     total = int(size.sum())
-    kk, n = np.empty(total, dtype), np.empty(total, dtype)
+    count = np.zeros(len(ch.blk_group), np.int32)
+    count[k] = size
+    n = np.empty(total, dtype)
     cuts = step_slices(size, PAIR_SLICE).tolist()
     at = 0
     for a, b in zip(cuts[:-1], cuts[1:]):
         inside = c[ranges(ptr, gk[a:b])]
         m = len(inside)
-        kk[at:at + m] = np.repeat(k[a:b], size[a:b])
         inside += np.repeat(ch.blk_shift[k[a:b]], size[a:b])
         n[at:at + m] = inside
         at += m
-    return kk, n
+    return count, n
 
 
 def spelled_out(ch: Chains, blocks: np.ndarray, e_block: np.ndarray, e_tok: np.ndarray,
@@ -360,14 +374,27 @@ def spelled_out(ch: Chains, blocks: np.ndarray, e_block: np.ndarray, e_tok: np.n
     return np.concatenate([k1, k2]), np.concatenate([t1, e_tok[pos]]), np.concatenate([n1, e_next[pos]])
 
 
-def failing(ch: Chains, k: np.ndarray, n: np.ndarray, alive: np.ndarray, chunk: int = 1 << 22) -> np.ndarray:
-    """The grouped blocks among the inside pairs (block ``k``, next state ``n``) whose next state
-    is not alive exactly where its representative's (``n - shift``) is; a chunk at a time."""
+#: inside pairs per chunk of `failing` and `offsets` (each chunk's gathers are a few int64 columns)
+PAIR_CHUNK = 1 << 20
+
+
+def failing(ch: Chains, count: np.ndarray, n: np.ndarray, alive: np.ndarray, chunk: int = PAIR_CHUNK) -> np.ndarray:
+    """The grouped blocks among the inside pairs (``count`` per block, next states ``n``:
+    `pairs`) whose next state is not alive exactly where its representative's (``n - shift``)
+    is; a chunk at a time."""
     bad = np.zeros(len(ch.blk_group), bool)
-    for i in range(0, len(k), chunk):
-        kk, nn = k[i:i + chunk], n[i:i + chunk]
+    for kk, nn in _chunks(count, n, chunk):
         bad[kk[alive[nn - ch.blk_shift[kk]] != alive[nn]]] = True
     return np.flatnonzero(bad)
+
+
+def _chunks(count: np.ndarray, n: np.ndarray, chunk: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(blocks, next states) of the inside pairs (`pairs`), ``chunk`` pairs at a time: the block
+    column is never spelled out whole."""
+    ptr = np.concatenate([[0], np.cumsum(count, dtype=np.int64)])
+    for i in range(0, len(n), chunk):
+        j = min(i + chunk, len(n))
+        yield np.searchsorted(ptr, np.arange(i, j), side="right") - 1, n[i:j]
 
 
 def with_readers(ch: Chains, bad: np.ndarray) -> np.ndarray:
@@ -379,29 +406,27 @@ def with_readers(ch: Chains, bad: np.ndarray) -> np.ndarray:
     return np.flatnonzero(out)
 
 
-def offsets(k: np.ndarray, n: np.ndarray, shift: np.ndarray, new_id: np.ndarray, nb: int, used: np.ndarray,
-            chunk: int = 1 << 22) -> tuple[np.ndarray, np.ndarray]:
+def offsets(count: np.ndarray, n: np.ndarray, shift: np.ndarray, new_id: np.ndarray, used: np.ndarray,
+            chunk: int = PAIR_CHUNK) -> tuple[np.ndarray, np.ndarray]:
     """(offset per block, blocks where it fails): the token-state offset of each ``used`` grouped
     block, ``new_id[c + shift] - new_id[c]``, which must be one non-negative number over the
-    block's inside pairs (block ``k``, next state ``n = c + shift[k]``), both states kept. The
-    representative's state ``c`` is found again here, not held through the lift's searches (the
-    copies of a counted string in 68 fields hand tens of millions of pairs here); a chunk of
-    pairs at a time (their int64 gathers, whole, were the lift's peak)."""
+    block's inside pairs (``count`` per block, next states ``n = c + shift[block]``: `pairs`),
+    both states kept. The representative's state ``c`` is found again here, not held through
+    the lift's searches; a chunk of pairs at a time (the copies of a counted string in 68 fields
+    hand tens of millions of pairs here: their int64 gathers, whole, were the lift's peak)."""
+    nb = len(count)
     off = np.zeros(nb, np.int64)
-    cuts = range(0, len(k), chunk)
 
-    def chunk_of(i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        kk, nn = k[i:i + chunk], n[i:i + chunk]
-        sel = used[kk]
-        kk, nn = kk[sel], nn[sel]
-        return kk, new_id[nn - shift[kk]], new_id[nn]
+    def kept() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        for kk, nn in _chunks(count, n, chunk):
+            sel = used[kk]
+            kk, nn = kk[sel], nn[sel]
+            yield kk, new_id[nn - shift[kk]], new_id[nn]
 
-    for i in cuts:  # (any pair's offset per block, then every pair checked against it)
-        kk, a, b = chunk_of(i)
+    for kk, a, b in kept():  # (any pair's offset per block, then every pair checked against it)
         off[kk] = b - a
     bad = np.zeros(nb, bool)
-    for i in cuts:
-        kk, a, b = chunk_of(i)
+    for kk, a, b in kept():
         diff = b - a
         bad[kk[~((a >= 0) & (b >= 0) & (diff == off[kk]) & (diff >= 0))]] = True
     return off, np.flatnonzero(bad)
