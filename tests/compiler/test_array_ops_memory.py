@@ -112,6 +112,21 @@ def test_grouped_taken_in_chunks_matches_lexsort_and_leaves_held_columns_whole()
     assert np.array_equal(got, want) and len(vals) == 5000 and np.array_equal(head, vals[:30])
 
 
+def test_grouped_taken_values_are_int32_in_half_their_words():
+    """The sorted words' low halves, moved to the front of their own buffer (its back half handed
+    back), not a second int32 column beside them; values past int32 stay int64, exact."""
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 3, 4097):
+        keys, vals = rng.integers(0, 9, n).astype(np.int32), rng.integers(0, 2**31 - 1, n)
+        want = vals[np.lexsort((vals, keys))]
+        got, _ = array_ops.grouped_taken([keys.copy(), vals.copy()], 9, chunk=100)
+        assert got.dtype == np.int32 and np.array_equal(got, want)
+        assert got.base is not None and got.base.nbytes == 8 * ((n + 1) // 2)  # (the words' buffer, halved)
+    keys, vals = np.array([1, 0, 1], np.int32), np.array([2**40, 5, 3], np.int64)
+    got, _ = array_ops.grouped_taken([keys, vals], 2)
+    assert got.dtype == np.int64 and got.tolist() == [5, 3, 2**40]
+
+
 def test_narrow_and_parts_keep_values():
     small, large = np.arange(-5, 5, dtype=np.int64), np.array([1, 2**31], np.int64)
     assert narrow(small).dtype == np.int32 and np.array_equal(narrow(small), small)
