@@ -416,16 +416,22 @@ def _reachable(seeds, links_by_state, arcs_by_block, seen: np.ndarray | None = N
 #: a search step's candidates (CSR entries of its frontier) taken this many at a time: a wide
 #: level's were tens of millions at once, two int64 columns each (o21192's peak)
 SEARCH_SLICE = 1 << 21
+#: and the frontier's ids this many at a time (their per-id columns, four int64 each, were 200 MB
+#: on sp_137's widest level of 6 million blocks)
+SEARCH_IDS = 1 << 20
 
 
 def _first_seen_of(values: np.ndarray, ptr: np.ndarray, ids: np.ndarray, seen: np.ndarray,
                    stamp: np.ndarray) -> np.ndarray:
     """`_first_seen` of the CSR rows ``ids`` of ``values``, a slice of rows at a time."""
-    if len(values) <= SEARCH_SLICE:  # (the common case: every step fits in one slice)
+    if len(values) <= SEARCH_SLICE or not len(ids):  # (the common case: every step fits in one slice)
         return _first_seen(values[ranges(ptr, ids)], seen, stamp)
-    cuts = step_slices(ptr[ids + 1] - ptr[ids], SEARCH_SLICE)
-    return np.concatenate([_first_seen(values[ranges(ptr, ids[a:b])], seen, stamp)
-                           for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist())])
+    found = []
+    for i in range(0, len(ids), SEARCH_IDS):
+        part = ids[i:i + SEARCH_IDS]
+        cuts = step_slices(ptr[part + 1] - ptr[part], SEARCH_SLICE).tolist()
+        found += [_first_seen(values[ranges(ptr, part[a:b])], seen, stamp) for a, b in zip(cuts[:-1], cuts[1:])]
+    return np.concatenate(found) if len(found) != 1 else found[0]
 
 
 def _first_seen(ids: np.ndarray, seen: np.ndarray, stamp: np.ndarray) -> np.ndarray:
