@@ -388,3 +388,25 @@ def test_inside_pairs_in_slices_lift_the_same_automaton(monkeypatch):
     for f in dataclasses.fields(whole):
         a, b = getattr(whole, f.name), getattr(sliced, f.name)
         assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, f.name
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_member_identities_number_as_exact_classes_does(seed):
+    """`group_exits._identities` classes only the members with crossings (a group without any is
+    one identity): the same numbering as `exact_classes` over every member, which the exit
+    blocks' and the partial identities' order follows."""
+    from fstbeam.compiler.hard.group_exits import _identities
+
+    rng = np.random.default_rng(seed)
+    for _ in range(100):
+        groups = int(rng.integers(1, 8))
+        crossings = rng.integers(0, 4, groups)
+        crossings[rng.random(groups) < 0.4] = 0  # (groups without crossings: most of a large schema's)
+        gk = rng.integers(0, groups, int(rng.integers(0, 30)))
+        if seed % 2:
+            gk = np.sort(gk)  # (as `member_exits` hands them: by group)
+        n = crossings[gk]
+        target = rng.integers(0, 3, int(n.sum()))
+        owner = np.repeat(np.arange(len(gk)), n)
+        want = chain_blocks.exact_classes(np.r_[0, np.cumsum(n)], owner, [gk, n], [target])
+        assert np.array_equal(_identities(gk, n, target), want)

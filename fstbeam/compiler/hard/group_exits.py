@@ -91,7 +91,8 @@ def member_exits(grp: np.ndarray, shift: np.ndarray, blk_state: np.ndarray, limi
     pos = concat_ranges(c_ptr[gk], c_ptr[gk + 1])
     owner = np.repeat(np.arange(len(k)), n)
     target = step(c_pre[pos] + shift[k][owner], c_byte[pos]).astype(np.int64)
-    ident = exact_classes(np.r_[0, np.cumsum(n)], owner, [gk, n], [target])
+    del pos, owner
+    ident = _identities(gk, n, target)
     first = np.full(int(ident.max()) + 1 if len(k) else 0, -1, np.int64)
     first[ident[::-1]] = np.arange(len(k))[::-1]  # (each identity's first member: lowest state)
     holder = k[first]
@@ -113,6 +114,26 @@ def member_exits(grp: np.ndarray, shift: np.ndarray, blk_state: np.ndarray, limi
     block = np.where(pseudo >= 0, pseudo, holder)[i_rep]
     state = step(x_pre[at].astype(np.int64) + shift[holder[i_rep]], x_byte[at]).astype(np.int64)
     return (block, x_n[at], state), exit_of, part_ident
+
+
+def _identities(gk: np.ndarray, n: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """`exact_classes` of the members (group ``gk``, ``n`` crossings each, the crossings'
+    ``target``s member by member), numbered as it numbers them (by group, then count, then the
+    targets' hash), with only the members that have crossings classed: in a group without any,
+    every member is one identity (a large schema's groups are millions of members, most of them
+    in such groups: the per-member sort of the whole list was sp_137's lift peak)."""
+    has = np.flatnonzero(n > 0)
+    sub = exact_classes(np.r_[0, np.cumsum(n[has])], np.repeat(np.arange(len(has)), n[has]),
+                        [gk[has], n[has]], [target])
+    sub_group = np.empty(int(sub.max()) + 1 if len(sub) else 0, np.int64)
+    sub_group[sub] = gk[has]  # (ascending: the group is the classes' first key)
+    empty_groups = np.unique(gk[n == 0])  # (a group's members all have its crossings: none, or all)
+    ident = np.empty(len(gk), np.int64)
+    ident[has] = sub + np.searchsorted(empty_groups, sub_group[sub])
+    rest = np.flatnonzero(n == 0)
+    g = gk[rest]
+    ident[rest] = np.searchsorted(sub_group, g) + np.searchsorted(empty_groups, g)
+    return ident
 
 
 def to_members(grp: np.ndarray, shift: np.ndarray, g: np.ndarray, node: np.ndarray,
