@@ -84,6 +84,7 @@ def test_lift_in_tiny_pieces_is_the_same_automaton(source, monkeypatch):
         monkeypatch.setattr(assemble, "DEDUPE_ARCS_PER_STATE", 0)  # (the distinct pairs' path too)
         monkeypatch.setattr(assemble, "SEARCH_SLICE", chunk)  # (the searches' steps in slices of rows)
         monkeypatch.setattr(assemble, "SEARCH_IDS", chunk + 1)  # (and their frontiers in parts)
+        monkeypatch.setattr(chain_blocks, "PAIR_CHUNK", chunk)  # (the inside pairs' blocks found a chunk at a time)
         monkeypatch.setattr(shared_walks, "EXIT_SLICE", chunk)  # (the interiors' exits stepped in runs)
         fresh_walk_memos(monkeypatch)
         got = token_fsa.lift(dfa, trie, vocab.width, share_walks=True)

@@ -378,12 +378,12 @@ def spelled_out(ch: Chains, blocks: np.ndarray, e_block: np.ndarray, e_tok: np.n
 PAIR_CHUNK = 1 << 20
 
 
-def failing(ch: Chains, count: np.ndarray, n: np.ndarray, alive: np.ndarray, chunk: int = PAIR_CHUNK) -> np.ndarray:
+def failing(ch: Chains, count: np.ndarray, n: np.ndarray, alive: np.ndarray, chunk: int | None = None) -> np.ndarray:
     """The grouped blocks among the inside pairs (``count`` per block, next states ``n``:
     `pairs`) whose next state is not alive exactly where its representative's (``n - shift``)
     is; a chunk at a time."""
     bad = np.zeros(len(ch.blk_group), bool)
-    for kk, nn in _chunks(count, n, chunk):
+    for kk, nn in _chunks(count, n, chunk or PAIR_CHUNK):
         bad[kk[alive[nn - ch.blk_shift[kk]] != alive[nn]]] = True
     return np.flatnonzero(bad)
 
@@ -397,6 +397,13 @@ def _chunks(count: np.ndarray, n: np.ndarray, chunk: int) -> Iterator[tuple[np.n
         yield np.searchsorted(ptr, np.arange(i, j), side="right") - 1, n[i:j]
 
 
+def blocks_into(count: np.ndarray, out: np.ndarray, chunk: int | None = None) -> None:
+    """`blocks_of` ``count`` written into ``out`` (of its length), a chunk at a time."""
+    chunk = chunk or PAIR_CHUNK
+    for i, (kk, _) in zip(range(0, len(out), chunk), _chunks(count, out, chunk)):
+        out[i:i + len(kk)] = kk
+
+
 def with_readers(ch: Chains, bad: np.ndarray) -> np.ndarray:
     """``bad`` (blocks to spell out) with the blocks that read their exits: a spelled-out block
     holds its inside arcs as exits too, which would override a reader's own (docs/tables.md)."""
@@ -407,7 +414,7 @@ def with_readers(ch: Chains, bad: np.ndarray) -> np.ndarray:
 
 
 def offsets(count: np.ndarray, n: np.ndarray, shift: np.ndarray, new_id: np.ndarray, used: np.ndarray,
-            chunk: int = PAIR_CHUNK) -> tuple[np.ndarray, np.ndarray]:
+            chunk: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(offset per block, blocks where it fails): the token-state offset of each ``used`` grouped
     block, ``new_id[c + shift] - new_id[c]``, which must be one non-negative number over the
     block's inside pairs (``count`` per block, next states ``n = c + shift[block]``: `pairs`),
@@ -418,7 +425,7 @@ def offsets(count: np.ndarray, n: np.ndarray, shift: np.ndarray, new_id: np.ndar
     off = np.zeros(nb, np.int64)
 
     def kept() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        for kk, nn in _chunks(count, n, chunk):
+        for kk, nn in _chunks(count, n, chunk or PAIR_CHUNK):
             sel = used[kk]
             kk, nn = kk[sel], nn[sel]
             yield kk, new_id[nn - shift[kk]], new_id[nn]
