@@ -290,8 +290,8 @@ def pairs(ch: Chains, e_block: np.ndarray, e_next: np.ndarray, S: int) -> tuple[
     walk: (block, c + shift) for each distinct inside next state c of the group, and (block,
     next state) for each distinct exit next state of the block holding its exits, for the
     blocks that read another's (`Chains.exit_of`). The inside pairs come as the number of them
-    per block (they stand block by block, in block order: `blocks_of` spells the block column
-    out where a search needs it) and their next states; ``c`` itself is ``n - blk_shift[block]``.
+    per block (they stand block by block, in block order: `blocks_into` writes the block column
+    where a search needs it) and their next states; ``c`` itself is ``n - blk_shift[block]``.
     Neither the block column nor ``c`` is held beside the next states: a large schema's pairs
     are tens of millions."""
     nb, G = len(ch.blk_group), len(ch.reps)
