@@ -128,7 +128,7 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
         trim_heap()
     # (the searches' pairs concatenated straight into a list the grouping empties: not held through the search)
     dist = _distances(final, grouped_taken([pair_block, q_idx], nb),
-                      grouped_taken([index_concat([d_next, pn, xn, cn], S), _with_blocks([d_block, pb, xk], cnt, nb)], S))
+                      grouped_taken([index_concat([d_next, pn, xn, cn], S), chain_blocks.with_blocks([d_block, pb, xk], cnt, nb)], S))
     del pb, pn  # (made again for the reachability search below, once shared copies are settled)
     # A grouped block whose inside next states are not alive exactly where its representative's
     # are is spelled out (absolute arcs, pruned below like any other).
@@ -203,7 +203,7 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     if len(e_block) > TRIM_ABOVE:  # (the distances' and the filters' freed copies: 330 MB resident on o21192)
         trim_heap()
     links_by_state = grouped_taken([q_idx, pair_block], S)
-    arcs_by_block = grouped_taken([_with_blocks([d_block, pb, xk], cnt, nb), index_concat([d_next, pn, xn, cn], S)], nb)
+    arcs_by_block = grouped_taken([chain_blocks.with_blocks([d_block, pb, xk], cnt, nb), index_concat([d_next, pn, xn, cn], S)], nb)
     reach = _reachable(np.array([start]), links_by_state, arcs_by_block)
     while len(sizes):
         hit = np.maximum.reduceat(reach[members].astype(np.int8), copy_off).astype(bool)
@@ -344,16 +344,6 @@ def assemble(dfa, width, links: list[np.ndarray], arcs: list[np.ndarray], inner:
     del e_next
     fields.update(block_ptr=block_ptr.astype(np.int64), block_tokens=block_tokens, block_next=block_next)
     return fields
-
-
-def _with_blocks(parts: list[np.ndarray], count: np.ndarray, bound: int) -> np.ndarray:
-    """`index_concat` of ``parts`` and then the grouped blocks' inside pairs' block column
-    (`chain_blocks.blocks_of` ``count``), written in place, not spelled out beside the join."""
-    head = sum(len(p) for p in parts)
-    out = np.empty(head + int(count.sum()), np.int32 if bound < 2**31 else np.int64)
-    np.concatenate(parts, out=out[:head], casting="same_kind")
-    chain_blocks.blocks_into(count, out[head:])
-    return out
 
 
 def _cat(col: np.ndarray, more: np.ndarray) -> np.ndarray:

@@ -290,7 +290,7 @@ def pairs(ch: Chains, e_block: np.ndarray, e_next: np.ndarray, S: int) -> tuple[
     walk: (block, c + shift) for each distinct inside next state c of the group, and (block,
     next state) for each distinct exit next state of the block holding its exits, for the
     blocks that read another's (`Chains.exit_of`). The inside pairs come as the number of them
-    per block (they stand block by block, in block order: `blocks_into` writes the block column
+    per block (they stand block by block, in block order: `with_blocks` writes the block column
     where a search needs it) and their next states; ``c`` itself is ``n - blk_shift[block]``.
     Neither the block column nor ``c`` is held beside the next states: a large schema's pairs
     are tens of millions."""
@@ -397,11 +397,16 @@ def _chunks(count: np.ndarray, n: np.ndarray, chunk: int) -> Iterator[tuple[np.n
         yield np.searchsorted(ptr, np.arange(i, j), side="right") - 1, n[i:j]
 
 
-def blocks_into(count: np.ndarray, out: np.ndarray, chunk: int | None = None) -> None:
-    """`blocks_of` ``count`` written into ``out`` (of its length), a chunk at a time."""
-    chunk = chunk or PAIR_CHUNK
-    for i, (kk, _) in zip(range(0, len(out), chunk), _chunks(count, out, chunk)):
+def with_blocks(parts: list[np.ndarray], count: np.ndarray, bound: int) -> np.ndarray:
+    """`array_ops.index_concat` of ``parts`` and then `blocks_of` ``count``, a chunk at a time
+    straight into the join (the searches' keys: not spelled out beside it)."""
+    head = sum(len(p) for p in parts)
+    out = np.empty(head + int(count.sum()), np.int32 if bound < 2**31 else np.int64)
+    if parts:
+        np.concatenate(parts, out=out[:head], casting="same_kind")
+    for i, (kk, _) in zip(range(head, len(out), PAIR_CHUNK), _chunks(count, out[head:], PAIR_CHUNK)):
         out[i:i + len(kk)] = kk
+    return out
 
 
 def with_readers(ch: Chains, bad: np.ndarray) -> np.ndarray:
