@@ -314,14 +314,12 @@ def pairs(ch: Chains, e_block: np.ndarray, e_next: np.ndarray, S: int) -> tuple[
     return count, n, narrow(np.repeat(other, ptr[hk + 1] - ptr[hk])), narrow(a[pos])
 
 
-def blocks_of(count: np.ndarray) -> np.ndarray:
-    """The block column of the inside pairs whose number per block is ``count`` (`pairs`)."""
-    return np.repeat(np.arange(len(count), dtype=np.int32), count)
-
-
 def kept_count(count: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """``count`` (`pairs`) once only the inside pairs where ``keep`` is true are left."""
-    return np.bincount(blocks_of(count)[keep], minlength=len(count)).astype(np.int32)
+    kept = np.zeros(len(count), np.int64)
+    for i, kk in _block_chunks(count):
+        kept += np.bincount(kk[keep[i:i + len(kk)]], minlength=len(count))
+    return kept.astype(np.int32)
 
 
 PAIR_SLICE = 1 << 22  # inside pairs per slice of `_inside_pairs` (its temporaries: int64 columns of a slice)
@@ -374,8 +372,19 @@ def spelled_out(ch: Chains, blocks: np.ndarray, e_block: np.ndarray, e_tok: np.n
     return np.concatenate([k1, k2]), np.concatenate([t1, e_tok[pos]]), np.concatenate([n1, e_next[pos]])
 
 
-#: inside pairs per chunk of `failing` and `offsets` (each chunk's gathers are a few int64 columns)
+#: inside pairs per chunk where their block column is spelled out (`_block_chunks`: `failing`,
+#: `offsets`, `with_blocks`, `kept_count`; each chunk's gathers are a few int64 columns)
 PAIR_CHUNK = 1 << 20
+
+
+def _block_chunks(count: np.ndarray, chunk: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
+    """(first pair, blocks) of the inside pairs whose number per block is ``count`` (`pairs`),
+    ``chunk`` pairs at a time: the block column is never spelled out whole."""
+    chunk = chunk or PAIR_CHUNK
+    ptr = np.concatenate([[0], np.cumsum(count, dtype=np.int64)])
+    total = int(ptr[-1])
+    for i in range(0, total, chunk):
+        yield i, np.searchsorted(ptr, np.arange(i, min(i + chunk, total)), side="right") - 1
 
 
 def failing(ch: Chains, count: np.ndarray, n: np.ndarray, alive: np.ndarray, chunk: int | None = None) -> np.ndarray:
@@ -383,29 +392,22 @@ def failing(ch: Chains, count: np.ndarray, n: np.ndarray, alive: np.ndarray, chu
     `pairs`) whose next state is not alive exactly where its representative's (``n - shift``)
     is; a chunk at a time."""
     bad = np.zeros(len(ch.blk_group), bool)
-    for kk, nn in _chunks(count, n, chunk or PAIR_CHUNK):
+    for i, kk in _block_chunks(count, chunk):
+        nn = n[i:i + len(kk)]
         bad[kk[alive[nn - ch.blk_shift[kk]] != alive[nn]]] = True
     return np.flatnonzero(bad)
 
 
-def _chunks(count: np.ndarray, n: np.ndarray, chunk: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(blocks, next states) of the inside pairs (`pairs`), ``chunk`` pairs at a time: the block
-    column is never spelled out whole."""
-    ptr = np.concatenate([[0], np.cumsum(count, dtype=np.int64)])
-    for i in range(0, len(n), chunk):
-        j = min(i + chunk, len(n))
-        yield np.searchsorted(ptr, np.arange(i, j), side="right") - 1, n[i:j]
-
-
 def with_blocks(parts: list[np.ndarray], count: np.ndarray, bound: int) -> np.ndarray:
-    """`array_ops.index_concat` of ``parts`` and then `blocks_of` ``count``, a chunk at a time
-    straight into the join (the searches' keys: not spelled out beside it)."""
+    """`array_ops.index_concat` of ``parts`` and then the inside pairs' block column (``count``
+    per block: `pairs`), a chunk at a time straight into the join (the searches' keys: not
+    spelled out beside it)."""
     head = sum(len(p) for p in parts)
     out = np.empty(head + int(count.sum()), np.int32 if bound < 2**31 else np.int64)
     if parts:
         np.concatenate(parts, out=out[:head], casting="same_kind")
-    for i, (kk, _) in zip(range(head, len(out), PAIR_CHUNK), _chunks(count, out[head:], PAIR_CHUNK)):
-        out[i:i + len(kk)] = kk
+    for i, kk in _block_chunks(count):
+        out[head + i:head + i + len(kk)] = kk
     return out
 
 
@@ -430,7 +432,8 @@ def offsets(count: np.ndarray, n: np.ndarray, shift: np.ndarray, new_id: np.ndar
     off = np.zeros(nb, np.int64)
 
     def kept() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        for kk, nn in _chunks(count, n, chunk or PAIR_CHUNK):
+        for i, kk in _block_chunks(count, chunk):
+            nn = n[i:i + len(kk)]
             sel = used[kk]
             kk, nn = kk[sel], nn[sel]
             yield kk, new_id[nn - shift[kk]], new_id[nn]
