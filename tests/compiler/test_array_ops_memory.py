@@ -182,3 +182,14 @@ def test_sorted_triples_csr_with_a_view_of_a_column_leaves_it_intact():
     del a, b, c
     _, got_b, _ = sorted_triples_csr(cols, 500, chunk=700)
     assert np.array_equal(got_b, want_b) and np.array_equal(head, want)
+
+
+def test_ascending_counts_spell_the_column_again_or_refuse():
+    a = np.array([0, 0, 2, 2, 2, 5], np.int32)
+    counts = array_ops.ascending_counts(a, 7)
+    assert counts.dtype == np.int32 and counts.tolist() == [2, 0, 3, 0, 0, 1, 0]
+    assert np.array_equal(np.repeat(np.arange(7), counts), a)
+    assert array_ops.ascending_counts(np.zeros(0, np.int32), 3).tolist() == [0, 0, 0]
+    assert array_ops.ascending_counts(np.array([1, 0], np.int32), 3) is None  # not ascending: kept as it is
+    assert array_ops.ascending_counts(np.array([0, 3], np.int32), 3) is None  # a value past n
+    assert array_ops.ascending_counts(np.array([-1, 0], np.int32), 3) is None

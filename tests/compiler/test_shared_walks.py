@@ -266,3 +266,30 @@ def test_a_layout_memo_cleared_between_components_still_numbers_each(monkeypatch
             members = order[bounds[c]:bounds[c + 1]]
             want = shared_walks.canonical_shape(shared_walks.Rows(arcs, comp, members), members)
             assert got[c].key == want.key and np.array_equal(got[c].members, want.members) and got[c].rows == want.rows
+
+
+def test_the_lift_takes_the_exits_and_absolute_ends_once_and_lets_them_go(share_small_interiors, monkeypatch):
+    """`Shared.take_starts` hands the search's starting pairs over once: the Shared object the lift
+    still holds through its search keeps none of them (they were 90 MB of kb_145's peak), and
+    what it handed over is what `share` found, as int32 columns."""
+    from fstbeam.compiler.hard import token_fsa
+
+    vocab = vocab_of(['ab"', '"}', 'a\\"', '":"', 'ba', '",', "abab", '\\\\'])
+    trie = token_trie(vocab)
+    dfa = dfa_of(record(3))
+    made: list = []
+    real_share = shared_walks.share
+
+    def share(*args, **kwargs):
+        made.append(real_share(*args, **kwargs))
+        made.append(tuple(tuple(c.copy() for c in cols) for cols in (made[-1].conts, made[-1].absolute)))
+        return made[-2]
+
+    monkeypatch.setattr(token_fsa.shared_walks, "share", share)
+    got = lift(dfa, trie, vocab.width, share_walks=True)
+    shared, (conts, absolute) = made
+    assert len(conts[0]) > 0 and all(c.dtype == np.int32 for c in conts)
+    assert all(len(c) == 0 for c in (*shared.conts, *shared.absolute))
+    taken_again = shared.take_starts()
+    assert all(len(c) == 0 for cols in taken_again for c in cols)
+    assert_same(got, lift(dfa, trie, vocab.width, share_walks=False), vocab)

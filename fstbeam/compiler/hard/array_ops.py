@@ -289,6 +289,14 @@ def narrow(a: np.ndarray) -> np.ndarray:
     return a.astype(np.int32) if -(2**31) <= lo and hi < 2**31 else a
 
 
+def ascending_counts(a: np.ndarray, n: int) -> np.ndarray | None:
+    """How many times each of 0..n-1 occurs in ``a`` (int32), where ``a`` ascends, so that
+    ``np.repeat(np.arange(n), counts)`` spells it again; None where it does not ascend."""
+    if len(a) and (int(a[0]) < 0 or int(a[-1]) >= n or (a[1:] < a[:-1]).any()):
+        return None
+    return np.bincount(a, minlength=n).astype(np.int32)
+
+
 def run_starts(*cols: np.ndarray) -> np.ndarray:
     """bool per row of the columns ``cols`` (of one length): the row differs from the row before
     in one of them, or is the first row (where sorted rows begin a run of equal ones)."""

@@ -273,7 +273,7 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
                  int((limit < chain_blocks.FULL).sum()))
     if shared is not None:  # interiors of large components from the memo; the BFS goes on from their exits
         walk &= ~shared.handled
-        c_b, c_n, c_s = shared.conts
+        (c_b, c_n, c_s), (a_b, a_n, a_s) = shared.take_starts()
         if near is not None:  # the near blocks' own arcs: their exit ends, and pairs walked on
             _spell_into(out, trie, *near.ends, ok)
             c_b, c_n, c_s = (np.concatenate(pair) for pair in zip((c_b, c_n, c_s), near.conts))
@@ -281,8 +281,7 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
         node = np.concatenate([node[walk], c_n])
         state = np.concatenate([state[walk], c_s])
         block = np.concatenate([block[walk], c_b])
-        a_b, a_n, a_s = shared.absolute  # token ends inside interiors walked from the memo, not shared
-        _spell_into(out, trie, a_b, a_n, a_s, ok)
+        _spell_into(out, trie, a_b, a_n, a_s, ok)  # (token ends inside interiors walked from the memo, not shared)
         del c_b, c_n, c_s, a_b, a_n, a_s
     elif chained:
         node, state, block = node[walk], state[walk], block[walk]
