@@ -165,7 +165,8 @@ def compile_hard(stages, comp, wl: WordList | None, g_lang, g_desc, opts: dict) 
             del dfa
             source = [source]  # (taken by the lift: these arcs go once it has renumbered them)
         # the arcs' sources, ascending, held through the lift and the tables as a count per state
-        # (not one int32 per arc: 38 MB of sp_137's peak), spelled again for the result below
+        # (not one int32 per arc: 38 MB of sp_137's peak), spelled again for the result below;
+        # until then ``arcs[1]`` is that count
         src_counts = ascending_counts(arcs[1], len(arcs[0]))
         if src_counts is not None:
             arcs = (arcs[0], src_counts, *arcs[2:])
