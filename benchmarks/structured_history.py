@@ -9,9 +9,11 @@ From a bench_structured result, the schemas around fstbeam's median time to firs
 bench's 30 s time-out) are taken. In one process, set up as the bench's worker (one thread,
 ``load_vocab("default")``, one word-list compile), the median band is compiled (time to first
 mask, CPU) in a fresh process, then after every heavy schema, then once more; the glibc heap is
-trimmed before each median compile as the bench's worker does (`structured_runner._reset_peak`).
-The table gives each pass's p50 with its user and system CPU and minor page faults. Run it
-alone: two processes on two cores change each other's times.
+trimmed before each median compile as the bench's worker does (`structured_runner._reset_peak`),
+to read each schema's own peak RSS. ``--no-trim``: not trimmed, as a server's process compiles
+schema after schema (fstbeam's own trims inside a large compile still run). The table gives each
+pass's p50 with its user and system CPU and minor page faults. Run it alone: two processes on
+two cores change each other's times.
 """
 from __future__ import annotations
 
@@ -30,10 +32,11 @@ from structured_runner import THREAD_VARS, _reset_peak  # noqa: E402
 RESULTS = Path(__file__).parent / "results"
 
 
-def _pass(compile_one, names: list[str], schemas: dict[str, object]) -> dict[str, float]:
+def _pass(compile_one, names: list[str], schemas: dict[str, object], trim: bool = True) -> dict[str, float]:
     cpu, user, system, faults = [], [], [], []
     for name in names:
-        _reset_peak()
+        if trim:  # (the bench's worker: each schema's peak RSS read from what the process holds)
+            _reset_peak()
         r0 = resource.getrusage(resource.RUSAGE_SELF)
         c = time.process_time()
         compile_one(schemas[name])
@@ -55,6 +58,7 @@ def main() -> None:
     ap.add_argument("--band", type=float, default=0.3, help="share of the compiled schemas around the median (default 0.3)")
     ap.add_argument("--heavy", type=float, default=1.0, help="CPU seconds from which a schema is heavy (default 1)")
     ap.add_argument("--strict", action="store_true", help="compile with json_strict=True")
+    ap.add_argument("--no-trim", action="store_true", help="no heap trim before each median compile (a server's process)")
     ap.add_argument("--out", default=str(RESULTS / "structured_history.json"))
     args = ap.parse_args()
     os.environ.update(THREAD_VARS)
@@ -75,7 +79,8 @@ def main() -> None:
     def compile_one(schema: object) -> None:
         fstbeam.compile_constraints(json_schema=schema, tokenizer=vocab, json_strict=args.strict)
 
-    rows = [("fresh process", _pass(compile_one, band, schemas))]
+    trim = not args.no_trim
+    rows = [("fresh process", _pass(compile_one, band, schemas, trim))]
     t = time.process_time()
     for name in heavy:
         try:
@@ -83,16 +88,17 @@ def main() -> None:
         except Exception as exc:  # noqa: BLE001 - a refused schema still ran its compile
             print(f"  {name}: {type(exc).__name__}", file=sys.stderr)
     heavy_s = time.process_time() - t
-    rows.append((f"after {len(heavy)} heavy schemas ({heavy_s:.0f} CPU-s)", _pass(compile_one, band, schemas)))
-    rows.append(("the band once more", _pass(compile_one, band, schemas)))
+    rows.append((f"after {len(heavy)} heavy schemas ({heavy_s:.0f} CPU-s)", _pass(compile_one, band, schemas, trim)))
+    rows.append(("the band once more", _pass(compile_one, band, schemas, trim)))
 
-    print(f"{len(band)} schemas around the median of {args.source} ({args.engine}), json_strict={args.strict}")
+    print(f"{len(band)} schemas around the median of {args.source} ({args.engine}), json_strict={args.strict}, "
+          f"heap trimmed before each: {trim}")
     print("| pass | time to first mask p50 (CPU) | user | system | minor faults |")
     print("|---|---|---|---|---|")
     for label, r in rows:
         print(f"| {label} | {r['p50_ms']} ms | {r['user_ms']} ms | {r['system_ms']} ms | {r['minor_faults']:.0f} |")
     Path(args.out).write_text(json.dumps({
-        "date": time.strftime("%Y-%m-%d %H:%M:%S"), "source": args.source, "engine": args.engine, "strict": args.strict,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"), "source": args.source, "engine": args.engine, "strict": args.strict, "trim": trim,
         "band": band, "heavy": heavy, "passes": [{"pass": label, **r} for label, r in rows]}, indent=1))
 
 
