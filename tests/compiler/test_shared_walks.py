@@ -270,26 +270,25 @@ def test_a_layout_memo_cleared_between_components_still_numbers_each(monkeypatch
 
 def test_the_lift_takes_the_exits_and_absolute_ends_once_and_lets_them_go(share_small_interiors, monkeypatch):
     """`Shared.take_starts` hands the search's starting pairs over once: the Shared object the lift
-    still holds through its search keeps none of them (they were 90 MB of kb_145's peak), and
-    what it handed over is what `share` found, as int32 columns."""
+    still holds through its search keeps none of them (they were 90 MB of kb_145's peak), the
+    exits `share` found are int32 columns, and the lift is still the plain lift's language."""
     from fstbeam.compiler.hard import token_fsa
 
     vocab = vocab_of(['ab"', '"}', 'a\\"', '":"', 'ba', '",', "abab", '\\\\'])
     trie = token_trie(vocab)
     dfa = dfa_of(record(3))
-    made: list = []
+    found: list[shared_walks.Shared] = []
     real_share = shared_walks.share
 
     def share(*args, **kwargs):
-        made.append(real_share(*args, **kwargs))
-        made.append(tuple(tuple(c.copy() for c in cols) for cols in (made[-1].conts, made[-1].absolute)))
-        return made[-2]
+        found.append(real_share(*args, **kwargs))
+        exits = found[-1].conts
+        assert len(exits[0]) > 0 and all(c.dtype == np.int32 for c in exits)
+        return found[-1]
 
     monkeypatch.setattr(token_fsa.shared_walks, "share", share)
     got = lift(dfa, trie, vocab.width, share_walks=True)
-    shared, (conts, absolute) = made
-    assert len(conts[0]) > 0 and all(c.dtype == np.int32 for c in conts)
+    (shared,) = found
     assert all(len(c) == 0 for c in (*shared.conts, *shared.absolute))
-    taken_again = shared.take_starts()
-    assert all(len(c) == 0 for cols in taken_again for c in cols)
+    assert all(len(c) == 0 for cols in shared.take_starts() for c in cols)
     assert_same(got, lift(dfa, trie, vocab.width, share_walks=False), vocab)
