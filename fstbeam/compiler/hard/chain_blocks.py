@@ -316,10 +316,11 @@ def pairs(ch: Chains, e_block: np.ndarray, e_next: np.ndarray, S: int) -> tuple[
 
 def kept_count(count: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """``count`` (`pairs`) once only the inside pairs where ``keep`` is true are left."""
-    kept = np.zeros(len(count), np.int64)
-    for i, kk in _block_chunks(count):
-        kept += np.bincount(kk[keep[i:i + len(kk)]], minlength=len(count))
-    return kept.astype(np.int32)
+    kept = np.zeros(len(count), np.int32)
+    for i, kk in _block_chunks(count):  # (a chunk's blocks are a run: counted over that run, not over every block)
+        lo, hi = int(kk[0]), int(kk[-1]) + 1
+        kept[lo:hi] += np.bincount(kk[keep[i:i + len(kk)]] - lo, minlength=hi - lo).astype(np.int32)
+    return kept
 
 
 PAIR_SLICE = 1 << 22  # inside pairs per slice of `_inside_pairs` (its temporaries: int64 columns of a slice)
