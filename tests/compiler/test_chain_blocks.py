@@ -173,6 +173,31 @@ def test_hash_collisions_fall_back_to_exact_rows(monkeypatch):
     assert len(pairs) == len(set(hashed.tolist())) == len(set(rows.tolist()))  # one partition
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_exact_classes_by_slices_match_brute_force(monkeypatch, seed):
+    """Hashed and compared a few arcs at a time (slices that end between states, states with no
+    arcs included), the classes are the whole-column ones, the same numbers, and the partition
+    of equal (per-state value, arc list) rows found by brute force; so is the collision
+    fallback's."""
+    rng = np.random.default_rng(seed)
+    S = 300
+    n = rng.integers(0, 4, S) * (rng.random(S) < 0.9)  # (a tenth of the states with no arcs)
+    src = np.repeat(np.arange(S), n)
+    ptr = np.r_[0, np.cumsum(n)]
+    byte, code = rng.integers(0, 3, len(src)).astype(np.uint8), rng.integers(-2, 2, len(src)).astype(np.int32)
+    rows = [(int(n[q]), tuple(zip(byte[ptr[q]:ptr[q + 1]].tolist(), code[ptr[q]:ptr[q + 1]].tolist()))) for q in range(S)]
+    want = {q: rows.index(rows[q]) for q in range(S)}  # (the class of a state: its row's first state)
+    whole = chain_blocks.exact_classes(ptr, src, [n], [byte, code])
+    for hash_arcs, mix in [(7, chain_blocks._MIX), (1, chain_blocks._MIX), (7, np.uint64(0))]:
+        monkeypatch.setattr(chain_blocks, "HASH_ARCS", hash_arcs)
+        monkeypatch.setattr(chain_blocks, "_MIX", mix)  # (0: every row hashed alike, the fallback)
+        got = chain_blocks.exact_classes(ptr, src, [n], [byte, code])
+        if mix:
+            np.testing.assert_array_equal(got, whole)
+        assert len(set(zip(got.tolist(), want.values()))) == len(set(want.values())) == len(set(got.tolist()))
+    assert len(set(whole.tolist())) < S // 2  # (the classes join many states: a real test of the comparison)
+
+
 # Tokens longer than the chains below: positions with fewer bytes left than the longest token
 # share a walk only in partial groups (a step limit: the shorter tokens shared, the longer ones
 # each block's own).
