@@ -11,7 +11,7 @@ with the converted tokenizer linked in, so every compile is a cold miss that sto
 The schemas are ``count`` of bench_structured's sample (``stratified(limit, seed)``, evenly
 spaced), plus a few regexes and choices; each is compiled once per tree, the trees taking turns
 (which goes first alternates), so both see the same machine load and the same history of
-earlier compiles (the walks memo of `compiler/hard/walk_memo.py`). CPU time (``process_time``)
+earlier compiles (the walks memo of `compiler/hard/lift/walk_memo.py`). CPU time (``process_time``)
 of ``compile_constraints`` is reported per tree (p50 / p90) with the ratio, beside each stage's
 wall seconds (``stats["seconds"]``: on a busy machine they run above CPU time), and
 every compile's tables are hashed: the two trees must build the same tables.

@@ -77,8 +77,8 @@ def run_row(row: str) -> dict:
                    table_mb=round(cc.hard.nbytes / 2**20, 1), peak_rss_mb=_rss_mb())
         return out
     from fstbeam.compiler.char_dfa import fst_to_dfa
+    from fstbeam.compiler.hard.lift.token_fsa import lift, token_fst_bytes
     from fstbeam.compiler.hard.tables import build_tables
-    from fstbeam.compiler.hard.token_fsa import lift, token_fst_bytes
     from fstbeam.fst.wordlist.language import text_dfa_fst_bytes, word_list_dfa
 
     clock = _Clock()

@@ -88,7 +88,7 @@ class StageSampler:
 
 def _memo_mb() -> float:
     """MB of trie walks the process's memo holds (`walk_memo`), kept between compiles."""
-    from fstbeam.compiler.hard import walk_memo
+    from fstbeam.compiler.hard.lift import walk_memo
 
     return round(walk_memo.held_bytes() / 2**20, 1)
 

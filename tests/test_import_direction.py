@@ -41,6 +41,8 @@ LAYERS = {
     "fstbeam.files": ("fstbeam.fst", "fstbeam.grammars", "fstbeam.compiler", "fstbeam.contract", "fstbeam.runtime", "fstbeam.cli"),
     "fstbeam.contract": ("fstbeam.compiler", "fstbeam.runtime", "fstbeam.cli"),
     "fstbeam.compiler.hard": ("fstbeam.compiler.light", "fstbeam.cli"),
+    # the lift (a character DFA to a token automaton) under the hard pipeline that calls it
+    "fstbeam.compiler.hard.lift": ("fstbeam.compiler.hard.automaton", "fstbeam.compiler.hard.tables"),
     "fstbeam.compiler.light": ("fstbeam.compiler.hard", "fstbeam.cli"),
     "fstbeam.runtime": ("fstbeam.compiler", "fstbeam.grammars", "fstbeam.cli"),
     # Inside the decoder: the public API (runtime/*.py) over the search over the model side.

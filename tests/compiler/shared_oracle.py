@@ -94,8 +94,8 @@ def assert_same_language_fast(a: HardTables, b: HardTables) -> int:
 def lift_both(dfa, vocab):
     """(plain lift, lift with shared walks, their tables) of one character DFA: the pair every
     lockstep test compares."""
+    from fstbeam.compiler.hard.lift.token_fsa import lift
     from fstbeam.compiler.hard.tables import build_tables
-    from fstbeam.compiler.hard.token_fsa import lift
     from fstbeam.compiler.hard.token_trie import token_trie
 
     trie = token_trie(vocab)
@@ -108,7 +108,7 @@ def fresh_walk_memos(monkeypatch) -> None:
     """Empty per-process walk memos for one test (a shape's sharing must not depend on test order)."""
     import weakref
 
-    from fstbeam.compiler.hard import walk_memo
+    from fstbeam.compiler.hard.lift import walk_memo
 
     monkeypatch.setattr(walk_memo, "_SHARED", weakref.WeakKeyDictionary())
     monkeypatch.setattr(walk_memo, "_ONCE", weakref.WeakKeyDictionary())

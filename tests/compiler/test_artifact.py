@@ -79,8 +79,8 @@ def test_openfst_token_automaton_has_the_same_language(tmp_path):
 def test_token_fst_from_the_tables_is_the_one_the_lift_wrote():
     """A compile no longer writes the OpenFst token automaton (0.2 s at C2); the tables write it
     when an artifact is saved. It is byte for byte the one written from the lift's TokenFSA."""
+    from fstbeam.compiler.hard.lift.token_fsa import lift, token_fst_bytes
     from fstbeam.compiler.hard.tables import build_tables
-    from fstbeam.compiler.hard.token_fsa import lift, token_fst_bytes
     from fstbeam.compiler.hard.token_trie import token_trie
     from fstbeam.fst.wordlist.language import word_list_dfa
 

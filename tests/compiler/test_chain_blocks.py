@@ -17,9 +17,9 @@ import pytest
 from shared_oracle import assert_same_language, fresh_walk_memos, lift_both
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.hard import chain_blocks, chain_levels
+from fstbeam.compiler.hard.lift import chain_blocks, chain_levels
+from fstbeam.compiler.hard.lift.token_fsa import _Arcs, _chains, lift
 from fstbeam.compiler.hard.tables import build_tables
-from fstbeam.compiler.hard.token_fsa import _Arcs, _chains, lift
 from fstbeam.compiler.hard.token_trie import token_trie
 from fstbeam.compiler.structured.json_schema import json_schema_fst
 from fstbeam.compiler.structured.regex import regex_fst
@@ -311,7 +311,7 @@ def test_copies_of_a_chain_share_their_groups(twins, monkeypatch):
     """Every way of sharing copies (levels over every copy; below a level, each position with
     its twins) lifts to the plain language, and groups hold blocks of different copies
     (members whose exits go to different states)."""
-    from fstbeam.compiler.hard import group_exits
+    from fstbeam.compiler.hard.lift import group_exits
 
     pick = {"none": lambda levels: 0, "lowest": min, "highest": max}[twins]
     monkeypatch.setattr(chain_levels, "twins_below", lambda trie, copies, levels: pick(levels) if levels else 0)
@@ -420,7 +420,7 @@ def test_member_identities_number_as_exact_classes_does(seed):
     """`group_exits._identities` classes only the members with crossings (a group without any is
     one identity): the same numbering as `exact_classes` over every member, which the exit
     blocks' and the partial identities' order follows."""
-    from fstbeam.compiler.hard.group_exits import _identities
+    from fstbeam.compiler.hard.lift.group_exits import _identities
 
     rng = np.random.default_rng(seed)
     for _ in range(100):

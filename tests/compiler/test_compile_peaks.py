@@ -17,7 +17,7 @@ import pytest
 import fstbeam
 from fstbeam.compiler.char_dfa import fst_bytes_to_arcs, fst_to_dfa
 from fstbeam.compiler.hard import array_ops, automaton
-from fstbeam.compiler.hard.token_fsa import _Arcs
+from fstbeam.compiler.hard.lift.token_fsa import _Arcs
 from fstbeam.compiler.structured.json_schema import json_schema_fst
 from fstbeam.contract.vocab import Vocab
 from fstbeam.fst import vector_fst
@@ -200,7 +200,7 @@ def test_the_graph_s_components_and_regions_from_the_changes_of_edge(seed):
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
-    from fstbeam.compiler.hard import shared_walks
+    from fstbeam.compiler.hard.lift import shared_walks
 
     rng = np.random.default_rng(seed)
     S = int(rng.integers(2, 200))

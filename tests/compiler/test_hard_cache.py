@@ -120,7 +120,7 @@ def test_the_kept_automaton_goes_with_its_compiled_object(cache):
 
 def test_the_disk_cache_key_covers_every_module_that_builds_the_tables(monkeypatch):
     """A change to any module of the hard pipeline makes a new key (a stale entry would be read as
-    this code's tables): every module of compiler/hard/ but the CEFR reader (its words are hashed)
+    this code's tables): every module of compiler/hard/ and hard/lift/ but the CEFR reader (its words are hashed)
     is fingerprinted."""
     import importlib
     from pathlib import Path
@@ -129,7 +129,8 @@ def test_the_disk_cache_key_covers_every_module_that_builds_the_tables(monkeypat
     monkeypatch.setattr(H, "source_fingerprint", lambda *mods: seen.extend(m.__name__ for m in mods) or "x")
     H.hard_key(_vocab(), None, "g", {})
     folder = Path(H.__file__).parent
-    names = {f"fstbeam.compiler.hard.{p.stem}" for p in folder.glob("*.py") if p.stem not in ("__init__", "cefr")}
+    names = {"fstbeam.compiler.hard." + ".".join(p.relative_to(folder).with_suffix("").parts)
+             for p in folder.rglob("*.py") if p.stem not in ("__init__", "cefr")}
     for name in names:
         importlib.import_module(name)
     assert names <= set(seen), sorted(names - set(seen))

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
+from fstbeam.compiler.hard.lift.token_fsa import lift
 from fstbeam.compiler.hard.tables import build_tables
-from fstbeam.compiler.hard.token_fsa import lift
 from fstbeam.compiler.hard.token_trie import token_trie
 from fstbeam.contract.vocab import Vocab
 from fstbeam.fst.wordlist.language import word_list_fst
@@ -150,7 +150,7 @@ def test_general_pynini_acceptor_lifts_exactly():
 def test_arc_step_is_the_arc_lookup(n_states, data):
     """`_Arcs.step` against a dict of the arcs, for every (state, byte) pair: missing arcs,
     states with no arc, bytes across the whole range."""
-    from fstbeam.compiler.hard.token_fsa import _Arcs
+    from fstbeam.compiler.hard.lift.token_fsa import _Arcs
 
     pairs = data.draw(st.sets(st.tuples(st.integers(0, n_states - 1), st.integers(1, 255)), max_size=60))
     arcs = {p: data.draw(st.integers(0, n_states - 1)) for p in sorted(pairs)}

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from fstbeam.compiler.hard.array_ops import unique
-from fstbeam.compiler.hard.chain_blocks import _order
-from fstbeam.compiler.hard.token_fsa import _Arcs
+from fstbeam.compiler.hard.lift.chain_blocks import _order
+from fstbeam.compiler.hard.lift.token_fsa import _Arcs
 
 
 @pytest.mark.parametrize("n,hi,dtype", [(0, 5, np.int64), (1, 5, np.int64), (1000, 7, np.int32),
@@ -59,7 +59,7 @@ def test_order_is_lexsort(seed):
 def test_a_step_extends_every_pair_as_a_loop_does(monkeypatch, seed, table, slice_limit):
     # one BFS step of the lift (`_Stepper`: the trie's children or the state's arcs, the dense
     # table's flat gather or the arcs' lookups, one slice or many) against a plain Python loop
-    from fstbeam.compiler.hard import token_fsa, trie_step
+    from fstbeam.compiler.hard.lift import token_fsa, trie_step
     from fstbeam.compiler.hard.token_trie import _build
     from fstbeam.contract.vocab import Vocab
 

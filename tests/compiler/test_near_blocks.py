@@ -16,7 +16,7 @@ from shared_oracle import assert_same_language, fresh_walk_memos, lift_both
 
 import fstbeam
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.hard import chain_blocks, near_blocks
+from fstbeam.compiler.hard.lift import chain_blocks, near_blocks
 from fstbeam.compiler.structured.json_schema import json_schema_fst
 from fstbeam.compiler.structured.regex import regex_fst
 from fstbeam.contract.compiled import load_constraints
@@ -132,8 +132,8 @@ def test_a_next_state_only_overridden_tokens_reach_is_not_linked(found):
     With ``ba`` filtered out (``allowed_tokens``), the interior's next state ``T`` would count as
     reached from ``"b`` through the link (a distance one too short): that block is walked whole.
     With ``ba`` allowed, it is linked."""
+    from fstbeam.compiler.hard.lift.token_fsa import lift
     from fstbeam.compiler.hard.tables import build_tables
-    from fstbeam.compiler.hard.token_fsa import lift
     from fstbeam.compiler.hard.token_trie import token_trie
 
     vocab = vocab_of(True)
@@ -184,8 +184,8 @@ def test_artifact_round_trip_keeps_overriding_exits(tmp_path):
 def test_a_token_filter_keeps_the_plain_language(seed, found):
     """With ``allowed_tokens`` (a tokenizer's canonical tokens) the near blocks' own tokens, the
     interior's and the distance check all read the filter: still the plain lift's language."""
+    from fstbeam.compiler.hard.lift.token_fsa import lift
     from fstbeam.compiler.hard.tables import build_tables
-    from fstbeam.compiler.hard.token_fsa import lift
     from fstbeam.compiler.hard.token_trie import token_trie
 
     vocab = vocab_of(True)

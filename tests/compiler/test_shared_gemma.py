@@ -13,9 +13,9 @@ import pytest
 from shared_oracle import assert_same_language_fast
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.hard import walk_memo
+from fstbeam.compiler.hard.lift import walk_memo
+from fstbeam.compiler.hard.lift.token_fsa import lift
 from fstbeam.compiler.hard.tables import build_tables
-from fstbeam.compiler.hard.token_fsa import lift
 from fstbeam.compiler.structured.json_schema import json_schema_fst
 from fstbeam.contract.hard import exit_overrides
 

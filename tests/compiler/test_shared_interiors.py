@@ -18,9 +18,9 @@ from shared_oracle import assert_same_language, fresh_walk_memos, lift_both
 
 import fstbeam
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.hard import chain_blocks
+from fstbeam.compiler.hard.lift import chain_blocks
+from fstbeam.compiler.hard.lift.token_fsa import lift
 from fstbeam.compiler.hard.tables import build_tables
-from fstbeam.compiler.hard.token_fsa import lift
 from fstbeam.compiler.hard.token_trie import token_trie
 from fstbeam.compiler.structured.json_schema import json_schema_fst
 from fstbeam.compiler.structured.regex import regex_fst
@@ -192,7 +192,7 @@ def test_the_loader_refuses_broken_shared_links():
 def test_a_lift_past_its_arc_budget_is_a_clear_error(monkeypatch):
     """A token automaton past `MAX_TOKEN_ARCS` stops the lift before it holds the arcs (a 1.3M-state
     schema went past 22 GB): the error names the constraint and how to make it smaller."""
-    from fstbeam.compiler.hard import token_fsa
+    from fstbeam.compiler.hard.lift import token_fsa
     from fstbeam.errors import SpecError
 
     vocab = vocab_of(True)

@@ -1,4 +1,4 @@
-"""Walks shared between lift blocks (`compiler/hard/shared_walks.py`): the lift with shared walks
+"""Walks shared between lift blocks (`compiler/hard/lift/shared_walks.py`): the lift with shared walks
 gives exactly the token language of the plain lift (walked in lockstep: `shared_oracle`), for a
 JSON-like language, and when the memo was filled by another automaton of the same interior shape.
 
@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from shared_oracle import assert_same_language
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.hard import shared_walks, walk_memo
+from fstbeam.compiler.hard.lift import shared_walks, walk_memo
+from fstbeam.compiler.hard.lift.token_fsa import char_arcs, lift
 from fstbeam.compiler.hard.tables import build_tables
-from fstbeam.compiler.hard.token_fsa import char_arcs, lift
 from fstbeam.compiler.hard.token_trie import token_trie
 from fstbeam.contract.vocab import Vocab
 
@@ -272,7 +272,7 @@ def test_the_lift_takes_the_exits_and_absolute_ends_once_and_lets_them_go(share_
     """`Shared.take_starts` hands the search's starting pairs over once: the Shared object the lift
     still holds through its search keeps none of them (they were 90 MB of kb_145's peak), the
     exits `share` found are int32 columns, and the lift is still the plain lift's language."""
-    from fstbeam.compiler.hard import token_fsa
+    from fstbeam.compiler.hard.lift import token_fsa
 
     vocab = vocab_of(['ab"', '"}', 'a\\"', '":"', 'ba', '",', "abab", '\\\\'])
     trie = token_trie(vocab)

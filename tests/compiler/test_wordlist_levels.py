@@ -14,8 +14,8 @@ import pytest
 import fstbeam
 from fstbeam.compiler.char_dfa import fst_to_dfa
 from fstbeam.compiler.hard.cefr import LEVELS, cefr_words
+from fstbeam.compiler.hard.lift.token_fsa import lift
 from fstbeam.compiler.hard.tables import build_tables
-from fstbeam.compiler.hard.token_fsa import lift
 from fstbeam.compiler.hard.token_trie import token_trie
 from fstbeam.contract.bitmask import tokens_in_bitmask
 

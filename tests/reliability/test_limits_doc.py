@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from fstbeam.compiler.hard import token_fsa
+from fstbeam.compiler.hard.lift import token_fsa
 from fstbeam.contract import artifact, artifact_validate
 from fstbeam.files import textfile
 from fstbeam.validate import LIMITS

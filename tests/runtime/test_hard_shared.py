@@ -8,8 +8,8 @@ import pynini
 import torch
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
+from fstbeam.compiler.hard.lift.token_fsa import lift
 from fstbeam.compiler.hard.tables import build_tables
-from fstbeam.compiler.hard.token_fsa import lift
 from fstbeam.compiler.hard.token_trie import token_trie
 from fstbeam.compiler.structured.json_schema import json_schema_fst
 from fstbeam.contract.vocab import Vocab

@@ -28,8 +28,8 @@ from ...fst.wordlist.language import text_dfa_fst_bytes, word_list_dfa
 from ..char_dfa import fst_bytes_to_arcs, fst_to_dfa
 from ..spec import WordList
 from .array_ops import TRIM_ABOVE, ascending_counts, trim_heap
+from .lift.token_fsa import LiftSizeError, char_arcs, lift
 from .tables import build_tables
-from .token_fsa import LiftSizeError, char_arcs, lift
 
 log = logging.getLogger(__name__)
 
@@ -81,20 +81,8 @@ def hard_key(vocab: Vocab, wl: WordList | None, g_hash, opts: dict) -> str:
     from ...fst.wordlist import chars as text
     from ...fst.wordlist import language as wordlist
     from .. import char_dfa
-    from . import (
-        array_ops,
-        assemble,
-        chain_blocks,
-        chain_levels,
-        group_exits,
-        near_blocks,
-        shared_walks,
-        tables,
-        token_fsa,
-        token_trie,
-        trie_step,
-        walk_memo,
-    )
+    from . import array_ops, tables, token_trie
+    from .lift import assemble, chain_blocks, chain_levels, group_exits, near_blocks, shared_walks, token_fsa, trie_step, walk_memo
 
     h = hashlib.sha256(json.dumps([vocab.fingerprint, g_hash, sorted(opts.items())]).encode())
     if wl is not None:

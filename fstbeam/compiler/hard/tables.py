@@ -15,7 +15,7 @@ from ...contract.hard import HardTables
 from ...contract.layout import BYTE_KEYS
 from ...contract.vocab import Vocab
 from .array_ops import TRIM_ABOVE, narrow, run_starts, step_slices, trim_heap, unique
-from .token_fsa import TokenFSA, concat_ranges, order_by
+from .lift.token_fsa import TokenFSA, concat_ranges, order_by
 
 # A block with at least this many tokens is stored as bits. Below it a sorted id list is smaller
 # (32 KiB per dense row at 262,144 ids vs 4 bytes per listed token) and cheaper to build per step.

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .array_ops import concat_ranges, step_slices, unique
+from ..array_ops import concat_ranges, step_slices, unique
 
 # A candidate state reads at least this many bytes and agrees with its target's row on this
 # share of them (below: the pair walks would part at once, and the exit block would be the block).

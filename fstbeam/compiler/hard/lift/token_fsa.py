@@ -16,11 +16,10 @@ from functools import cached_property
 
 import numpy as np
 
-from ...cancel import checkpoint
-from ...contract.hard import factored_fst_bytes
-from ..char_dfa import ByteArcs, CharDFA
-from . import chain_blocks, chain_levels, group_exits, near_blocks, shared_walks
-from .array_ops import (  # noqa: F401  (re-exported)
+from ....cancel import checkpoint
+from ....contract.hard import factored_fst_bytes
+from ...char_dfa import ByteArcs, CharDFA
+from ..array_ops import (  # noqa: F401  (re-exported)
     TRIM_ABOVE,
     Parts,
     concat_ranges,
@@ -35,9 +34,10 @@ from .array_ops import (  # noqa: F401  (re-exported)
     step_slices,
     trim_heap,
 )
+from ..token_trie import TokenTrie, spelled_taking  # noqa: F401  (re-exported)
+from ..token_trie import spelled as _expand
+from . import chain_blocks, chain_levels, group_exits, near_blocks, shared_walks
 from .assemble import Interiors, assemble
-from .token_trie import TokenTrie, spelled_taking  # noqa: F401  (re-exported)
-from .token_trie import spelled as _expand
 from .trie_step import Stepper as _Stepper
 from .trie_step import coalesced
 

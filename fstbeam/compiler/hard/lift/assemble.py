@@ -20,9 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...cancel import checkpoint
-from . import chain_blocks
-from .array_ops import (
+from ....cancel import checkpoint
+from ..array_ops import (
     TRIM_ABOVE,
     concat_ranges,
     csr,
@@ -37,6 +36,7 @@ from .array_ops import (
     trim_heap,
     unique,
 )
+from . import chain_blocks
 
 UNREACHABLE = np.iinfo(np.int32).max
 # Above this many absolute token arcs per character state, the searches walk distinct

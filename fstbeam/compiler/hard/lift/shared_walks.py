@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from ...cancel import checkpoint
+from ....cancel import checkpoint
+from ..array_ops import TRIM_ABOVE, concat_ranges, narrow, run_starts, trim_heap, unique
 from . import walk_memo
-from .array_ops import TRIM_ABOVE, concat_ranges, narrow, run_starts, trim_heap, unique
 
 if TYPE_CHECKING:
-    from .token_trie import TokenTrie
+    from ..token_trie import TokenTrie
 
     #: `token_fsa._Arcs.plain`: (num_states, src, byte, dst) -> `_Arcs`
     MakeArcs = Callable[[int, np.ndarray, np.ndarray, np.ndarray], Any]

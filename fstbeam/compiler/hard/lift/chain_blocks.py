@@ -43,7 +43,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from .array_ops import concat_ranges, csr, grouped, narrow, ranges, run_starts, step_slices, unique
+from ..array_ops import concat_ranges, csr, grouped, narrow, ranges, run_starts, step_slices, unique
 
 # Fewer shift-equivalent states than this (with `MIN_DEGREE` arcs or more): nothing worth sharing
 # (a DFA with fewer such states is not even numbered: small compiles pay nothing).

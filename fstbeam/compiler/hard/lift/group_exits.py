@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from .array_ops import concat_ranges, csr, grouped, narrow, step_slices, unique
+from ..array_ops import concat_ranges, csr, grouped, narrow, step_slices, unique
 from .chain_blocks import FULL, exact_classes
 
 # Entries copied at a time by `with_members` (its temporaries: a few int64 columns of a chunk).

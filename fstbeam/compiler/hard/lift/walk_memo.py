@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
-from .array_ops import csr, ranges, sorted_triples, unique
-from .token_trie import spelled
+from ..array_ops import csr, ranges, sorted_triples, unique
+from ..token_trie import spelled
 
 if TYPE_CHECKING:
-    from .token_trie import TokenTrie
+    from ..token_trie import TokenTrie
 
 # Shared shapes remembered per trie (least recently used dropped first).
 MEMO_SHAPES = 64

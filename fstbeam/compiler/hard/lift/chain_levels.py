@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from .token_trie import TokenTrie
+    from ..token_trie import TokenTrie
 
+from ..array_ops import concat_ranges, narrow
 from . import chain_blocks
-from .array_ops import concat_ranges, narrow
 
 # The relative steps a position's label is carried back over (`copy_labels`): to a chain's side
 # states (a UTF-8 character's continuations, a \\uXXXX escape's digits) from the next position.

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from .array_ops import concat_ranges, narrow, step_slices
-from .token_trie import TokenTrie
+from ..array_ops import concat_ranges, narrow, step_slices
+from ..token_trie import TokenTrie
 
 # A step's candidate (pair, child) extensions taken this many at a time (`Stepper`): each slice's
 # temporaries are some ten int64 columns of its candidates.
