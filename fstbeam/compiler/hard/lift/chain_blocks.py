@@ -206,7 +206,7 @@ def exact_classes(ptr: np.ndarray, src: np.ndarray, per_state: list[np.ndarray],
     spans = [(int(ptr[s0]), int(ptr[s1]), s0, s1) for s0, s1 in zip(cuts[:-1], cuts[1:])]
     row = np.zeros(S, np.uint64)
     for a0, a1, s0, s1 in spans:
-        h = _mix((np.arange(a0, a1) - ptr[src[a0:a1]]).view(np.uint64))  # (each arc's position in its row)
+        h = _mix((np.arange(a0, a1, dtype=np.int64) - ptr[src[a0:a1]]).view(np.uint64))  # (each arc's position in its row)
         with np.errstate(over="ignore"):
             for a in per_arc:
                 h = _mix(h * _MIX ^ a[a0:a1].astype(np.int64).view(np.uint64))

@@ -278,9 +278,9 @@ def lift(dfa, trie: TokenTrie, width: int, *, allowed_tokens: np.ndarray | None 
             _spell_into(out, trie, *near.ends, ok)
             c_b, c_n, c_s = (np.concatenate(pair) for pair in zip((c_b, c_n, c_s), near.conts))
             near = None
-        node = np.concatenate([node[walk], c_n])
-        state = np.concatenate([state[walk], c_s])
-        block = np.concatenate([block[walk], c_b])
+        node = index_concat([node[walk], c_n], trie.num_nodes)  # (int32 where they fit: 33 MB of o21328's
+        state = index_concat([state[walk], c_s], S)  # first frontier, held through the groups' walks below)
+        block = index_concat([block[walk], c_b], nb)
         _spell_into(out, trie, a_b, a_n, a_s, ok)  # (token ends inside interiors walked from the memo, not shared)
         del c_b, c_n, c_s, a_b, a_n, a_s
     elif chained:
