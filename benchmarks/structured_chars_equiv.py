@@ -28,7 +28,7 @@ HERE = Path(__file__).parent
 
 def child(schema_path: str, fst_path: str) -> None:
     """Compile one schema's character automaton; write it; print figures as one JSON line."""
-    from fstbeam.compiler.structured.json_schema import json_schema_fst
+    from fstbeam.compiler.structured.json_schema.schema import json_schema_fst
 
     schema = json.loads(Path(schema_path).read_text())["schema"]
     t = time.process_time()

@@ -183,7 +183,7 @@ def serialize(value: Any, schema: Any) -> str:
     its JSON Schema automaton writes them) where fstbeam's compiler is importable and reads the
     schema, else this module's own reading of the declared order (:func:`ordered`); compact."""
     try:
-        from fstbeam.compiler.structured.json_location import order_instance
+        from fstbeam.compiler.structured.json_schema.location import order_instance
 
         value = order_instance(schema, value)
     except Exception:  # noqa: BLE001 - no structured compiler here, or a schema it cannot read

@@ -62,7 +62,7 @@ def fstbeam_compile(schema: Any, vocab: Any) -> Any:
 
     if _direct():
         return fstbeam.compile_constraints(json_schema=schema, tokenizer=vocab)
-    from fstbeam.compiler.structured.json_schema import json_schema_fst
+    from fstbeam.compiler.structured.json_schema.schema import json_schema_fst
 
     return fstbeam.compile_constraints(grammar=json_schema_fst(schema), tokenizer=vocab)
 

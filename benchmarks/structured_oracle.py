@@ -27,7 +27,7 @@ __all__ = ["schema_coverage", "check_schema", "serialize"]
 
 def serialize(schema: Any, instance: Any) -> str:
     """An instance as the compiled automaton (and every benchmarked engine) reads it."""
-    from fstbeam.compiler.structured.json_location import order_instance
+    from fstbeam.compiler.structured.json_schema.location import order_instance
 
     return json.dumps(order_instance(schema, instance), separators=(",", ":"),
                       ensure_ascii=False)
@@ -37,7 +37,7 @@ def _accepts(fst: Any, text: str) -> bool:
     """Whether the byte automaton accepts ``text`` (a composition with the text's chain)."""
     import pynini
 
-    from fstbeam.compiler.structured.json_lexical import lit
+    from fstbeam.compiler.structured.json_schema.lexical import lit
 
     try:
         data = text.encode("utf-8")
@@ -50,7 +50,7 @@ def _accepts(fst: Any, text: str) -> bool:
 
 def check_schema(path: str, max_depth: int | None = None) -> dict[str, Any]:
     """Compile one benchmark file's schema and check its test instances."""
-    from fstbeam.compiler.structured.json_schema import json_schema_fst
+    from fstbeam.compiler.structured.json_schema.schema import json_schema_fst
     from fstbeam.errors import SpecError
 
     data = json.loads(Path(path).read_text())

@@ -44,6 +44,12 @@ LAYERS = {
     # the lift (a character DFA to a token automaton) under the hard pipeline that calls it
     "fstbeam.compiler.hard.lift": ("fstbeam.compiler.hard.automaton", "fstbeam.compiler.hard.tables"),
     "fstbeam.compiler.light": ("fstbeam.compiler.hard", "fstbeam.cli"),
+    # structured constraints: each kind is a byte automaton, lifted by the hard pipeline that
+    # the spec (`structured.language`) calls; JSON Schema builds on regexes, never the reverse
+    "fstbeam.compiler.structured.json_schema": ("fstbeam.compiler.structured.language", "fstbeam.compiler.hard",
+                                                "fstbeam.compiler.light"),
+    "fstbeam.compiler.structured.regex": ("fstbeam.compiler.structured.json_schema", "fstbeam.compiler.structured.language",
+                                          "fstbeam.compiler.hard", "fstbeam.compiler.light"),
     "fstbeam.runtime": ("fstbeam.compiler", "fstbeam.grammars", "fstbeam.cli"),
     # Inside the decoder: the public API (runtime/*.py) over the search over the model side.
     "fstbeam.runtime.model": ("fstbeam.runtime.search",) + tuple(f"fstbeam.runtime.{m}" for m in _RUNTIME_API),

@@ -21,7 +21,7 @@ from fstbeam.compiler.hard.lift import chain_blocks, chain_levels
 from fstbeam.compiler.hard.lift.token_fsa import _Arcs, _chains, lift
 from fstbeam.compiler.hard.tables import build_tables
 from fstbeam.compiler.hard.token_trie import token_trie
-from fstbeam.compiler.structured.json_schema import json_schema_fst
+from fstbeam.compiler.structured.json_schema.schema import json_schema_fst
 from fstbeam.compiler.structured.regex import regex_fst
 from fstbeam.contract.table_checks import check_hard
 from fstbeam.contract.vocab import Vocab

@@ -39,7 +39,7 @@ def test_the_bytes_give_the_same_dfa(words, loop):
 
 
 def test_a_json_schema_automaton():
-    from fstbeam.compiler.structured.json_schema import json_schema_fst
+    from fstbeam.compiler.structured.json_schema.schema import json_schema_fst
 
     fst = pynini.connect(json_schema_fst({"type": "object", "properties": {"a": {"type": "string", "maxLength": 3}}}))
     got = fst_bytes_to_dfa(fst.write_to_string())

@@ -18,7 +18,7 @@ import fstbeam
 from fstbeam.compiler.char_dfa import fst_bytes_to_arcs, fst_to_dfa
 from fstbeam.compiler.hard import array_ops, automaton
 from fstbeam.compiler.hard.lift.token_fsa import _Arcs
-from fstbeam.compiler.structured.json_schema import json_schema_fst
+from fstbeam.compiler.structured.json_schema.schema import json_schema_fst
 from fstbeam.contract.vocab import Vocab
 from fstbeam.fst import vector_fst
 from fstbeam.fst.vector_fst import openfst_bytes

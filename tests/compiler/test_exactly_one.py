@@ -13,9 +13,9 @@ import jsonschema
 import pynini
 import pytest
 
-from fstbeam.compiler import exactly_one as exactly_one_module
-from fstbeam.compiler.exactly_one import MARKER, exactly_one
-from fstbeam.compiler.structured.json_schema import json_schema_fst
+from fstbeam.compiler.structured import exactly_one as exactly_one_module
+from fstbeam.compiler.structured.exactly_one import MARKER, exactly_one
+from fstbeam.compiler.structured.json_schema.schema import json_schema_fst
 from fstbeam.compiler.structured.regex import regex_fst
 from fstbeam.fst import vector_fst
 from fstbeam.fst.optimize import optimize

@@ -16,7 +16,7 @@ from fstbeam.compiler.char_dfa import fst_to_dfa
 from fstbeam.compiler.hard.array_ops import narrow
 from fstbeam.compiler.hard.lift import assemble, chain_blocks, group_exits, shared_walks, token_fsa, trie_step
 from fstbeam.compiler.hard.token_trie import token_trie
-from fstbeam.compiler.structured.json_schema import json_schema_fst
+from fstbeam.compiler.structured.json_schema.schema import json_schema_fst
 from fstbeam.compiler.structured.regex import regex_fst
 
 CHUNKS = [1, 3, 7, None]

@@ -17,7 +17,7 @@ from shared_oracle import assert_same_language, fresh_walk_memos, lift_both
 import fstbeam
 from fstbeam.compiler.char_dfa import fst_to_dfa
 from fstbeam.compiler.hard.lift import chain_blocks, near_blocks
-from fstbeam.compiler.structured.json_schema import json_schema_fst
+from fstbeam.compiler.structured.json_schema.schema import json_schema_fst
 from fstbeam.compiler.structured.regex import regex_fst
 from fstbeam.contract.compiled import load_constraints
 from fstbeam.contract.hard import HardTables, exit_overrides

@@ -16,7 +16,7 @@ from fstbeam.compiler.char_dfa import fst_to_dfa
 from fstbeam.compiler.hard.lift import walk_memo
 from fstbeam.compiler.hard.lift.token_fsa import lift
 from fstbeam.compiler.hard.tables import build_tables
-from fstbeam.compiler.structured.json_schema import json_schema_fst
+from fstbeam.compiler.structured.json_schema.schema import json_schema_fst
 from fstbeam.contract.hard import exit_overrides
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

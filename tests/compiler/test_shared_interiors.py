@@ -22,7 +22,7 @@ from fstbeam.compiler.hard.lift import chain_blocks
 from fstbeam.compiler.hard.lift.token_fsa import lift
 from fstbeam.compiler.hard.tables import build_tables
 from fstbeam.compiler.hard.token_trie import token_trie
-from fstbeam.compiler.structured.json_schema import json_schema_fst
+from fstbeam.compiler.structured.json_schema.schema import json_schema_fst
 from fstbeam.compiler.structured.regex import regex_fst
 from fstbeam.contract.compiled import load_constraints
 from fstbeam.contract.table_checks import check_hard

@@ -11,7 +11,7 @@ from fstbeam.compiler.char_dfa import fst_to_dfa
 from fstbeam.compiler.hard.lift.token_fsa import lift
 from fstbeam.compiler.hard.tables import build_tables
 from fstbeam.compiler.hard.token_trie import token_trie
-from fstbeam.compiler.structured.json_schema import json_schema_fst
+from fstbeam.compiler.structured.json_schema.schema import json_schema_fst
 from fstbeam.contract.vocab import Vocab
 from fstbeam.kernels.bitmask import unpack_bitmask_torch
 from fstbeam.runtime.search.tables import InputConstraints, Tables

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from fstbeam.compiler.structured.json_location import order_instance
+from fstbeam.compiler.structured.json_schema.location import order_instance
 
 
 def dfa_accepts(dfa, schema, instance) -> bool:

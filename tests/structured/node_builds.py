@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pynini
 
-from fstbeam.compiler.structured import json_schema as js
+from fstbeam.compiler.structured.json_schema import schema as js
 
 
 def compile_counting(monkeypatch, schema: dict, max_depth: int,

@@ -11,9 +11,9 @@ from pathlib import Path
 import pynini
 import pytest
 
-from fstbeam.compiler.structured import json_free_values
-from fstbeam.compiler.structured.json_lexical import lit
-from fstbeam.compiler.structured.json_schema import SchemaCompiler, json_schema_fst
+from fstbeam.compiler.structured.json_schema import free_values as json_free_values
+from fstbeam.compiler.structured.json_schema.lexical import lit
+from fstbeam.compiler.structured.json_schema.schema import SchemaCompiler, json_schema_fst
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_json_schema_random import random_schema  # noqa: E402

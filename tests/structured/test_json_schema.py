@@ -12,8 +12,8 @@ import pytest
 
 jsonschema = pytest.importorskip("jsonschema")
 
-from fstbeam.compiler.structured.json_location import order_instance  # noqa: E402
-from fstbeam.compiler.structured.json_schema import (  # noqa: E402
+from fstbeam.compiler.structured.json_schema.location import order_instance  # noqa: E402
+from fstbeam.compiler.structured.json_schema.schema import (  # noqa: E402
     UnsupportedSchema,
     json_schema_fst,
 )
@@ -263,7 +263,7 @@ def test_an_all_of_that_would_expose_large_members_is_met_as_before(monkeypatch)
     """Past `MAX_EXPOSED_NODES` (the declared members one branch leaves free, counted in schema
     objects, where they hold values as deep as the free side's values nest) the branches are met
     as separate objects again: the deep value is cut there."""
-    from fstbeam.compiler.structured import json_branches
+    from fstbeam.compiler.structured.json_schema import branches as json_branches
 
     item = {"type": "object", "properties": {"b": {"type": "array", "items": {"type": "object"}}}}
     schema = {"allOf": [{"type": "object", "properties": {"a": {"type": "array", "items": item}}},
@@ -425,8 +425,8 @@ def test_json_text_schema_and_bad_options():
 def test_disjoint_by_a_not_enum_of_the_other_names():
     """`disjoint` proves a listed value apart from a `not` that names it (and only then): the
     oneOf schema above checks that the compiled language stays exact."""
-    from fstbeam.compiler.structured.json_disjoint import disjoint
-    from fstbeam.compiler.structured.json_location import Resolver
+    from fstbeam.compiler.structured.json_schema.disjoint import disjoint
+    from fstbeam.compiler.structured.json_schema.location import Resolver
 
     res = Resolver({}, "t")
     others = {"type": "string", "not": {"enum": ["a", "b"]}}

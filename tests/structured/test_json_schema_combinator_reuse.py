@@ -15,8 +15,8 @@ import pytest
 
 jsonschema = pytest.importorskip("jsonschema")
 
-from fstbeam.compiler.structured import json_schema as js  # noqa: E402
-from fstbeam.compiler.structured.json_location import order_instance  # noqa: E402
+from fstbeam.compiler.structured.json_schema import schema as js  # noqa: E402
+from fstbeam.compiler.structured.json_schema.location import order_instance  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from regex_oracle import accepts  # noqa: E402

@@ -13,8 +13,8 @@ import pytest
 
 jsonschema = pytest.importorskip("jsonschema")
 
-from fstbeam.compiler.structured.json_location import order_instance  # noqa: E402
-from fstbeam.compiler.structured.json_schema import json_schema_fst  # noqa: E402
+from fstbeam.compiler.structured.json_schema.location import order_instance  # noqa: E402
+from fstbeam.compiler.structured.json_schema.schema import json_schema_fst  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from regex_oracle import accepts  # noqa: E402
@@ -102,7 +102,7 @@ def test_a_level_that_would_outgrow_the_state_limit_is_not_unrolled(caplog):
             "$defs": {"v": {"anyOf": [{"type": "integer"}, {
                 "type": "object", "additionalProperties": False,
                 "properties": {k: {"$ref": "#/$defs/v"} for k in "abcdefg"}}]}}}
-    from fstbeam.compiler.structured import json_schema
+    from fstbeam.compiler.structured.json_schema import schema as json_schema
 
     limit = json_schema.JSON_SCHEMA_DEFAULTS["max_states"]
     json_schema.JSON_SCHEMA_DEFAULTS["max_states"] = 20_000
@@ -122,7 +122,7 @@ def test_a_nearly_empty_innermost_level_does_not_stop_the_unrolling(whitespace, 
     # left) is 4 states and the next a few thousand, so the growth read from them (~800x here)
     # predicted millions of states for a level that takes a few thousand, and the default
     # rule's 4th level was dropped: the flexible automaton rejected what the compact one took
-    from fstbeam.compiler.structured import json_schema
+    from fstbeam.compiler.structured.json_schema import schema as json_schema
 
     two = {"cases": [{"p": 1}, {"cases": [{"p": 2}]}]}
     bad = [{"cases": []}, {"cases": [{"cases": [{"q": 1}]}]}]
@@ -223,7 +223,7 @@ def test_default_free_values_nest_one_level_more_in_the_top_two_levels():
 def test_default_every_top_free_value_nests_deeper_in_a_large_schema():
     # JSONSchemaBench Kubernetes kb_84 (44 declared properties): an undeclared member of the root
     # (a key written with a trailing space) holds 4 levels
-    from fstbeam.compiler.structured.json_schema import JSON_SCHEMA_DEFAULTS
+    from fstbeam.compiler.structured.json_schema.schema import JSON_SCHEMA_DEFAULTS
 
     many = JSON_SCHEMA_DEFAULTS["top_free_properties"]
     schema = {"type": "object", "properties": {
@@ -238,7 +238,7 @@ def test_default_every_top_free_value_nests_deeper_in_a_large_schema():
 
 def test_default_free_values_beside_a_word_list_keep_three_levels():
     # each level copies the word list's text automaton twice over: no extra level there
-    from fstbeam.compiler.structured.json_lexical import lit
+    from fstbeam.compiler.structured.json_schema.lexical import lit
 
     words = pynini.closure(lit("ab"), 1)
     fst = json_schema_fst({}, string_words=words)
@@ -256,7 +256,7 @@ def test_default_recursion_takes_a_fourth_level_where_the_document_is_small(capl
         (True, True), (False, True), (False, False), (False, False)]
     assert verdicts(json_schema_fst(GROUPS, max_depth=3), GROUPS, [two]) == [(False, True)]
     # a document over the size budget at 3 levels keeps 3, said at INFO (the extra level is a bonus, not a promise)
-    from fstbeam.compiler.structured import json_schema
+    from fstbeam.compiler.structured.json_schema import schema as json_schema
 
     budget = json_schema.JSON_SCHEMA_DEFAULTS["deeper_recursion_states"]
     json_schema.JSON_SCHEMA_DEFAULTS["deeper_recursion_states"] = 10

@@ -14,9 +14,9 @@ import pytest
 
 jsonschema = pytest.importorskip("jsonschema")
 
-from fstbeam.compiler.structured import json_schema as js  # noqa: E402
-from fstbeam.compiler.structured.json_location import Resolver, order_instance  # noqa: E402
-from fstbeam.compiler.structured.json_refs import RecursionReach, recursive_targets  # noqa: E402
+from fstbeam.compiler.structured.json_schema import schema as js  # noqa: E402
+from fstbeam.compiler.structured.json_schema.location import Resolver, order_instance  # noqa: E402
+from fstbeam.compiler.structured.json_schema.refs import RecursionReach, recursive_targets  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from node_builds import compile_counting  # noqa: E402

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pynini
 import pytest
 
-from fstbeam.compiler.structured import json_schema as js
+from fstbeam.compiler.structured.json_schema import schema as js
 from fstbeam.fst import optimize as fst_optimize
 
 _RECIPE = {

@@ -22,8 +22,8 @@ import pytest
 import fstbeam
 from fstbeam.compiler.char_dfa import fst_to_dfa
 from fstbeam.compiler.structured.choice import choice_fst
-from fstbeam.compiler.structured.json_location import order_instance
-from fstbeam.compiler.structured.json_schema import json_schema_fst
+from fstbeam.compiler.structured.json_schema.location import order_instance
+from fstbeam.compiler.structured.json_schema.schema import json_schema_fst
 from fstbeam.compiler.structured.regex import regex_fst
 from fstbeam.contract.compiled import Matcher
 

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.structured.json_schema import json_schema_fst
+from fstbeam.compiler.structured.json_schema.schema import json_schema_fst
 from fstbeam.compiler.structured.regex import regex_fst
 from fstbeam.errors import SpecError
 

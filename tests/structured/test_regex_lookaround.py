@@ -13,7 +13,7 @@ import pytest
 
 import fstbeam
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.structured.json_schema import json_schema_fst
+from fstbeam.compiler.structured.json_schema.schema import json_schema_fst
 from fstbeam.compiler.structured.regex import regex_fst
 
 sys.path.insert(0, str(Path(__file__).parent))

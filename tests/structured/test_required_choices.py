@@ -11,10 +11,10 @@ import pytest
 
 jsonschema = pytest.importorskip("jsonschema")
 
-from fstbeam.compiler.required_choices import MAX_NAMES, choice_rule  # noqa: E402
-from fstbeam.compiler.structured import json_schema  # noqa: E402
-from fstbeam.compiler.structured.json_location import order_instance  # noqa: E402
-from fstbeam.compiler.structured.json_schema import json_schema_fst  # noqa: E402
+from fstbeam.compiler.structured.json_schema import schema as json_schema  # noqa: E402
+from fstbeam.compiler.structured.json_schema.location import order_instance  # noqa: E402
+from fstbeam.compiler.structured.json_schema.required_choices import MAX_NAMES, choice_rule  # noqa: E402
+from fstbeam.compiler.structured.json_schema.schema import json_schema_fst  # noqa: E402
 
 KINDS = ["oneOf", "anyOf", "allOf", "not oneOf", "not anyOf", "not allOf"]
 OTHER = [3, 256]  # labels that are not a named member's

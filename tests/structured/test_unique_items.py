@@ -12,7 +12,7 @@ import pytest
 
 jsonschema = pytest.importorskip("jsonschema")
 
-from fstbeam.compiler.structured.json_schema import json_schema_fst  # noqa: E402
+from fstbeam.compiler.structured.json_schema.schema import json_schema_fst  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from regex_oracle import accepts  # noqa: E402

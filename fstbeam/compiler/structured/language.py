@@ -96,7 +96,7 @@ class StructuredSpec:
         return out
 
     def json_options(self) -> dict[str, Any]:
-        from .json_schema import JSON_SCHEMA_DEFAULTS
+        from .json_schema.schema import JSON_SCHEMA_DEFAULTS
 
         # max_depth None: the default rule (docs/structured.md, Depth), not one number
         return {"max_depth": self.json_max_depth,
@@ -138,7 +138,7 @@ class StructuredSpec:
         if self.choice is not None:
             parts.append(choice_fst(self.choice, where="choice"))
         if self.json_schema is not None:
-            from .json_schema import json_schema_fst
+            from .json_schema.schema import json_schema_fst
 
             opts = self.json_options()
             parts.append(json_schema_fst(load_schema(self.json_schema), where="json_schema",
@@ -226,9 +226,9 @@ class StructuredSpec:
 def _long_counted_strings(schema: Any, least: int = 32) -> list[tuple[str, str]]:
     """(path, "maxLength N") of the schema's strings counted to at least ``least`` characters,
     the longest first: a common cause of a lift past `MAX_TOKEN_ARCS`. (Those whose maxLength is
-    not enforced, `json_values.string`, are left out; a pattern or format is taken as unbounded.)"""
-    from .json_drafts import schema_nodes
-    from .json_values import MAX_EXACT_LENGTH, MAX_PATTERNED_LENGTH
+    not enforced, `scalars.string`, are left out; a pattern or format is taken as unbounded.)"""
+    from .json_schema.drafts import schema_nodes
+    from .json_schema.scalars import MAX_EXACT_LENGTH, MAX_PATTERNED_LENGTH
 
     found: list[tuple[int, str]] = []
     for node, path, _ in schema_nodes(schema):
@@ -241,8 +241,8 @@ def _long_counted_strings(schema: Any, least: int = 32) -> list[tuple[str, str]]
 
 @functools.lru_cache(maxsize=1)
 def _package_modules() -> list[Any]:
-    """Every module of this package and its subpackages (`regex/`): the structured cache key's
-    source fingerprint."""
+    """Every module of this package and its subpackages (`regex/`, `json_schema/`): the
+    structured cache key's source fingerprint."""
     pkg = sys.modules[__package__ or "fstbeam.compiler.structured"]
     found = pkgutil.walk_packages(pkg.__path__, prefix=f"{pkg.__name__}.")
     return [import_module(m.name) for m in sorted(found, key=lambda m: m.name)]

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import unquote
 
-from ...errors import SpecError
+from ....errors import SpecError
 
 __all__ = ["declared_draft", "for_draft", "read_as_declared", "closed_declared", "INTRODUCED", "REMOVED",
            "DATA_KEYWORDS", "NAMED_KEYWORDS", "IN_PLACE_KEYWORDS", "escape_pointer", "Resolver", "schema_nodes", "rebuilt"]
@@ -39,7 +39,7 @@ _DRAFTS = (("draft-03", 3), ("draft-04", 4), ("draft-06", 6), ("draft-07", 7),
            ("2019-09", 2019), ("2020-12", 2020))
 #: keywords whose value is JSON data, not schemas (a `pattern` or `$ref` member inside is no keyword)
 DATA_KEYWORDS = frozenset({"enum", "const", "examples", "default"})
-#: keywords whose schemas apply at the node's own location (`json_location.expand`)
+#: keywords whose schemas apply at the node's own location (`location.expand`)
 IN_PLACE_KEYWORDS = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else")
 #: keywords whose value maps names (not keywords) to schemas
 NAMED_KEYWORDS = frozenset({"properties", "patternProperties", "definitions", "$defs", "dependencies", "dependentSchemas"})

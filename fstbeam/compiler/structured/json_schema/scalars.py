@@ -10,9 +10,9 @@ from typing import Any
 
 import pynini
 
-from ...fst.optimize import optimize
-from .json_formats import format_fst
-from .json_lexical import (
+from ....fst.optimize import optimize
+from .formats import format_fst
+from .lexical import (
     any_char,
     bounds_fst,
     encode_content,
@@ -25,9 +25,9 @@ from .json_lexical import (
     repeat,
     string_of,
 )
-from .json_lexical import union as union_of
-from .json_location import Location, SchemaContext
-from .json_refs import Unrolling
+from .lexical import union as union_of
+from .location import Location, SchemaContext
+from .refs import Unrolling
 
 log = logging.getLogger("fstbeam")
 
@@ -141,7 +141,7 @@ def string(c: SchemaContext, node: dict[str, Any], path: str) -> pynini.Fst:
     if pattern is not None:
         if not isinstance(pattern, str):
             raise c.fail("pattern", f"{path}/pattern", "must be a string")
-        from .regex import regex_fst  # helper A's module
+        from ..regex import regex_fst
 
         decoded = regex_fst(pattern, where=f"{c.where} {path}/pattern", search=True)
     fmt = node.get("format")

@@ -6,7 +6,7 @@ says which *sets* of the object's own members may be present together. Compiled 
 each branch is a whole object automaton (a free-value slot per member of the location),
 determinized and counted against the others (`exactly_one`) and met with the object: seconds on
 travis. Every member of an object is written once, after a marker of its own
-(`json_containers.object_value`), so the same condition is a small automaton over those markers:
+(`containers.object_value`), so the same condition is a small automaton over those markers:
 a state per subset of the named members seen so far, final where exactly one (`oneOf`) or at
 least one (`anyOf`) branch has all of its names.
 
@@ -28,8 +28,8 @@ __all__ = ["required_choices", "choice_rule", "bans_other_values", "NOTES", "OBJ
 # keywords that only annotate a schema (a branch of them and `required` only requires)
 NOTES = {"description", "title", "$comment"}
 # an object node's own keywords: they make `_typed` build the node's own object (not a free value
-# or a type filter; with the dependency keywords, `json_branches.OBJECT_KEYWORDS`), and are what
-# an `allOf`/`if` branch is merged with (`json_branches`)
+# or a type filter; with the dependency keywords, `branches.OBJECT_KEYWORDS`), and are what
+# an `allOf`/`if` branch is merged with (`branches`)
 OBJECT_KEYS = ("properties", "required", "additionalProperties", "patternProperties", "propertyNames",
                "minProperties", "maxProperties")
 MAX_NAMES = 12  # 2^12 subset states over n + 1 symbols at most (`choice_rule`), before minimizing
@@ -128,4 +128,4 @@ def choice_rule(kind: str, sets: Sequence[Sequence[str]], slot_label: Mapping[st
         for arc in f.arcs(s):
             for label in rest if arc.ilabel == other else [spelled[arc.ilabel - 1]]:
                 out.add_arc(s, pynini.Arc(label, label, one, arc.nextstate))  # type: ignore[attr-defined]
-    return out.arcsort("ilabel")
+    return out.arcsort("ilabel")  # type: ignore[no-any-return]

@@ -16,11 +16,11 @@ from __future__ import annotations
 import numpy as np
 import pynini
 
-from ..fst.vector_fst import openfst_bytes
-from .char_dfa import state_records, vector_header
+from ...fst.vector_fst import openfst_bytes
+from ..char_dfa import state_records, vector_header
 
 # Marker labels: above every label of the inputs (bytes 1..255, and the member marks from 256 up
-# of `json_containers`, which a branch still holds inside its objects).
+# of `containers`, which a branch still holds inside its objects).
 MARKER = 1 << 30
 
 
@@ -33,12 +33,13 @@ def exactly_one(dfas: list[pynini.Fst], max_states: int | None = None) -> pynini
         if d.start() < 0:  # (an empty language: no start state, which a union would lose all to)
             continue
         m = d.copy()
-        zero = pynini.Weight.zero(m.weight_type())
+        zero = pynini.Weight.zero(m.weight_type())  # type: ignore[attr-defined]
         end = m.add_state()
         for s in range(end):
             if m.final(s) != zero:
                 m.set_final(s, zero)
-                m.add_arc(s, pynini.Arc(MARKER + i, MARKER + i, pynini.Weight.one(m.weight_type()), end))
+                one = pynini.Weight.one(m.weight_type())  # type: ignore[attr-defined]
+                m.add_arc(s, pynini.Arc(MARKER + i, MARKER + i, one, end))  # type: ignore[attr-defined]
         m.set_final(end)
         marked.append(m)
     if not marked:
@@ -60,12 +61,12 @@ def _count_markers(det: pynini.Fst, n_markers: int) -> pynini.Fst:
     marks = _markers_per_state(det, n_markers)
     if marks is None:  # (not a plain VectorFst: one Python step per arc)
         marks = np.array([sum(a.ilabel >= MARKER for a in det.arcs(s)) for s in det.states()], np.int64)
-    one = pynini.Weight.one(det.weight_type())
+    one = pynini.Weight.one(det.weight_type())  # type: ignore[attr-defined]
     for s in np.flatnonzero(marks).tolist():
         det.delete_arcs(s, int(marks[s]))
     for s in np.flatnonzero(marks == 1).tolist():
         det.set_final(s, one)
-    return det.connect()
+    return det.connect()  # type: ignore[no-any-return]
 
 
 def _markers_per_state(det: pynini.Fst, n_markers: int) -> np.ndarray | None:

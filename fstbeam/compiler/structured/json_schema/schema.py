@@ -3,7 +3,7 @@
 `json_schema_fst(schema)` is exact where the schema is regular: combinators are automaton
 operations (`allOf` intersection, `anyOf` union, `oneOf` the texts exactly one branch accepts,
 `not` difference from the JSON values of the location, `if`/`then`/`else`; inside an object
-node, from its own object, `json_branches`), and `$ref` recursion and free nesting are unrolled
+node, from its own object, `branches`), and `$ref` recursion and free nesting are unrolled
 to `max_depth`. A keyword that cannot be honoured is a `SpecError` naming the keyword and its
 JSON-pointer path. The rules (property order, whitespace, string escapes, numbers) are in
 docs/structured.md, "JSON Schema".
@@ -18,17 +18,17 @@ from typing import Any
 
 import pynini
 
-from ...errors import SpecError
-from ...fst.optimize import FstSizeError, determinized, optimize, optimize_in_place
+from ....errors import SpecError
+from ....fst.optimize import FstSizeError, determinized, optimize, optimize_in_place
 from ..exactly_one import exactly_one
-from ..required_choices import bans_other_values, required_choices
-from . import json_branches as jb
-from . import json_containers, json_free_values, json_values
-from .json_disjoint import context_of, disjoint, join, minimal_once, open_union, type_of
-from .json_drafts import closed_declared, read_as_declared
-from .json_lexical import empty, lit, union
-from .json_location import Location, Resolver
-from .json_refs import DepthRule, PossibleTypes, RecursionReach, Unrolling, recursive_targets, repeated_nodes, unrolled_body
+from . import branches as jb
+from . import containers, free_values, scalars
+from .disjoint import context_of, disjoint, join, minimal_once, open_union, type_of
+from .drafts import closed_declared, read_as_declared
+from .lexical import empty, lit, union
+from .location import Location, Resolver
+from .refs import DepthRule, PossibleTypes, RecursionReach, Unrolling, recursive_targets, repeated_nodes, unrolled_body
+from .required_choices import bans_other_values, required_choices
 
 __all__ = ["json_schema_fst", "JSON_SCHEMA_DEFAULTS", "UnsupportedSchema"]
 
@@ -80,7 +80,7 @@ def json_schema_fst(schema: Mapping[str, Any] | bool | str, *, where: str = "jso
     enum, const, pattern or format) must belong to, JSON-escaped. ``max_depth``: free values
     nest that many levels and recursion is unrolled that many (docs/structured.md, Depth); None:
     the default rule (`JSON_SCHEMA_DEFAULTS`: 3, one more at the top and for small recursion).
-    ``strict``: only the members and items a schema declares (`json_drafts.closed_declared`)."""
+    ``strict``: only the members and items a schema declares (`drafts.closed_declared`)."""
     if isinstance(schema, str):
         try:
             schema = json.loads(schema)
@@ -122,7 +122,7 @@ class SchemaCompiler:
         self.resolver.ref_alone = isinstance(meta, str) and any(
             f"draft-0{n}" in meta for n in range(3, 8))
         self.whitespace = whitespace
-        self.ws = (pynini.closure(json_values.ws_byte(), 0, JSON_SCHEMA_DEFAULTS["max_whitespace"])
+        self.ws = (pynini.closure(scalars.ws_byte(), 0, JSON_SCHEMA_DEFAULTS["max_whitespace"])
                    if whitespace == "flexible" else lit(""))
         self._cache: dict[tuple[Any, ...], pynini.Fst] = {}
         self._opt_memo: dict[int, tuple[pynini.Fst, pynini.Fst]] = {}  # `opt_part`
@@ -198,7 +198,7 @@ class SchemaCompiler:
             body = self.ws + body + self.ws
         t1 = time.process_time()
         parts = body.num_states()
-        box = [json_containers.finish(body)]
+        box = [containers.finish(body)]
         del body  # (the marked body, hundreds of MB on a large schema: not held through `_final`)
         log.info("%s document: parts %.2fs (%d states), commas %.2fs", self.where, t1 - t0,
                  parts, time.process_time() - t1)
@@ -244,7 +244,7 @@ class SchemaCompiler:
         """Every JSON value at ``loc`` to ``depth`` (``only="object"``/``"array"``: those)."""
         key = ("any", loc.shape(depth), depth, only)
         if key not in self._cache:
-            self._cache[key] = json_free_values.free_value(  # shared between compiles
+            self._cache[key] = free_values.free_value(  # shared between compiles
                 self, loc, depth, only, key, (self.whitespace, self.ws.num_states(), self.max_states))
         return self._cache[key]
 
@@ -265,7 +265,7 @@ class SchemaCompiler:
             rdepth = rdepth.below_top()
         parts: list[pynini.Fst] = []
         # a oneOf/anyOf/not that only requires members: a rule inside the node's own object
-        rules = required_choices(node, json_containers.object_slots(node, loc))
+        rules = required_choices(node, containers.object_slots(node, loc))
         ruled = {kw for kw, _ in rules}
         if any(bans_other_values(kw, sets) for kw, sets in rules):
             types = ("object",)
@@ -275,7 +275,7 @@ class SchemaCompiler:
             inner = rdepth.enter(id(target)) if id(target) in self.recursive else rdepth
             parts.append(self.value(target, tpath, loc, inner) if inner is not None else empty())
         # `not`, `if` and dependent schemas of an object node: inside its own object where the
-        # branches merge with it (json_branches), else against the free values of the location
+        # branches merge with it (branches), else against the free values of the location
         inside = types == ("object",) and bool(jb.OBJECT_KEYWORDS & node.keys()) and not {"enum", "const"} & node.keys()
         conds = [(node, path)] if "if" in node and ("then" in node or "else" in node) else []
         reach = self.depth.free(rdepth.inside(), True) if node.get("allOf") else 0  # (a free member's nesting)
@@ -286,7 +286,7 @@ class SchemaCompiler:
                 conds.append((sub, f"{path}/allOf/{i}"))
             else:
                 parts.append(self.value(sub, f"{path}/allOf/{i}", loc, budgets[i + 1]))
-        if one is not None:  # objects merged into one (json_branches)
+        if one is not None:  # objects merged into one (branches)
             parts.append(self.value(self.synth(one), f"{path}/allOf", loc, rdepth))
         if node.get("anyOf") and "anyOf" not in ruled:
             parts.append(join([self.value(s, f"{path}/anyOf/{i}", loc, rdepth)
@@ -371,7 +371,7 @@ class SchemaCompiler:
             keep = [v for v in values if type_of(v, self.draft4) in types
                     or (type_of(v, self.draft4) == "integer" and "number" in types)]
             kw = "const" if "const" in node else "enum"
-            lang = union(json_values.literals(self, keep, f"{path}/{kw}", loc, keyword=kw))
+            lang = union(scalars.literals(self, keep, f"{path}/{kw}", loc, keyword=kw))
             if not jb.has_type_keywords(node):
                 return lang
             typed = self._typed({k: v for k, v in node.items() if k not in ("enum", "const")},
@@ -383,7 +383,7 @@ class SchemaCompiler:
         for t in types:
             if as_filter and t in ("object", "array") and not (
                     jb.OBJECT_KEYWORDS if t == "object" else jb.ARRAY_KEYWORDS) & node.keys():
-                parts.append(json_containers.starts_with("{" if t == "object" else "["))
+                parts.append(containers.starts_with("{" if t == "object" else "["))
                 continue
             if not as_filter and t in ("object", "array") and not jb.has_type_keywords(node):
                 parts.append(self.any_value(self.plain, rdepth.free_depth(self.depth.free(rdepth, "type" in node)),
@@ -394,13 +394,13 @@ class SchemaCompiler:
             elif t == "boolean":
                 parts.append(lit("true") | lit("false"))
             elif t in ("number", "integer"):
-                parts.append(json_values.number(self, node, path, integer=t == "integer"))
+                parts.append(scalars.number(self, node, path, integer=t == "integer"))
             elif t == "string":
-                parts.append(json_values.string(self, node, path))
+                parts.append(scalars.string(self, node, path))
             elif t == "object":
-                parts.append(json_containers.object_value(self, node, path, loc, rdepth))
+                parts.append(containers.object_value(self, node, path, loc, rdepth))
             else:
-                parts.append(json_containers.array_value(self, node, path, loc, rdepth))
+                parts.append(containers.array_value(self, node, path, loc, rdepth))
         return union(parts)
 
     def _one_of(self, node: dict[str, Any], path: str, loc: Location,
@@ -436,7 +436,7 @@ class SchemaCompiler:
     def _if_inside(self, node: dict[str, Any], own: pynini.Fst | None, cond: Any, then: Any, other: Any,
                    path: str, loc: Location, rdepth: Unrolling) -> pynini.Fst:
         """if/then/else (and `not X` as if X then false) inside ``node``'s own object ``own``:
-        each branch merged with the node's object keywords (json_branches)."""
+        each branch merged with the node's object keywords (branches)."""
         def within(branches: list[Any], where: str) -> pynini.Fst:
             m = jb.merged(node, branches)
             if m is None:  # the same combinator in two branches: each merged alone, then met

@@ -23,9 +23,9 @@ from typing import Any
 
 import pynini
 
-from .json_disjoint import listed_values
-from .json_location import Location, SchemaContext
-from .json_values import literal
+from .disjoint import listed_values
+from .location import Location, SchemaContext
+from .scalars import literal
 
 __all__ = ["distinct_items"]
 

@@ -1,6 +1,6 @@
 """Free JSON values shared between compiles.
 
-The free value of a location (`json_containers.any_value`) depends on the location's shape, the
+The free value of a location (`containers.any_value`) depends on the location's shape, the
 depth and the whitespace alone, not on the schema it came from; building it (minimized once
 per depth) was ~0.015 CPU-s of every small schema's ~0.09 s character automaton. Entries are
 kept least recently used first, bounded in count and size (a server compiles schema after
@@ -14,8 +14,8 @@ from typing import Any
 
 import pynini
 
-from . import json_containers
-from .json_location import Location, SchemaContext
+from . import containers
+from .location import Location, SchemaContext
 
 __all__ = ["free_value", "clear"]
 
@@ -27,19 +27,19 @@ _LOCK = threading.Lock()
 
 def free_value(c: SchemaContext, loc: Location, depth: int, only: str | None,
                key: tuple[Any, ...], settings: tuple[Any, ...]) -> pynini.Fst:
-    """`json_containers.any_value(c, loc, depth, only)`, from the shared store where ``key``
+    """`containers.any_value(c, loc, depth, only)`, from the shared store where ``key``
     (the location's shape, depth, ``only``) and ``settings`` (whatever else of ``c`` the value
     depends on: whitespace, caps) were built before. Values over free text
     (``c.string_words``) are not shared."""
     if c.string_words is not None:
-        return json_containers.any_value(c, loc, depth, only)
+        return containers.any_value(c, loc, depth, only)
     shared = (*key, *settings)
     with _LOCK:
         hit = _VALUES.get(shared)
         if hit is not None:
             _VALUES.move_to_end(shared)
             return hit.copy()
-    fst = json_containers.any_value(c, loc, depth, only)
+    fst = containers.any_value(c, loc, depth, only)
     if fst.num_states() <= MAX_STATES:
         with _LOCK:
             _VALUES[shared] = fst.copy()

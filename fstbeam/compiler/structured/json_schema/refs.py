@@ -15,9 +15,9 @@ from typing import Any
 
 import pynini
 
-from ...errors import SpecError
-from .json_drafts import schema_nodes
-from .json_location import Location, Resolver
+from ....errors import SpecError
+from .drafts import schema_nodes
+from .location import Location, Resolver
 
 __all__ = ["recursive_targets", "repeated_nodes", "Unrolling", "RecursionReach", "PossibleTypes",
            "DepthRule", "TooDeep", "unrolled_body"]

@@ -29,12 +29,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...errors import SpecError
-from ..required_choices import NOTES, OBJECT_KEYS
-from . import json_containers
-from .json_drafts import NAMED_KEYWORDS
-from .json_location import IN_PLACE_KEYWORDS, Location, SchemaContext
-from .json_refs import Unrolling
+from ....errors import SpecError
+from . import containers
+from .drafts import NAMED_KEYWORDS
+from .location import IN_PLACE_KEYWORDS, Location, SchemaContext
+from .refs import Unrolling
+from .required_choices import NOTES, OBJECT_KEYS
 
 # A schema's keywords, by what they constrain (`json_schema`).
 OBJECT_KEYWORDS = {*OBJECT_KEYS, "dependentRequired", "dependencies"}
@@ -293,15 +293,15 @@ def dependencies(c: SchemaContext, node: dict[str, Any], path: str, loc: Locatio
     object must match the schema, as ``(if a is present then the schema, path)``."""
     out = []
     # "a excludes b" between declared members: a rule in the object's own members
-    excl = json_containers.member_exclusions(
-        node, json_containers.object_slots(node, loc)) if "dependencies" in node else {}
+    excl = containers.member_exclusions(
+        node, containers.object_slots(node, loc)) if "dependencies" in node else {}
     for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
         deps = node.get(kw)
         if not isinstance(deps, dict):
             continue
         for name, need in deps.items():
             if isinstance(need, list) or (kw == "dependencies" and name in excl):
-                continue  # in the object's own members (json_containers)
+                continue  # in the object's own members (containers)
             has = c.synth({"type": "object", "required": [name]})
             out.append((c.synth({"if": has, "then": need}), f"{path}/{kw}/{name}"))
     return out

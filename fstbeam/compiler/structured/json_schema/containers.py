@@ -14,14 +14,14 @@ from typing import Any
 
 import pynini
 
-from ...fst.optimize import optimize, sigma_star
-from ..required_choices import NOTES, choice_rule, required_choices
-from .json_lexical import any_char, empty, free_string, lit, number_fst, repeat, string_of
-from .json_lexical import union as union_of
-from .json_location import Location, SchemaContext
-from .json_refs import Unrolling
-from .json_unique import distinct_items
-from .regex import marker_fst
+from ....fst.optimize import optimize, sigma_star
+from ..regex import marker_fst
+from .lexical import any_char, empty, free_string, lit, number_fst, repeat, string_of
+from .lexical import union as union_of
+from .location import Location, SchemaContext
+from .refs import Unrolling
+from .required_choices import NOTES, choice_rule, required_choices
+from .unique import distinct_items
 
 __all__ = ["object_value", "array_value", "any_value", "object_slots", "member_exclusions"]
 
@@ -163,7 +163,7 @@ def object_value(c: SchemaContext, node: dict[str, Any], path: str, loc: Locatio
     if len(patterns) > MAX_PATTERN_PROPERTIES:
         raise c.fail("patternProperties", f"{path}/patternProperties",
                      f"more than {MAX_PATTERN_PROPERTIES} patterns")
-    from .regex import regex_fst  # helper A's module
+    from ..regex import regex_fst
 
     pats = {p: c.opt(regex_fst(p, where=f"{c.where} {path}/patternProperties", search=True),
                      path) for p in patterns}

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ...errors import SpecError
-from .json_drafts import IN_PLACE_KEYWORDS, Resolver, for_draft
+from ....errors import SpecError
+from .drafts import IN_PLACE_KEYWORDS, Resolver, for_draft
 
 if TYPE_CHECKING:
     import pynini
@@ -188,7 +188,7 @@ def _order(loc: Location, value: Any) -> Any:
 
 
 class SchemaContext(Protocol):
-    """What the value builders (`json_values`, `json_containers`) use of the schema compiler
+    """What the value builders (`scalars`, `containers`) use of the schema compiler
     (`json_schema.SchemaCompiler`): declared here so they need not import it (one-way imports)."""
 
     where: str
@@ -202,6 +202,6 @@ class SchemaContext(Protocol):
     def opt(self, fst: pynini.Fst, path: str) -> pynini.Fst: ...
     def meet(self, a: pynini.Fst, b: pynini.Fst) -> pynini.Fst: ...
     def synth(self, node: dict[str, Any]) -> dict[str, Any]: ...
-    # rdepth: a json_refs.Unrolling (not imported here: json_refs imports this module)
+    # rdepth: a refs.Unrolling (not imported here: refs imports this module)
     def value(self, node: Any, path: str, loc: Location, rdepth: Any) -> pynini.Fst: ...
     def any_value(self, loc: Location, depth: int, only: str | None = None) -> pynini.Fst: ...

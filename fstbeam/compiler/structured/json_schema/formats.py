@@ -11,8 +11,8 @@ from functools import cache
 
 import pynini
 
-from ...fst.optimize import optimize
-from .json_lexical import any_char, chars, lit, repeat, union
+from ....fst.optimize import optimize
+from .lexical import any_char, chars, lit, repeat, union
 
 __all__ = ["format_fst", "CHECKED_FORMATS"]
 

@@ -17,9 +17,9 @@ from functools import cache
 
 import pynini
 
-from ...errors import SpecError
-from ...fst.optimize import optimize
-from .regex.utf8 import ANY_CHAR, codepoint_ranges_fst
+from ....errors import SpecError
+from ....fst.optimize import optimize
+from ..regex.utf8 import ANY_CHAR, codepoint_ranges_fst
 
 __all__ = [
     "lit", "chars", "empty", "epsilon", "repeat", "union", "encode_content", "string_of", "free_string",

@@ -15,11 +15,11 @@ from typing import Any
 
 import pynini
 
-from ...errors import SpecError
-from ...fst.optimize import FstSizeError, optimize
-from ..required_choices import NOTES
-from .json_lexical import union
-from .json_location import Resolver
+from ....errors import SpecError
+from ....fst.optimize import FstSizeError, optimize
+from .lexical import union
+from .location import Resolver
+from .required_choices import NOTES
 
 __all__ = ["disjoint", "join", "open_union", "minimal_once", "listed_values"]
 
