@@ -75,8 +75,9 @@ def hard_key(vocab: Vocab, wl: WordList | None, g_hash, opts: dict) -> str:
     """Disk-cache key of the hard part: the list, the grammar, the options, the tokenizer and the
     source of every module that builds it."""
     from ...contract import bitmask, hard, layout
+    from ...fst import labels, small_determinize, vector_fst
     from ...fst import optimize as fst_optimize
-    from ...fst import vector_fst
+    from ...fst import text as word_bytes
     from ...fst.wordlist import acyclic, text_dfa
     from ...fst.wordlist import chars as text
     from ...fst.wordlist import language as wordlist
@@ -88,9 +89,9 @@ def hard_key(vocab: Vocab, wl: WordList | None, g_hash, opts: dict) -> str:
     if wl is not None:
         h.update("\n".join(wl.words).encode())
     h.update(source_fingerprint(
-        acyclic, text, text_dfa, wordlist, vector_fst, fst_optimize, bitmask, hard, layout, char_dfa, tables, token_fsa,
-        token_trie, shared_walks, array_ops, assemble, chain_blocks, chain_levels, group_exits, near_blocks, trie_step,
-        walk_memo, sys.modules[__name__],
+        acyclic, text, text_dfa, wordlist, vector_fst, fst_optimize, labels, small_determinize, word_bytes, bitmask, hard,
+        layout, char_dfa, tables, token_fsa, token_trie, shared_walks, array_ops, assemble, chain_blocks, chain_levels,
+        group_exits, near_blocks, trie_step, walk_memo, sys.modules[__name__],
     ).encode())
     return h.hexdigest()
 

@@ -241,8 +241,8 @@ def _long_counted_strings(schema: Any, least: int = 32) -> list[tuple[str, str]]
 
 @functools.lru_cache(maxsize=1)
 def _package_modules() -> list[Any]:
-    """Every module of this package and its subpackages (`regex/`, `json_schema/`): the
+    """This package and every module of it and its subpackages (`regex/`, `json_schema/`): the
     structured cache key's source fingerprint."""
     pkg = sys.modules[__package__ or "fstbeam.compiler.structured"]
     found = pkgutil.walk_packages(pkg.__path__, prefix=f"{pkg.__name__}.")
-    return [import_module(m.name) for m in sorted(found, key=lambda m: m.name)]
+    return [pkg] + [import_module(m.name) for m in sorted(found, key=lambda m: m.name)]
