@@ -319,12 +319,13 @@ class SchemaCompiler:
         # (Minimizing every product instead costs a determinization per level above it.) The
         # root's last one is left to the document's (o77304: 107k -> 34k states), unless `sized`.
         last = len(parts) - 1 if node is self.root and not self.sized else -1
+        minimal = False  # (``out`` as `opt` left it: not minimized again in `minimal_once`, 2 s of o1184's 54)
         for k, p in enumerate(parts):
             size = out.num_states() + p.num_states()
             out = self.meet(out, p)
-            if out.num_states() > size and k != last:
+            if minimal := out.num_states() > size and k != last:
                 out = self.opt(out, path)
-        if open_union(node, self._possible.of, self.resolver):
+        if open_union(node, self._possible.of, self.resolver) and not minimal:
             return minimal_once(out, f"{self.where} {path or '/'}", self.max_states, self._joined)
         return out
 
