@@ -38,13 +38,11 @@ def test_every_module_a_structured_language_is_built_with_is_in_a_cache_key(monk
     fstbeam module the package imports, directly or through another (not through the hard
     pipeline, whose own test covers it), is in one of them: `required_choices` and `exactly_one`,
     which sat in compiler/ outside both, left stale tables behind a change."""
-    import sys
-
     from fstbeam.compiler.hard import automaton
     from fstbeam.contract import disk_cache
     from fstbeam.contract.vocab import Vocab
 
-    sys.path.insert(0, str(Path(__file__).parents[1]))
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1]))
     from test_import_direction import PKG, _graph
 
     graph = _graph()
