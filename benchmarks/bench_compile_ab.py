@@ -14,7 +14,12 @@ spaced), plus a few regexes and choices; each is compiled once per tree, the tre
 earlier compiles (the walks memo of `compiler/hard/lift/walk_memo.py`). CPU time (``process_time``)
 of ``compile_constraints`` is reported per tree (p50 / p90) with the ratio, beside each stage's
 wall seconds (``stats["seconds"]``: on a busy machine they run above CPU time), and
-every compile's tables are hashed: the two trees must build the same tables.
+every compile's tables are hashed: the two trees must build the same tables. With
+``--same-language`` a change that builds other tables (another layout of the same automaton) is
+checked instead: where the hashes differ, both tables are walked in lockstep from their starts
+(`tests/compiler/shared_oracle.assert_same_language_fast`: at every pair of states reached by
+the same tokens, the same finality, distance, allowed tokens and mask row). ``--strict``
+compiles the schemas with ``json_strict=True``.
 """
 from __future__ import annotations
 
@@ -52,6 +57,7 @@ def worker() -> None:
     print(json.dumps({"ready": fstbeam.__file__}), flush=True)
     for line in sys.stdin:
         job = json.loads(line)
+        job_dump = job.pop("_dump", None)
         c, t = time.process_time(), time.perf_counter()
         try:
             cc = fstbeam.compile_constraints(tokenizer=vocab, **job)
@@ -63,6 +69,8 @@ def worker() -> None:
         for k, v in sorted(cc.hard.arrays().items()):
             h.update(k.encode() + np.ascontiguousarray(v).tobytes() + str(v.dtype).encode())
         h.update(repr((cc.hard.start, cc.hard.width)).encode())
+        if job_dump:  # (for --same-language: the main process walks both trees' tables in lockstep)
+            np.savez(job_dump, start=cc.hard.start, width=cc.hard.width, **cc.hard.arrays())
         print(json.dumps({"cpu_s": cpu, "wall_s": wall, "stages": cc.stats.get("seconds", {}),
                           "states": int(len(cc.hard.final)), "tables": h.hexdigest()}), flush=True)
 
@@ -103,6 +111,26 @@ class Tree:
         self.proc.wait(timeout=60)
         if self.tmp is not None:
             shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def same_language(a_path: Path, b_path: Path) -> tuple[bool, int]:
+    """(whether the two dumped tables accept the same token sequences, state pairs walked)."""
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT / "tests" / "compiler"))
+    from shared_oracle import assert_same_language_fast
+
+    from fstbeam.contract.hard import HardTables
+
+    def load(path: Path) -> HardTables:
+        with np.load(path) as z:
+            arrays = {k: z[k] for k in z.files}
+        return HardTables(start=int(arrays.pop("start")), width=int(arrays.pop("width")), **arrays)
+
+    try:
+        return True, assert_same_language_fast(load(a_path), load(b_path))
+    except AssertionError:
+        return False, 0
 
 
 def fresh_cache(source: Path) -> Path:
@@ -151,6 +179,9 @@ def main() -> None:
     ap.add_argument("--names", nargs="+", default=[],
                     help="more schemas, by file name without .json (e.g. large ones, to guard the slow side)")
     ap.add_argument("--disk-cache", action="store_true", help="disk cache on (fresh folder per tree) instead of off")
+    ap.add_argument("--strict", action="store_true", help="compile the schemas with json_strict=True")
+    ap.add_argument("--same-language", action="store_true",
+                    help="where the tables differ, check that both accept the same token sequences (lockstep walk)")
     ap.add_argument("--out", type=Path, default=RESULTS / "compile_ab.json")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -159,23 +190,33 @@ def main() -> None:
     if a.data is None or a.before is None:
         ap.error("give the data folder and --before TREE")
     todo = jobs(a.data, a.limit, a.seed, a.count, a.names)
+    if a.strict:
+        todo = [(name, {**job, "json_strict": True}) if "json_schema" in job else (name, job) for name, job in todo]
+    dump = Path(tempfile.mkdtemp(prefix="ab-tables-")) if a.same_language else None
     trees = [Tree("A", a.before, a.disk_cache), Tree("B", a.after, a.disk_cache)]
     rows = []
     try:
         for i, (name, job) in enumerate(todo):
             res = {}
             for t in trees if i % 2 == 0 else trees[::-1]:
-                res[t.label] = t.ask(job)
+                res[t.label] = t.ask({**job, "_dump": str(dump / f"{t.label}.npz")} if dump else job)
             same = res["A"].get("tables") == res["B"].get("tables")
-            rows.append({"name": name, **res, "same_tables": same})
+            row = {"name": name, **res, "same_tables": same}
+            if dump and not same and "tables" in res["A"] and "tables" in res["B"]:
+                row["same_language"], row["pairs_walked"] = same_language(dump / "A.npz", dump / "B.npz")
+            rows.append(row)
             cells = [f"{res[k]['cpu_s']:.3f}" if "cpu_s" in res[k] else "error" for k in "AB"]
-            print(f"{name[:44]:44s} A {cells[0]:>7s}  B {cells[1]:>7s}  {'same' if same else 'DIFFERENT'}", file=sys.stderr)
+            verdict = "same" if same else {True: "other tables, same language", False: "DIFFERENT LANGUAGE"}.get(row.get("same_language"), "DIFFERENT")
+            print(f"{name[:44]:44s} A {cells[0]:>7s}  B {cells[1]:>7s}  {verdict}", file=sys.stderr)
     finally:
         for t in trees:
             t.close()
+        if dump:
+            shutil.rmtree(dump, ignore_errors=True)
     ok = [r for r in rows if "cpu_s" in r["A"] and "cpu_s" in r["B"]]
     summary: dict = {"compiles": len(ok), "refused": len(rows) - len(ok),
-                     "different_tables": [r["name"] for r in rows if not r["same_tables"]]}
+                     "different_tables": [r["name"] for r in rows if not r["same_tables"]],
+                     "different_language": [r["name"] for r in rows if r.get("same_language") is False]}
     stage_names = sorted({s for r in ok for k in "AB" for s in r[k]["stages"]})
     print(f"\n{len(ok)} compiles ({'disk cache on, cold' if a.disk_cache else 'disk cache off'}): total in CPU seconds, "
           "stages in wall seconds (the compile's own stats)")
@@ -192,8 +233,11 @@ def main() -> None:
         summary["per_compile_ratio_p50"] = statistics.median(ratios)
         print(f"per-compile ratio B/A: p50 {statistics.median(ratios):.2f}")
     print(f"tables identical: {len(rows) - len(summary['different_tables'])}/{len(rows)}")
+    if a.same_language:
+        walked = [r for r in rows if "same_language" in r]
+        print(f"other tables, walked in lockstep: {len(walked)}, same language: {sum(r['same_language'] for r in walked)}")
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps({"before": str(a.before), "after": str(a.after), "disk_cache": a.disk_cache,
+    a.out.write_text(json.dumps({"before": str(a.before), "after": str(a.after), "disk_cache": a.disk_cache, "strict": a.strict,
                                  "limit": a.limit, "seed": a.seed, "count": a.count, "names": a.names, "summary": summary, "rows": rows},
                                 indent=1))
     print(f"wrote {a.out}")
