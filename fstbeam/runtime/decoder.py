@@ -41,7 +41,7 @@ from .search.length_target import query_tokens
 from .search.stops import StopRule
 from .search.tables import InputConstraints
 from .stop_rules import empty_reason, ends_at_line, hypotheses, numbered, runs_by_stop
-from .structured_check import check_result
+from .structured_check import check_result, with_output_check
 from .templates import check_format
 from .templates import prompt_format as expand_format
 
@@ -289,7 +289,7 @@ class Decoder:
                     f"{cc.vocab.token_bytes[diff]!r} there and {mine.token_bytes[diff]!r} here; recompile them with "
                     "this decoder's tokenizer"
                 )
-        inp = InputConstraints.from_compiled(cc)
+        inp = with_output_check(InputConstraints.from_compiled(cc), cc)  # (a JSON Schema's outputs validated)
         self._checked[cc] = inp
         return inp
 

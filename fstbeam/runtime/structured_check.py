@@ -20,7 +20,7 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["describe_structured", "json_problem", "check_result", "python_pattern", "ECMA_SPACE_CLASS"]
+__all__ = ["describe_structured", "json_problem", "check_result", "python_pattern", "with_output_check", "ECMA_SPACE_CLASS"]
 
 # ECMA-262's \s (WhiteSpace and LineTerminator) and the code points `.` does not match
 ECMA_SPACE_CLASS = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
@@ -156,21 +156,45 @@ def _validator(schema_text: str) -> tuple[Any, tuple[str, ...]]:
 
 def json_problem(schema_text: str, text: str) -> str | None:
     """None if ``text`` parses as JSON and validates against the schema; else why not."""
+    return _problem(schema_text, text)[0]
+
+
+def _problem(schema_text: str, text: str) -> tuple[str | None, bool]:
+    """(`json_problem`'s answer, whether ``text`` is known not to parse or validate: not where
+    `jsonschema` is missing or cannot read one of the schema's patterns)."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError as err:
-        return f"the output is not JSON ({err.msg} at character {err.pos})"
+        return f"the output is not JSON ({err.msg} at character {err.pos})", True
     validator, _ = _validator(schema_text)
     if validator is None:
-        return "jsonschema is not installed: the output parses as JSON but was not validated (pip install jsonschema)"
+        return "jsonschema is not installed: the output parses as JSON but was not validated (pip install jsonschema)", False
     try:
         error = next(iter(validator.iter_errors(value)), None)
     except re.error as err:  # (a patternProperties key Python cannot read: `unchecked_patterns` names it)
-        return f"the output parses as JSON but could not be validated: Python's re cannot read a pattern ({err})"
+        return f"the output parses as JSON but could not be validated: Python's re cannot read a pattern ({err})", False
     if error is None:
-        return None
+        return None, False
     where = "/" + "/".join(str(p) for p in error.absolute_path)
-    return f"the output does not validate against the schema at {where}: {error.message[:200]}"
+    return f"the output does not validate against the schema at {where}: {error.message[:200]}", True
+
+
+def with_output_check(inp: Any, cc: Any) -> Any:
+    """``inp`` (the search's `InputConstraints` of ``cc``) with the check of a finished output
+    where ``cc`` holds a JSON Schema: an output known not to parse and validate ranks after every
+    one that does and never stops the search (`search.pool.checked_tiers`), so what the automaton
+    approximates (`uniqueItems` over free values, a very long `maxLength`: docs/structured.md)
+    never costs a valid output the search found. ``inp`` itself without a schema or `jsonschema`."""
+    schema = cc.spec.get("json_schema")
+    if schema is None or _validator(schema)[0] is None:
+        return inp
+    token_bytes = cc.vocab.token_bytes
+
+    def passes(tokens: list[int], cut: int) -> bool:
+        data = b"".join((token_bytes[t] or b"") for t in tokens if 0 <= t < len(token_bytes))
+        return not _problem(schema, data[:len(data) - cut].decode("utf-8", "replace"))[1]
+
+    return replace(inp, output_check=passes)
 
 
 def unchecked_patterns(schema_text: str) -> tuple[str, ...]:

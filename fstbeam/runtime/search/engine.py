@@ -370,7 +370,7 @@ class SearchEngine(LeastAdvancedSchedule):
         sel_parent, sel_ok = parent.gather(1, sel_i), torch.isfinite(sel_s)
         places = step.keep_places(sel_parent, sel_ok, K)
         sel_s, sel_i, sel_parent, sel_ok = (t.gather(1, places) for t in (sel_s, sel_i, sel_parent, sel_ok))
-        pool.pool_eos(beam, st.rows, scored, self._eos, self.tables, cfg.scoring, loose=cfg.end_in_top_k)
+        pool.pool_eos(beam, st.rows, scored, self._eos, self.tables, cfg.scoring, loose=cfg.end_in_top_k, slots=self.slots)
         if st.two:
             tracks.plain_best(beam, st.rows, scored, ok_plain, cfg.scoring)
             flags = (chosen_c.gather(1, sel_i) & sel_ok, chosen_p.gather(1, sel_i) & sel_ok,
@@ -421,7 +421,7 @@ class SearchEngine(LeastAdvancedSchedule):
         L = cfg.max_new_tokens
         at_limit = b.length >= L
         if any(sl.steps >= L for sl in self.slots):  # the host knows the lengths
-            pool.finish_at_limit(b, at_limit, tb, cfg.scoring, cut_tier=2 if cfg.end_in_top_k else 0)
+            pool.finish_at_limit(b, at_limit, tb, cfg.scoring, cut_tier=2 if cfg.end_in_top_k else 0, slots=self.slots)
         if b.alive.shape[1] > cfg.beam_size and any(sl.n_phrases for sl in self.slots):  # (known on the host)
             tracks.stop_plain(b, tb, cfg)
         done = pool.done_slots(b, at_limit, tb, cfg)

@@ -9,7 +9,13 @@ import torch
 
 from .beam import NEG_INF, STOP_EOS, BeamState
 
-__all__ = ["RawHypothesis", "RawResult", "merge_finished", "record_partial", "done_slots", "host_rows", "raw_result"]
+__all__ = ["RawHypothesis", "RawResult", "merge_finished", "record_partial", "done_slots", "host_rows", "raw_result",
+           "FAILED_CHECK_TIER"]
+
+#: Added to a finished output's pool tier where its input's output check fails
+#: (`InputConstraints.output_check`: a JSON Schema's validation, for what the automaton
+#: approximates): it is returned after every output that passes, and never certifies the stop.
+FAILED_CHECK_TIER = 3
 
 
 @dataclass
@@ -33,17 +39,19 @@ class RawResult:
     error: str | None = None
 
 
-def merge_finished(beam: BeamState, ok, raw, length, eos_tok, hist, met, scoring, tier: int = 0, cut=None) -> None:
+def merge_finished(beam: BeamState, ok, raw, length, eos_tok, hist, met, scoring, tier: int = 0, cut=None,
+                   slots=None) -> None:
     """Candidates ``ok [n, k]`` (log-prob ``raw``, ``length`` with EOS, EOS id ``eos_tok`` or -1
     (-2: a stop string, with ``cut [n, k]`` bytes to drop), tokens ``hist [n, k, L]``, phrases
     ``met [n, k, P]`` or None) enter each slot's n-best pool, ordered by tier (lower first:
-    ``end_in_top_k``), then by rank."""
+    ``end_in_top_k``; an output that fails its input's check after every one that passes:
+    `checked_tiers`, with ``slots`` the engine's), then by rank."""
     n, k = raw.shape
     nb, L = beam.fin_rank.shape[1], beam.fin_hist.shape[2]
     rank = scoring.rank(raw, length, beam.target[:, None].expand(n, k))
     rank = torch.where(ok, rank, torch.full_like(rank, NEG_INF))
     all_rank = torch.cat([beam.fin_rank, rank], 1)  # [n, nb + k]
-    all_tier = torch.cat([beam.fin_tier, torch.full_like(eos_tok, tier)], 1)
+    all_tier = torch.cat([beam.fin_tier, checked_tiers(ok, length, eos_tok, hist, tier, cut, slots)], 1)
     # lexicographic (tier, rank): rank's order within a tier, exact in float64 (|rank| << 1e9)
     _, idx = (all_rank.double() - 1e9 * all_tier.double()).topk(nb, dim=1)
     best = all_rank.gather(1, idx)
@@ -65,10 +73,42 @@ def merge_finished(beam: BeamState, ok, raw, length, eos_tok, hist, met, scoring
     beam.fin_rank = best
 
 
-def pool_eos(beam: BeamState, rows, scored, eos: torch.Tensor, tables, scoring, loose: bool = False) -> None:
+def checked_tiers(ok, length, eos_tok, hist, tier: int, cut, slots) -> torch.Tensor:
+    """int64 ``[n, m]``: each candidate's pool tier, ``tier``, plus `FAILED_CHECK_TIER` where
+    its slot's input has an output check (``slots[i].req.constraints.output_check``) that the
+    candidate's output fails. Only the slots with a check and a candidate are read to the host
+    (their tokens, in one read), and only when such a candidate ends."""
+    tiers = torch.full_like(eos_tok, tier)
+    which = [i for i, sl in enumerate(slots or ()) if sl.req.constraints.output_check is not None]
+    if not which:
+        return tiers
+    idx = torch.tensor(which, dtype=torch.long, device=ok.device)
+    sub_ok = ok.index_select(0, idx)
+    if not bool(sub_ok.any()):
+        return tiers
+    m, L = sub_ok.shape[1], hist.shape[2]
+    n_text = length.index_select(0, idx) - (eos_tok.index_select(0, idx) >= 0).long()  # (EOS is not in the text)
+    sub_cut = cut.index_select(0, idx) if cut is not None else torch.zeros_like(n_text)
+    host = torch.cat([sub_ok.long(), n_text, sub_cut, hist.index_select(0, idx).reshape(len(which), m * L)], 1).tolist()
+    failed = []
+    for row, i in zip(host, which):
+        check = slots[i].req.constraints.output_check
+        for j in range(m):
+            toks = row[3 * m + j * L:3 * m + j * L + row[m + j]]
+            if row[j] and not check(toks, row[2 * m + j]):
+                failed.append((i, j))
+    if failed:
+        at = torch.tensor(failed, dtype=torch.long, device=tiers.device)
+        tiers[at[:, 0], at[:, 1]] += FAILED_CHECK_TIER
+    return tiers
+
+
+def pool_eos(beam: BeamState, rows, scored, eos: torch.Tensor, tables, scoring, loose: bool = False,
+             slots=None) -> None:
     """Merge this step's EOS candidates (``scored.fin_raw`` of each row) into the pools; with
     ``loose`` (``end_in_top_k``) also the endings below the row's top tokens (``scored.fin_loose``),
-    in the pool's second tier: returned only after every output that ended by the rule."""
+    in the pool's second tier: returned only after every output that ended by the rule.
+    ``slots``: the engine's, for the inputs' output checks (`checked_tiers`)."""
     n, k = beam.alive.shape
     P, dev = beam.P, beam.cum.device
     eos_tok = torch.full((n * k,), -1, dtype=torch.long, device=dev)
@@ -87,7 +127,8 @@ def pool_eos(beam: BeamState, rows, scored, eos: torch.Tensor, tables, scoring, 
             met[rows.idx] = tables.met(rows.s)
             met = met.view(n, k, P)
         raw = raw.view(n, k)
-        merge_finished(beam, torch.isfinite(raw), raw, length, eos_tok.view(n, k), beam.hist, met, scoring, tier)
+        merge_finished(beam, torch.isfinite(raw), raw, length, eos_tok.view(n, k), beam.hist, met, scoring, tier,
+                       slots=slots)
 
 
 def record_partial(beam: BeamState, which: torch.Tensor, alive: torch.Tensor, tables) -> None:
@@ -105,10 +146,11 @@ def record_partial(beam: BeamState, which: torch.Tensor, alive: torch.Tensor, ta
         beam.part_met = torch.where(better[:, None], tables.met(beam.lstate[rows, j]), beam.part_met)
 
 
-def finish_at_limit(beam: BeamState, at_limit: torch.Tensor, tables, scoring, cut_tier: int = 0) -> None:
+def finish_at_limit(beam: BeamState, at_limit: torch.Tensor, tables, scoring, cut_tier: int = 0,
+                    slots=None) -> None:
     """Hypotheses reaching ``max_new_tokens``: accepting ones finish (reason "length") in the pool's
     tier ``cut_tier`` (2 with ``end_in_top_k``: after every output that ended), the best other one
-    is kept as the partial output."""
+    is kept as the partial output. ``slots``: as for `pool_eos`."""
     n, k = beam.alive.shape
     acc = tables.accepting(beam.hstate.view(-1), beam.flat_lstate()).view(n, k)
     fin = beam.alive & acc & at_limit[:, None]
@@ -116,7 +158,8 @@ def finish_at_limit(beam: BeamState, at_limit: torch.Tensor, tables, scoring, cu
         raw = torch.where(fin, beam.cum, torch.full_like(beam.cum, NEG_INF))
         met = tables.met(beam.flat_lstate()).view(n, k, beam.P) if beam.P else None
         eos_tok = torch.full((n, k), -1, dtype=torch.long, device=raw.device)
-        merge_finished(beam, fin, raw, beam.length[:, None].expand(n, k), eos_tok, beam.hist, met, scoring, cut_tier)
+        merge_finished(beam, fin, raw, beam.length[:, None].expand(n, k), eos_tok, beam.hist, met, scoring, cut_tier,
+                       slots=slots)
     rest = beam.alive & ~acc & at_limit[:, None]
     if bool(rest.any()):
         record_partial(beam, rest.any(1), rest, tables)

@@ -110,7 +110,7 @@ def pool_stops(beam, slots, adv, tables, scoring, min_new_tokens: int = 0) -> to
     if not kill:
         return cand_s
     if hits:
-        _merge(beam, hits, adv, tables, scoring)
+        _merge(beam, hits, adv, tables, scoring, slots)
     ki = torch.tensor(kill, dtype=torch.long, device=dev)
     out = cand_s.clone()
     out[ki[:, 0], ki[:, 1]] = NEG_INF
@@ -122,8 +122,9 @@ def _constrained(c) -> bool:
     return bool(c.lights) or c.hard is not None
 
 
-def _merge(beam, hits: dict[int, list[tuple[int, int]]], adv, tables, scoring) -> None:
-    """The stop hits ``hits`` (slot -> [(candidate, cut bytes)]) enter the pools."""
+def _merge(beam, hits: dict[int, list[tuple[int, int]]], adv, tables, scoring, slots) -> None:
+    """The stop hits ``hits`` (slot -> [(candidate, cut bytes)]) enter the pools (each checked
+    by its input's output check, where it has one: `.pool.checked_tiers`)."""
     scores, cand_t, parent, _, _, _ = adv
     n, k = beam.alive.shape
     L = beam.hist.shape[2]
@@ -146,7 +147,7 @@ def _merge(beam, hits: dict[int, list[tuple[int, int]]], adv, tables, scoring) -
     met = tables.met(beam.flat_lstate()[par.view(-1)]).view(n, m, beam.P) if beam.P else None
     length = (beam.length + 1)[:, None].expand(n, m)
     eos = torch.full((n, m), STOP_EOS, dtype=torch.long, device=dev)
-    merge_finished(beam, ok, raw, length, eos, hist, met, scoring, 0, cut=cut)
+    merge_finished(beam, ok, raw, length, eos, hist, met, scoring, 0, cut=cut, slots=slots)
 
 
 def kept_output(tokens: Sequence[int], cut: int, token_bytes: Sequence[bytes | None]) -> tuple[list[int], bytes]:

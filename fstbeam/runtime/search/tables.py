@@ -25,7 +25,7 @@ Operations (all vectorized, no per-hypothesis Python):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -73,12 +73,10 @@ def _class_combos(token_class: np.ndarray, V: int, eos_ids: tuple[int, ...]) -> 
 
 @dataclass(frozen=True, eq=False)
 class InputConstraints:
-    """The constraints of one input, as the pool sees them.
-
-    ``hard`` is a ``HardTables`` (or ``None``); ``lights`` are ``LightAutomaton`` objects, the
-    ``n_phrases`` must-include phrases first, then avoid phrases, then the prefix;
-    ``constrained=False`` means plain decoding (the FREE state: special tokens allowed too).
-    """
+    """The constraints of one input, as the pool sees them. ``hard`` is a ``HardTables`` (or
+    ``None``); ``lights`` are ``LightAutomaton`` objects, the ``n_phrases`` must-include phrases
+    first, then avoid phrases, then the prefix; ``constrained=False`` means plain decoding (the
+    FREE state: special tokens allowed too); ``output_check``: see `.pool.checked_tiers`."""
 
     hard: Any = None
     lights: tuple = ()
@@ -86,6 +84,8 @@ class InputConstraints:
     constrained: bool = True
     text_ids: np.ndarray | None = field(default=None, repr=False)
     source: Any = field(default=None, repr=False)
+    #: (output ids, bytes a stop string cut) -> passes, or None
+    output_check: Callable[[list[int], int], bool] | None = field(default=None, repr=False)
 
     @classmethod
     def from_compiled(cls, cc) -> "InputConstraints":
