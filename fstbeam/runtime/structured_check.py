@@ -188,11 +188,12 @@ def with_output_check(inp: Any, cc: Any) -> Any:
     schema = cc.spec.get("json_schema")
     if schema is None or _validator(schema)[0] is None:
         return inp
+    from .search.stops import kept_output
+
     token_bytes = cc.vocab.token_bytes
 
     def passes(tokens: list[int], cut: int) -> bool:
-        data = b"".join((token_bytes[t] or b"") for t in tokens if 0 <= t < len(token_bytes))
-        return not _problem(schema, data[:len(data) - cut].decode("utf-8", "replace"))[1]
+        return not _problem(schema, kept_output(tokens, cut, token_bytes)[1].decode("utf-8", "replace"))[1]
 
     return replace(inp, output_check=passes)
 
