@@ -41,7 +41,7 @@ SCHEMAS = [
                                       "c": {"type": "string"}}, "required": ["a"]},
 ]
 
-REAL_THRESHOLDS = (chain_blocks.MIN_SHIFTED, chain_blocks.MIN_DEGREE)
+REAL_THRESHOLDS = (chain_blocks.MIN_SHIFTED, chain_blocks.MIN_DEGREE, chain_levels.MIN_CHAIN_STATES)
 
 
 def vocab_of(byte_fallback: bool) -> Vocab:
@@ -55,6 +55,7 @@ def small_thresholds(monkeypatch):
     """Group blocks on tiny DFAs too; fresh walk memos."""
     monkeypatch.setattr(chain_blocks, "MIN_SHIFTED", 1)
     monkeypatch.setattr(chain_blocks, "MIN_DEGREE", 1)
+    monkeypatch.setattr(chain_levels, "MIN_CHAIN_STATES", 1)
     fresh_walk_memos(monkeypatch)
 
 
@@ -145,6 +146,7 @@ def test_gemma_chains_lift_to_the_plain_language(source, monkeypatch):
 
     monkeypatch.setattr(chain_blocks, "MIN_SHIFTED", REAL_THRESHOLDS[0])
     monkeypatch.setattr(chain_blocks, "MIN_DEGREE", REAL_THRESHOLDS[1])
+    monkeypatch.setattr(chain_levels, "MIN_CHAIN_STATES", REAL_THRESHOLDS[2])
     vocab = fstbeam.compile_constraints(words=["warm"], tokenizer="default").vocab
     trie = token_trie(vocab)
     fst = regex_fst(source) if isinstance(source, str) else json_schema_fst(source)

@@ -14,7 +14,7 @@ from test_chain_blocks import SCHEMAS, vocab_of
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
 from fstbeam.compiler.hard.array_ops import narrow
-from fstbeam.compiler.hard.lift import assemble, chain_blocks, group_exits, shared_walks, token_fsa, trie_step
+from fstbeam.compiler.hard.lift import assemble, chain_blocks, chain_levels, group_exits, shared_walks, token_fsa, trie_step
 from fstbeam.compiler.hard.token_trie import token_trie
 from fstbeam.compiler.structured.json_schema.schema import json_schema_fst
 from fstbeam.compiler.structured.regex import regex_fst
@@ -71,6 +71,7 @@ def test_lift_in_tiny_pieces_is_the_same_automaton(source, monkeypatch):
     """Every chunk size of the lift's steps, members' copies and distinct pairs: the same fields."""
     monkeypatch.setattr(chain_blocks, "MIN_SHIFTED", 1)
     monkeypatch.setattr(chain_blocks, "MIN_DEGREE", 1)
+    monkeypatch.setattr(chain_levels, "MIN_CHAIN_STATES", 1)
     vocab = vocab_of(True)
     trie = token_trie(vocab)
     dfa = fst_to_dfa(pynini.connect(SOURCES[source]))

@@ -375,8 +375,9 @@ def _chains(dfa: _Arcs, trie: TokenTrie) -> tuple[_Arcs, np.ndarray, np.ndarray,
     (`chain_blocks`), else None (the DFA is left as it is, and so are its tables)."""
     S = dfa.num_states
     degree = np.diff(dfa.ptr)
-    if int((degree >= chain_blocks.MIN_DEGREE).sum()) < chain_blocks.MIN_SHIFTED:
-        return None
+    if (int((degree >= chain_blocks.MIN_DEGREE).sum()) < chain_blocks.MIN_SHIFTED
+            or chain_levels.chain_states(S, dfa.ptr, dfa.src, dfa.dst) < chain_levels.MIN_CHAIN_STATES):
+        return None  # (no chains: their classes would cost more than they share)
     is_abs = chain_blocks.absolute_arcs(S, dfa.src, dfa.dst, dfa.byte)  # (numbering-free: a first, cheap rejection)
     if not chain_blocks.worth_sharing(chain_blocks.unshifted_classes(dfa.ptr, dfa.src, dfa.byte, dfa.dst, is_abs), degree):
         return None
