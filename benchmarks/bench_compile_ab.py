@@ -155,7 +155,7 @@ def jobs(data: Path, limit: int, seed: int, count: int, extra: list[str] | None 
     names = stratified([p.name for p in data.glob("*.json")], limit, seed)
     if not names:
         raise SystemExit(f"no *.json schema files in {data}: pass the JSONSchemaBench sample folder")
-    step = max(1, len(names) // count)
+    step = max(1, len(names) // max(count, 1))  # (--count 0: only the --names)
     out = [(n.removesuffix(".json"), {"json_schema": json.loads((data / n).read_text())["schema"]})
            for n in names[::step][:count]]
     out += [(n, {"json_schema": json.loads((data / f"{n}.json").read_text())["schema"]})
@@ -177,7 +177,7 @@ def main() -> None:
     ap.add_argument("--after", type=Path, default=ROOT, help="tree B (default: this checkout)")
     ap.add_argument("--limit", type=int, default=200, help="bench_structured's sample size (default 200)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--count", type=int, default=30, help="schemas taken from the sample (default 30)")
+    ap.add_argument("--count", type=int, default=30, help="schemas taken from the sample (default 30; 0: only --names)")
     ap.add_argument("--names", nargs="+", default=[],
                     help="more schemas, by file name without .json (e.g. large ones, to guard the slow side)")
     ap.add_argument("--disk-cache", action="store_true", help="disk cache on (fresh folder per tree) instead of off")
@@ -191,6 +191,10 @@ def main() -> None:
         return worker()
     if a.data is None or a.before is None:
         ap.error("give the data folder and --before TREE")
+    for tree in (a.before, a.after):  # (a missing tree on PYTHONPATH would import this checkout twice)
+        if not (tree / "fstbeam" / "__init__.py").is_file():
+            ap.error(f"{tree} is not a source tree (no fstbeam/__init__.py): give a checkout's folder, "
+                     "e.g. `git worktree add /tmp/base COMMIT`")
     todo = jobs(a.data, a.limit, a.seed, a.count, a.names)
     if a.strict:
         todo = [(name, {**job, "json_strict": True}) if "json_schema" in job else (name, job) for name, job in todo]
