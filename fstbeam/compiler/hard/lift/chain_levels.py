@@ -1,7 +1,7 @@
 """How the positions of chains are shared (`chain_blocks`, `token_fsa._chains`): whether a DFA
 has chains at all (`chain_states`), the step limits of partial groups (`walk_levels`), how many
 copies of a chain a DFA holds (`copies`, `copy_labels`), and which classes group at a level
-(`within_copies`, `twins_below`).
+(`within_copies`, `twins_below`, `twin_classes`).
 
 A counted string in several fields is several copies of one chain. Exit-blind (`chain_blocks`),
 a level's shared block serves the positions of every copy, while each member's longer tokens
@@ -43,14 +43,20 @@ MIN_CHAIN_STATES = 16
 
 
 def chain_states(num_states: int, ptr: np.ndarray, src: np.ndarray, dst: np.ndarray) -> int:
-    """How many states are chain positions (`CHAIN_STEPS`): the positions of a counted string or a
-    bounded repetition (``maxLength``, ``[a-z]{1,64}``, a uuid's hex digits, also a non-ASCII
-    range's lead and continuation bytes in turn). A DFA without them (the free values of open
-    objects: unbounded strings, numbers, keys) only pays for the chains' classes (an eighth of a
-    median JSON Schema's compile, up to a third) and shares nothing by them. ``src`` sorted (arcs by state)."""
+    """How many states are chain positions (`chain_positions`). A DFA without them (the free
+    values of open objects: unbounded strings, numbers, keys) only pays for the chains' classes
+    (an eighth of a median JSON Schema's compile, up to a third) and shares nothing by them."""
+    return int(chain_positions(num_states, np.diff(ptr) >= chain_blocks.MIN_DEGREE, src, dst).sum())
+
+
+def chain_positions(num_states: int, wide: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """bool per state: a chain position (`CHAIN_STEPS`; ``wide``: the states of
+    `chain_blocks.MIN_DEGREE` arcs or more): the positions of a counted string or a bounded
+    repetition (``maxLength``, ``[a-z]{1,64}``, a uuid's hex digits, also a non-ASCII range's
+    lead and continuation bytes in turn). ``src`` sorted (arcs by state)."""
     S = num_states
     if not len(src):
-        return 0
+        return np.zeros(S, bool)
     # (state, next state) edges weighed by their arcs: runs of arcs to one state counted first (a
     # string's byte ranges), then the runs of an edge summed
     run = np.flatnonzero(run_starts(src, dst))
@@ -66,14 +72,13 @@ def chain_states(num_states: int, ptr: np.ndarray, src: np.ndarray, dst: np.ndar
     lead = o[run_starts(e_src[o])]
     main = np.arange(S)
     main[e_src[lead]] = e_dst[lead]
-    wide = np.diff(ptr) >= chain_blocks.MIN_DEGREE
     at, moving, met = np.arange(S), np.ones(S, bool), np.zeros(S, np.int64)
     for _ in range(CHAIN_STEPS):
         met += wide[at] & moving
         nxt = main[at]
         moving &= nxt != at
         at = nxt
-    return int((met >= CHAIN_WIDE).sum())
+    return met >= CHAIN_WIDE
 
 
 def max_token_bytes(trie: TokenTrie) -> int:
@@ -128,7 +133,8 @@ def copies(first: np.ndarray, label: np.ndarray, degree: np.ndarray, acyclic: np
     in the largest class of ``acyclic`` states with many arcs in ``first`` (`level_classes` before
     any round: a chain's positions read alike, whichever copy; a label held by one state is no
     copy but a position whose exits differ from its neighbours'). A string without bounds loops
-    on itself: its interiors are walked once per shape (`shared_walks`), not chains."""
+    on itself: its interiors are walked once per shape (`shared_walks`), not chains. ``acyclic``:
+    `level_classes` also leaves out the states that are no chain positions (`chain_positions`)."""
     big = np.flatnonzero((degree >= chain_blocks.MIN_DEGREE) & acyclic)
     if not len(big):
         return 1
@@ -181,6 +187,20 @@ def within_copies(cls: np.ndarray, label: np.ndarray) -> np.ndarray:
     ok[cls[count[inv.reshape(-1)] >= 2]] = True
     # (int32 where they fit: a class per state and level, held from the classes to the groups)
     return narrow(np.where(ok[cls], cls, int(cls.max()) + 1 + np.arange(len(cls))))
+
+
+def twin_classes(cls: np.ndarray, label: np.ndarray, copies: int) -> np.ndarray:
+    r"""``cls`` whole where a class holds one state per copy at most (`copy_labels`: a position and
+    its twins in the other ``copies``, `twins_below`); elsewhere `within_copies`. Grouped whole,
+    the states of a word repeated a counted number of times (alike in each of the 50
+    repetitions of ``(\S+\s+){0,49}``, beside 3 copies of a counted string) made groups the
+    twins' count does not pay for (Github_medium o21115: 1.43 GB, against 0.77 GB split)."""
+    key = cls.astype(np.int64) * (int(label.max()) + 1) + label
+    _, inv, count = np.unique(key, return_inverse=True, return_counts=True)
+    size = np.bincount(cls)
+    twins = size <= copies
+    twins[cls[count[inv.reshape(-1)] >= 2]] = False
+    return narrow(np.where(twins[cls], cls, within_copies(cls, label)))
 
 
 _CHARS: weakref.WeakKeyDictionary[TokenTrie, np.ndarray] = weakref.WeakKeyDictionary()
@@ -249,15 +269,25 @@ def level_classes(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.nd
                   degree: np.ndarray, trie: TokenTrie) -> list[tuple[int, np.ndarray]]:
     """`chain_blocks.level_classes` at the levels that pay for the DFA's copies of a chain, each
     level's classes grouping only several positions of a copy (`within_copies`), but at the
-    level below which each position is grouped with its twins (`twins_below`): its classes whole."""
+    level below which each position is grouped with its twins (`twins_below`): there the classes
+    that are twin sets stay whole (`twin_classes`)."""
     S, K = num_states, max_token_bytes(trie)
     labels = copy_labels(S, src, dst, is_abs, COPY_ROUNDS)
+    # Copies are counted over chain positions first: the UTF-8 continuation states of a counted
+    # repetition of unbounded words (``(\S+\s+){0,49}``) are acyclic and alike in every
+    # repetition, but lead back into a word's loop, not along a chain (Github_medium o21115: 370
+    # such "copies" beside 3 counted strings chose 21 levels for them, where 6 pay). Where no
+    # chain has copies, the states repeated in many strings (escapes, hex digits) are the copies:
+    # their twins pay (Github_hard o21192: 208 copies, 6.5M token arcs, against 10.5M as one).
     acyclic = acyclic_states(S, src, dst, is_abs)
+    chain = acyclic & chain_positions(S, degree >= chain_blocks.MIN_DEGREE, src, dst)
     n = 1  # (the copies, counted from the first round's classes)
 
     def levels_for(first: np.ndarray) -> list[int]:  # (one shared block per level serves every copy: more levels pay)
         nonlocal n
-        n = copies(first, labels, degree, acyclic)
+        n = copies(first, labels, degree, chain)
+        if n == 1:
+            n = copies(first, labels, degree, acyclic)
         return walk_levels(trie, n)
 
     levels = chain_blocks.level_classes(S, src, byte, dst, is_abs, K, degree, levels_for)
@@ -266,6 +296,6 @@ def level_classes(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.nd
     for i, (limit, cls) in enumerate(levels):
         key = (id(cls), limit == below)
         if key not in made:
-            made[key] = narrow(cls) if limit == below else within_copies(cls, labels)
+            made[key] = twin_classes(cls, labels, n) if limit == below else within_copies(cls, labels)
         levels[i] = (limit, made[key])
     return levels
