@@ -6,7 +6,7 @@ high-water mark reset, compiled, the first mask filled, every test instance walk
 thread reads VmRSS every few milliseconds and charges it to the compile stage running at the time
 (logger ``fstbeam.compiler.pipeline``), so the table says where each schema's peak is.
 
-    python benchmarks/structured_memory.py DATA_DIR NAME [NAME ...] [--out FILE]
+    python benchmarks/structured_memory.py DATA_DIR NAME [NAME ...] [--engine fstbeam-strict] [--out FILE]
 
 Prints one row per schema (peak RSS as the worker reports it, CPU seconds to the first mask, the
 peak per stage); writes JSON to benchmarks/results/structured_memory.json (or --out).
@@ -93,7 +93,7 @@ def _memo_mb() -> float:
     return round(walk_memo.held_bytes() / 2**20, 1)
 
 
-def probe(jobs: list[tuple[str, Any, list[tuple[bool, list[int]]]]], conn: Any) -> None:
+def probe(jobs: list[tuple[str, Any, list[tuple[bool, list[int]]]]], conn: Any, engine: str = "fstbeam") -> None:
     from structured_runner import THREAD_VARS
 
     os.environ.update(THREAD_VARS)
@@ -113,7 +113,7 @@ def probe(jobs: list[tuple[str, Any, list[tuple[bool, list[int]]]]], conn: Any) 
             finally:
                 trim_s[0] += time.process_time() - t
         array_ops._MALLOC_TRIM = timed_trim
-    adapter = ENGINES["fstbeam"]()
+    adapter = ENGINES[engine]()
     adapter.setup()
     _one_thread()
     ready = round(_rss_mb("VmRSS"), 1)
@@ -147,6 +147,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("data_dir")
     ap.add_argument("names", nargs="+")
+    ap.add_argument("--engine", default="fstbeam", choices=["fstbeam", "fstbeam-strict"],
+                    help="bench_structured's row to measure (default fstbeam)")
     ap.add_argument("--out", default=str(HERE / "results" / "structured_memory.json"))
     args = ap.parse_args()
 
@@ -163,12 +165,12 @@ def main() -> None:
     # in a spawned process of its own, as the bench's worker: the cases and the tokenizer above stay here
     ctx = mp.get_context("spawn")
     conn, child = ctx.Pipe()
-    proc = ctx.Process(target=probe, args=([(c.name, c.schema, token_ids[c.name]) for c in cases], child))
+    proc = ctx.Process(target=probe, args=([(c.name, c.schema, token_ids[c.name]) for c in cases], child, args.engine))
     proc.start()
     ready, rows = conn.recv()
     proc.join()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"ready_rss_mb": ready, "schemas": rows}, indent=1) + "\n")
+    Path(args.out).write_text(json.dumps({"engine": args.engine, "ready_rss_mb": ready, "schemas": rows}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
