@@ -83,7 +83,18 @@ def hard_key(vocab: Vocab, wl: WordList | None, g_hash, opts: dict) -> str:
     from ...fst.wordlist import language as wordlist
     from .. import char_dfa
     from . import array_ops, tables, token_trie
-    from .lift import assemble, chain_blocks, chain_levels, group_exits, near_blocks, shared_walks, token_fsa, trie_step, walk_memo
+    from .lift import (
+        assemble,
+        chain_blocks,
+        chain_levels,
+        group_exits,
+        loop_rows,
+        near_blocks,
+        shared_walks,
+        token_fsa,
+        trie_step,
+        walk_memo,
+    )
 
     h = hashlib.sha256(json.dumps([vocab.fingerprint, g_hash, sorted(opts.items())]).encode())
     if wl is not None:
@@ -91,7 +102,7 @@ def hard_key(vocab: Vocab, wl: WordList | None, g_hash, opts: dict) -> str:
     h.update(source_fingerprint(
         acyclic, text, text_dfa, wordlist, vector_fst, fst_optimize, labels, small_determinize, word_bytes, bitmask, hard,
         layout, char_dfa, tables, token_fsa, token_trie, shared_walks, array_ops, assemble, chain_blocks, chain_levels,
-        group_exits, near_blocks, trie_step, walk_memo, sys.modules[__name__],
+        group_exits, loop_rows, near_blocks, trie_step, walk_memo, sys.modules[__name__],
     ).encode())
     return h.hexdigest()
 

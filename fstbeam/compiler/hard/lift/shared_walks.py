@@ -27,7 +27,7 @@ import numpy as np
 
 from ....cancel import checkpoint
 from ..array_ops import TRIM_ABOVE, concat_ranges, narrow, run_starts, trim_heap, unique
-from . import walk_memo
+from . import loop_rows, walk_memo
 
 if TYPE_CHECKING:
     from ..token_trie import TokenTrie
@@ -185,11 +185,15 @@ class Shape:
         return n + 1, np.concatenate(src), np.concatenate(byte), np.concatenate(dst)
 
 
-def roots_worth_sharing(arcs: Any, comp: np.ndarray, states: np.ndarray) -> np.ndarray:
-    """bool per state in ``states``: a root whose component keeps many bytes inside."""
+def roots_worth_sharing(arcs: Any, comp: np.ndarray, states: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """bool per state in ``states``: a root whose component keeps many bytes inside (and is at
+    most `MAX_COMPONENT` states, or a row of loops: ``rows``, bool per component)."""
     lo, hi = arcs.ptr[states], arcs.ptr[states + 1]
     out = np.zeros(len(states), bool)
-    cand = np.flatnonzero((hi - lo >= MIN_INSIDE_BYTES) & (np.bincount(comp)[comp[states]] <= MAX_COMPONENT))
+    small = np.bincount(comp)[comp[states]] <= MAX_COMPONENT
+    if rows is not None:
+        small |= rows[comp[states]]
+    cand = np.flatnonzero((hi - lo >= MIN_INSIDE_BYTES) & small)
     if not len(cand):
         return out
     n = hi[cand] - lo[cand]
@@ -204,7 +208,10 @@ def canonical_shape(rows: Rows, members: np.ndarray) -> Shape:
     Only the members whose own row (inside and exit bytes) has the smallest hash are tried."""
     sig = [rows.signature(s) for s in members.tolist()]
     low = min(sig)
-    return min((Shape(rows, s) for s, g in zip(members.tolist(), sig) if g == low), key=lambda sh: sh.key)
+    full = [sh for sh in (Shape(rows, s) for s, g in zip(members.tolist(), sig) if g == low) if len(sh.members) == len(members)]
+    if not full:  # (a row of loops, `loop_rows`, is not strongly connected: a root that reaches every member)
+        full = [sh for sh in (Shape(rows, s) for s in members.tolist()) if len(sh.members) == len(members)]
+    return min(full, key=lambda sh: sh.key)
 
 
 # Shapes met before (the process's), by their component's layout relative to its first member:
@@ -317,7 +324,8 @@ def share(dfa: Any, trie: TokenTrie, blk_byte: np.ndarray, blk_state: np.ndarray
     comp = regions(dfa.num_states, dfa.src, dfa.byte, dfa.dst)
     if comp is None:
         return None
-    roots = roots[roots_worth_sharing(dfa, comp, roots)]
+    comp, rows = loop_rows.with_rows(dfa, comp, trie, shapes_of, MIN_INSIDE_BYTES)
+    roots = roots[roots_worth_sharing(dfa, comp, roots, rows)]
     if not len(roots):
         return None
     by_comp: dict[int, list[int]] = {}
