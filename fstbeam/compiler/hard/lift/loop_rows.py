@@ -69,8 +69,15 @@ def candidates(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.ndarr
     has_wide &= members >= 2
     indeg = np.bincount(e_dst, minlength=n)
     row = np.full(n, -1, np.int64)
-    for g in np.flatnonzero(has_wide & (states <= MAX_ROW)).tolist():
-        comps = np.flatnonzero(touched & (group == g))
+    # the regions of each group that may be a row, grouped once (not a scan of every region per group)
+    fits = has_wide & (states <= MAX_ROW)
+    tc = np.flatnonzero(touched & fits[group])
+    if not len(tc):
+        return None
+    tc = tc[np.argsort(group[tc], kind="stable")]
+    cuts = np.flatnonzero(np.r_[True, group[tc][1:] != group[tc][:-1], True]).tolist()
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        comps, g = tc[a:b], int(group[tc[a]])
         sources = comps[indeg[comps] == 0]
         if len(sources) != 1:  # (no region reaches every other one)
             continue
