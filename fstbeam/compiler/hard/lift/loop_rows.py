@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from ..array_ops import concat_ranges, unique
+from ..array_ops import concat_ranges, run_starts, unique
 
 if TYPE_CHECKING:
     from ..token_trie import TokenTrie
@@ -75,7 +75,7 @@ def candidates(num_states: int, src: np.ndarray, byte: np.ndarray, dst: np.ndarr
     if not len(tc):
         return None
     tc = tc[np.argsort(group[tc], kind="stable")]
-    cuts = np.flatnonzero(np.r_[True, group[tc][1:] != group[tc][:-1], True]).tolist()
+    cuts = [*np.flatnonzero(run_starts(group[tc])).tolist(), len(tc)]
     for a, b in zip(cuts[:-1], cuts[1:]):
         comps, g = tc[a:b], int(group[tc[a]])
         sources = comps[indeg[comps] == 0]
@@ -124,8 +124,8 @@ def token_share(trie: TokenTrie, joins: frozenset[int]) -> float:
 def pays(copies: int, share: float) -> bool:
     """Is a row with ``copies`` worth one region? Its interior holds each position's tokens once;
     its regions hold a word's interior once and, per copy and position, the tokens that cross a
-    join (about ``share`` of them)."""
-    return share > 0 and copies * share >= 1.0
+    join (about ``share`` of them). A row met once stays apart whatever the share."""
+    return copies >= 2 and copies * share >= 1.0
 
 
 def merged(comp: np.ndarray, row: np.ndarray, keys_of: Callable[[np.ndarray], dict[int, Any]],
@@ -159,7 +159,7 @@ def with_rows(dfa: Any, comp: np.ndarray, trie: TokenTrie, shapes_of: Callable[.
         return {c: shape.key for c, shape in shapes_of(dfa, cand, order, bounds, ids).items()}
 
     def worth(g: int, copies: int) -> bool:
-        return copies >= 2 and pays(copies, token_share(trie, joins[g]))
+        return pays(copies, token_share(trie, joins[g]))
 
     out = merged(comp, row, keys_of, worth)
     if out is comp:
