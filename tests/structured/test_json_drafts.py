@@ -3,11 +3,13 @@ and as that draft's validator does. The oracle is `jsonschema`'s validator for t
 draft (`validator_for`), the one the decoder's check uses and that labels JSONSchemaBench."""
 from __future__ import annotations
 
+import json
 import logging
 
 import jsonschema
 import pytest
 from instance_walk import dfa_accepts
+from regex_oracle import accepts
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
 from fstbeam.compiler.structured.json_schema.drafts import declared_draft, for_draft
@@ -97,3 +99,24 @@ def test_keywords_a_later_draft_removed_are_ignored_there(meta, applies):
     if meta == DRAFT7:  # (no prefixItems in draft-07: the item list is `items`)
         items = {"$schema": meta, "type": "array", "items": [{"type": "integer"}], "additionalItems": False}
     assert _accepts(items, [1, "a"]) == _valid(items, [1, "a"]) == (meta != DRAFT7)
+
+
+NUMBER_TEXTS = ["1", "1.0", "-0.00", "0", "-0", "2.5", "3", "3.0", '"a"']
+
+
+@pytest.mark.parametrize("meta", [DRAFT4, DRAFT6, None])
+@pytest.mark.parametrize("schema", [
+    {"type": "integer", "enum": [0, 1]},
+    {"type": "integer", "enum": [1.0, 2.5, "a"]},
+    {"type": ["integer", "string"], "enum": [3, "a", 0]},
+    {"type": "number", "enum": [1, 3.0]},
+    {"enum": [0, 1]},
+])
+def test_an_enum_beside_type_integer_is_read_as_the_drafts_validator_does(meta, schema):
+    """Draft 4's integer has no fraction (`1.0` is a number there), from draft 6 on an integer is
+    any number with a zero fraction; an enum's values equal the instance by value in every draft
+    (Github_easy o19071: draft 4, `is_test: {"type": "integer", "enum": [0, 1]}` accepted `-0.00`)."""
+    schema = dict(schema, **({"$schema": meta} if meta else {}))
+    fst = json_schema_fst(schema)
+    for text in NUMBER_TEXTS:
+        assert accepts(fst, text) == _valid(schema, json.loads(text)), (schema, text)

@@ -370,9 +370,12 @@ class SchemaCompiler:
             if not isinstance(values, list):
                 raise self.fail("enum", f"{path}/enum", "enum must be an array")
             keep = [v for v in values if type_of(v, self.draft4) in types
-                    or (type_of(v, self.draft4) == "integer" and "number" in types)]
+                    or (type_of(v, self.draft4) == "integer" and "number" in types)
+                    or ("integer" in types and isinstance(v, float) and v.is_integer())]  # draft 4: 1 equals 1.0
             kw = "const" if "const" in node else "enum"
-            lang = union(scalars.literals(self, keep, f"{path}/{kw}", loc, keyword=kw))
+            # (draft 4: an integer has no fraction, so `type: integer` keeps 1 and drops 1.0)
+            plain = self.draft4 and "integer" in types and "number" not in types
+            lang = union(scalars.literals(self, keep, f"{path}/{kw}", loc, keyword=kw, plain_integers=plain))
             if not jb.has_type_keywords(node):
                 return lang
             typed = self._typed({k: v for k, v in node.items() if k not in ("enum", "const")},
