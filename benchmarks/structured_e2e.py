@@ -1,5 +1,6 @@
 """bench_structured --e2e N: decode N schemas with the default model (Gemma 3 270M) and check what
-comes out with ``jsonschema`` (the schema's own draft, formats checked).
+comes out with fstbeam's output check (`json_problem`: `jsonschema` for the schema's own draft, formats checked,
+numbers compared as decimals, patterns read as ECMA-262).
 
 - fstbeam: ``Decoder().generate(prompt, compile_constraints(json_schema=schema), beam_size=5,
   max_new_tokens=M)``;
@@ -35,21 +36,18 @@ def prompt_for(case: Any) -> str:
 
 
 def check(text: str, schema: Any) -> tuple[bool, bool, str]:
-    """(parses, validates, why not)."""
-    import jsonschema
+    """(parses, validates, why not): fstbeam's output check (`json_problem`: `jsonschema` for the
+    schema's own draft, formats checked, numbers compared as the decimals written, patterns read
+    as ECMA-262), the same for every engine's text."""
+    from fstbeam.runtime.structured_check import json_problem
 
     try:
-        value = json.loads(text)
-    except ValueError as exc:
-        return False, False, f"parse: {exc}"[:120]
-    try:
-        cls = jsonschema.validators.validator_for(schema)
-        cls(schema, format_checker=cls.FORMAT_CHECKER).validate(value)
-    except jsonschema.ValidationError as exc:
-        return True, False, f"invalid: {exc.message}"[:120]
+        problem = json_problem(json.dumps(schema), text)
     except Exception as exc:  # a schema jsonschema itself cannot use
         return True, False, f"validator: {type(exc).__name__}: {exc}"[:120]
-    return True, True, ""
+    if problem is None:
+        return True, True, ""
+    return "not JSON" not in problem, False, problem[:120]
 
 
 class LlguidanceProcessor:

@@ -14,9 +14,11 @@ so is left to the automaton, and the result's warnings say so.
 """
 from __future__ import annotations
 
+import decimal
 import json
 import re
 from dataclasses import replace
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -25,6 +27,10 @@ __all__ = ["describe_structured", "json_problem", "check_result", "python_patter
 # ECMA-262's \s (WhiteSpace and LineTerminator) and the code points `.` does not match
 ECMA_SPACE_CLASS = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
 _NOT_LINE_TERMINATOR = "[^\\n\\r\\u2028\\u2029]"
+# digits of the decimal arithmetic numbers are validated with (`multipleOf`'s quotient must fit)
+EXACT_DIGITS = 1000
+_PAST_EXACT = "the output parses as JSON but could not be validated: a number's exponent is too large for exact arithmetic"
+_DECIMAL_REPR = re.compile(r"Decimal\('([^']*)'\)")
 
 
 def python_pattern(pattern: str) -> str | None:
@@ -147,11 +153,41 @@ def _validator(schema_text: str) -> tuple[Any, tuple[str, ...]]:
         import jsonschema  # type: ignore[import-untyped, unused-ignore]  # no stubs unless types-jsonschema is installed
     except ImportError:  # pragma: no cover - jsonschema is in the structured/dev extras
         return None, ()
-    schema = json.loads(schema_text)
+    schema = json.loads(schema_text, parse_float=Decimal)
     unchecked: list[str] = []
     written = _for_python(schema, unchecked)
-    cls = jsonschema.validators.validator_for(schema)
+    cls = _exact_numbers(jsonschema, jsonschema.validators.validator_for(schema))
     return cls(written, format_checker=cls.FORMAT_CHECKER), tuple(dict.fromkeys(unchecked))
+
+
+def _exact_numbers(jsonschema: Any, cls: Any) -> Any:
+    """``cls`` for numbers read as the decimals they are written as (`_parse`), as JSON Schema
+    compares them: with floats, 19.99 is no multiple of 0.01 and 1e400 is infinite, and such an
+    output, which the automaton rightly let through, was called invalid and ranked last. Draft 4's
+    integer has no fraction or exponent; later drafts' is any number with a zero fraction."""
+    draft4 = cls in (jsonschema.Draft3Validator, jsonschema.Draft4Validator)
+
+    def is_number(_: Any, v: Any) -> bool:
+        return isinstance(v, (int, float, Decimal)) and not isinstance(v, bool)
+
+    def is_integer(_: Any, v: Any) -> bool:
+        if isinstance(v, bool) or not is_number(_, v):
+            return False
+        if isinstance(v, int):
+            return True
+        return not draft4 and v == v.to_integral_value()
+
+    checker = cls.TYPE_CHECKER.redefine_many({"number": is_number, "integer": is_integer})
+    return jsonschema.validators.extend(cls, type_checker=checker)
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _parse(text: str) -> Any:
+    """The JSON value of ``text``, its numbers with a fraction or exponent as `Decimal`s."""
+    return json.loads(text, parse_float=Decimal, parse_constant=_not_json)
 
 
 def json_problem(schema_text: str, text: str) -> str | None:
@@ -163,20 +199,29 @@ def _problem(schema_text: str, text: str) -> tuple[str | None, bool]:
     """(`json_problem`'s answer, whether ``text`` is known not to parse or validate: not where
     `jsonschema` is missing or cannot read one of the schema's patterns)."""
     try:
-        value = json.loads(text)
+        value = _parse(text)
     except json.JSONDecodeError as err:
         return f"the output is not JSON ({err.msg} at character {err.pos})", True
+    except decimal.DecimalException:  # (an exponent past Decimal's own range: 1e10000000000000000000)
+        return _PAST_EXACT, False
+    except ValueError as err:  # (NaN, Infinity: Python reads them, JSON has no such values)
+        return f"the output is not JSON ({err})", True
     validator, _ = _validator(schema_text)
     if validator is None:
         return "jsonschema is not installed: the output parses as JSON but was not validated (pip install jsonschema)", False
     try:
-        error = next(iter(validator.iter_errors(value)), None)
+        with decimal.localcontext() as exact:
+            exact.prec = EXACT_DIGITS
+            error = next(iter(validator.iter_errors(value)), None)
     except re.error as err:  # (a patternProperties key Python cannot read: `unchecked_patterns` names it)
         return f"the output parses as JSON but could not be validated: Python's re cannot read a pattern ({err})", False
+    except decimal.DecimalException:  # (1e999999999 against a multipleOf: a quotient of a billion digits)
+        return _PAST_EXACT, False
     if error is None:
         return None, False
     where = "/" + "/".join(str(p) for p in error.absolute_path)
-    return f"the output does not validate against the schema at {where}: {error.message[:200]}", True
+    message = _DECIMAL_REPR.sub(r"\1", error.message)  # (Decimal('19.999') written as the output wrote it)
+    return f"the output does not validate against the schema at {where}: {message[:200]}", True
 
 
 def with_output_check(inp: Any, cc: Any) -> Any:

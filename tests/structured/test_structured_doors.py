@@ -252,6 +252,39 @@ def test_satisfied_means_parses_and_validates():
     assert "required" in json_problem(schema, "{}")
 
 
+@pytest.mark.parametrize("step", ["0.01", "0.1", "0.05", "2.5", "3"])
+def test_the_check_compares_numbers_as_the_decimals_written(step):
+    """JSON Schema compares numbers as decimals; read as floats, 19.99 was no multiple of 0.01
+    and a valid output was called invalid (and ranked after every other). Oracle: `Fraction`."""
+    import random
+    from fractions import Fraction
+
+    from fstbeam.runtime.structured_check import json_problem
+
+    schema = json.dumps({"type": "object", "properties": {"p": {"type": "number", "multipleOf": float(step)}}})
+    rng = random.Random(step)
+    texts = ["19.99", "35501523857068.33", "0.3", "0.30", "7.5", "1e2", "1.5e-1", "-4.20"]
+    texts += [f"{rng.randrange(10**6)}.{rng.randrange(100):02d}" for _ in range(40)]
+    for text in texts:
+        multiple = Fraction(text) % Fraction(step) == 0
+        assert (json_problem(schema, '{"p": %s}' % text) is None) == multiple, (step, text)
+
+
+def test_the_check_reads_integers_bounds_and_equality_exactly():
+    from fstbeam.runtime.structured_check import json_problem
+
+    draft4 = "http://json-schema.org/draft-04/schema#"
+    assert json_problem('{"type": "integer"}', "1.0") is None  # (a zero fraction: an integer from draft 6 on)
+    assert "integer" in json_problem(json.dumps({"$schema": draft4, "type": "integer"}), "1.0")
+    assert json_problem('{"type": "integer"}', "1e400") is None  # (a float: infinite, no integer)
+    assert "maximum of 0.3" in json_problem('{"maximum": 0.3}', "0.30000000000000001")  # (a float: equal)
+    assert json_problem('{"maximum": 0.30000000000000001}', "0.3") is None
+    assert json_problem('{"enum": [1.5, 2]}', "1.50") is None and json_problem('{"const": 2}', "2.0") is None
+    assert "is not a multiple of 0.01" in json_problem('{"multipleOf": 0.01}', "19.999")  # (the text, no Decimal(...))
+    assert "not JSON" in json_problem('{"type": "number"}', "NaN")
+    assert "could not be validated" in json_problem('{"multipleOf": 0.01}', "1e7160065857036")
+
+
 def test_the_check_reads_patterns_as_ecma():
     """jsonschema matches patterns with Python's `re`: the check hands it each pattern written
     with ECMA-262's meaning, so a named group or `\\p{..}` is no crash, `$` no match before a
