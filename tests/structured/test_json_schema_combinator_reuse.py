@@ -15,6 +15,7 @@ import pytest
 
 jsonschema = pytest.importorskip("jsonschema")
 
+from fstbeam.compiler.structured.json_schema import complements  # noqa: E402
 from fstbeam.compiler.structured.json_schema import schema as js  # noqa: E402
 from fstbeam.compiler.structured.json_schema.location import order_instance  # noqa: E402
 
@@ -44,22 +45,22 @@ TASKS = {
 
 def _compile(monkeypatch, old_way: bool) -> tuple[pynini.Fst, Counter]:
     calls: Counter = Counter()
-    one_of, if_, held = js.SchemaCompiler._one_of, js.SchemaCompiler._if, js.SchemaCompiler._held
+    one_of, if_, held = js.SchemaCompiler._one_of, complements.if_then_else, js.SchemaCompiler._held
 
     def counting_one_of(self, node, path, loc, rdepth):
         calls["oneOf"] += 1
         return one_of(self, node, path, loc, rdepth)
 
-    def counting_if(self, node, path, loc, rdepth):
+    def counting_if(c, node, path, loc, rdepth):
         calls["if"] += 1
-        return if_(self, node, path, loc, rdepth)
+        return if_(c, node, path, loc, rdepth)
 
     def build_always(self, kind, node, subs, loc, rdepth, build):  # the old way: no cache
         return build()
 
     with monkeypatch.context() as m:
         m.setattr(js.SchemaCompiler, "_one_of", counting_one_of)
-        m.setattr(js.SchemaCompiler, "_if", counting_if)
+        m.setattr(complements, "if_then_else", counting_if)
         m.setattr(js.SchemaCompiler, "_held", build_always if old_way else held)
         fst = js.json_schema_fst(TASKS, max_depth=3)
     return fst, calls

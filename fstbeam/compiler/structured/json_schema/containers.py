@@ -16,6 +16,7 @@ import pynini
 
 from ....fst.optimize import optimize, sigma_star
 from ..regex import marker_fst
+from .complements import plain_numbers
 from .lexical import any_char, empty, free_string, lit, number_fst, repeat, string_of
 from .lexical import union as union_of
 from .location import Location, SchemaContext
@@ -378,8 +379,8 @@ def array_value(c: SchemaContext, node: dict[str, Any], path: str, loc: Location
         if contains is None:
             return _piece_item(c, value, label)
         # an item that matches `contains` carries its own marker, to be counted
-        return _piece_item(c, c.meet(value, contains), _CONTAINS) | _piece_item(
-            c, pynini.difference(value, contains), label)
+        return _piece_item(c, c.meet(value, contains), _CONTAINS) | _piece_item(  # (a complement: `plain_numbers`)
+            c, pynini.difference(plain_numbers(c, value), contains), label)
 
     tail = None
     if node.get("uniqueItems") is True:

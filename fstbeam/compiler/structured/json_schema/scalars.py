@@ -11,6 +11,7 @@ from typing import Any
 import pynini
 
 from ....fst.optimize import optimize
+from .disjoint import type_of
 from .formats import format_fst
 from .lexical import (
     any_char,
@@ -165,6 +166,20 @@ def string(c: SchemaContext, node: dict[str, Any], path: str) -> pynini.Fst:
     if decoded is None:
         return free_string()
     return string_of(c.opt(decoded, path), stage=f"{c.where} {path or '/'}")
+
+
+def listed(c: SchemaContext, node: dict[str, Any], path: str, loc: Location, types: tuple[str, ...]) -> pynini.Fst:
+    """The values of the node's `enum` (or `const`) that its ``types`` allow."""
+    values = [node["const"]] if "const" in node else node["enum"]
+    if not isinstance(values, list):
+        raise c.fail("enum", f"{path}/enum", "enum must be an array")
+    keep = [v for v in values if type_of(v, c.draft4) in types
+            or (type_of(v, c.draft4) == "integer" and "number" in types)
+            or ("integer" in types and isinstance(v, float) and v.is_integer())]  # (draft 4: 1 equals 1.0)
+    kw = "const" if "const" in node else "enum"
+    # (draft 4: an integer has no fraction, so `type: integer` keeps 1 and drops 1.0)
+    plain = c.draft4 and "integer" in types and "number" not in types
+    return union_of(literals(c, keep, f"{path}/{kw}", loc, keyword=kw, plain_integers=plain))
 
 
 def literals(c: SchemaContext, values: list[Any], path: str, loc: Location, keyword: str = "enum",

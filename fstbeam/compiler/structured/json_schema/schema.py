@@ -22,8 +22,8 @@ from ....errors import SpecError
 from ....fst.optimize import FstSizeError, determinized, optimize, optimize_in_place
 from ..exactly_one import exactly_one
 from . import branches as jb
-from . import containers, free_values, scalars
-from .disjoint import context_of, disjoint, join, minimal_once, open_union, type_of
+from . import complements, containers, free_values, scalars
+from .disjoint import context_of, disjoint, join, minimal_once, open_union
 from .drafts import closed_declared, read_as_declared
 from .lexical import empty, lit, union
 from .location import Location, Resolver
@@ -299,20 +299,19 @@ class SchemaCompiler:
             if inside and jb.mergeable(node, [node["not"]]):
                 later.append((node["not"], False, True, f"{path}/not"))  # (not X: if X then false)
             else:
-                banned = self.value(node["not"], f"{path}/not", loc, rdepth)
-                parts.append(pynini.difference(self.any_value(loc, rdepth.free_depth(self.max_depth)), self.det(banned, path)))
+                parts.append(complements.not_value(self, self.value(node["not"], f"{path}/not", loc, rdepth), path, loc, rdepth))
         for cond, where in conds + jb.dependencies(self, node, path, loc):
             subs = [cond["if"], cond.get("then", True), cond.get("else", True)]
             if inside and jb.mergeable(node, subs):
                 later.append((*subs, where))
             elif cond is node:
-                parts.append(self._held("if", node, subs, loc, rdepth, lambda: self._if(node, path, loc, rdepth)))
+                parts.append(self._held("if", node, subs, loc, rdepth, lambda: complements.if_then_else(self, node, path, loc, rdepth)))
             else:
                 parts.append(self.value(cond, where, loc, rdepth))
         # With in-place parts, an unconstrained type is a filter on the first byte (exact at any
         # depth) instead of the depth-limited free value, which would cut the parts' nesting.
         own = self._typed(node, path, loc, budgets[0], types, as_filter=bool(parts or later))
-        parts.extend(self._if_inside(node, own, *branches, loc, rdepth) for branches in later)
+        parts.extend(complements.if_inside(self, node, own, *branches, loc, rdepth) for branches in later)
         out = own if own is not None else parts.pop(0)
         # A product that outgrows its operands is minimized at once: eight if/then branches
         # over one document grew 12k -> 1.7M states as unminimized products, ~35k minimized.
@@ -366,16 +365,7 @@ class SchemaCompiler:
         """The node's own keywords (type, enum, const and the type-specific ones); None when
         they allow everything and ``as_filter`` (the in-place parts decide alone)."""
         if "const" in node or "enum" in node:
-            values = [node["const"]] if "const" in node else node["enum"]
-            if not isinstance(values, list):
-                raise self.fail("enum", f"{path}/enum", "enum must be an array")
-            keep = [v for v in values if type_of(v, self.draft4) in types
-                    or (type_of(v, self.draft4) == "integer" and "number" in types)
-                    or ("integer" in types and isinstance(v, float) and v.is_integer())]  # draft 4: 1 equals 1.0
-            kw = "const" if "const" in node else "enum"
-            # (draft 4: an integer has no fraction, so `type: integer` keeps 1 and drops 1.0)
-            plain = self.draft4 and "integer" in types and "number" not in types
-            lang = union(scalars.literals(self, keep, f"{path}/{kw}", loc, keyword=kw, plain_integers=plain))
+            lang = scalars.listed(self, node, path, loc, types)
             if not jb.has_type_keywords(node):
                 return lang
             typed = self._typed({k: v for k, v in node.items() if k not in ("enum", "const")},
@@ -407,19 +397,18 @@ class SchemaCompiler:
                 parts.append(containers.array_value(self, node, path, loc, rdepth))
         return union(parts)
 
-    def _one_of(self, node: dict[str, Any], path: str, loc: Location,
-                rdepth: Unrolling) -> pynini.Fst:
+    def _one_of(self, node: dict[str, Any], path: str, loc: Location, rdepth: Unrolling) -> pynini.Fst:
         subs = node["oneOf"]
+        free = [i for i, s in enumerate(subs) if jb.is_free(s)]  # (every value matches: none of the others may)
+        if free:
+            return empty() if len(free) > 1 else complements.none_of(self, subs, free[0], path, loc, rdepth)
         langs = [self.value(s, f"{path}/{i}", loc, rdepth) for i, s in enumerate(subs)]
-        # the node's own type and required keys hold beside the oneOf (its result is met with
-        # them), so two branches may be told apart within those alone
-        parent = context_of(node)
-        # branches that hold different kinds of value (travis's `deploy`: an array of
-        # deployments or one) cannot overlap: neither is determinized for a product
-        kinds = [self._possible.of(s) for s in subs]
+        # two branches may be told apart within the node's own type and required keys (the result
+        # is met with them); branches that hold different kinds of value (travis's `deploy`: an
+        # array of deployments or one) cannot overlap: neither is determinized for a product
+        parent, kinds = context_of(node), [self._possible.of(s) for s in subs]
         pairs = [(i, j) for i in range(len(subs)) for j in range(i + 1, len(subs))
-                 if kinds[i] & kinds[j]
-                 and not disjoint(subs[i], subs[j], self.resolver, within=parent)]
+                 if kinds[i] & kinds[j] and not disjoint(subs[i], subs[j], self.resolver, within=parent)]
         # the branches that may overlap: one determinization of their DFAs' union that counts
         # which accept (`exactly_one`); the others are disjoint from every branch
         paired = sorted({i for p in pairs for i in p})
@@ -427,27 +416,5 @@ class SchemaCompiler:
             return join(langs)
         # (each branch determinized once per cached automaton, not once per oneOf it is in)
         one = exactly_one([self.opt_part(langs[i], f"{path}/{i}") for i in paired], self.max_states)
+        one = complements.plain_numbers(self, one)  # (`1e3`: in `number`, not in `integer` here)
         return union([self.opt(one, path), *(lang for i, lang in enumerate(langs) if i not in paired)])
-
-    def _if(self, node: dict[str, Any], path: str, loc: Location,
-            rdepth: Unrolling) -> pynini.Fst:
-        cond = self.det(self.value(node["if"], f"{path}/if", loc, rdepth), path)
-        everything = self.any_value(loc, rdepth.free_depth(self.max_depth))
-        yes = self.value(node.get("then", True), f"{path}/then", loc, rdepth)
-        no = self.value(node.get("else", True), f"{path}/else", loc, rdepth)
-        return self.meet(cond, yes) | self.meet(pynini.difference(everything, cond), no)
-
-    def _if_inside(self, node: dict[str, Any], own: pynini.Fst | None, cond: Any, then: Any, other: Any,
-                   path: str, loc: Location, rdepth: Unrolling) -> pynini.Fst:
-        """if/then/else (and `not X` as if X then false) inside ``node``'s own object ``own``:
-        each branch merged with the node's object keywords (branches)."""
-        def within(branches: list[Any], where: str) -> pynini.Fst:
-            m = jb.merged(node, branches)
-            if m is None:  # the same combinator in two branches: each merged alone, then met
-                return self.meet(within([branches[0]], where), within(branches[1:], where))
-            return self.value(self.synth(m), where, loc, rdepth) if isinstance(m, dict) else empty()
-
-        assert own is not None  # (an object node with object keywords: its own object is built)
-        holds = self.det(within([cond], f"{path}/if"), path)
-        rest = own if other is True else within([other], f"{path}/else")
-        return within([cond, then], f"{path}/then") | pynini.difference(rest, holds)
