@@ -175,7 +175,7 @@ def _exact_numbers(jsonschema: Any, cls: Any) -> Any:
             return False
         if isinstance(v, int):
             return True
-        return not draft4 and v == v.to_integral_value()
+        return not draft4 and (v.is_integer() if isinstance(v, float) else v.is_finite() and v == v.to_integral_value())
 
     checker = cls.TYPE_CHECKER.redefine_many({"number": is_number, "integer": is_integer})
     return jsonschema.validators.extend(cls, type_checker=checker)
