@@ -12,38 +12,27 @@ from typing import Any
 
 import numpy as np
 
-from fstbeam.compiler.hard.array_ops import concat_ranges
+from fstbeam.compiler.hard.array_ops import unique
+from fstbeam.contract.layout import INF_DIST
+from fstbeam.contract.light import distances_from_edges
 
 __all__ = ["distances_to_final", "random_texts"]
 
-UNREACHABLE = np.iinfo(np.int64).max
-
 
 def distances_to_final(next_state: np.ndarray, final: np.ndarray) -> np.ndarray:
-    """Fewest bytes from each state to a final state (`UNREACHABLE` where none is reachable)."""
-    S = next_state.shape[0]
+    """Fewest bytes from each state to a final state (`INF_DIST` where none is reachable):
+    `distances_from_edges` over the distinct (state, next state) edges (a string's ~200 arcs
+    to one next state are one edge)."""
     src, byte = np.nonzero(next_state >= 0)
-    dst = next_state[src, byte].astype(np.int64)
-    order = np.argsort(dst, kind="stable")
-    preds, ptr = src[order], np.searchsorted(dst[order], np.arange(S + 1))
-    dist = np.full(S, UNREACHABLE, np.int64)
-    front = np.flatnonzero(final)
-    dist[front] = 0
-    level = 0
-    while len(front):
-        level += 1
-        lo, hi = ptr[front], ptr[front + 1]
-        cand = np.unique(preds[concat_ranges(lo, hi)])
-        front = cand[dist[cand] == UNREACHABLE]
-        dist[front] = level
-    return dist
+    edges = unique(src.astype(np.int64) * len(final) + next_state[src, byte])
+    return distances_from_edges(len(final), edges // len(final), edges % len(final), np.asarray(final, bool))
 
 
 def random_texts(dfa: Any, n: int, *, seed: int = 0, stop: float = 0.3, budget: int = 300) -> list[bytes]:
     """``n`` random texts ``dfa`` accepts (none where its language is empty)."""
     nxt, final = np.asarray(dfa.next), np.asarray(dfa.final, bool)
     dist = distances_to_final(nxt, final)
-    if dist[dfa.start] == UNREACHABLE:
+    if dist[dfa.start] >= INF_DIST:
         return []
     rng = random.Random(seed)
     out = []

@@ -21,7 +21,7 @@ from .lexical import empty, union
 from .location import Location, SchemaContext
 from .refs import Unrolling
 
-__all__ = ["plain_numbers", "none_of", "if_then_else", "if_inside"]
+__all__ = ["plain_numbers", "none_of", "not_value", "if_then_else", "if_inside"]
 
 # The labels a finished value holds besides bytes: the member marks of `containers` (a marked
 # object turns them into commas only at the document's end).
@@ -56,18 +56,23 @@ def plain_numbers(c: SchemaContext, fst: pynini.Fst) -> pynini.Fst:
     return c.meet(fst, _plain())
 
 
+def _universe(c: SchemaContext, loc: Location, rdepth: Unrolling) -> pynini.Fst:
+    """Every value to `max_depth` here, numbers without an exponent: what a complement is taken in."""
+    return plain_numbers(c, c.any_value(loc, rdepth.free_depth(c.max_depth)))
+
+
 def none_of(c: SchemaContext, subs: list[Any], free: int, path: str, loc: Location, rdepth: Unrolling) -> pynini.Fst:
     """The values no branch of ``subs`` but ``free`` (one every value matches) matches: a
     `oneOf` with a free branch (read as that branch's "no", another branch's depth cut let deeper
     values through: Github_easy o2231's `{"#ref": ...}`)."""
-    every = plain_numbers(c, c.any_value(loc, rdepth.free_depth(c.max_depth)))
+    every = _universe(c, loc, rdepth)
     some = [c.value(s, f"{path}/{i}", loc, rdepth) for i, s in enumerate(subs) if i != free]
     return pynini.difference(every, c.det(union(some), path)) if some else every
 
 
 def not_value(c: SchemaContext, banned: pynini.Fst, path: str, loc: Location, rdepth: Unrolling) -> pynini.Fst:
     """`not`: the values to `max_depth` here that ``banned`` does not hold."""
-    return pynini.difference(plain_numbers(c, c.any_value(loc, rdepth.free_depth(c.max_depth))), c.det(banned, path))
+    return pynini.difference(_universe(c, loc, rdepth), c.det(banned, path))
 
 
 def if_then_else(c: SchemaContext, node: dict[str, Any], path: str, loc: Location, rdepth: Unrolling) -> pynini.Fst:
@@ -75,8 +80,7 @@ def if_then_else(c: SchemaContext, node: dict[str, Any], path: str, loc: Locatio
     cond = c.det(c.value(node["if"], f"{path}/if", loc, rdepth), path)
     yes = c.value(node.get("then", True), f"{path}/then", loc, rdepth)
     no = c.value(node.get("else", True), f"{path}/else", loc, rdepth)
-    every = plain_numbers(c, c.any_value(loc, rdepth.free_depth(c.max_depth)))
-    return c.meet(cond, yes) | c.meet(pynini.difference(every, cond), no)
+    return c.meet(cond, yes) | c.meet(pynini.difference(_universe(c, loc, rdepth), cond), no)
 
 
 def if_inside(c: SchemaContext, node: dict[str, Any], own: pynini.Fst | None, cond: Any, then: Any, other: Any,
