@@ -88,7 +88,8 @@ def _count(lo: int, hi: int | None, own: set[int]) -> pynini.Fst:
 
 def _requires(own: set[int], if_label: int, then_labels: list[int | None]) -> pynini.Fst:
     """Marked sequences in which ``if_label`` appears only together with every one of
-    ``then_labels`` (None: a member that cannot appear, so neither can ``if_label``)."""
+    ``then_labels`` (None: a member that cannot appear, so neither can ``if_label``; none at
+    all: any sequence, as `{"dependentRequired": {"a": []}}` asks nothing)."""
     rest = _labels(set(range(1, 257)) | own)
     without = _labels(set(range(1, 257)) | (own - {if_label})).closure()
     if any(t is None for t in then_labels):
@@ -100,7 +101,7 @@ def _requires(own: set[int], if_label: int, then_labels: list[int | None]) -> py
         has = everything + _labels({t}) + everything
         need = has if need is None else pynini.intersect(optimize(need, stage="json deps"),
                                                          optimize(has, stage="json deps"))
-    return without if need is None else without | need
+    return everything if need is None else without | need
 
 
 def _needs_count(lo: int, hi: int | None, forced: int, most: int | None) -> bool:
