@@ -108,16 +108,53 @@ def _ipv6() -> pynini.Fst:
     return union(forms)
 
 
-def _label() -> pynini.Fst:
+def _label(more: pynini.Fst | None = None) -> pynini.Fst:
     # RFC 1123 label: letters, digits and hyphens, 1..63 long, no hyphen at either end
     ld = chars(_rng("a", "z"), _rng("A", "Z"), _rng("0", "9"))
+    ld = ld | more if more is not None else ld
     ldh = ld | lit("-")
     return ld + (_n(ldh, 0, 61) + ld).ques
 
 
-def _hostname() -> pynini.Fst:
-    label = optimize(_label(), stage="json format hostname")
+def _labels_of(label: pynini.Fst) -> pynini.Fst:
+    label = optimize(label, stage="json format hostname")
     return label + pynini.closure(lit(".") + label)
+
+
+def _hostname() -> pynini.Fst:
+    return _labels_of(_label())
+
+
+# Non-ASCII letters an IDNA2008 label takes with no contextual or bidi rule (PVALID, NFC, left
+# to right): lowercase Latin-1 letters, Greek and Cyrillic small letters, Hiragana, Katakana,
+# the Unicode 1.1 CJK ideographs, Hangul syllables
+_IDN_LETTERS = ((0xDF, 0xF6), (0xF8, 0xFF), (0x3B1, 0x3C9), (0x430, 0x44F), (0x3041, 0x3096),
+                (0x30A1, 0x30FA), (0x4E00, 0x9FA5), (0xAC00, 0xD7A3))
+
+
+def _idn_hostname() -> pynini.Fst:
+    """RFC 5890's IDN host names, a subset that IDNA2008 (`idna.encode`, `jsonschema`'s check)
+    always takes: LDH labels without ``--`` as their 3rd and 4th characters (those are
+    reserved, A-labels among them), and labels of up to 10 characters that also hold the
+    letters of `_IDN_LETTERS` beside lowercase ASCII (10 keep the A-label within 63 octets). Other scripts, marks and
+    right-to-left labels, whose rules depend on their neighbours, are not taken."""
+    ld = chars(_rng("a", "z"), _rng("A", "Z"), _rng("0", "9"))
+    wide = chars(_rng("a", "z"), _rng("0", "9"), *_IDN_LETTERS)  # (a U-label's ASCII is lowercase)
+
+    def no_reserved_hyphens(letter: pynini.Fst, hi: int) -> pynini.Fst:
+        ldh = letter | lit("-")
+        short = letter + (_n(ldh, 0, 1) + letter).ques  # 1..3 characters
+        four = letter + ldh + ldh + letter  # (its 3rd and 4th: never "--")
+        third_fourth = letter + ldh | lit("-") + letter
+        return short | four | letter + ldh + third_fourth + _n(ldh, 0, hi - 5) + letter
+
+    return _labels_of(no_reserved_hyphens(ld, 63) | no_reserved_hyphens(wide, 10))
+
+
+def _relative_json_pointer() -> pynini.Fst:
+    # draft-handrews-relative-json-pointer-01: non-negative-integer ("#" / json-pointer)
+    integer = lit("0") | chars(_rng("1", "9")) + pynini.closure(_digit())
+    return integer + (lit("#") | _json_pointer())
 
 
 def _ip_literal_v6() -> pynini.Fst:
@@ -128,19 +165,29 @@ def _ip_literal_v6() -> pynini.Fst:
     return pynini.closure(_hex() | _set(":."), 2)
 
 
-def _email() -> pynini.Fst:
-    # RFC 5321 Mailbox: Local-part "@" (Domain / address-literal)
+def _email(idn: bool = False) -> pynini.Fst:
+    # RFC 5321 Mailbox: Local-part "@" (Domain / address-literal); ``idn``: RFC 6531's, whose
+    # atext, qtext and domain labels also take any non-ASCII character (its U-labels are not
+    # checked further: `jsonschema` asks an idn-email for an "@" only)
     #   Local-part = Dot-string / Quoted-string; a quoted string holds printable ASCII, with
     #   '"' and '\\' only as quoted pairs
     #   address-literal = "[" (IPv4-address-literal / "IPv6:" IPv6-addr) "]" (the general
     #   form, a registered tag, is left out: no tag is registered)
+    utf8 = pynini.difference(any_char(), chars((0, 127))) if idn else None
     atext = chars(_rng("a", "z"), _rng("A", "Z"), _rng("0", "9")) | _set("!#$%&'*+/=?^_`{|}~-")
+    atext = atext | utf8 if utf8 is not None else atext
     dot_string = pynini.closure(atext, 1)
     dotted = dot_string + pynini.closure(lit(".") + dot_string)
     qtext = chars((32, 33), (35, 91), (93, 126))
+    qtext = qtext | utf8 if utf8 is not None else qtext
     quoted = lit('"') + pynini.closure(qtext | lit("\\") + chars((32, 126))) + lit('"')
     literal = lit("[") + (_ipv4() | lit("IPv6:") + _ip_literal_v6()) + lit("]")
-    return (dotted | quoted) + lit("@") + (_hostname() | literal)
+    domain = _hostname() if utf8 is None else _labels_of(_label(utf8))
+    return (dotted | quoted) + lit("@") + (domain | literal)
+
+
+def _idn_email() -> pynini.Fst:
+    return _email(idn=True)
 
 
 def _uuid() -> pynini.Fst:
@@ -235,6 +282,7 @@ _BUILDERS: dict[str, Callable[[], pynini.Fst]] = {
     "date": _date, "time": _time, "date-time": _date_time, "ipv4": _ipv4, "ipv6": _ipv6,
     "hostname": _hostname, "email": _email, "uuid": _uuid, "uri": _uri,
     "uri-reference": _uri_reference, "duration": _duration, "json-pointer": _json_pointer,
+    "idn-email": _idn_email, "idn-hostname": _idn_hostname, "relative-json-pointer": _relative_json_pointer,
 }
 CHECKED_FORMATS = tuple(sorted(_BUILDERS))
 
