@@ -12,8 +12,8 @@ from instance_walk import dfa_accepts
 from regex_oracle import accepts
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
-from fstbeam.compiler.structured.json_schema.drafts import declared_draft, for_draft
 from fstbeam.compiler.structured.json_schema.location import order_instance
+from fstbeam.compiler.structured.json_schema.reading import declared_draft, for_draft
 from fstbeam.compiler.structured.json_schema.schema import json_schema_fst
 
 DRAFT4 = "http://json-schema.org/draft-04/schema#"

@@ -12,7 +12,7 @@ from instance_walk import dfa_accepts
 
 from fstbeam.compiler.char_dfa import fst_to_dfa
 from fstbeam.compiler.request import ConstraintRequest
-from fstbeam.compiler.structured.json_schema.drafts import closed_declared
+from fstbeam.compiler.structured.json_schema.reading import closed_declared
 from fstbeam.compiler.structured.json_schema.schema import json_schema_fst
 from fstbeam.errors import SpecError
 

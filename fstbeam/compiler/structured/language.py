@@ -227,7 +227,7 @@ def _long_counted_strings(schema: Any, least: int = 32) -> list[tuple[str, str]]
     """(path, "maxLength N") of the schema's strings counted to at least ``least`` characters,
     the longest first: a common cause of a lift past `MAX_TOKEN_ARCS`. (Those whose maxLength is
     not enforced, `scalars.string`, are left out; a pattern or format is taken as unbounded.)"""
-    from .json_schema.drafts import schema_nodes
+    from .json_schema.reading import schema_nodes
     from .json_schema.scalars import MAX_EXACT_LENGTH, MAX_PATTERNED_LENGTH
 
     found: list[tuple[int, str]] = []

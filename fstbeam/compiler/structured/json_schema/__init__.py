@@ -3,8 +3,8 @@
 `schema` walks the schema node by node and holds the combinators (`allOf`, `anyOf`, `oneOf`,
 `not`, `if`); the rest is one job per module:
 
-- reading the schema: `drafts` (where its schemas sit, `$ref` targets, the declared draft),
-  `location` (the schema nodes that apply at one place, and the property order that follows),
+- reading the schema: the `reading` package (where its schemas sit, `$ref`s by URI and their
+  targets, the declared draft, fixed `unevaluated*`, the strict reading), `location` (the schema nodes that apply at one place, and the property order that follows),
   `refs` (nodes met more than once, and how deep recursion and free values unroll);
 - values: `lexical` (JSON strings, numbers, numeric bounds), `formats`, `scalars` (a node's
   strings, numbers and `enum`/`const` literals), `containers` (objects and arrays),

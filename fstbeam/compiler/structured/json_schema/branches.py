@@ -31,8 +31,8 @@ from typing import Any
 
 from ....errors import SpecError
 from . import containers
-from .drafts import NAMED_KEYWORDS
 from .location import IN_PLACE_KEYWORDS, Location, SchemaContext
+from .reading import NAMED_KEYWORDS
 from .refs import Unrolling
 from .required_choices import NOTES, OBJECT_KEYS
 
@@ -43,8 +43,11 @@ TYPE_KEYWORDS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "
                  "maxLength", "pattern", "format", *OBJECT_KEYWORDS, *ARRAY_KEYWORDS}
 COMBINATORS = {"allOf", "anyOf", "oneOf", "not", "if", "dependentRequired", "dependentSchemas", "dependencies"}
 REFUSED = {
-    "unevaluatedProperties": "unevaluatedProperties is not supported",
-    "unevaluatedItems": "unevaluatedItems is not supported",
+    # (what a fixed `allOf`/`$ref` evaluates is read before: `reading.unevaluated`)
+    "unevaluatedProperties": "unevaluatedProperties is not supported beside anyOf, oneOf, if, dependentSchemas "
+                             "or a dynamic reference (the members they evaluate depend on the instance)",
+    "unevaluatedItems": "unevaluatedItems is not supported beside anyOf, oneOf, if, dependentSchemas, contains "
+                        "or a dynamic reference (the items they evaluate depend on the instance)",
     "$dynamicRef": "$dynamicRef is not supported (use $ref)",
     "$recursiveRef": "$recursiveRef is not supported (use $ref)",
 }

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ....errors import SpecError
-from .drafts import IN_PLACE_KEYWORDS, Resolver, for_draft
+from .reading import IN_PLACE_KEYWORDS, Resolver, for_draft
 
 if TYPE_CHECKING:
     import pynini

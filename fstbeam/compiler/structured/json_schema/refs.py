@@ -16,8 +16,8 @@ from typing import Any
 import pynini
 
 from ....errors import SpecError
-from .drafts import schema_nodes
 from .location import Location, Resolver
+from .reading import schema_nodes
 
 __all__ = ["recursive_targets", "repeated_nodes", "Unrolling", "RecursionReach", "PossibleTypes",
            "DepthRule", "TooDeep", "unrolled_body"]

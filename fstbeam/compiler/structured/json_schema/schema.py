@@ -24,9 +24,9 @@ from ..exactly_one import exactly_one
 from . import branches as jb
 from . import complements, containers, free_values, scalars
 from .disjoint import context_of, disjoint, join, minimal_once, open_union
-from .drafts import closed_declared, read_as_declared
 from .lexical import empty, lit, union
 from .location import Location, Resolver
+from .reading import closed_declared, read_as_declared
 from .refs import DepthRule, PossibleTypes, RecursionReach, Unrolling, recursive_targets, repeated_nodes, unrolled_body
 from .required_choices import bans_other_values, required_choices
 

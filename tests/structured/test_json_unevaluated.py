@@ -1,0 +1,81 @@
+"""`unevaluatedProperties`/`unevaluatedItems` where the node's `allOf` and `$ref`s fix what is
+evaluated (`reading.unevaluated`), against `jsonschema`'s validator for the schema's draft, on
+instances on both sides of each schema; and refused, naming the path, where an `anyOf` (or
+another branch the instance picks) decides it."""
+from __future__ import annotations
+
+import jsonschema
+import pytest
+from instance_walk import dfa_accepts
+
+from fstbeam.compiler.char_dfa import fst_to_dfa
+from fstbeam.compiler.structured.json_schema.schema import UnsupportedSchema, json_schema_fst
+
+D2020 = "https://json-schema.org/draft/2020-12/schema"
+D2019 = "https://json-schema.org/draft/2019-09/schema"
+NAMED = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+CASES = {
+    "an allOf of references, closed": (
+        {"$schema": D2020, "type": "object", "allOf": [{"$ref": "#/$defs/named"}, {"$ref": "#/$defs/aged"}],
+         "unevaluatedProperties": False,
+         "$defs": {"named": NAMED, "aged": {"properties": {"age": {"type": "integer"}}}}},
+        [{"name": "a", "age": 3}, {"name": "a"}, {"name": "a", "other": 1}, {"age": 3}]),
+    "the node's own members, the rest integers": (
+        {"$schema": D2020, "properties": {"a": {"type": "string"}}, "unevaluatedProperties": {"type": "integer"}},
+        [{"a": "x", "b": 2}, {"a": "x", "b": "y"}, {"b": 1, "c": 2}, {"a": 1}]),
+    "patterns of a branch": (
+        {"$schema": D2020, "allOf": [{"patternProperties": {"^x-": {"type": "boolean"}}}],
+         "properties": {"id": {"type": "integer"}}, "unevaluatedProperties": False},
+        [{"id": 1, "x-a": True}, {"id": 1, "y": True}, {"x-a": 1}, {}]),
+    "a target that takes every member": (
+        {"$schema": D2020, "$ref": "#/$defs/open", "unevaluatedProperties": False,
+         "$defs": {"open": {"properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "string"}}}},
+        [{"a": 1, "b": "x"}, {"a": 1, "b": 2}, {"a": "1"}]),
+    "a branch closed on its own": (
+        {"$schema": D2020, "allOf": [{"properties": {"a": {}}, "unevaluatedProperties": False}],
+         "properties": {"b": {}}, "unevaluatedProperties": False},
+        [{"a": 1}, {"a": 1, "b": 2}, {"c": 1}]),
+    "prefix items of a branch, then nothing": (
+        {"$schema": D2020, "type": "array", "allOf": [{"prefixItems": [{"type": "string"}, {"type": "integer"}]}],
+         "unevaluatedItems": False},
+        [["a", 1], ["a"], ["a", 1, 2], [1]]),
+    "items after the node's own prefix": (
+        {"$schema": D2020, "prefixItems": [{"type": "string"}], "unevaluatedItems": {"type": "boolean"}},
+        [["a", True, False], ["a", 1], [], [True]]),
+    "2019-09: an items list in a reference": (
+        {"$schema": D2019, "$ref": "#/$defs/pair", "unevaluatedItems": {"const": 0},
+         "$defs": {"pair": {"items": [{"type": "string"}, {"type": "string"}]}}},
+        [["a", "b", 0, 0], ["a", "b", 1], ["a"], [1]]),
+    "2019-09: additionalItems without an items list evaluates nothing": (
+        {"$schema": D2019, "allOf": [{"additionalItems": {"type": "number"}}], "unevaluatedItems": {"type": "string"}},
+        [["a", "b"], ["a", 1], []]),
+}
+
+
+def _valid(schema, instance) -> bool:
+    return jsonschema.validators.validator_for(schema)(schema).is_valid(instance)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_fixed_evaluation_reads_as_the_specification_says(name):
+    schema, instances = CASES[name]
+    dfa = fst_to_dfa(json_schema_fst(schema))
+    verdicts = [(x, dfa_accepts(dfa, schema, x), _valid(schema, x)) for x in instances]
+    assert all(a == b for _, a, b in verdicts), verdicts
+    assert {b for _, _, b in verdicts} == {True, False}
+
+
+@pytest.mark.parametrize("schema,keyword,path", [
+    ({"$schema": D2020, "properties": {"a": {"anyOf": [{"properties": {"x": {}}}, {"properties": {"y": {}}}],
+                                             "unevaluatedProperties": False}}},
+     "unevaluatedProperties", "/properties/a/unevaluatedProperties"),
+    ({"$schema": D2020, "contains": {"type": "string"}, "unevaluatedItems": False}, "unevaluatedItems", "/unevaluatedItems"),
+    ({"$schema": D2020, "allOf": [{"$ref": "#/$defs/c"}], "unevaluatedProperties": False,
+      "$defs": {"c": {"if": {"required": ["k"]}, "then": {"properties": {"k": {}}}}}}, "unevaluatedProperties",
+     "/unevaluatedProperties"),
+])
+def test_evaluation_an_instance_decides_is_refused_by_path(schema, keyword, path):
+    with pytest.raises(UnsupportedSchema) as info:
+        json_schema_fst(schema)
+    assert (info.value.keyword, info.value.path) == (keyword, path)
+    assert "depend on the instance" in str(info.value)
