@@ -52,6 +52,12 @@ def test_random_texts_of_the_format_pass_the_independent_check(fmt, check):
      ["2962", "a@", "@b.c", "a..b@c.d"]),
     ("relative-json-pointer", ["1", "0/foo/bar", "2/0/baz/1/zip", "0#", "120/foo/bar", "0/a~1b"],
      ["/foo/bar", "-1/foo/bar", "+1/foo/bar", "0##", "01/a", "01#", "", "0/a~2"]),
+    # RFC 3987: URIs whose unreserved characters go past ASCII, private-use ones in the query only
+    ("iri", ["http://ƒøø.ßår/?∂éœ=πîx#πîüx", "http://例え.テスト/パス", "urn:ünïcödé", "http://a/?\ue000"],
+     ["/abc", "http:// ƒøø.com", "http://2001:0db8:85a3::7334", "\\\\WINDOWS\\filëßåré", "http://a/#\ue000",
+      "http://a/\ue000"]),
+    ("iri-reference", ["http://ƒøø.ßår/?∂éœ=πîx#πîüx", "//ƒøø.ßår/?∂éœ=πîx#πîüx", "/âππ", "âππ", "#ƒrägmênt", ""],
+     ["\\\\WINDOWS\\filëßåré", "#ƒräg\\mênt", "a b"]),
 ])
 def test_formats_on_both_sides(fmt, good, bad):
     fst = json_schema_fst({"type": "string", "format": fmt})

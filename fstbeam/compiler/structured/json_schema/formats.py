@@ -196,9 +196,17 @@ def _uuid() -> pynini.Fst:
             + _n(_hex(), 4) + lit("-") + _n(_hex(), 12))
 
 
-def _uri_parts() -> dict[str, pynini.Fst]:
-    """RFC 3986 section 3 and appendix A, the rules a URI and a relative reference share."""
-    unreserved = chars(_rng("a", "z"), _rng("A", "Z"), _rng("0", "9")) | _set("-._~")
+# RFC 3987's ucschar (an IRI's unreserved characters beyond ASCII) and iprivate (its query's)
+_UCSCHAR = ((0xA0, 0xD7FF), (0xF900, 0xFDCF), (0xFDF0, 0xFFEF),
+            *((p << 16, (p << 16) + 0xFFFD) for p in range(1, 15)))
+_IPRIVATE = ((0xE000, 0xF8FF), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD))
+
+
+def _uri_parts(iri: bool = False) -> dict[str, pynini.Fst]:
+    """RFC 3986 section 3 and appendix A, the rules a URI and a relative reference share;
+    ``iri``: RFC 3987's, whose unreserved characters take `_UCSCHAR` and whose query takes
+    `_IPRIVATE` too."""
+    unreserved = chars(_rng("a", "z"), _rng("A", "Z"), _rng("0", "9"), *(_UCSCHAR if iri else ())) | _set("-._~")
     pct = lit("%") + _hex() + _hex()
     sub_delims = _set("!$&'()*+,;=")
     pchar = unreserved | pct | sub_delims | _set(":@")
@@ -212,8 +220,9 @@ def _uri_parts() -> dict[str, pynini.Fst]:
     authority = (userinfo + lit("@")).ques + (ip_literal | reg_name) \
         + (lit(":") + pynini.closure(_digit())).ques
     rest = pynini.closure(lit("/") + segment)
-    query = pynini.closure(pchar | _set("/?"))  # (a fragment is spelled as a query is)
-    tail = (lit("?") + query).ques + (lit("#") + query).ques
+    fragment = pynini.closure(pchar | _set("/?"))
+    query = pynini.closure(pchar | _set("/?") | chars(*_IPRIVATE)) if iri else fragment
+    tail = (lit("?") + query).ques + (lit("#") + fragment).ques
     return {
         "net": lit("//") + authority + rest,  # "//" authority path-abempty
         "absolute": lit("/") + (segment_nz + rest).ques,
@@ -228,21 +237,30 @@ def _scheme() -> pynini.Fst:
         chars(_rng("a", "z"), _rng("A", "Z"), _rng("0", "9")) | _set("+-."))
 
 
-def _uri() -> pynini.Fst:
+def _uri(iri: bool = False) -> pynini.Fst:
     # RFC 3986 URI = scheme ":" hier-part ["?" query] ["#" fragment]
     #   hier-part = "//" authority path-abempty / path-absolute / path-rootless / path-empty
-    p = _uri_parts()
+    # (RFC 3987 IRI: the same with `_uri_parts(iri=True)`)
+    p = _uri_parts(iri)
     hier = p["net"] | p["absolute"] | p["rootless"] | lit("")
     return _scheme() + lit(":") + hier + p["tail"]
 
 
-def _uri_reference() -> pynini.Fst:
+def _uri_reference(iri: bool = False) -> pynini.Fst:
     # RFC 3986 URI-reference = URI / relative-ref
     #   relative-ref = ("//" authority path-abempty / path-absolute / path-noscheme /
     #   path-empty) ["?" query] ["#" fragment]
-    p = _uri_parts()
+    p = _uri_parts(iri)
     relative = (p["net"] | p["absolute"] | p["noscheme"] | lit("")) + p["tail"]
-    return _uri() | relative
+    return _uri(iri) | relative
+
+
+def _iri() -> pynini.Fst:
+    return _uri(iri=True)
+
+
+def _iri_reference() -> pynini.Fst:
+    return _uri_reference(iri=True)
 
 
 def _duration() -> pynini.Fst:
@@ -283,6 +301,7 @@ _BUILDERS: dict[str, Callable[[], pynini.Fst]] = {
     "hostname": _hostname, "email": _email, "uuid": _uuid, "uri": _uri,
     "uri-reference": _uri_reference, "duration": _duration, "json-pointer": _json_pointer,
     "idn-email": _idn_email, "idn-hostname": _idn_hostname, "relative-json-pointer": _relative_json_pointer,
+    "iri": _iri, "iri-reference": _iri_reference,
 }
 CHECKED_FORMATS = tuple(sorted(_BUILDERS))
 
