@@ -1,5 +1,5 @@
 """`json_strict`: objects and tuples take only the members and items their schema declares, where
-that schema alone describes its location (`json_drafts.closed_declared`). Oracles: `jsonschema`
+that schema alone describes its location (`reading.closed_declared`). Oracles: `jsonschema`
 on the schema as written (a strict text is valid there too), and a walk of the instance that
 finds an undeclared member or item of a schema that alone describes its place."""
 from __future__ import annotations

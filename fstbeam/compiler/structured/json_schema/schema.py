@@ -80,7 +80,7 @@ def json_schema_fst(schema: Mapping[str, Any] | bool | str, *, where: str = "jso
     enum, const, pattern or format) must belong to, JSON-escaped. ``max_depth``: free values
     nest that many levels and recursion is unrolled that many (docs/structured.md, Depth); None:
     the default rule (`JSON_SCHEMA_DEFAULTS`: 3, one more at the top and for small recursion).
-    ``strict``: only the members and items a schema declares (`drafts.closed_declared`)."""
+    ``strict``: only the members and items a schema declares (`reading.closed_declared`)."""
     if isinstance(schema, str):
         try:
             schema = json.loads(schema)
