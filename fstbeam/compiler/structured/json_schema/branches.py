@@ -48,8 +48,11 @@ REFUSED = {
                              "or a dynamic reference (the members they evaluate depend on the instance)",
     "unevaluatedItems": "unevaluatedItems is not supported beside anyOf, oneOf, if, dependentSchemas, contains "
                         "or a dynamic reference (the items they evaluate depend on the instance)",
-    "$dynamicRef": "$dynamicRef is not supported (use $ref)",
-    "$recursiveRef": "$recursiveRef is not supported (use $ref)",
+    # (one that nothing extends is read as its `$ref`: `reading.uris`)
+    "$dynamicRef": "$dynamicRef is not supported where two resources of the document declare its "
+                   "$dynamicAnchor (the target depends on the path taken; use $ref)",
+    "$recursiveRef": "$recursiveRef is not supported where two resources of the document set "
+                     "$recursiveAnchor (the target depends on the path taken; use $ref)",
 }
 IN_PLACE = {"$ref", "type", "enum", "const", "nullable", *COMBINATORS, *REFUSED}
 
