@@ -1,7 +1,7 @@
-"""`unevaluatedProperties`/`unevaluatedItems` where the node's `allOf` and `$ref`s fix what is
-evaluated (`reading.unevaluated`), against `jsonschema`'s validator for the schema's draft, on
-instances on both sides of each schema; and refused, naming the path, where an `anyOf` (or
-another branch the instance picks) decides it."""
+"""`unevaluatedProperties`/`unevaluatedItems` read as what they mean (`reading.unevaluated`):
+where the node's `allOf` and `$ref`s fix what is evaluated, and beside one `oneOf`, `anyOf` or
+`if`; against `jsonschema`'s validator for the schema's draft, on instances on both sides of
+each schema. Refused, naming the path, beside `dependentSchemas`, `contains` or two branchings."""
 from __future__ import annotations
 
 import jsonschema
@@ -46,6 +46,27 @@ CASES = {
         {"$schema": D2019, "$ref": "#/$defs/pair", "unevaluatedItems": {"const": 0},
          "$defs": {"pair": {"items": [{"type": "string"}, {"type": "string"}]}}},
         [["a", "b", 0, 0], ["a", "b", 1], ["a"], [1]]),
+    "oneOf: the one branch that holds adds its members": (
+        {"$schema": D2020, "type": "object", "properties": {"kind": {"type": "string"}},
+         "oneOf": [{"properties": {"radius": {"type": "number"}}, "required": ["radius"]},
+                   {"properties": {"side": {"type": "number"}}, "required": ["side"]}],
+         "unevaluatedProperties": False},
+        [{"kind": "c", "radius": 1}, {"kind": "s", "side": 2}, {"radius": 1, "side": 2}, {"radius": 1, "x": 0},
+         {"side": 2, "radius": "r"}]),
+    "anyOf: every branch that holds adds its members": (
+        {"$schema": D2020, "anyOf": [{"properties": {"a": {"type": "integer"}}}, {"properties": {"b": {"type": "integer"}}},
+                                     {"properties": {"c": {"type": "string"}}, "required": ["c"]}],
+         "unevaluatedProperties": {"type": "boolean"}},
+        [{"a": 1, "b": 2}, {"a": 1, "c": "x"}, {"c": "x", "z": True}, {"c": 1}, {"c": "x", "z": 1}, {"a": "1", "b": 2}]),
+    "if, then, else: the side taken adds its members": (
+        {"$schema": D2020, "properties": {"t": {"enum": ["p", "q"]}},
+         "if": {"properties": {"t": {"const": "p"}}}, "then": {"properties": {"pa": {}}}, "else": {"properties": {"qa": {}}},
+         "unevaluatedProperties": False},
+        [{"t": "p", "pa": 1}, {"t": "q", "qa": 1}, {"t": "p", "qa": 1}, {"t": "q", "pa": 1}, {"x": 1}]),
+    "oneOf over items": (
+        {"$schema": D2020, "oneOf": [{"prefixItems": [{"const": 1}]}, {"prefixItems": [{"const": 2}, {"const": 3}]}],
+         "unevaluatedItems": False},
+        [[1], [2, 3], [1, 3], [2], [2, 3, 4]]),
     "2019-09: additionalItems without an items list evaluates nothing": (
         {"$schema": D2019, "allOf": [{"additionalItems": {"type": "number"}}], "unevaluatedItems": {"type": "string"}},
         [["a", "b"], ["a", 1], []]),
@@ -66,13 +87,19 @@ def test_fixed_evaluation_reads_as_the_specification_says(name):
 
 
 @pytest.mark.parametrize("schema,keyword,path", [
-    ({"$schema": D2020, "properties": {"a": {"anyOf": [{"properties": {"x": {}}}, {"properties": {"y": {}}}],
+    ({"$schema": D2020, "properties": {"a": {"dependentSchemas": {"x": {"properties": {"y": {}}}},
                                              "unevaluatedProperties": False}}},
      "unevaluatedProperties", "/properties/a/unevaluatedProperties"),
     ({"$schema": D2020, "contains": {"type": "string"}, "unevaluatedItems": False}, "unevaluatedItems", "/unevaluatedItems"),
-    ({"$schema": D2020, "allOf": [{"$ref": "#/$defs/c"}], "unevaluatedProperties": False,
+    # two branching keywords (one behind a reference), and a branch that branches again
+    ({"$schema": D2020, "allOf": [{"$ref": "#/$defs/c"}], "oneOf": [{"required": ["a"]}, {"required": ["b"]}],
+      "unevaluatedProperties": False,
       "$defs": {"c": {"if": {"required": ["k"]}, "then": {"properties": {"k": {}}}}}}, "unevaluatedProperties",
      "/unevaluatedProperties"),
+    ({"$schema": D2020, "oneOf": [{"anyOf": [{"properties": {"a": {}}}]}, {"properties": {"b": {}}}],
+      "unevaluatedProperties": False}, "unevaluatedProperties", "/unevaluatedProperties"),
+    ({"$schema": D2020, "anyOf": [{"properties": {k: {}}} for k in "abcde"], "unevaluatedProperties": False},
+     "unevaluatedProperties", "/unevaluatedProperties"),
 ])
 def test_evaluation_an_instance_decides_is_refused_by_path(schema, keyword, path):
     with pytest.raises(UnsupportedSchema) as info:
