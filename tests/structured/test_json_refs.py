@@ -99,6 +99,18 @@ def test_what_is_already_local_is_left_as_it_is():
     assert out["properties"]["a"]["$ref"] == "#/definitions/x" and anchors["properties"]["a"]["$ref"] == "#x"
 
 
+def test_a_pointer_that_misses_in_its_resource_is_read_from_the_root():
+    """A generator's `"$id": "/properties/a"` makes each member a resource; its `#/definitions/x`
+    meant the document's, and is read so (the specification has no target for it)."""
+    schema = {"$schema": "http://json-schema.org/draft-06/schema#", "type": "object",
+              "properties": {"a": {"$id": "/properties/a", "type": "object",
+                                   "properties": {"b": {"$ref": "#/definitions/small"}}}},
+              "definitions": {"small": {"type": "integer", "maximum": 3}}}
+    assert local_refs(schema) is schema
+    dfa = fst_to_dfa(json_schema_fst(schema))
+    assert dfa_accepts(dfa, schema, {"a": {"b": 2}}) and not dfa_accepts(dfa, schema, {"a": {"b": 5}})
+
+
 def test_a_name_with_a_percent_sign_survives_the_rewrite():
     schema = {"$schema": D2020, "$ref": "https://example.com/p.json",
               "$defs": {"50%": {"$id": "https://example.com/p.json", "type": "integer"}}}

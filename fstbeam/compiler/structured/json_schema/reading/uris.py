@@ -74,7 +74,11 @@ def local_refs(schema: Any) -> Any:
             return None
         at = resources[uri] if frag.startswith("/") or not frag else anchors.get((uri, frag))
         # (`Resolver` reads %-escapes in a pointer: a `%` of a name is written as one)
-        return None if at is None else "#" + at.replace("%", "%25") + (frag if frag.startswith("/") else "")
+        local = None if at is None else "#" + at.replace("%", "%25") + (frag if frag.startswith("/") else "")
+        # a pointer that misses inside its resource is kept as written, read from the root as
+        # before: a generator's `"$id": "/properties/a"` on every member makes each a resource,
+        # and its authors' `#/definitions/x` meant the document's
+        return local if local is None or _reaches(schema, local) else None
 
     root = urldefrag(_join(_BASE, next((schema[k] for k in ids if isinstance(schema.get(k), str)), "")))[0]
     resources[root] = ""
@@ -100,6 +104,20 @@ def local_refs(schema: Any) -> Any:
             out["$ref"] = local
 
     return rebuilt(schema, finish=finish)
+
+
+def _reaches(schema: Any, local: str) -> bool:
+    """Whether the local pointer ``local`` (``#/a/b``) names a place of ``schema``."""
+    node = schema
+    for part in local[1:].split("/")[1:] if local != "#" else []:
+        part = unquote(part).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return False
+    return True
 
 
 def _join(base: str, ref: str) -> str:
