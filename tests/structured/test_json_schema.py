@@ -392,7 +392,7 @@ def test_string_words_limit_free_text_only():
 
 
 @pytest.mark.parametrize("schema,keyword,path", [
-    ({"properties": {"a": {"dependentSchemas": {"x": {"properties": {"y": {}}}}, "unevaluatedProperties": False}}},
+    ({"properties": {"a": {"anyOf": [{"required": ["x"]}], "if": {"required": ["y"]}, "unevaluatedProperties": False}}},
      "unevaluatedProperties", "/properties/a/unevaluatedProperties"),
     ({"type": "strin"}, "type", "/type"),
     ({"type": "number", "multipleOf": 0.0000001234567}, "multipleOf", None),

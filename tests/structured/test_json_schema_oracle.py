@@ -19,7 +19,7 @@ def test_schema_coverage_counts_and_refusals(tmp_path):
                        "required": ["n"]},
             "tests": [{"valid": True, "data": {"n": 2}}, {"valid": True, "data": {"x": 1, "n": 3}},
                       {"valid": False, "data": {"n": 4}}, {"valid": False, "data": {}}]}
-    refused = {"schema": {"dependentSchemas": {"a": {"properties": {"b": {}}}}, "unevaluatedProperties": False},
+    refused = {"schema": {"anyOf": [{"required": ["a"]}], "if": {"required": ["b"]}, "unevaluatedProperties": False},
                "tests": []}
     (tmp_path / "a.json").write_text(json.dumps(good))
     (tmp_path / "b.json").write_text(json.dumps(refused))

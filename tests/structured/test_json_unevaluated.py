@@ -1,7 +1,7 @@
 """`unevaluatedProperties`/`unevaluatedItems` read as what they mean (`reading.unevaluated`):
 where the node's `allOf` and `$ref`s fix what is evaluated, and beside one `oneOf`, `anyOf` or
 `if`; against `jsonschema`'s validator for the schema's draft, on instances on both sides of
-each schema. Refused, naming the path, beside `dependentSchemas`, `contains` or two branchings."""
+each schema. Refused, naming the path, beside `contains` or two branchings."""
 from __future__ import annotations
 
 import jsonschema
@@ -63,6 +63,15 @@ CASES = {
          "if": {"properties": {"t": {"const": "p"}}}, "then": {"properties": {"pa": {}}}, "else": {"properties": {"qa": {}}},
          "unevaluatedProperties": False},
         [{"t": "p", "pa": 1}, {"t": "q", "qa": 1}, {"t": "p", "qa": 1}, {"t": "q", "pa": 1}, {"x": 1}]),
+    "dependentSchemas: each member there adds its schema's members": (
+        {"$schema": D2020, "properties": {"a": {}, "b": {}},
+         "dependentSchemas": {"a": {"properties": {"a2": {"type": "integer"}}}, "b": {"properties": {"b2": {}}}},
+         "unevaluatedProperties": False},
+        [{"a": 1, "a2": 2}, {"a": 1, "b": 1, "a2": 2, "b2": 3}, {"a2": 2}, {"b": 1, "a2": 2}, {"a": 1, "a2": "x"}, {}]),
+    "dependentSchemas beside items evaluates no item": (
+        {"$schema": D2020, "prefixItems": [{}], "dependentSchemas": {"a": {"prefixItems": [{}, {}]}},
+         "allOf": [{"type": ["array", "object"]}], "unevaluatedItems": False},
+        [[1], [1, 2], {"a": 1}]),
     "oneOf over items": (
         {"$schema": D2020, "oneOf": [{"prefixItems": [{"const": 1}]}, {"prefixItems": [{"const": 2}, {"const": 3}]}],
          "unevaluatedItems": False},
@@ -87,7 +96,8 @@ def test_fixed_evaluation_reads_as_the_specification_says(name):
 
 
 @pytest.mark.parametrize("schema,keyword,path", [
-    ({"$schema": D2020, "properties": {"a": {"dependentSchemas": {"x": {"properties": {"y": {}}}},
+    ({"$schema": D2020, "properties": {"a": {"oneOf": [{"required": ["x"]}, {"required": ["y"]}],
+                                             "if": {"required": ["z"]}, "then": {"properties": {"w": {}}},
                                              "unevaluatedProperties": False}}},
      "unevaluatedProperties", "/properties/a/unevaluatedProperties"),
     ({"$schema": D2020, "contains": {"type": "string"}, "unevaluatedItems": False}, "unevaluatedItems", "/unevaluatedItems"),

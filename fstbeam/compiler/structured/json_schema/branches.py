@@ -44,12 +44,12 @@ TYPE_KEYWORDS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "
 COMBINATORS = {"allOf", "anyOf", "oneOf", "not", "if", "dependentRequired", "dependentSchemas", "dependencies"}
 REFUSED = {
     # (what a fixed `allOf`/`$ref` evaluates is read before: `reading.unevaluated`)
-    "unevaluatedProperties": "unevaluatedProperties is not supported beside dependentSchemas, a dynamic reference, "
-                             "two of anyOf/oneOf/if, an anyOf of more than 4 branches or a branch with one of "
-                             "those (the members they evaluate depend on the instance)",
-    "unevaluatedItems": "unevaluatedItems is not supported beside contains, dependentSchemas, a dynamic reference, "
-                        "two of anyOf/oneOf/if, an anyOf of more than 4 branches or a branch with one of "
-                        "those (the items they evaluate depend on the instance)",
+    "unevaluatedProperties": "unevaluatedProperties is not supported beside a dynamic reference, two of "
+                             "anyOf/oneOf/if/dependentSchemas, more than 4 anyOf branches or dependent schemas, "
+                             "or a branch with one of those (the members they evaluate depend on the instance)",
+    "unevaluatedItems": "unevaluatedItems is not supported beside contains, a dynamic reference, two of "
+                        "anyOf/oneOf/if, an anyOf of more than 4 branches or a branch with one of those (the "
+                        "items they evaluate depend on the instance)",
     # (one that nothing extends is read as its `$ref`: `reading.uris`)
     "$dynamicRef": "$dynamicRef is not supported where two resources of the document declare its "
                    "$dynamicAnchor (the target depends on the path taken; use $ref)",

@@ -12,16 +12,18 @@ further `allOf` branch ``closed(names) = {"properties": {names: true}, "patternP
 `additionalProperties`). Items the same way, with the longest `prefixItems` (2019-09: an
 `items` list) and `items`/`additionalItems`.
 
-One `oneOf`, `anyOf` (up to `MAX_ANY_OF` branches) or `if` among those schemas adds the names of
-the branches that succeed. Since ``closed`` of fewer names is the stricter, "closed under the
+One `oneOf`, `anyOf` (up to `MAX_ANY_OF` branches), `if` or `dependentSchemas` (up to
+`MAX_ANY_OF` members; objects only, so it evaluates no item) among those schemas adds the names
+of the branches that succeed. Since ``closed`` of fewer names is the stricter, "closed under the
 succeeding branches' names" is "some succeeding branches S, with closed(base + names of S)":
 
     oneOf [B1..Bn]    ->  anyOf [B_i and closed(base + B_i)]            (oneOf keeps "exactly one")
     anyOf [B1..Bn]    ->  anyOf [all of S and closed(base + S)], S a nonempty subset
     if I then T else E ->  if I then closed(base + I + T) else closed(base + E)
+    dependentSchemas {a: A, ...} -> anyOf [required K and closed(base + A for a in K)], K a subset
 
-Beside two of those, `dependentSchemas`, `contains` (for items), a dynamic reference, or a branch
-that itself has one, the keyword is kept and the compiler refuses it, naming its path.
+Beside two of those, `contains` (for items), a dynamic reference, or a branch that itself has
+one, the keyword is kept and the compiler refuses it, naming its path.
 """
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ __all__ = ["read_unevaluated", "MAX_ANY_OF"]
 
 # Keywords that make what a node's schemas evaluate depend on the instance
 _DYNAMIC = frozenset({"anyOf", "oneOf", "if", "dependentSchemas", "$dynamicRef", "$recursiveRef"})
-_BRANCHING = ("oneOf", "anyOf", "if")  # (the ones read here, one per node)
+_BRANCHING = ("oneOf", "anyOf", "if", "dependentSchemas")  # (the ones read here, one in all)
 # An `anyOf` beside unevaluated* is one branch per nonempty subset of its branches
 MAX_ANY_OF = 4
 _ALL = "all"  # every member (item) is evaluated: the keyword has nothing to see
@@ -93,7 +95,8 @@ class _Reading:
         """(``node`` and the schemas that apply at its place whatever the instance: `allOf`
         branches, `$ref` targets, theirs in turn; [(keyword, owner)] of the one branching
         keyword among them, if any); None where it cannot be read here."""
-        dynamic = _DYNAMIC | ({"contains"} if kind == "items" else set())
+        # (`dependentSchemas` applies to objects only: no item is evaluated by it)
+        dynamic = _DYNAMIC - {"dependentSchemas"} | {"contains"} if kind == "items" else _DYNAMIC
         static: list[dict[str, Any]] = []
         branching: list[tuple[str, dict[str, Any]]] = []
         todo: list[Any] = [node]
@@ -151,6 +154,10 @@ class _Reading:
             return {"items": [True] * evaluated, "additionalItems": rest} if evaluated else {"items": rest}
         return {"prefixItems": [True] * evaluated, "items": rest} if evaluated else {"items": rest}
 
+    @staticmethod
+    def _as_branch(closed: Any) -> dict[str, Any]:
+        return {} if closed is True else closed
+
     def _union(self, parts: list[Any]) -> Any:
         if _ALL in parts:
             return _ALL
@@ -162,6 +169,17 @@ class _Reading:
         """The `allOf` branch for one `oneOf`/`anyOf`/`if` (module doc); None where its branches'
         own evaluation is not fixed."""
         keyword, owner = found
+        if keyword == "dependentSchemas":  # ("if the member is there, then S" per entry)
+            deps = owner["dependentSchemas"]
+            if not isinstance(deps, dict) or len(deps) > MAX_ANY_OF:
+                return None
+            evals = [self._branch(sub, kind) for sub in deps.values()]
+            if None in evals:
+                return None
+            names = list(deps)
+            return {"anyOf": [{"required": [names[i] for i in pick],
+                               **self._as_branch(self._closed(self._union([base, *(evals[i] for i in pick)]), rest, kind))}
+                              for k in range(len(names) + 1) for pick in combinations(range(len(names)), k)]}
         if keyword == "if":
             evals = [self._branch(owner.get(k, True), kind) for k in ("if", "then", "else")]
             if None in evals:
