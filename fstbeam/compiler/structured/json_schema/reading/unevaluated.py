@@ -39,7 +39,8 @@ __all__ = ["read_unevaluated", "MAX_ANY_OF"]
 # Keywords that make what a node's schemas evaluate depend on the instance
 _DYNAMIC = frozenset({"anyOf", "oneOf", "if", "dependentSchemas", "$dynamicRef", "$recursiveRef"})
 _BRANCHING = ("oneOf", "anyOf", "if", "dependentSchemas")  # (the ones read here, one in all)
-# An `anyOf` beside unevaluated* is one branch per nonempty subset of its branches
+# An `anyOf` (`dependentSchemas`) beside unevaluated* is one branch per subset of its branches
+# (members): at most 2^4
 MAX_ANY_OF = 4
 _ALL = "all"  # every member (item) is evaluated: the keyword has nothing to see
 
@@ -166,8 +167,8 @@ class _Reading:
         return (list(dict.fromkeys(n for p in parts for n in p[0])), list(dict.fromkeys(x for p in parts for x in p[1])))
 
     def _branching(self, found: tuple[str, dict[str, Any]], base: Any, rest: Any, kind: str) -> Any:
-        """The `allOf` branch for one `oneOf`/`anyOf`/`if` (module doc); None where its branches'
-        own evaluation is not fixed."""
+        """The `allOf` branch for one `oneOf`/`anyOf`/`if`/`dependentSchemas` (module doc); None
+        where its branches' own evaluation is not fixed."""
         keyword, owner = found
         if keyword == "dependentSchemas":  # ("if the member is there, then S" per entry)
             deps = owner["dependentSchemas"]
