@@ -15,3 +15,16 @@ def dfa_accepts(dfa, schema, instance) -> bool:
         if q < 0:
             return False
     return bool(dfa.final[q])
+
+
+def verdicts(schema, instances) -> list[tuple[object, bool, bool]]:
+    """(instance, whether ``schema``'s automaton accepts it, whether `jsonschema`'s validator for
+    the schema's draft finds it valid) for each of ``instances``."""
+    import jsonschema
+
+    from fstbeam.compiler.char_dfa import fst_to_dfa
+    from fstbeam.compiler.structured.json_schema.schema import json_schema_fst
+
+    dfa = fst_to_dfa(json_schema_fst(schema))
+    check = jsonschema.validators.validator_for(schema)(schema)
+    return [(x, dfa_accepts(dfa, schema, x), check.is_valid(x)) for x in instances]

@@ -3,10 +3,10 @@ pointers and plain names followed (`Resolver`)."""
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import unquote, urldefrag, urljoin
+from urllib.parse import urldefrag, urljoin
 
 from .....errors import SpecError
-from .walk import declared_draft, entries, escape_pointer, rebuilt, schema_nodes
+from .walk import declared_draft, entries, escape_pointer, follow_pointer, rebuilt, schema_nodes
 
 __all__ = ["Resolver", "local_refs"]
 
@@ -78,7 +78,7 @@ def local_refs(schema: Any) -> Any:
         # a pointer that misses inside its resource is kept as written, read from the root as
         # before: a generator's `"$id": "/properties/a"` on every member makes each a resource,
         # and its authors' `#/definitions/x` meant the document's
-        return local if local is None or _reaches(schema, local) else None
+        return local if local is None or follow_pointer(schema, local[1:])[2] is None else None
 
     root = urldefrag(_join(_BASE, next((schema[k] for k in ids if isinstance(schema.get(k), str)), "")))[0]
     resources[root] = ""
@@ -104,20 +104,6 @@ def local_refs(schema: Any) -> Any:
             out["$ref"] = local
 
     return rebuilt(schema, finish=finish)
-
-
-def _reaches(schema: Any, local: str) -> bool:
-    """Whether the local pointer ``local`` (``#/a/b``) names a place of ``schema``."""
-    node = schema
-    for part in local[1:].split("/")[1:] if local != "#" else []:
-        part = unquote(part).replace("~1", "/").replace("~0", "~")
-        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        elif isinstance(node, dict) and part in node:
-            node = node[part]
-        else:
-            return False
-    return True
 
 
 def _join(base: str, ref: str) -> str:
@@ -170,14 +156,8 @@ class Resolver:
                 return self.anchors["#" + frag]
             raise SpecError(f"{self.where}: $ref {ref!r} at {path or '/'}: no $anchor or $id "
                             f"named {frag!r}")
-        for part in frag.split("/")[1:] if frag else []:
-            part = unquote(part).replace("~1", "/").replace("~0", "~")
-            if isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            elif isinstance(node, dict) and part in node:
-                node = node[part]
-            else:
-                raise SpecError(f"{self.where}: $ref {ref!r} at {path or '/'} does not resolve "
-                                f"(no {part!r})")
-            target += "/" + escape_pointer(part)
-        return node, target
+        node, below, missing = follow_pointer(node, frag)
+        if missing is not None:
+            raise SpecError(f"{self.where}: $ref {ref!r} at {path or '/'} does not resolve "
+                            f"(no {missing!r})")
+        return node, target + below

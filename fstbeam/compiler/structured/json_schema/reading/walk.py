@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import unquote
 
-__all__ = ["DATA_KEYWORDS", "IN_PLACE_KEYWORDS", "NAMED_KEYWORDS", "declared_draft", "entries", "escape_pointer", "rebuilt",
-           "schema_nodes"]
+__all__ = ["DATA_KEYWORDS", "IN_PLACE_KEYWORDS", "NAMED_KEYWORDS", "declared_draft", "entries", "escape_pointer",
+           "follow_pointer", "rebuilt", "schema_nodes"]
 
 #: keywords whose value is JSON data, not schemas (a `pattern` or `$ref` member inside is no keyword)
 DATA_KEYWORDS = frozenset({"enum", "const", "examples", "default"})
@@ -33,6 +34,23 @@ def declared_draft(schema: Any) -> int | None:
 def escape_pointer(name: str) -> str:
     """``name`` as one JSON-pointer token (RFC 6901: ``~`` -> ``~0``, ``/`` -> ``~1``)."""
     return str(name).replace("~", "~0").replace("/", "~1")
+
+
+def follow_pointer(node: Any, pointer: str) -> tuple[Any, str, str | None]:
+    """(the place the JSON pointer ``pointer`` (``/a/b``, %-escapes read) names under
+    ``node``, its pointer re-escaped, None) or (where it stopped, its pointer, the token that
+    is missing there)."""
+    target = ""
+    for part in pointer.split("/")[1:] if pointer else []:
+        part = unquote(part).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return node, target, part
+        target += "/" + escape_pointer(part)
+    return node, target, None
 
 
 def entries(node: dict[str, Any], path: str) -> Iterator[tuple[str, str, Any, bool]]:
