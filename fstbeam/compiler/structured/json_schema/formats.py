@@ -136,8 +136,9 @@ def _idn_hostname() -> pynini.Fst:
     """RFC 5890's IDN host names, a subset that IDNA2008 (`idna.encode`, `jsonschema`'s check)
     always takes: LDH labels without ``--`` as their 3rd and 4th characters (those are
     reserved, A-labels among them), and labels of up to 10 characters that also hold the
-    letters of `_IDN_LETTERS` beside lowercase ASCII (10 keep the A-label within 63 octets). Other scripts, marks and
-    right-to-left labels, whose rules depend on their neighbours, are not taken."""
+    letters of `_IDN_LETTERS` beside lowercase ASCII (10 keep the A-label within 63 octets).
+    Other scripts, marks and right-to-left labels, whose rules depend on their neighbours, are
+    not taken."""
     ld = chars(_rng("a", "z"), _rng("A", "Z"), _rng("0", "9"))
     wide = chars(_rng("a", "z"), _rng("0", "9"), *_IDN_LETTERS)  # (a U-label's ASCII is lowercase)
 
